@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/evpack/evpack"
+	"github.com/evpack/evpack/eval"
+	"github.com/evpack/evpack/internal/obliqa"
+	"github.com/evpack/evpack/rerank"
+)
+
+// Bootstrap settings for every verdict the CLI prints.
+const (
+	bootstrapResamples = 10_000
+	bootstrapSeed      = 1
+)
+
+func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageErr("eval needs obliqa, ablate or asof")
+	}
+	switch args[0] {
+	case "obliqa":
+		return cmdEvalObliQA(ctx, args[1:], stdout, stderr)
+	case "ablate":
+		return cmdEvalAblate(ctx, args[1:], stdout, stderr)
+	case "asof":
+		return cmdEvalAsOf(ctx, args[1:], stdout, stderr)
+	}
+	return usageErr("eval %q: want obliqa, ablate or asof", args[0])
+}
+
+func rerankerNamed(name string) (rerank.Reranker, error) {
+	switch name {
+	case "arithmetic":
+		return rerank.NewArithmetic(rerank.DefaultWeights)
+	case "none":
+		return rerank.None{}, nil
+	}
+	return nil, usageErr("--reranker %q: want arithmetic or none", name)
+}
+
+func loadObliQA(docs, questions string) (*eval.ObliQA, error) {
+	if docs == "" || questions == "" {
+		return nil, usageErr("need --docs DIR and --questions FILE (the ObliQA documents/ folder and ObliQA_dev.json)")
+	}
+	return eval.LoadObliQA(docs, questions)
+}
+
+func newBar(n int, what string, stderr io.Writer) func() {
+	bar := progressbar.NewOptions(n, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond),
+		progressbar.OptionOnCompletion(func() { fmt.Fprintln(stderr) }))
+	return func() { bar.Add(1) }
+}
+
+type evalJSON struct {
+	Recall    float64           `json:"recall@10"`
+	MAP       float64           `json:"map@10"`
+	NDCG      float64           `json:"ndcg@10"`
+	MRR       float64           `json:"mrr@10"`
+	Questions int               `json:"questions"`
+	Config    map[string]string `json:"config"`
+	P50       float64           `json:"query_ms_p50"`
+	P99       float64           `json:"query_ms_p99"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func cmdEvalObliQA(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("eval obliqa", stderr)
+	docs := fs.String("docs", "", "ObliQA documents/ directory")
+	questions := fs.String("questions", "", "ObliQA questions file (ObliQA_dev.json)")
+	pool := fs.Int("pool", evpack.DefaultPool, "candidates reranked")
+	rr := fs.String("reranker", "arithmetic", "arithmetic or none")
+	asJSON := fs.Bool("json", false, "print one JSON object on the last line")
+	perQ := fs.String("per-question", "", "write per-question results as JSONL to this file")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	r, err := rerankerNamed(*rr)
+	if err != nil {
+		return err
+	}
+	o, err := loadObliQA(*docs, *questions)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "indexing %d passages\n", len(o.Passages))
+	eng, err := obliqa.Build(ctx, o, evpack.Options{Pool: *pool, Reranker: r})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	rep, err := obliqa.Evaluate(ctx, eng, o.Questions, newBar(len(o.Questions), "questions", stderr))
+	if err != nil {
+		return err
+	}
+	if *perQ != "" {
+		if err := writePerQuestion(*perQ, o.Questions, rep); err != nil {
+			return err
+		}
+	}
+	s := rep.Summary
+	if *asJSON {
+		cfg := map[string]string{}
+		for _, st := range rep.Fingerprint {
+			cfg[st.Key] = st.Value
+		}
+		b, err := json.Marshal(evalJSON{Recall: s.Recall, MAP: s.MAP, NDCG: s.NDCG, MRR: s.MRR, Questions: s.Questions,
+			Config: cfg, P50: ms(rep.P50), P99: ms(rep.P99)})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "questions\t%d\n", s.Questions)
+	fmt.Fprintf(tw, "recall@10\t%.4f\n", s.Recall)
+	fmt.Fprintf(tw, "map@10\t%.4f\n", s.MAP)
+	fmt.Fprintf(tw, "ndcg@10\t%.4f\n", s.NDCG)
+	fmt.Fprintf(tw, "mrr@10\t%.4f\n", s.MRR)
+	fmt.Fprintf(tw, "query p50 / p99\t%.2f ms / %.2f ms\n", ms(rep.P50), ms(rep.P99))
+	for _, st := range rep.Fingerprint {
+		fmt.Fprintf(tw, "config %s\t%s\n", st.Key, st.Value)
+	}
+	return tw.Flush()
+}
+
+func writePerQuestion(path string, qs []eval.Question, rep *obliqa.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for i, q := range qs {
+		p := rep.Per[i]
+		if err := enc.Encode(map[string]any{"question_id": q.ID, "recall@10": p.Recall, "ap@10": p.AP,
+			"ndcg@10": p.NDCG, "rr@10": p.RR, "ranked": rep.Results[i].Ranked, "gold": q.Gold}); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// layer is one configuration of the ablation ledger.
+type layer struct {
+	name     string
+	analyzer string
+	opts     evpack.Options
+}
+
+// ledgerRow is one judged layer.
+type ledgerRow struct {
+	Layer   string  `json:"layer"`
+	Recall  float64 `json:"recall@10"`
+	MAP     float64 `json:"map@10"`
+	Against string  `json:"against"`
+	DRecall string  `json:"delta_recall"`
+	DMAP    string  `json:"delta_map"`
+	McNemar string  `json:"mcnemar_hit@10"`
+	Verdict string  `json:"verdict"`
+}
+
+func cmdEvalAblate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("eval ablate", stderr)
+	docs := fs.String("docs", "", "ObliQA documents/ directory")
+	questions := fs.String("questions", "", "ObliQA questions file")
+	asJSON := fs.Bool("json", false, "print the ledger as one JSON object on the last line")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	o, err := loadObliQA(*docs, *questions)
+	if err != nil {
+		return err
+	}
+	arith, err := rerank.NewArithmetic(rerank.DefaultWeights)
+	if err != nil {
+		return err
+	}
+	// Each layer is judged against whatever is winning when it arrives.
+	layers := []layer{
+		{"bm25 (en analyzer, corpus stats)", "en", evpack.Options{Reranker: rerank.None{}}},
+		{"bm25 (standard analyzer)", "standard", evpack.Options{Reranker: rerank.None{}}},
+		{"+ arithmetic rerank, pool 50", "en", evpack.Options{Reranker: arith, Pool: 50}},
+		{"pool 20", "en", evpack.Options{Reranker: arith, Pool: 20}},
+		{"pool 100", "en", evpack.Options{Reranker: arith, Pool: 100}},
+	}
+	engines := map[string]*evpack.Engine{}
+	defer func() {
+		for _, a := range []string{"en", "standard"} {
+			if e := engines[a]; e != nil {
+				e.Close()
+			}
+		}
+	}()
+	var rows []ledgerRow
+	var best *obliqa.Report
+	bestName := ""
+	for _, l := range layers {
+		base := engines[l.analyzer]
+		if base == nil {
+			fmt.Fprintf(stderr, "indexing %d passages (analyzer %s)\n", len(o.Passages), l.analyzer)
+			if base, err = obliqa.Build(ctx, o, evpack.Options{Analyzer: l.analyzer}); err != nil {
+				return err
+			}
+			engines[l.analyzer] = base
+		}
+		eng, err := base.View(l.opts)
+		if err != nil {
+			return err
+		}
+		rep, err := obliqa.Evaluate(ctx, eng, o.Questions, newBar(len(o.Questions), l.name, stderr))
+		if err != nil {
+			return err
+		}
+		row := ledgerRow{Layer: l.name, Recall: rep.Summary.Recall, MAP: rep.Summary.MAP, Verdict: "baseline"}
+		if best != nil {
+			v, err := judge(best, rep, &row)
+			if err != nil {
+				return err
+			}
+			row.Against = bestName
+			row.Verdict = string(v)
+		}
+		if best == nil || row.Verdict == string(eval.Won) {
+			best, bestName = rep, l.name
+		}
+		rows = append(rows, row)
+	}
+	if *asJSON {
+		b, err := json.Marshal(map[string]any{"ledger": rows, "winner": bestName, "questions": len(o.Questions),
+			"bootstrap": map[string]int{"resamples": bootstrapResamples, "seed": bootstrapSeed}})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "layer\trecall@10\tmap@10\tΔrecall [95%]\tΔmap [95%]\tmcnemar hit@10\tverdict\tagainst")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%s\t%s\t%s\t%s\t%s\n", r.Layer, r.Recall, r.MAP, r.DRecall, r.DMAP, r.McNemar, r.Verdict, r.Against)
+	}
+	fmt.Fprintf(tw, "winner: %s (paired bootstrap over %d questions, %d resamples, seed %d)\n", bestName, len(o.Questions), bootstrapResamples, bootstrapSeed)
+	return tw.Flush()
+}
+
+// judge compares a challenger with the winner. The challenger wins when its
+// MAP@10 interval lies above zero and its recall@10 did not lose, or the
+// other way round; it loses when either lost and neither won; else tied.
+func judge(best, rep *obliqa.Report, row *ledgerRow) (eval.Verdict, error) {
+	var ra, rb, ma, mb []float64
+	var ha, hb []bool
+	for i := range best.Per {
+		ra, rb = append(ra, best.Per[i].Recall), append(rb, rep.Per[i].Recall)
+		ma, mb = append(ma, best.Per[i].AP), append(mb, rep.Per[i].AP)
+		ha, hb = append(ha, best.Per[i].Hit), append(hb, rep.Per[i].Hit)
+	}
+	r, err := eval.Bootstrap(ra, rb, bootstrapResamples, bootstrapSeed)
+	if err != nil {
+		return "", err
+	}
+	m, err := eval.Bootstrap(ma, mb, bootstrapResamples, bootstrapSeed)
+	if err != nil {
+		return "", err
+	}
+	mc, err := eval.McNemar(ha, hb)
+	if err != nil {
+		return "", err
+	}
+	row.DRecall = fmt.Sprintf("%+.4f [%+.4f, %+.4f]", r.Diff, r.Lo, r.Hi)
+	row.DMAP = fmt.Sprintf("%+.4f [%+.4f, %+.4f]", m.Diff, m.Lo, m.Hi)
+	row.McNemar = fmt.Sprintf("%d/%d p=%.3g", mc.OnlyA, mc.OnlyB, mc.P)
+	switch {
+	case (m.Verdict == eval.Won && r.Verdict != eval.Lost) || (r.Verdict == eval.Won && m.Verdict != eval.Lost):
+		return eval.Won, nil
+	case m.Verdict == eval.Lost || r.Verdict == eval.Lost:
+		return eval.Lost, nil
+	}
+	return eval.Tied, nil
+}
+
+func cmdEvalAsOf(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return usageErr("eval asof: not built yet")
+}

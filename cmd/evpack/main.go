@@ -1,0 +1,115 @@
+// Command evpack ingests sources, answers questions as of a date with
+// evidence packs, verifies packs by replay, and evaluates rankings.
+//
+//	evpack ingest --index DIR --connector jsonl|statute PATH...
+//	evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--format json|text] QUESTION
+//	evpack verify --index DIR PACK.json
+//	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json]
+//	evpack eval ablate --docs DIR --questions FILE
+//	evpack eval asof   --docs DIR [--seed N] [--json]
+//
+// Exit status: 0 success; 1 a pack that does not verify; 2 bad usage or input.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage:
+  evpack ingest --index DIR --connector jsonl|statute PATH...
+  evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--format json|text] QUESTION
+  evpack verify --index DIR PACK.json
+  evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json] [--per-question FILE]
+  evpack eval ablate --docs DIR --questions FILE
+  evpack eval asof   --docs DIR [--seed N] [--json]
+`
+
+// exitError carries an exit status out of a subcommand.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "ingest":
+		err = cmdIngest(ctx, args[1:], stdout, stderr)
+	case "query":
+		err = cmdQuery(ctx, args[1:], stdout, stderr)
+	case "verify":
+		err = cmdVerify(ctx, args[1:], stdout, stderr)
+	case "eval":
+		err = cmdEval(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		err = usageErr("unknown command %q\n%s", args[0], usage)
+	}
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "evpack %s: %v\n", args[0], err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
+
+// newFlags returns a FlagSet that reports errors instead of exiting.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseInterleaved parses flags that may follow positional arguments
+// ("query --index d 'question' --k 3"), returning the positionals in order.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// multiFlag collects a repeatable flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }

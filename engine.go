@@ -1,0 +1,364 @@
+package evpack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/fuse"
+	"github.com/evpack/evpack/rerank"
+	"github.com/evpack/evpack/retrieve"
+)
+
+// Engine is an evidence index and the pipeline that queries it. Query and
+// Verify are safe for concurrent use with each other and with Ingest; Ingest
+// calls are serialized.
+type Engine struct {
+	*index
+	opts Options
+}
+
+// index is what views of one index share.
+type index struct {
+	dir string // "" for memory
+	lex *retrieve.Lexical
+
+	ingestMu sync.Mutex   // one ingest at a time
+	mu       sync.RWMutex // guards st and closed; held for reading by queries
+	st       *state
+	closed   bool
+}
+
+// View returns an engine over the same index with other query options (K,
+// Pool, RRFK, LexicalWeight, Reranker): for comparing configurations without
+// building the index twice. The analyzer belongs to the index and cannot
+// change. Closing any view closes the index for all of them.
+func (e *Engine) View(opts Options) (*Engine, error) {
+	if opts.Analyzer != "" && opts.Analyzer != e.lex.Analyzer() {
+		return nil, fmt.Errorf("%w: a view cannot change the analyzer (%q) to %q", ErrBadOptions, e.lex.Analyzer(), opts.Analyzer)
+	}
+	opts.Analyzer = e.lex.Analyzer()
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{index: e.index, opts: opts}, nil
+}
+
+// Open opens (or creates) the on-disk index in dir. A batch that reached the
+// lexical index but was never committed (a crash mid-ingest) is rolled back.
+func Open(dir string, opts Options) (*Engine, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, chunksDir), 0o755); err != nil {
+		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
+	}
+	m, err := readManifest(dir)
+	if err != nil {
+		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
+	}
+	if m == nil {
+		m = &manifest{Format: IndexFormat}
+	}
+	lex, err := retrieve.OpenLexical(filepath.Join(dir, lexicalDir), retrieve.LexicalOptions{Analyzer: opts.Analyzer})
+	if err != nil {
+		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
+	}
+	if opts.Analyzer != "" && opts.Analyzer != lex.Analyzer() {
+		lex.Close()
+		return nil, fmt.Errorf("%w: index %s was made with analyzer %q, options ask %q", ErrBadOptions, dir, lex.Analyzer(), opts.Analyzer)
+	}
+	opts.Analyzer = lex.Analyzer()
+	if _, err := lex.DeleteAbove(context.Background(), m.Generation); err != nil {
+		lex.Close()
+		return nil, fmt.Errorf("evpack: open %s: recover: %w", dir, err)
+	}
+	st, err := loadState(dir, m)
+	if err != nil {
+		lex.Close()
+		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
+	}
+	return &Engine{index: &index{dir: dir, lex: lex, st: st}, opts: opts}, nil
+}
+
+// OpenMemory returns an engine whose index lives in memory only.
+func OpenMemory(opts Options) (*Engine, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	lex, err := retrieve.OpenLexical("", retrieve.LexicalOptions{Analyzer: opts.Analyzer})
+	if err != nil {
+		return nil, err
+	}
+	opts.Analyzer = lex.Analyzer()
+	st := newState()
+	st.computeDigest()
+	return &Engine{index: &index{lex: lex, st: st}, opts: opts}, nil
+}
+
+// Options returns the engine's options with defaults filled in.
+func (e *Engine) Options() Options { return e.opts }
+
+// Close releases the index. Queries after Close fail with ErrClosed.
+func (e *Engine) Close() error {
+	e.ingestMu.Lock()
+	defer e.ingestMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	return e.lex.Close()
+}
+
+// Merge compacts the lexical index into one segment. Rankings do not change:
+// BM25 statistics are evpack's own, not the segments'.
+func (e *Engine) Merge(ctx context.Context) error {
+	e.ingestMu.Lock()
+	defer e.ingestMu.Unlock()
+	return e.lex.Merge(ctx)
+}
+
+// Flag names a chunk that was ingested but can never be cited, and why.
+type Flag struct {
+	ChunkID string
+	Reason  string
+}
+
+// IngestReport says what one Ingest did.
+type IngestReport struct {
+	Read       int    // records the connector produced
+	Added      int    // new chunks committed
+	Unchanged  int    // records identical to a stored chunk, skipped
+	Flagged    []Flag // added but uncitable or undated, in input order
+	Generation int64  // the generation committed (unchanged if nothing added)
+}
+
+// Ingest reads every record of c and commits the new chunks as one batch:
+// all of them or, on any error, none. A record whose ID is already stored
+// with the same text is skipped; with different text it is an error
+// (evidence.ErrDuplicateChunk): a new version needs a new chunk ID.
+func (e *Engine) Ingest(ctx context.Context, c connectors.Connector) (IngestReport, error) {
+	recs, err := c.Read(ctx)
+	if err != nil {
+		return IngestReport{}, err
+	}
+	return e.IngestRecords(ctx, recs)
+}
+
+// IngestRecords commits records as one batch; see Ingest.
+func (e *Engine) IngestRecords(ctx context.Context, recs []connectors.Record) (IngestReport, error) {
+	e.ingestMu.Lock()
+	defer e.ingestMu.Unlock()
+	rep := IngestReport{Read: len(recs)}
+
+	e.mu.RLock()
+	st, closed := e.st, e.closed
+	e.mu.RUnlock()
+	if closed {
+		return rep, ErrClosed
+	}
+	rep.Generation = st.gen
+
+	// Validate everything before touching storage.
+	batch := map[string]*evidence.Chunk{}
+	var add []*evidence.Chunk
+	for i := range recs {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return rep, err
+			}
+		}
+		ch := recs[i].Chunk // copy: the caller's record stays as given
+		if err := ch.Prepare(); err != nil {
+			var ce *evidence.ChunkError
+			if errors.As(err, &ce) && ce.Where == "" {
+				ce.Where = recs[i].Where
+			}
+			return rep, err
+		}
+		prev, ok := st.chunks[ch.ID]
+		if !ok {
+			prev, ok = batch[ch.ID]
+		}
+		if ok {
+			if prev.ContentHash != ch.ContentHash {
+				return rep, &evidence.ChunkError{ChunkID: ch.ID, Where: recs[i].Where, Err: evidence.ErrDuplicateChunk}
+			}
+			rep.Unchanged++
+			continue
+		}
+		cp := ch
+		batch[ch.ID] = &cp
+		add = append(add, &cp)
+		if reason := cp.Citable(); reason != "" {
+			rep.Flagged = append(rep.Flagged, Flag{ChunkID: cp.ID, Reason: reason})
+		} else if cp.Anchor.At.IsZero() {
+			rep.Flagged = append(rep.Flagged, Flag{ChunkID: cp.ID, Reason: "undated: never eligible"})
+		}
+	}
+	if len(add) == 0 {
+		return rep, nil
+	}
+	gen := st.gen + 1
+	tokens := make([]int, len(add))
+	var total int64
+	for i, ch := range add {
+		tokens[i] = e.lex.TokenCount(ch.Text)
+		total += int64(tokens[i])
+	}
+
+	// Commit. Queries wait while the lexical batch is applied, so every pack
+	// answers a committed state.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return rep, ErrClosed
+	}
+	batchName := fmt.Sprintf("%08d.jsonl", gen)
+	if e.dir != "" {
+		raw, err := encodeBatch(add)
+		if err != nil {
+			return rep, fmt.Errorf("evpack: ingest: %w", err)
+		}
+		if err := writeFileAtomic(filepath.Join(e.dir, chunksDir, batchName), raw); err != nil {
+			return rep, fmt.Errorf("evpack: ingest: %w", err)
+		}
+	}
+	rollback := func(cause error) (IngestReport, error) {
+		// Generation gen never committed: remove whatever of it reached bleve.
+		if _, err := e.lex.DeleteAbove(context.WithoutCancel(ctx), st.gen); err != nil {
+			return rep, errors.Join(cause, err)
+		}
+		return rep, cause
+	}
+	if err := e.lex.Index(ctx, add, gen); err != nil {
+		return rollback(err)
+	}
+	if e.dir != "" {
+		m := &manifest{Format: IndexFormat, Generation: gen, Docs: st.stats.Docs + int64(len(add)),
+			Tokens: st.stats.Tokens + total, Batches: append(append([]string(nil), st.batches...), batchName)}
+		if err := writeManifest(e.dir, m); err != nil {
+			return rollback(fmt.Errorf("evpack: ingest: %w", err))
+		}
+	}
+	for i, ch := range add {
+		st.add(ch, tokens[i])
+	}
+	st.gen = gen
+	st.batches = append(st.batches, batchName)
+	st.computeDigest()
+	rep.Added = len(add)
+	rep.Generation = gen
+	return rep, nil
+}
+
+// Request asks for evidence. It is plain data; Canonical gives its one form.
+type Request struct {
+	Question string
+	AsOf     asof.Date
+	Tenant   string
+	Filters  map[string]string
+	K        int // 0: the engine's default
+}
+
+// canonical validates r and returns the pack header it asks for.
+func (r Request) canonical(defaultK int) (evidence.Header, error) {
+	h := evidence.Header{Question: evidence.Normalize(r.Question), AsOf: r.AsOf, Tenant: r.Tenant, K: r.K}
+	if h.K == 0 {
+		h.K = defaultK
+	}
+	switch {
+	case h.Question == "":
+		return h, fmt.Errorf("%w: question is empty", ErrBadRequest)
+	case r.AsOf.IsZero():
+		return h, fmt.Errorf("%w: as-of date is not set", ErrBadRequest)
+	case h.K < 1 || h.K > MaxK:
+		return h, fmt.Errorf("%w: k %d not in [1, %d]", ErrBadRequest, h.K, MaxK)
+	}
+	for _, k := range evidence.SortedKeys(r.Filters) {
+		if k == "" || strings.ContainsRune(k, '=') {
+			return h, fmt.Errorf("%w: filter key %q", ErrBadRequest, k)
+		}
+		h.Filters = append(h.Filters, evidence.Filter{Key: k, Value: r.Filters[k]})
+	}
+	return h, nil
+}
+
+// Query answers r with an evidence pack.
+func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
+	h, err := r.canonical(e.opts.K)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	return e.query(ctx, h, e.st)
+}
+
+func (e *Engine) query(ctx context.Context, h evidence.Header, st *state) (*evidence.Pack, error) {
+	elig := retrieve.Eligibility{AsOf: h.AsOf, Tenant: h.Tenant, Filters: h.Filters}
+	res, err := e.lex.Search(ctx, h.Question, elig, st.bounds, e.opts.Pool, st.stats)
+	if err != nil {
+		return nil, err
+	}
+	var steps []string
+	if res.Total == 0 {
+		steps = append(steps, fmt.Sprintf("lexical: 0 chunks eligible as of %s match", h.AsOf))
+	} else {
+		steps = append(steps, fmt.Sprintf("lexical: %d hits among chunks eligible as of %s, kept %d", res.Total, h.AsOf, len(res.Hits)))
+	}
+	ids := make([]string, len(res.Hits))
+	for i, hit := range res.Hits {
+		ids[i] = hit.ID
+	}
+	fused, err := fuse.RRF(e.opts.RRFK, fuse.List{Name: "lexical", Weight: e.opts.LexicalWeight, IDs: ids})
+	if err != nil {
+		return nil, err
+	}
+	if len(fused) > e.opts.Pool {
+		fused = fused[:e.opts.Pool]
+	}
+	steps = append(steps, fmt.Sprintf("fused %d (rrf k=%d)", len(fused), e.opts.RRFK), fmt.Sprintf("pool %d", len(fused)))
+	cands := make([]rerank.Candidate, len(fused))
+	for i, f := range fused {
+		cands[i] = rerank.Candidate{ID: f.ID, Rank: i + 1}
+		if c, ok := st.chunks[f.ID]; ok {
+			cands[i].Text = c.Text
+		}
+	}
+	ranked, err := e.opts.Reranker.Rerank(ctx, h.Question, cands, st)
+	if err != nil {
+		return nil, fmt.Errorf("evpack: rerank: %w", err)
+	}
+	steps = append(steps, fmt.Sprintf("reranked %d", len(ranked)))
+	lookup := func(id string) (*evidence.Chunk, bool) { c, ok := st.chunks[id]; return c, ok }
+	return evidence.Assemble(h, ranked, lookup, steps, e.fingerprint(st)), nil
+}
+
+// fingerprint lists every setting that shaped a pack from state st.
+func (e *Engine) fingerprint(st *state) evidence.Fingerprint {
+	return evidence.NewFingerprint(
+		evidence.Setting{Key: "corpus", Value: st.digest},
+		evidence.Setting{Key: "legs", Value: "lexical"},
+		evidence.Setting{Key: "lexical", Value: fmt.Sprintf("bleve bm25 analyzer=%s quantum=1e-9 corpus_stats=true", e.lex.Analyzer())},
+		evidence.Setting{Key: "fusion", Value: fmt.Sprintf("rrf k=%d lexical=%s", e.opts.RRFK, strconv.FormatFloat(e.opts.LexicalWeight, 'g', -1, 64))},
+		evidence.Setting{Key: "pool", Value: strconv.Itoa(e.opts.Pool)},
+		evidence.Setting{Key: "reranker", Value: e.opts.Reranker.Name()},
+	)
+}

@@ -1,0 +1,131 @@
+package evidence
+
+import (
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/zeebo/blake3"
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/evpack/evpack/asof"
+)
+
+// Chunk is one citable passage as stored at ingest. Chunks are immutable: a
+// new version of a passage is a new chunk with its own ID.
+type Chunk struct {
+	ID          string            // stable chunk ID, unique in an index
+	DocID       string            // the document the chunk belongs to
+	Version     string            // the document version, e.g. "2024-06-01"
+	Text        string            // normalized text (see Normalize)
+	SourceURL   string            // where a person can check the text
+	Connector   string            // which connector produced the chunk
+	RetrievedAt time.Time         // when the connector fetched the source
+	Anchor      asof.Anchor       // when the chunk became citable
+	Valid       asof.Interval     // the days the version is in force
+	Tenant      string            // the owner; "" is the shared tenant
+	ContentHash string            // ContentHash(Text), stored at ingest
+	Meta        map[string]string // filterable metadata
+}
+
+// Normalize puts text in the one form evpack stores, hashes and renders:
+// valid UTF-8 (bad bytes become U+FFFD), NFC, "\n" line ends, no leading or
+// trailing white space.
+func Normalize(text string) string {
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	text = strings.ReplaceAll(text, "\r", "\n")
+	return strings.TrimSpace(norm.NFC.String(text))
+}
+
+// HashPrefix names the hash function in every hash evpack writes.
+const HashPrefix = "blake3:"
+
+// Sum returns "blake3:<hex>" of b (BLAKE3-256).
+func Sum(b []byte) string {
+	h := blake3.Sum256(b)
+	return HashPrefix + hex.EncodeToString(h[:])
+}
+
+// ContentHash returns the hash of Normalize(text).
+func ContentHash(text string) string { return Sum([]byte(Normalize(text))) }
+
+// Citable reports why a chunk may not reach a reasoner, or "" when it may.
+// The reasons are fixed phrases: they appear in pack traces.
+func (c *Chunk) Citable() string {
+	switch {
+	case strings.TrimSpace(c.SourceURL) == "":
+		return "missing source URL"
+	case strings.TrimSpace(c.Connector) == "":
+		return "missing connector"
+	case c.RetrievedAt.IsZero():
+		return "missing retrieval time"
+	case c.ContentHash != ContentHash(c.Text):
+		return "content hash mismatch"
+	}
+	return ""
+}
+
+// Prepare normalizes the chunk's text, fills its content hash and checks the
+// fields an index cannot do without. A chunk that is merely uncitable (no
+// source URL, say) passes: the citation gate keeps it out of packs.
+func (c *Chunk) Prepare() error {
+	fail := func(err error) error { return &ChunkError{ChunkID: c.ID, Err: err} }
+	if strings.TrimSpace(c.ID) == "" {
+		return fail(fmt.Errorf("%w: chunk id is empty", ErrMissingID))
+	}
+	if strings.TrimSpace(c.DocID) == "" {
+		return fail(fmt.Errorf("%w: doc_id is empty", ErrMissingID))
+	}
+	c.Text = Normalize(c.Text)
+	if c.Text == "" {
+		return fail(ErrEmptyText)
+	}
+	if err := c.Valid.Validate(); err != nil {
+		return fail(err)
+	}
+	for _, k := range SortedKeys(c.Meta) {
+		if !validMetaKey(k) {
+			return fail(fmt.Errorf("%w: %q", ErrBadMeta, k))
+		}
+	}
+	c.RetrievedAt = truncate(c.RetrievedAt)
+	c.Anchor.At = truncate(c.Anchor.At)
+	c.ContentHash = ContentHash(c.Text)
+	return nil
+}
+
+func truncate(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC().Truncate(time.Second)
+}
+
+func validMetaKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// SortedKeys returns the keys of m in ascending order: the only way evpack
+// walks a map when building anything that is returned or rendered.
+func SortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,45 @@
+package evidence
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Callers match them with errors.Is; the wrapping error says
+// which chunk or input and where.
+var (
+	// ErrEmptyText: a chunk's text is empty after normalization.
+	ErrEmptyText = errors.New("evidence: empty text")
+	// ErrMissingID: a chunk has no chunk ID or no document ID.
+	ErrMissingID = errors.New("evidence: missing id")
+	// ErrDuplicateChunk: two chunks share an ID but not their text.
+	ErrDuplicateChunk = errors.New("evidence: duplicate chunk id with different text")
+	// ErrBadMeta: a metadata key is empty or uses characters outside [a-z0-9_.-].
+	ErrBadMeta = errors.New("evidence: bad metadata key")
+	// ErrNotCanonical: bytes offered as a pack are not in canonical form.
+	ErrNotCanonical = errors.New("evidence: pack bytes are not canonical")
+	// ErrBadPack: bytes offered as a pack cannot be read as one.
+	ErrBadPack = errors.New("evidence: malformed pack")
+)
+
+// ChunkError ties an error to the chunk and, when known, the input position
+// (file:line) it came from.
+type ChunkError struct {
+	ChunkID string // may be empty when the ID itself is missing
+	Where   string // "file:line", or "" when the chunk came from memory
+	Err     error
+}
+
+func (e *ChunkError) Error() string {
+	switch {
+	case e.Where != "" && e.ChunkID != "":
+		return fmt.Sprintf("%s: chunk %q: %v", e.Where, e.ChunkID, e.Err)
+	case e.Where != "":
+		return fmt.Sprintf("%s: %v", e.Where, e.Err)
+	default:
+		return fmt.Sprintf("chunk %q: %v", e.ChunkID, e.Err)
+	}
+}
+
+// Unwrap returns the underlying error.
+func (e *ChunkError) Unwrap() error { return e.Err }

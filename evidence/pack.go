@@ -1,0 +1,192 @@
+package evidence
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/evpack/evpack/asof"
+)
+
+// FormatVersion names the canonical pack form. It changes whenever the bytes
+// of an otherwise identical pack would change.
+const FormatVersion = "evpack-pack/1"
+
+// ScoreScale is the fixed-point scale of Citation.Score: a score of 1_000_000
+// means 1.0.
+const ScoreScale = 1_000_000
+
+// Filter is one metadata restriction of a request: Meta[Key] == Value.
+type Filter struct {
+	Key   string
+	Value string
+}
+
+// Setting is one named configuration value that shaped a pack.
+type Setting struct {
+	Key   string
+	Value string
+}
+
+// Fingerprint lists every setting that shaped a pack, sorted by key.
+type Fingerprint []Setting
+
+// Get returns the value of key, or "".
+func (f Fingerprint) Get(key string) string {
+	for _, s := range f {
+		if s.Key == key {
+			return s.Value
+		}
+	}
+	return ""
+}
+
+// NewFingerprint sorts the settings by key. Keys must be unique.
+func NewFingerprint(settings ...Setting) Fingerprint {
+	fp := slices.Clone(settings)
+	slices.SortFunc(fp, func(a, b Setting) int { return strings.Compare(a.Key, b.Key) })
+	return fp
+}
+
+// Citation is one numbered piece of evidence in a pack.
+type Citation struct {
+	Index       int // 1-based, in final rank order
+	ChunkID     string
+	DocID       string
+	Version     string
+	Text        string
+	SourceURL   string
+	Connector   string
+	RetrievedAt time.Time
+	Anchor      asof.Anchor
+	Valid       asof.Interval
+	ContentHash string
+	Score       int64 // the deciding score, fixed point (ScoreScale)
+	Meta        map[string]string
+}
+
+// Drop records a chunk the citation gate kept out of a pack.
+type Drop struct {
+	ChunkID string
+	Reason  string
+}
+
+// Trace says, in words a person reads, how the pack was made.
+type Trace struct {
+	Steps   []string // one line per stage, in pipeline order
+	Dropped []Drop   // gated chunks, in rank order
+}
+
+// Pack is an evidence pack: the request it answers, its citations, its trace
+// and the fingerprint of the settings that shaped it.
+type Pack struct {
+	Question    string
+	AsOf        asof.Date
+	Tenant      string
+	Filters     []Filter // sorted by key, then value
+	K           int
+	Citations   []Citation
+	Trace       Trace
+	Fingerprint Fingerprint
+}
+
+// Scored is a ranked candidate handed to Assemble.
+type Scored struct {
+	ChunkID string
+	Score   int64
+}
+
+// Header is the request part of a pack.
+type Header struct {
+	Question string
+	AsOf     asof.Date
+	Tenant   string
+	Filters  []Filter
+	K        int
+}
+
+// Assemble is the citation gate. It walks ranked in order, looks each chunk up,
+// drops any that is not citable (see Chunk.Citable) or missing from the store,
+// and numbers the first h.K survivors 1..K. steps are copied into the trace,
+// followed by the gate's own lines.
+func Assemble(h Header, ranked []Scored, lookup func(id string) (*Chunk, bool), steps []string, fp Fingerprint) *Pack {
+	p := &Pack{
+		Question:    h.Question,
+		AsOf:        h.AsOf,
+		Tenant:      h.Tenant,
+		Filters:     slices.Clone(h.Filters),
+		K:           h.K,
+		Trace:       Trace{Steps: slices.Clone(steps)},
+		Fingerprint: fp,
+	}
+	for _, s := range ranked {
+		if len(p.Citations) == h.K {
+			break
+		}
+		c, ok := lookup(s.ChunkID)
+		reason := "not in store"
+		if ok {
+			reason = c.Citable()
+		}
+		if reason != "" {
+			p.Trace.Dropped = append(p.Trace.Dropped, Drop{ChunkID: s.ChunkID, Reason: reason})
+			continue
+		}
+		p.Citations = append(p.Citations, Citation{
+			Index: len(p.Citations) + 1, ChunkID: c.ID, DocID: c.DocID, Version: c.Version,
+			Text: c.Text, SourceURL: c.SourceURL, Connector: c.Connector, RetrievedAt: c.RetrievedAt,
+			Anchor: c.Anchor, Valid: c.Valid, ContentHash: c.ContentHash, Score: s.Score, Meta: c.Meta,
+		})
+	}
+	p.Trace.Steps = append(p.Trace.Steps, dropLine(p.Trace.Dropped), fmt.Sprintf("cited %d", len(p.Citations)))
+	return p
+}
+
+// dropLine summarizes the drops by reason, reasons in first-seen order.
+func dropLine(drops []Drop) string {
+	if len(drops) == 0 {
+		return "dropped 0"
+	}
+	var reasons []string
+	ids := map[string][]string{}
+	for _, d := range drops {
+		if _, seen := ids[d.Reason]; !seen {
+			reasons = append(reasons, d.Reason)
+		}
+		ids[d.Reason] = append(ids[d.Reason], d.ChunkID)
+	}
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = r + ": " + strings.Join(ids[r], ", ")
+	}
+	return fmt.Sprintf("dropped %d (%s)", len(drops), strings.Join(parts, "; "))
+}
+
+// Hash returns the pack's name: BLAKE3-256 of its canonical bytes.
+func (p *Pack) Hash() string { return Sum(p.Bytes()) }
+
+// Text renders the pack for a prompt: the question, the citations marked
+// [1]..[K] with their sources, the trace, and a final "hash:" line. It is
+// derived from the same pack as Bytes and carries the same hash.
+func (p *Pack) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Question: %s\nAs of: %s\n", p.Question, p.AsOf)
+	if p.Tenant != "" {
+		fmt.Fprintf(&b, "Tenant: %s\n", p.Tenant)
+	}
+	for _, f := range p.Filters {
+		fmt.Fprintf(&b, "Filter: %s=%s\n", f.Key, f.Value)
+	}
+	for _, c := range p.Citations {
+		fmt.Fprintf(&b, "\n[%d] %s (version %s; %s; %s %s; retrieved %s)\n%s\n",
+			c.Index, c.DocID, c.Version, c.SourceURL, c.Anchor.Field, asof.FormatInstant(c.Anchor.At),
+			asof.FormatInstant(c.RetrievedAt), c.Text)
+	}
+	b.WriteString("\nTrace:\n")
+	for _, s := range p.Trace.Steps {
+		fmt.Fprintf(&b, "- %s\n", s)
+	}
+	fmt.Fprintf(&b, "hash: %s\n", p.Hash())
+	return b.String()
+}

@@ -1,0 +1,293 @@
+package evidence
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/evpack/evpack/asof"
+)
+
+// Bytes returns the canonical JSON form of the pack: object keys in byte
+// order, no insignificant white space, integers only, strings as NFC UTF-8
+// with the minimal JSON escapes, "\n" line ends, no trailing newline.
+func (p *Pack) Bytes() []byte {
+	var w canon
+	w.begin()
+	w.key("as_of")
+	w.str(p.AsOf.String())
+	w.key("citations")
+	w.b.WriteByte('[')
+	for i := range p.Citations {
+		if i > 0 {
+			w.b.WriteByte(',')
+		}
+		writeCitation(&w, &p.Citations[i])
+	}
+	w.b.WriteByte(']')
+	w.key("filters")
+	w.b.WriteByte('[')
+	for i, f := range p.Filters {
+		if i > 0 {
+			w.b.WriteByte(',')
+		}
+		w.begin()
+		w.key("key")
+		w.str(f.Key)
+		w.key("value")
+		w.str(f.Value)
+		w.end()
+	}
+	w.b.WriteByte(']')
+	w.key("fingerprint")
+	w.begin()
+	for _, s := range p.Fingerprint {
+		w.key(s.Key)
+		w.str(s.Value)
+	}
+	w.end()
+	w.key("format")
+	w.str(FormatVersion)
+	w.key("k")
+	w.int(int64(p.K))
+	w.key("question")
+	w.str(p.Question)
+	w.key("tenant")
+	w.str(p.Tenant)
+	w.key("trace")
+	w.begin()
+	w.key("dropped")
+	w.b.WriteByte('[')
+	for i, d := range p.Trace.Dropped {
+		if i > 0 {
+			w.b.WriteByte(',')
+		}
+		w.begin()
+		w.key("chunk_id")
+		w.str(d.ChunkID)
+		w.key("reason")
+		w.str(d.Reason)
+		w.end()
+	}
+	w.b.WriteByte(']')
+	w.key("steps")
+	w.b.WriteByte('[')
+	for i, s := range p.Trace.Steps {
+		if i > 0 {
+			w.b.WriteByte(',')
+		}
+		w.str(s)
+	}
+	w.b.WriteByte(']')
+	w.end()
+	w.end()
+	return w.b.Bytes()
+}
+
+func writeCitation(w *canon, c *Citation) {
+	w.begin()
+	w.key("anchor")
+	w.str(asof.FormatInstant(c.Anchor.At))
+	w.key("anchor_field")
+	w.str(c.Anchor.Field)
+	w.key("chunk_id")
+	w.str(c.ChunkID)
+	w.key("connector")
+	w.str(c.Connector)
+	w.key("content_hash")
+	w.str(c.ContentHash)
+	w.key("doc_id")
+	w.str(c.DocID)
+	w.key("index")
+	w.int(int64(c.Index))
+	w.key("meta")
+	w.begin()
+	for _, k := range SortedKeys(c.Meta) {
+		w.key(k)
+		w.str(c.Meta[k])
+	}
+	w.end()
+	w.key("retrieved_at")
+	w.str(asof.FormatInstant(c.RetrievedAt))
+	w.key("score")
+	w.int(c.Score)
+	w.key("source_url")
+	w.str(c.SourceURL)
+	w.key("text")
+	w.str(c.Text)
+	w.key("valid_from")
+	w.str(c.Valid.From.String())
+	w.key("valid_to")
+	w.str(c.Valid.To.String())
+	w.key("version")
+	w.str(c.Version)
+	w.end()
+}
+
+// canon writes canonical JSON. Callers emit keys in ascending byte order; the
+// tests check that every object in a rendered pack obeys it.
+type canon struct {
+	b     bytes.Buffer
+	first []bool // per open object: no key written yet
+}
+
+func (w *canon) begin() { w.b.WriteByte('{'); w.first = append(w.first, true) }
+func (w *canon) end()   { w.b.WriteByte('}'); w.first = w.first[:len(w.first)-1] }
+
+func (w *canon) key(k string) {
+	if !w.first[len(w.first)-1] {
+		w.b.WriteByte(',')
+	}
+	w.first[len(w.first)-1] = false
+	w.str(k)
+	w.b.WriteByte(':')
+}
+
+func (w *canon) int(n int64) { w.b.WriteString(strconv.FormatInt(n, 10)) }
+
+// str writes s with the minimal escapes: quote, backslash, and control
+// characters (short forms for \b \t \n \f \r, \u00XX otherwise). Everything
+// else, including <, > and &, is written as raw UTF-8.
+func (w *canon) str(s string) {
+	w.b.WriteByte('"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			w.b.WriteString(`\ufffd`)
+		case r == '"':
+			w.b.WriteString(`\"`)
+		case r == '\\':
+			w.b.WriteString(`\\`)
+		case r == '\b':
+			w.b.WriteString(`\b`)
+		case r == '\t':
+			w.b.WriteString(`\t`)
+		case r == '\n':
+			w.b.WriteString(`\n`)
+		case r == '\f':
+			w.b.WriteString(`\f`)
+		case r == '\r':
+			w.b.WriteString(`\r`)
+		case r < 0x20:
+			fmt.Fprintf(&w.b, `\u%04x`, r)
+		default:
+			w.b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	w.b.WriteByte('"')
+}
+
+// wire mirrors the canonical form for Parse.
+type wirePack struct {
+	AsOf        string            `json:"as_of"`
+	Citations   []wireCitation    `json:"citations"`
+	Filters     []wireKV          `json:"filters"`
+	Fingerprint map[string]string `json:"fingerprint"`
+	Format      string            `json:"format"`
+	K           int               `json:"k"`
+	Question    string            `json:"question"`
+	Tenant      string            `json:"tenant"`
+	Trace       struct {
+		Dropped []struct {
+			ChunkID string `json:"chunk_id"`
+			Reason  string `json:"reason"`
+		} `json:"dropped"`
+		Steps []string `json:"steps"`
+	} `json:"trace"`
+}
+
+type wireKV struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+type wireCitation struct {
+	Anchor      string            `json:"anchor"`
+	AnchorField string            `json:"anchor_field"`
+	ChunkID     string            `json:"chunk_id"`
+	Connector   string            `json:"connector"`
+	ContentHash string            `json:"content_hash"`
+	DocID       string            `json:"doc_id"`
+	Index       int               `json:"index"`
+	Meta        map[string]string `json:"meta"`
+	RetrievedAt string            `json:"retrieved_at"`
+	Score       int64             `json:"score"`
+	SourceURL   string            `json:"source_url"`
+	Text        string            `json:"text"`
+	ValidFrom   string            `json:"valid_from"`
+	ValidTo     string            `json:"valid_to"`
+	Version     string            `json:"version"`
+}
+
+// Parse reads a pack from its canonical bytes. It fails with ErrBadPack when
+// the bytes are not a pack of this FormatVersion, and with ErrNotCanonical
+// when they are a pack but not byte-identical to its canonical rendering
+// (re-indented, reordered, or edited by hand).
+func Parse(b []byte) (*Pack, error) {
+	var w wirePack
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadPack, err)
+	}
+	if w.Format != FormatVersion {
+		return nil, fmt.Errorf("%w: format %q, want %q", ErrBadPack, w.Format, FormatVersion)
+	}
+	p := &Pack{Question: w.Question, Tenant: w.Tenant, K: w.K}
+	var err error
+	if p.AsOf, err = asof.ParseDate(w.AsOf); err != nil {
+		return nil, fmt.Errorf("%w: as_of: %w", ErrBadPack, err)
+	}
+	for _, f := range w.Filters {
+		p.Filters = append(p.Filters, Filter{Key: f.Key, Value: f.Value})
+	}
+	for _, k := range SortedKeys(w.Fingerprint) {
+		p.Fingerprint = append(p.Fingerprint, Setting{Key: k, Value: w.Fingerprint[k]})
+	}
+	for _, d := range w.Trace.Dropped {
+		p.Trace.Dropped = append(p.Trace.Dropped, Drop{ChunkID: d.ChunkID, Reason: d.Reason})
+	}
+	p.Trace.Steps = w.Trace.Steps
+	for i, wc := range w.Citations {
+		c := Citation{Index: wc.Index, ChunkID: wc.ChunkID, DocID: wc.DocID, Version: wc.Version,
+			Text: wc.Text, SourceURL: wc.SourceURL, Connector: wc.Connector, ContentHash: wc.ContentHash,
+			Score: wc.Score, Anchor: asof.Anchor{Field: wc.AnchorField}}
+		if len(wc.Meta) > 0 {
+			c.Meta = wc.Meta
+		}
+		if c.RetrievedAt, err = optInstant(wc.RetrievedAt); err == nil {
+			if c.Anchor.At, err = optInstant(wc.Anchor); err == nil {
+				if c.Valid.From, err = optDate(wc.ValidFrom); err == nil {
+					c.Valid.To, err = optDate(wc.ValidTo)
+				}
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: citation %d: %w", ErrBadPack, i+1, err)
+		}
+		p.Citations = append(p.Citations, c)
+	}
+	if !bytes.Equal(p.Bytes(), b) {
+		return nil, ErrNotCanonical
+	}
+	return p, nil
+}
+
+func optInstant(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	return asof.ParseInstant(s)
+}
+
+func optDate(s string) (asof.Date, error) {
+	if s == "" {
+		return asof.Date{}, nil
+	}
+	return asof.ParseDate(s)
+}

@@ -1,0 +1,82 @@
+// Package fuse combines ranked lists by Reciprocal Rank Fusion (Cormack,
+// Clarke and Büttcher, SIGIR 2009): an item at 1-based rank r in a list of
+// weight w earns w/(K+r), and an item's fused score is the sum over lists.
+//
+// RRF needs ranks only, so legs with incomparable scores (BM25, cosine, a
+// list of chunks that mention the asked-about year) fuse without calibration.
+//
+// Entry point: [RRF].
+//
+// Invariant: the output is totally ordered: by score descending, then by ID
+// ascending. Scores are summed in list order with every term rounded to
+// float64 before the add, so no platform can fuse the arithmetic differently.
+package fuse
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// DefaultK is the RRF constant from the original paper.
+const DefaultK = 60
+
+// ErrBadList is returned for a list with a bad weight or a repeated ID.
+var ErrBadList = errors.New("fuse: bad list")
+
+// List is one ranked list: IDs best first, each at most once.
+type List struct {
+	Name   string   // the leg's name, for errors and explanations
+	Weight float64  // >= 0; 0 turns the leg off without removing it
+	IDs    []string // best first
+}
+
+// Item is one fused result.
+type Item struct {
+	ID    string
+	Score float64
+	Ranks []int // 1-based rank in each input list, 0 where absent
+}
+
+// RRF fuses lists with constant k (DefaultK when k <= 0). An ID absent from a
+// list contributes nothing for it.
+func RRF(k int, lists ...List) ([]Item, error) {
+	if k <= 0 {
+		k = DefaultK
+	}
+	pos := map[string]int{}
+	var out []Item
+	for li, l := range lists {
+		if l.Weight < 0 || math.IsNaN(l.Weight) || math.IsInf(l.Weight, 0) {
+			return nil, fmt.Errorf("%w: list %q: weight %v", ErrBadList, l.Name, l.Weight)
+		}
+		seen := make(map[string]bool, len(l.IDs))
+		for r, id := range l.IDs {
+			if seen[id] {
+				return nil, fmt.Errorf("%w: list %q: id %q at rank %d appears twice", ErrBadList, l.Name, id, r+1)
+			}
+			seen[id] = true
+			i, ok := pos[id]
+			if !ok {
+				i = len(out)
+				pos[id] = i
+				out = append(out, Item{ID: id, Ranks: make([]int, len(lists))})
+			}
+			term := float64(l.Weight / float64(k+r+1))
+			out[i].Score = float64(out[i].Score + term)
+			out[i].Ranks[li] = r + 1
+		}
+	}
+	slices.SortFunc(out, func(a, b Item) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}

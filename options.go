@@ -1,0 +1,80 @@
+package evpack
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/evpack/evpack/fuse"
+	"github.com/evpack/evpack/rerank"
+)
+
+// Defaults. Pool and K follow DESIGN.md; the RRF constant is the paper's.
+const (
+	DefaultK    = 10
+	DefaultPool = 50
+	MaxK        = 100
+	MaxPool     = 1000
+)
+
+// Options configure an engine. The zero value is the default configuration;
+// Open validates it and fills the defaults. Options are plain values: print
+// them with String, compare them with ==.
+type Options struct {
+	// K is the default number of citations per pack (Request.K overrides).
+	K int
+	// Pool is how many fused candidates the reranker sees.
+	Pool int
+	// RRFK is the Reciprocal Rank Fusion constant.
+	RRFK int
+	// LexicalWeight weighs the lexical leg in fusion (0 means 1).
+	LexicalWeight float64
+	// Reranker orders the pool; nil means rerank.NewArithmetic with
+	// rerank.DefaultWeights. Use rerank.None{} to keep the fused order.
+	Reranker rerank.Reranker
+	// Analyzer is the lexical analyzer used when an index is created
+	// ("en" or "standard"); an existing index keeps its own.
+	Analyzer string
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.K == 0 {
+		o.K = DefaultK
+	}
+	if o.Pool == 0 {
+		o.Pool = DefaultPool
+	}
+	if o.RRFK == 0 {
+		o.RRFK = fuse.DefaultK
+	}
+	if o.LexicalWeight == 0 {
+		o.LexicalWeight = 1
+	}
+	if o.Reranker == nil {
+		a, err := rerank.NewArithmetic(rerank.DefaultWeights)
+		if err != nil {
+			return o, err
+		}
+		o.Reranker = a
+	}
+	switch {
+	case o.K < 1 || o.K > MaxK:
+		return o, fmt.Errorf("%w: K %d not in [1, %d]", ErrBadOptions, o.K, MaxK)
+	case o.Pool < 1 || o.Pool > MaxPool:
+		return o, fmt.Errorf("%w: Pool %d not in [1, %d]", ErrBadOptions, o.Pool, MaxPool)
+	case o.RRFK < 1:
+		return o, fmt.Errorf("%w: RRFK %d < 1", ErrBadOptions, o.RRFK)
+	case o.LexicalWeight < 0:
+		return o, fmt.Errorf("%w: LexicalWeight %v < 0", ErrBadOptions, o.LexicalWeight)
+	}
+	return o, nil
+}
+
+// String prints the options as the fingerprint would record them.
+func (o Options) String() string {
+	name := "arithmetic (default)"
+	if o.Reranker != nil {
+		name = o.Reranker.Name()
+	}
+	return fmt.Sprintf("k=%d pool=%d rrf_k=%d lexical_weight=%s reranker=%q analyzer=%q",
+		o.K, o.Pool, o.RRFK, strconv.FormatFloat(o.LexicalWeight, 'g', -1, 64), name, o.Analyzer)
+}

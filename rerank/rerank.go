@@ -1,0 +1,69 @@
+package rerank
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/evpack/evpack/evidence"
+)
+
+// Candidate is one chunk in the pool handed to a reranker.
+type Candidate struct {
+	ID   string
+	Text string
+	Rank int // 1-based rank in the fused list
+}
+
+// Stats gives corpus statistics for weighting terms. Terms are those of
+// package internal/terms.
+type Stats interface {
+	DocCount() int
+	DocFreq(term string) int
+}
+
+// Reranker orders a candidate pool for a question.
+type Reranker interface {
+	// Name identifies the reranker and every setting that changes its order;
+	// it is written into each pack's fingerprint.
+	Name() string
+	// Rerank returns all candidates scored (evidence.ScoreScale fixed point),
+	// best first, ties by chunk ID.
+	Rerank(ctx context.Context, question string, cands []Candidate, stats Stats) ([]evidence.Scored, error)
+}
+
+// sortScored orders by score descending, then chunk ID ascending.
+func sortScored(s []evidence.Scored) {
+	slices.SortFunc(s, func(a, b evidence.Scored) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ChunkID, b.ChunkID)
+	})
+}
+
+// None keeps the fused order; its score is the fused rank's reciprocal
+// prior. It is the baseline the other rerankers are measured against.
+type None struct{}
+
+// Name implements Reranker.
+func (None) Name() string { return "none" }
+
+// Rerank implements Reranker.
+func (None) Rerank(ctx context.Context, _ string, cands []Candidate, _ Stats) ([]evidence.Scored, error) {
+	out := make([]evidence.Scored, len(cands))
+	for i, c := range cands {
+		out[i] = evidence.Scored{ChunkID: c.ID, Score: prior(c.Rank)}
+	}
+	sortScored(out)
+	return out, ctx.Err()
+}
+
+// prior maps a 1-based fused rank to 60/(60+rank) in fixed point: the RRF
+// shape, so that rank 1 is worth little more than rank 2.
+func prior(rank int) int64 {
+	return int64(evidence.ScoreScale) * 60 / int64(60+rank)
+}

@@ -1,0 +1,14 @@
+// Package retrieve holds evpack's recall legs. [Lexical] is BM25 over bleve;
+// the dense leg (HNSW and exact scan) joins it behind the same [Eligibility]
+// contract.
+//
+// Entry points: [OpenLexical], [Lexical.Search], [Eligibility].
+//
+// Invariant: a leg only ever ranks eligible chunks. The as-of, tenant,
+// metadata and generation restrictions are clauses of the index query itself,
+// conjoined with the text query, so an ineligible chunk can neither appear in
+// a result nor push an eligible one out of the top N.
+//
+// Invariant: results are totally ordered: by score (quantized, see
+// [ScoreQuantum]) descending, then chunk ID ascending.
+package retrieve

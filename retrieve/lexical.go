@@ -1,0 +1,424 @@
+package retrieve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/standard"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/evidence"
+)
+
+// Field names in the bleve document.
+const (
+	fieldText      = "text"
+	fieldTenant    = "tenant"
+	fieldAnchorDay = "anchor_day"
+	fieldFrom      = "valid_from"
+	fieldTo        = "valid_to"
+	fieldGen       = "gen"
+	fieldMeta      = "meta"
+)
+
+// Open interval ends are stored as day numbers far outside the supported
+// years (asof accepts 1000..9999), so a range clause needs no special case.
+const (
+	openFrom = -1_000_000
+	openTo   = 10_000_000
+)
+
+// noTenant stands for the shared tenant "" (bleve indexes no empty terms).
+const noTenant = "\x00shared"
+
+// ScoreQuantum is the resolution at which BM25 scores are compared. bleve
+// computes BM25 in float64 with expressions (tf + k1*x) that Go may fuse into
+// one FMA instruction on arm64, so raw scores can differ in the last bits
+// between CPUs. Rounding to 1e-9 before ordering makes such a difference
+// change the order only if it straddles a rounding boundary.
+const ScoreQuantum = 1e-9
+
+// ErrLexical wraps failures of the lexical index.
+var ErrLexical = errors.New("retrieve: lexical index")
+
+// LexicalOptions configure a lexical index. The zero value is the default.
+type LexicalOptions struct {
+	// Analyzer is "en" (lower case, stop words, Porter stems; the default) or
+	// "standard" (lower case, stop words). It is fixed when the index is made.
+	Analyzer string
+}
+
+func (o LexicalOptions) analyzer() (string, error) {
+	switch o.Analyzer {
+	case "", en.AnalyzerName:
+		return en.AnalyzerName, nil
+	case standard.Name:
+		return standard.Name, nil
+	}
+	return "", fmt.Errorf("%w: unknown analyzer %q (want en or standard)", ErrLexical, o.Analyzer)
+}
+
+// Lexical is a BM25 index over chunk text. Search is safe for concurrent use;
+// Index must not run concurrently with another Index.
+type Lexical struct {
+	idx      bleve.Index
+	analyzer analysis.Analyzer
+	name     string
+}
+
+// OpenLexical opens the index in dir, creating it if absent. An empty dir
+// gives an in-memory index.
+func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
+	an, err := opts.analyzer()
+	if err != nil {
+		return nil, err
+	}
+	var idx bleve.Index
+	switch {
+	case dir == "":
+		// Scorch with no path keeps its segments in memory; bleve.NewMemOnly
+		// would give the legacy upsidedown store, ~30x slower here.
+		idx, err = bleve.NewUsing("", newMapping(an), scorch.Name, scorch.Name, nil)
+	default:
+		idx, err = bleve.Open(dir)
+		if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
+			idx, err = bleve.NewUsing(dir, newMapping(an), scorch.Name, scorch.Name, nil)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: open %q: %v", ErrLexical, dir, err)
+	}
+	im, ok := idx.Mapping().(*mapping.IndexMappingImpl)
+	if !ok || im.DefaultAnalyzer == "" {
+		idx.Close()
+		return nil, fmt.Errorf("%w: %q has no evpack mapping", ErrLexical, dir)
+	}
+	a := idx.Mapping().AnalyzerNamed(im.DefaultAnalyzer)
+	if a == nil {
+		idx.Close()
+		return nil, fmt.Errorf("%w: analyzer %q unavailable", ErrLexical, im.DefaultAnalyzer)
+	}
+	return &Lexical{idx: idx, analyzer: a, name: im.DefaultAnalyzer}, nil
+}
+
+func newMapping(an string) *mapping.IndexMappingImpl {
+	m := bleve.NewIndexMapping()
+	m.ScoringModel = index.BM25Scoring
+	m.DefaultAnalyzer = an
+	doc := bleve.NewDocumentStaticMapping()
+	text := bleve.NewTextFieldMapping()
+	text.Analyzer = an
+	text.Store = false
+	text.IncludeTermVectors = false
+	text.DocValues = false
+	doc.AddFieldMappingsAt(fieldText, text)
+	for _, f := range []string{fieldTenant, fieldMeta} {
+		kw := bleve.NewKeywordFieldMapping()
+		kw.Analyzer = keyword.Name
+		kw.Store = false
+		kw.DocValues = false
+		doc.AddFieldMappingsAt(f, kw)
+	}
+	for _, f := range []string{fieldAnchorDay, fieldFrom, fieldTo, fieldGen} {
+		num := bleve.NewNumericFieldMapping()
+		num.Store = false
+		num.DocValues = false
+		doc.AddFieldMappingsAt(f, num)
+	}
+	m.DefaultMapping = doc
+	return m
+}
+
+// Analyzer names the analyzer the index was made with.
+func (l *Lexical) Analyzer() string { return l.name }
+
+// TokenCount returns how many tokens the index's analyzer makes of text: the
+// field length BM25 uses.
+func (l *Lexical) TokenCount(text string) int {
+	return len(l.analyzer.Analyze([]byte(text)))
+}
+
+// Index adds chunks to the index as generation gen, in one atomic batch.
+func (l *Lexical) Index(ctx context.Context, chunks []*evidence.Chunk, gen int64) error {
+	b := l.idx.NewBatch()
+	for i, c := range chunks {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err := b.Index(c.ID, docOf(c, gen)); err != nil {
+			return fmt.Errorf("%w: chunk %q: %v", ErrLexical, c.ID, err)
+		}
+	}
+	if err := l.idx.Batch(b); err != nil {
+		return fmt.Errorf("%w: batch of %d: %v", ErrLexical, len(chunks), err)
+	}
+	return nil
+}
+
+func docOf(c *evidence.Chunk, gen int64) map[string]any {
+	from, to := float64(openFrom), float64(openTo)
+	if !c.Valid.From.IsZero() {
+		from = float64(c.Valid.From.Days())
+	}
+	if !c.Valid.To.IsZero() {
+		to = float64(c.Valid.To.Days())
+	}
+	anchor := float64(openTo) // undated: never eligible
+	if !c.Anchor.At.IsZero() {
+		anchor = float64(c.Anchor.Day().Days())
+	}
+	meta := make([]string, 0, len(c.Meta))
+	for _, k := range evidence.SortedKeys(c.Meta) {
+		meta = append(meta, k+"="+c.Meta[k])
+	}
+	tenant := c.Tenant
+	if tenant == "" {
+		tenant = noTenant
+	}
+	return map[string]any{
+		fieldText: c.Text, fieldTenant: tenant, fieldMeta: meta,
+		fieldAnchorDay: anchor, fieldFrom: from, fieldTo: to, fieldGen: float64(gen),
+	}
+}
+
+// Eligibility is the set of chunks a request may see: owned by Tenant,
+// matching every filter, and eligible as of AsOf (asof.Eligible).
+type Eligibility struct {
+	AsOf    asof.Date
+	Tenant  string
+	Filters []evidence.Filter
+}
+
+// Bounds summarize the committed chunks exactly, so that a query can leave
+// out a clause that cannot exclude anything (every chunk dated on or before
+// the as-of day, say). They only grow: chunks are never removed.
+type Bounds struct {
+	MaxAnchorDay int64          // latest anchor day of a dated chunk
+	Undated      bool           // some chunk has no anchor
+	MaxFrom      int64          // latest set valid_from, openFrom if none
+	MinTo        int64          // earliest set valid_to, openTo if none
+	Tenants      map[string]int // chunks per tenant
+}
+
+// NewBounds returns the bounds of an empty index.
+func NewBounds() Bounds {
+	return Bounds{MaxAnchorDay: openFrom, MaxFrom: openFrom, MinTo: openTo, Tenants: map[string]int{}}
+}
+
+// Add extends b with c.
+func (b *Bounds) Add(c *evidence.Chunk) {
+	if c.Anchor.At.IsZero() {
+		b.Undated = true
+	} else {
+		b.MaxAnchorDay = max(b.MaxAnchorDay, c.Anchor.Day().Days())
+	}
+	if !c.Valid.From.IsZero() {
+		b.MaxFrom = max(b.MaxFrom, c.Valid.From.Days())
+	}
+	if !c.Valid.To.IsZero() {
+		b.MinTo = min(b.MinTo, c.Valid.To.Days())
+	}
+	b.Tenants[c.Tenant]++
+}
+
+// clauses compiles e into filter clauses, leaving out those that b proves
+// can exclude no committed chunk.
+func (e Eligibility) clauses(b Bounds) []query.Query {
+	day := e.AsOf.Days()
+	asOf := float64(day)
+	yes, no := true, false
+	var qs []query.Query
+	if len(b.Tenants) != 1 || b.Tenants[e.Tenant] == 0 {
+		tenant := e.Tenant
+		if tenant == "" {
+			tenant = noTenant
+		}
+		tq := bleve.NewTermQuery(tenant)
+		tq.SetField(fieldTenant)
+		qs = append(qs, tq)
+	}
+	if b.Undated || b.MaxAnchorDay > day {
+		anchor := bleve.NewNumericRangeInclusiveQuery(nil, &asOf, nil, &yes)
+		anchor.SetField(fieldAnchorDay)
+		qs = append(qs, anchor)
+	}
+	if b.MaxFrom > day {
+		from := bleve.NewNumericRangeInclusiveQuery(nil, &asOf, nil, &yes)
+		from.SetField(fieldFrom)
+		qs = append(qs, from)
+	}
+	if b.MinTo <= day {
+		to := bleve.NewNumericRangeInclusiveQuery(&asOf, nil, &no, nil)
+		to.SetField(fieldTo)
+		qs = append(qs, to)
+	}
+	for _, f := range e.Filters {
+		fq := bleve.NewTermQuery(f.Key + "=" + f.Value)
+		fq.SetField(fieldMeta)
+		qs = append(qs, fq)
+	}
+	// Boost 0: the clauses restrict the match set and add nothing to a score
+	// (nor to the query norm, which sums squared boosted weights).
+	for _, q := range qs {
+		q.(query.BoostableQuery).SetBoost(0)
+	}
+	return qs
+}
+
+// BM25Stats are the true corpus statistics of the text field, kept by the
+// caller per index generation so that segment layout cannot change a score.
+type BM25Stats struct {
+	Docs   int64 // chunks in the committed index
+	Tokens int64 // analyzed tokens over all of them
+}
+
+// Hit is one lexical result.
+type Hit struct {
+	ID    string
+	Score float64 // BM25, quantized to ScoreQuantum
+}
+
+// Result is a ranked lexical list and how many chunks matched.
+type Result struct {
+	Hits  []Hit
+	Total uint64 // eligible chunks matching any query term
+}
+
+// Search returns up to n eligible chunks ranked by BM25 for text.
+// b must describe the committed index (see Bounds).
+func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b Bounds, n int, stats BM25Stats) (Result, error) {
+	if n <= 0 {
+		return Result{}, nil
+	}
+	mq := bleve.NewMatchQuery(text)
+	mq.SetField(fieldText)
+	var q query.Query = mq
+	if cl := elig.clauses(b); len(cl) > 0 {
+		q = bleve.NewConjunctionQuery(append([]query.Query{mq}, cl...)...)
+	}
+	// Fetch past the cut so that last-bit score differences between CPUs
+	// cannot change which chunks make the top n (see ScoreQuantum).
+	req := bleve.NewSearchRequestOptions(q, n+n/2+10, 0, false)
+	req.SortBy([]string{"-_score", "_id"})
+	if stats.Docs > 0 {
+		req.PreSearchData = map[string]any{search.BM25PreSearchDataKey: &search.BM25Stats{
+			DocCount: float64(stats.Docs),
+			// The other fields are filters with boost 0; bleve still asks
+			// for their statistics, and any positive figure will do.
+			FieldCardinality: map[string]int{fieldText: int(stats.Tokens),
+				fieldTenant: int(stats.Docs), fieldMeta: int(stats.Docs), fieldAnchorDay: int(stats.Docs),
+				fieldFrom: int(stats.Docs), fieldTo: int(stats.Docs), fieldGen: int(stats.Docs)},
+		}}
+	}
+	res, err := l.idx.SearchInContext(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		return Result{}, fmt.Errorf("%w: search: %v", ErrLexical, err)
+	}
+	hits := make([]Hit, len(res.Hits))
+	for i, h := range res.Hits {
+		hits[i] = Hit{ID: h.ID, Score: math.Round(h.Score/ScoreQuantum) * ScoreQuantum}
+	}
+	slices.SortFunc(hits, func(a, b Hit) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	if len(hits) > n {
+		hits = hits[:n]
+	}
+	return Result{Hits: hits, Total: res.Total}, nil
+}
+
+// Count returns how many chunks are eligible, whatever their text. It
+// applies every clause, whatever the bounds say, so tests can compare.
+func (l *Lexical) Count(ctx context.Context, elig Eligibility) (uint64, error) {
+	all := Bounds{Undated: true, MaxAnchorDay: openTo, MaxFrom: openTo, MinTo: openFrom}
+	var q query.Query = bleve.NewMatchAllQuery()
+	if cl := elig.clauses(all); len(cl) > 0 {
+		q = bleve.NewConjunctionQuery(cl...)
+	}
+	req := bleve.NewSearchRequestOptions(q, 0, 0, false)
+	req.Score = "none"
+	res, err := l.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return 0, fmt.Errorf("%w: count: %v", ErrLexical, err)
+	}
+	return res.Total, nil
+}
+
+// Merge merges the on-disk index into one segment (a no-op for memory).
+func (l *Lexical) Merge(ctx context.Context) error {
+	adv, err := l.idx.Advanced()
+	if err != nil {
+		return fmt.Errorf("%w: merge: %v", ErrLexical, err)
+	}
+	s, ok := adv.(*scorch.Scorch)
+	if !ok {
+		return nil
+	}
+	opts := mergeplan.SingleSegmentMergePlanOptions
+	if err := s.ForceMerge(ctx, &opts); err != nil {
+		return fmt.Errorf("%w: merge: %v", ErrLexical, err)
+	}
+	return nil
+}
+
+// Close closes the index.
+func (l *Lexical) Close() error { return l.idx.Close() }
+
+// DeleteAbove removes every document of a generation after gen: the residue
+// of a batch that reached the index but was never committed (a crash, or a
+// failure after Index). It returns how many it removed.
+func (l *Lexical) DeleteAbove(ctx context.Context, gen int64) (int, error) {
+	min := float64(gen)
+	no := false
+	q := bleve.NewNumericRangeInclusiveQuery(&min, nil, &no, nil)
+	q.SetField(fieldGen)
+	removed := 0
+	for {
+		req := bleve.NewSearchRequestOptions(q, 1000, 0, false)
+		req.Score = "none"
+		req.SortBy([]string{"_id"})
+		res, err := l.idx.SearchInContext(ctx, req)
+		if err != nil {
+			return removed, fmt.Errorf("%w: delete above %d: %v", ErrLexical, gen, err)
+		}
+		if len(res.Hits) == 0 {
+			return removed, nil
+		}
+		b := l.idx.NewBatch()
+		for _, h := range res.Hits {
+			b.Delete(h.ID)
+		}
+		if err := l.idx.Batch(b); err != nil {
+			return removed, fmt.Errorf("%w: delete above %d: %v", ErrLexical, gen, err)
+		}
+		removed += len(res.Hits)
+	}
+}
+
+// DocCount returns the number of documents in the index, committed or not.
+func (l *Lexical) DocCount() (uint64, error) { return l.idx.DocCount() }

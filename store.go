@@ -1,0 +1,236 @@
+package evpack
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/terms"
+	"github.com/evpack/evpack/retrieve"
+)
+
+// Stored format versions. A reader refuses any other version.
+const (
+	IndexFormat = "evpack-index/1"
+	chunkFormat = "evpack-chunks/1"
+)
+
+// Layout of an index directory.
+const (
+	manifestName = "MANIFEST.json"
+	chunksDir    = "chunks"
+	lexicalDir   = "lexical"
+)
+
+// manifest is the commit point: a batch exists once the manifest names it.
+type manifest struct {
+	Format     string   `json:"format"`
+	Generation int64    `json:"generation"`
+	Docs       int64    `json:"docs"`
+	Tokens     int64    `json:"tokens"`
+	Batches    []string `json:"batches"`
+}
+
+// state is everything a query reads besides the bleve index. It is replaced
+// or extended only under Engine.mu held for writing.
+type state struct {
+	gen     int64
+	chunks  map[string]*evidence.Chunk
+	stats   retrieve.BM25Stats
+	bounds  retrieve.Bounds
+	df      map[string]int // reranker term document frequencies
+	digest  string         // corpus digest over (chunk ID, content hash)
+	batches []string
+}
+
+func newState() *state {
+	return &state{chunks: map[string]*evidence.Chunk{}, df: map[string]int{}, bounds: retrieve.NewBounds()}
+}
+
+// DocCount implements rerank.Stats.
+func (s *state) DocCount() int { return len(s.chunks) }
+
+// DocFreq implements rerank.Stats.
+func (s *state) DocFreq(term string) int { return s.df[term] }
+
+func (s *state) add(c *evidence.Chunk, tokens int) {
+	s.chunks[c.ID] = c
+	s.stats.Docs++
+	s.stats.Tokens += int64(tokens)
+	s.bounds.Add(c)
+	for _, t := range terms.Distinct(c.Text) {
+		s.df[t]++
+	}
+}
+
+// computeDigest names the corpus: BLAKE3 over the sorted (ID, content hash)
+// pairs, so it is the same whatever order or batching built the index.
+func (s *state) computeDigest() {
+	ids := evidence.SortedKeys(s.chunks)
+	h := blake3.New()
+	for _, id := range ids {
+		fmt.Fprintf(h, "%s\t%s\n", id, s.chunks[id].ContentHash)
+	}
+	s.digest = evidence.HashPrefix + fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// storedChunk is one line of a batch file.
+type storedChunk struct {
+	ID          string            `json:"id"`
+	DocID       string            `json:"doc_id"`
+	Version     string            `json:"version"`
+	Text        string            `json:"text"`
+	SourceURL   string            `json:"source_url"`
+	Connector   string            `json:"connector"`
+	RetrievedAt string            `json:"retrieved_at"`
+	Anchor      string            `json:"anchor"`
+	AnchorField string            `json:"anchor_field"`
+	ValidFrom   string            `json:"valid_from"`
+	ValidTo     string            `json:"valid_to"`
+	Tenant      string            `json:"tenant"`
+	ContentHash string            `json:"content_hash"`
+	Meta        map[string]string `json:"meta,omitempty"`
+}
+
+func encodeBatch(chunks []*evidence.Chunk) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(map[string]string{"format": chunkFormat}); err != nil {
+		return nil, err
+	}
+	for _, c := range chunks {
+		sc := storedChunk{ID: c.ID, DocID: c.DocID, Version: c.Version, Text: c.Text, SourceURL: c.SourceURL,
+			Connector: c.Connector, RetrievedAt: asof.FormatInstant(c.RetrievedAt),
+			Anchor: asof.FormatInstant(c.Anchor.At), AnchorField: c.Anchor.Field,
+			ValidFrom: c.Valid.From.String(), ValidTo: c.Valid.To.String(), Tenant: c.Tenant,
+			ContentHash: c.ContentHash, Meta: c.Meta}
+		if err := enc.Encode(&sc); err != nil {
+			return nil, fmt.Errorf("chunk %q: %w", c.ID, err)
+		}
+	}
+	return b.Bytes(), nil
+}
+
+func decodeBatch(path string) ([]*evidence.Chunk, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	var out []*evidence.Chunk
+	for line := 1; sc.Scan(); line++ {
+		where := fmt.Sprintf("%s:%d", path, line)
+		if line == 1 {
+			var h map[string]string
+			if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h["format"] != chunkFormat {
+				return nil, fmt.Errorf("%w: %s: want header {\"format\":%q}", ErrCorrupt, where, chunkFormat)
+			}
+			continue
+		}
+		var s storedChunk
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, where, err)
+		}
+		c := &evidence.Chunk{ID: s.ID, DocID: s.DocID, Version: s.Version, Text: s.Text, SourceURL: s.SourceURL,
+			Connector: s.Connector, Tenant: s.Tenant, ContentHash: s.ContentHash, Meta: s.Meta,
+			Anchor: asof.Anchor{Field: s.AnchorField}}
+		errs := []error{}
+		if s.RetrievedAt != "" {
+			c.RetrievedAt, err = asof.ParseInstant(s.RetrievedAt)
+			errs = append(errs, err)
+		}
+		if s.Anchor != "" {
+			c.Anchor.At, err = asof.ParseInstant(s.Anchor)
+			errs = append(errs, err)
+		}
+		if s.ValidFrom != "" {
+			c.Valid.From, err = asof.ParseDate(s.ValidFrom)
+			errs = append(errs, err)
+		}
+		if s.ValidTo != "" {
+			c.Valid.To, err = asof.ParseDate(s.ValidTo)
+			errs = append(errs, err)
+		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, fmt.Errorf("%w: %s: chunk %q: %w", ErrCorrupt, where, s.ID, err)
+		}
+		out = append(out, c)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	}
+	return out, nil
+}
+
+func readManifest(dir string) (*manifest, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, manifestName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	var m manifest
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, manifestName, err)
+	}
+	if m.Format != IndexFormat {
+		return nil, fmt.Errorf("%w: %s: format %q, this evpack reads %q", ErrCorrupt, manifestName, m.Format, IndexFormat)
+	}
+	for _, b := range m.Batches {
+		if b == "" || strings.ContainsAny(b, `/\`) || strings.HasPrefix(b, ".") {
+			return nil, fmt.Errorf("%w: %s: bad batch name %q", ErrCorrupt, manifestName, b)
+		}
+	}
+	return &m, nil
+}
+
+func writeManifest(dir string, m *manifest) error {
+	raw, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, manifestName), append(raw, '\n'))
+}
+
+// loadState rebuilds the in-memory state from the manifest's batch files.
+func loadState(dir string, m *manifest) (*state, error) {
+	st := newState()
+	st.gen = m.Generation
+	st.batches = slices.Clone(m.Batches)
+	for _, b := range m.Batches {
+		chunks, err := decodeBatch(filepath.Join(dir, chunksDir, b))
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range chunks {
+			if _, dup := st.chunks[c.ID]; dup {
+				return nil, fmt.Errorf("%w: %s: chunk %q stored twice", ErrCorrupt, b, c.ID)
+			}
+			st.add(c, 0)
+		}
+	}
+	// Token totals come from the manifest: recomputing them needs the
+	// analyzer, and Check compares the two.
+	st.stats = retrieve.BM25Stats{Docs: m.Docs, Tokens: m.Tokens}
+	if int64(len(st.chunks)) != m.Docs {
+		return nil, fmt.Errorf("%w: manifest says %d chunks, batch files hold %d", ErrCorrupt, m.Docs, len(st.chunks))
+	}
+	st.computeDigest()
+	return st, nil
+}

@@ -1,0 +1,136 @@
+package evpack
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/evpack/evpack/evidence"
+)
+
+// VerifyReport is the outcome of replaying a pack.
+type VerifyReport struct {
+	Hash       string   // hash of the pack as given
+	ReplayHash string   // hash of the pack the index gives now
+	Problems   []string // empty iff the pack holds
+}
+
+// OK reports whether the pack replays byte-identically and every cited chunk
+// still hashes to its stored content hash.
+func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
+
+// Verify replays the pack in raw against the engine's current index and
+// configuration. It returns an error only when the pack cannot be read or the
+// query cannot run; every way in which a readable pack fails to hold is a
+// Problem in the report.
+func (e *Engine) Verify(ctx context.Context, raw []byte) (*VerifyReport, error) {
+	p, err := evidence.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	rep := &VerifyReport{Hash: evidence.Sum(raw)}
+	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	st := e.st
+	for _, c := range p.Citations {
+		stored, ok := st.chunks[c.ChunkID]
+		switch {
+		case !ok:
+			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: chunk not in the index", c.Index, c.ChunkID))
+		case stored.ContentHash != c.ContentHash:
+			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: stored content hash %s differs from the pack's %s", c.Index, c.ChunkID, stored.ContentHash, c.ContentHash))
+		case evidence.ContentHash(stored.Text) != stored.ContentHash:
+			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: stored text no longer hashes to its content hash (edited after ingest)", c.Index, c.ChunkID))
+		case stored.Text != c.Text:
+			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: pack text differs from the stored text", c.Index, c.ChunkID))
+		}
+	}
+	now := e.fingerprint(st)
+	for _, s := range p.Fingerprint {
+		if v := now.Get(s.Key); v != s.Value {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("setting %s: pack %q, engine now %q", s.Key, s.Value, v))
+		}
+	}
+	replay, err := e.query(ctx, h, st)
+	if err != nil {
+		return nil, err
+	}
+	got := replay.Bytes()
+	rep.ReplayHash = evidence.Sum(got)
+	if !bytes.Equal(got, raw) {
+		rep.Problems = append(rep.Problems, "replay differs: "+firstDifference(p, replay))
+	}
+	return rep, nil
+}
+
+// firstDifference describes where two packs part, for a person.
+func firstDifference(want, got *evidence.Pack) string {
+	for i := 0; i < len(want.Citations) || i < len(got.Citations); i++ {
+		switch {
+		case i >= len(got.Citations):
+			return fmt.Sprintf("citation [%d] %s is missing from the replay", i+1, want.Citations[i].ChunkID)
+		case i >= len(want.Citations):
+			return fmt.Sprintf("the replay has an extra citation [%d] %s", i+1, got.Citations[i].ChunkID)
+		case want.Citations[i].ChunkID != got.Citations[i].ChunkID:
+			return fmt.Sprintf("citation [%d] was %s, replay cites %s", i+1, want.Citations[i].ChunkID, got.Citations[i].ChunkID)
+		case !bytes.Equal(citationBytes(want, i), citationBytes(got, i)):
+			return fmt.Sprintf("citation [%d] %s differs in its fields", i+1, want.Citations[i].ChunkID)
+		}
+	}
+	return "same citations; trace or fingerprint differ"
+}
+
+func citationBytes(p *evidence.Pack, i int) []byte {
+	one := &evidence.Pack{Citations: p.Citations[i : i+1]}
+	return one.Bytes()
+}
+
+// Check tests the index's invariants: every stored chunk hashes to its
+// content hash, the statistics and corpus digest match a recount, and the
+// lexical index holds exactly the committed chunks. Tests run it in
+// t.Cleanup; a service can run it after a restore. It returns nil or an error
+// wrapping ErrCheck that lists every violation.
+func (e *Engine) Check() error {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return ErrClosed
+	}
+	st := e.st
+	var errs []error
+	var tokens int64
+	for _, id := range evidence.SortedKeys(st.chunks) {
+		c := st.chunks[id]
+		if got := evidence.ContentHash(c.Text); got != c.ContentHash {
+			errs = append(errs, fmt.Errorf("chunk %q: text hashes to %s, stored content hash is %s", id, got, c.ContentHash))
+		}
+		tokens += int64(e.lex.TokenCount(c.Text))
+	}
+	if st.stats.Docs != int64(len(st.chunks)) {
+		errs = append(errs, fmt.Errorf("bm25 doc count %d, store holds %d chunks", st.stats.Docs, len(st.chunks)))
+	}
+	if st.stats.Tokens != tokens {
+		errs = append(errs, fmt.Errorf("bm25 token total %d, recount gives %d", st.stats.Tokens, tokens))
+	}
+	n, err := e.lex.DocCount()
+	if err != nil {
+		errs = append(errs, err)
+	} else if n != uint64(len(st.chunks)) {
+		errs = append(errs, fmt.Errorf("lexical index holds %d documents, store %d chunks", n, len(st.chunks)))
+	}
+	digest := st.digest
+	cp := *st
+	cp.computeDigest()
+	if cp.digest != digest {
+		errs = append(errs, fmt.Errorf("corpus digest %s, recount gives %s", digest, cp.digest))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrCheck, errors.Join(errs...))
+	}
+	return nil
+}
