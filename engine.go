@@ -339,7 +339,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state) (*evid
 	for i, f := range fused {
 		cands[i] = rerank.Candidate{ID: f.ID, Rank: i + 1}
 		if c, ok := st.chunks[f.ID]; ok {
-			cands[i].Text = c.Text
+			cands[i].Text, cands[i].Terms = c.Text, st.terms[f.ID]
 		}
 	}
 	ranked, err := e.opts.Reranker.Rerank(ctx, h.Question, cands, st)

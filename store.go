@@ -17,6 +17,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/terms"
+	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
 )
 
@@ -49,13 +50,16 @@ type state struct {
 	chunks  map[string]*evidence.Chunk
 	stats   retrieve.BM25Stats
 	bounds  retrieve.Bounds
-	df      map[string]int // reranker term document frequencies
-	digest  string         // corpus digest over (chunk ID, content hash)
+	df      map[string]int      // reranker term document frequencies
+	terms   map[string][]string // reranker terms per chunk ID, interned
+	intern  map[string]string
+	digest  string // corpus digest over (chunk ID, content hash)
 	batches []string
 }
 
 func newState() *state {
-	return &state{chunks: map[string]*evidence.Chunk{}, df: map[string]int{}, bounds: retrieve.NewBounds()}
+	return &state{chunks: map[string]*evidence.Chunk{}, df: map[string]int{}, terms: map[string][]string{},
+		intern: map[string]string{}, bounds: retrieve.NewBounds()}
 }
 
 // DocCount implements rerank.Stats.
@@ -69,7 +73,16 @@ func (s *state) add(c *evidence.Chunk, tokens int) {
 	s.stats.Docs++
 	s.stats.Tokens += int64(tokens)
 	s.bounds.Add(c)
-	for _, t := range terms.Distinct(c.Text) {
+	ts := rerank.Terms(c.Text)
+	for i, t := range ts {
+		if interned, ok := s.intern[t]; ok {
+			ts[i] = interned
+		} else {
+			s.intern[t] = t
+		}
+	}
+	s.terms[c.ID] = ts
+	for _, t := range terms.Distinct(ts) {
 		s.df[t]++
 	}
 }

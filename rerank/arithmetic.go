@@ -100,13 +100,13 @@ func newQuery(question string, stats Stats) *query {
 	q := &query{idf: map[string]int64{}, bigrams: map[[2]string]bool{}}
 	toks := terms.Split(question)
 	for i, t := range toks {
-		if _, ok := q.idf[t.Term]; !ok {
-			v := idf(stats, t.Term)
-			q.idf[t.Term] = v
+		if _, ok := q.idf[t]; !ok {
+			v := idf(stats, t)
+			q.idf[t] = v
 			q.total += v
 		}
-		if i > 0 && toks[i-1].Term != t.Term {
-			bg := [2]string{toks[i-1].Term, t.Term}
+		if i > 0 && toks[i-1] != t {
+			bg := [2]string{toks[i-1], t}
 			if !q.bigrams[bg] {
 				q.bigrams[bg] = true
 				q.nBigrams++
@@ -140,7 +140,10 @@ func (q *query) features(c Candidate) Features {
 	if q.total == 0 {
 		return f
 	}
-	toks := terms.Split(c.Text)
+	toks := c.Terms
+	if toks == nil {
+		toks = terms.Split(c.Text)
+	}
 	present := map[string]bool{}
 	var matched int64
 	type hit struct {
@@ -148,11 +151,11 @@ func (q *query) features(c Candidate) Features {
 		term string
 	}
 	var hits []hit
-	for _, t := range toks {
-		if _, ok := q.idf[t.Term]; ok {
-			present[t.Term] = true
+	for pos, t := range toks {
+		if _, ok := q.idf[t]; ok {
+			present[t] = true
 			matched++
-			hits = append(hits, hit{t.Pos, t.Term})
+			hits = append(hits, hit{pos, t})
 		}
 	}
 	var covered int64

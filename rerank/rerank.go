@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/terms"
 )
 
 // Candidate is one chunk in the pool handed to a reranker.
@@ -13,7 +14,14 @@ type Candidate struct {
 	ID   string
 	Text string
 	Rank int // 1-based rank in the fused list
+	// Terms, when not nil, must equal Terms(Text): the engine computes them
+	// once per chunk at ingest so that queries do not stem the pool again.
+	Terms []string
 }
+
+// Terms returns the stemmed non-stop terms of text in order, as the
+// Arithmetic reranker sees them.
+func Terms(text string) []string { return terms.Split(text) }
 
 // Stats gives corpus statistics for weighting terms. Terms are those of
 // package internal/terms.

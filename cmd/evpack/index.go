@@ -141,4 +141,3 @@ func openExisting(dir string) (*evpack.Engine, error) {
 	}
 	return evpack.Open(dir, evpack.Options{})
 }
-

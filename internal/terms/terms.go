@@ -14,35 +14,28 @@ import (
 // Version names this tokenizer in fingerprints.
 const Version = "terms/1"
 
-// Token is one term with its position among the text's non-stop words.
-type Token struct {
-	Term string
-	Pos  int
-}
-
-// Split returns the stemmed non-stop terms of s in text order.
-func Split(s string) []Token {
-	var out []Token
-	pos := 0
+// Split returns the stemmed non-stop terms of s in text order; a term's
+// position is its index.
+func Split(s string) []string {
+	var out []string
 	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		w = strings.ToLower(w)
 		if stop[w] {
 			continue
 		}
-		out = append(out, Token{Term: porter.StemString(w), Pos: pos})
-		pos++
+		out = append(out, porter.StemString(w))
 	}
 	return out
 }
 
-// Distinct returns the distinct terms of s in first-seen order.
-func Distinct(s string) []string {
+// Distinct returns the distinct terms of ts in first-seen order.
+func Distinct(ts []string) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, t := range Split(s) {
-		if !seen[t.Term] {
-			seen[t.Term] = true
-			out = append(out, t.Term)
+	for _, t := range ts {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
 		}
 	}
 	return out

@@ -1,0 +1,506 @@
+package evpack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/evidence"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// TestMain doubles as the replay helper: a test re-executes this binary with
+// EVPACK_REPLAY_DIR set, and it prints the golden packs of that index.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("EVPACK_REPLAY_DIR"); dir != "" {
+		if err := replayHelper(dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func replayHelper(dir string) error {
+	eng, err := Open(dir, Options{})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	reqs, err := loadRequests()
+	if err != nil {
+		return err
+	}
+	for _, r := range reqs {
+		p, err := eng.Query(context.Background(), r.request())
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s %s\n", r.Name, p.Hash())
+	}
+	return nil
+}
+
+// goldenRequest is one line of testdata/requests.json.
+type goldenRequest struct {
+	Name     string            `json:"name"`
+	Question string            `json:"question"`
+	AsOf     string            `json:"as_of"`
+	Tenant   string            `json:"tenant"`
+	Filters  map[string]string `json:"filters"`
+	K        int               `json:"k"`
+	Reason   string            `json:"reason"`
+}
+
+func (g goldenRequest) request() Request {
+	return Request{Question: g.Question, AsOf: asof.MustDate(g.AsOf), Tenant: g.Tenant, Filters: g.Filters, K: g.K}
+}
+
+func loadRequests() ([]goldenRequest, error) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "requests.json"))
+	if err != nil {
+		return nil, err
+	}
+	var rs []goldenRequest
+	return rs, json.Unmarshal(raw, &rs)
+}
+
+func corpusConnectors() []connectors.Connector {
+	return []connectors.Connector{
+		connectors.NewStatute(filepath.Join("testdata", "corpus", "records-act.json")),
+		connectors.NewJSONL(filepath.Join("testdata", "corpus", "guidance.jsonl")),
+	}
+}
+
+// checked registers Engine.Check and Close to run when the test ends.
+func checked(t testing.TB, e *Engine) *Engine {
+	t.Helper()
+	t.Cleanup(func() {
+		if err := e.Check(); err != nil && !errors.Is(err, ErrClosed) {
+			t.Errorf("Check: %v", err)
+		}
+		e.Close()
+	})
+	return e
+}
+
+func memEngine(t testing.TB, opts Options) *Engine {
+	t.Helper()
+	e, err := OpenMemory(opts)
+	require.NoError(t, err)
+	return checked(t, e)
+}
+
+func ingestCorpus(t testing.TB, e *Engine) {
+	t.Helper()
+	for _, c := range corpusConnectors() {
+		_, err := e.Ingest(context.Background(), c)
+		require.NoError(t, err)
+	}
+}
+
+func packsFor(t testing.TB, e *Engine) map[string][]byte {
+	t.Helper()
+	reqs, err := loadRequests()
+	require.NoError(t, err)
+	out := map[string][]byte{}
+	for _, r := range reqs {
+		p, err := e.Query(context.Background(), r.request())
+		require.NoError(t, err, r.Name)
+		out[r.Name] = p.Bytes()
+	}
+	return out
+}
+
+func TestGoldenPacks(t *testing.T) {
+	e := memEngine(t, Options{})
+	ingestCorpus(t, e)
+	reqs, err := loadRequests()
+	require.NoError(t, err)
+	for _, r := range reqs {
+		t.Run(r.Name, func(t *testing.T) {
+			p, err := e.Query(context.Background(), r.request())
+			require.NoError(t, err)
+			path := filepath.Join("testdata", "golden", r.Name+".json")
+			got := p.Bytes()
+			if *update {
+				require.NoError(t, os.WriteFile(path, got, 0o644))
+				require.NoError(t, os.WriteFile(strings.TrimSuffix(path, ".json")+".txt", []byte(p.Text()), 0o644))
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "run go test -run TestGoldenPacks -update to create it")
+			require.Equal(t, string(want), string(got), "%s: %s", r.Name, r.Reason)
+			wantText, err := os.ReadFile(strings.TrimSuffix(path, ".json") + ".txt")
+			require.NoError(t, err)
+			require.Equal(t, string(wantText), p.Text())
+		})
+	}
+}
+
+// TestGoldenPackContents states what the golden packs must say, so that an
+// -update cannot silently bless a wrong answer.
+func TestGoldenPackContents(t *testing.T) {
+	e := memEngine(t, Options{})
+	ingestCorpus(t, e)
+	packs := map[string]*evidence.Pack{}
+	reqs, err := loadRequests()
+	require.NoError(t, err)
+	for _, r := range reqs {
+		p, err := e.Query(context.Background(), r.request())
+		require.NoError(t, err)
+		packs[r.Name] = p
+	}
+	first := func(name string) evidence.Citation {
+		require.NotEmpty(t, packs[name].Citations, name)
+		return packs[name].Citations[0]
+	}
+	require.Equal(t, "records-act/art-2@2018", first("retention-2020").ChunkID)
+	require.Equal(t, "records-act/art-2@2021", first("retention-2023").ChunkID)
+	require.Equal(t, "records-act/art-2@2025", first("retention-2026-01-15").ChunkID)
+	for _, c := range packs["retention-2026-01-15"].Citations {
+		require.NotEqual(t, "gn-2026-01", c.ChunkID, "anchored 2026-01-20, asked as of 2026-01-15")
+	}
+	require.Contains(t, first("penalty-before-publication").Text, "50,000")
+	require.Contains(t, first("penalty-published-not-in-force").Text, "50,000")
+	require.Contains(t, first("penalty-in-force").Text, "250,000")
+	for name, own := range map[string]string{"tenant-acme": "acme-policy-1", "tenant-globex": "globex-policy-1"} {
+		ids := citedIDs(packs[name])
+		require.Contains(t, ids, own)
+		for _, other := range []string{"acme-policy-1", "globex-policy-1"} {
+			if other != own {
+				require.NotContains(t, ids, other)
+			}
+		}
+	}
+	for _, c := range packs["filter-guidance"].Citations {
+		require.Equal(t, "guidance", c.Meta["kind"])
+	}
+	require.Equal(t, []evidence.Drop{{ChunkID: "blog-retention", Reason: "missing source URL"}}, packs["gate-drops-blog"].Trace.Dropped)
+	require.Contains(t, packs["gate-drops-blog"].Trace.Steps, "dropped 1 (missing source URL: blog-retention)")
+	require.Empty(t, packs["nothing-eligible"].Citations)
+	require.Contains(t, packs["nothing-eligible"].Trace.Steps, "lexical: 0 chunks eligible as of 2017-01-01 match")
+	require.Equal(t, "records-act/art-5@2021", first("electronic-communications").ChunkID)
+}
+
+func citedIDs(p *evidence.Pack) []string {
+	var ids []string
+	for _, c := range p.Citations {
+		ids = append(ids, c.ChunkID)
+	}
+	return ids
+}
+
+// TestReplayAcrossProcesses persists an index, then reopens it in fresh
+// processes with GOMAXPROCS 1 and 8 and compares every golden pack's hash.
+func TestReplayAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	dir := t.TempDir()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	ingestCorpus(t, e)
+	want := map[string]string{}
+	reqs, err := loadRequests()
+	require.NoError(t, err)
+	for _, r := range reqs {
+		p, err := e.Query(context.Background(), r.request())
+		require.NoError(t, err)
+		want[r.Name] = p.Hash()
+	}
+	require.NoError(t, e.Check())
+	require.NoError(t, e.Close())
+	for _, procs := range []string{"1", "8"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "EVPACK_REPLAY_DIR="+dir, "GOMAXPROCS="+procs)
+		out, err := cmd.Output()
+		require.NoError(t, err, "GOMAXPROCS=%s: %s", procs, out)
+		got := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			name, hash, _ := strings.Cut(line, " ")
+			got[name] = hash
+		}
+		require.Equal(t, want, got, "GOMAXPROCS=%s", procs)
+	}
+}
+
+// TestSegmentLayoutCannotChangeAPack compares a fresh in-memory index built
+// in many small batches (many segments) with an on-disk index built in one,
+// reopened, before and after merging to one segment.
+func TestSegmentLayoutCannotChangeAPack(t *testing.T) {
+	ctx := context.Background()
+	var recs []connectors.Record
+	for _, c := range corpusConnectors() {
+		rs, err := c.Read(ctx)
+		require.NoError(t, err)
+		recs = append(recs, rs...)
+	}
+	mem := memEngine(t, Options{})
+	for i := range recs { // one batch, one segment, per chunk
+		_, err := mem.IngestRecords(ctx, recs[i:i+1])
+		require.NoError(t, err)
+	}
+	want := packsFor(t, mem)
+
+	dir := t.TempDir()
+	disk, err := Open(dir, Options{})
+	require.NoError(t, err)
+	_, err = disk.IngestRecords(ctx, recs)
+	require.NoError(t, err)
+	require.NoError(t, disk.Close())
+	disk, err = Open(dir, Options{})
+	require.NoError(t, err)
+	checked(t, disk)
+	require.Equal(t, want, packsFor(t, disk), "reopened from disk")
+	require.NoError(t, disk.Merge(ctx))
+	require.Equal(t, want, packsFor(t, disk), "after merging to one segment")
+}
+
+func TestShuffledIngestGivesIdenticalPacks(t *testing.T) {
+	ctx := context.Background()
+	var recs []connectors.Record
+	for _, c := range corpusConnectors() {
+		rs, err := c.Read(ctx)
+		require.NoError(t, err)
+		recs = append(recs, rs...)
+	}
+	base := memEngine(t, Options{})
+	_, err := base.IngestRecords(ctx, recs)
+	require.NoError(t, err)
+	want := packsFor(t, base)
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Logf("shuffle seed %d", seed)
+		rng := rand.New(rand.NewPCG(seed, seed))
+		shuffled := append([]connectors.Record(nil), recs...)
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		e := memEngine(t, Options{})
+		cut := rng.IntN(len(shuffled))
+		for _, part := range [][]connectors.Record{shuffled[:cut], shuffled[cut:]} {
+			_, err := e.IngestRecords(ctx, part)
+			require.NoError(t, err)
+		}
+		require.Equal(t, want, packsFor(t, e), "seed %d", seed)
+	}
+}
+
+func TestTamperedChunkIsDroppedAndVerifyFails(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	ingestCorpus(t, e)
+	req := Request{Question: "How long must a licensed firm retain records of client transactions?", AsOf: asof.MustDate("2026-01-15")}
+	p, err := e.Query(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, "records-act/art-2@2025", p.Citations[0].ChunkID)
+	rep, err := e.Verify(ctx, p.Bytes())
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", rep.Problems)
+	require.NoError(t, e.Close())
+
+	// Someone edits the stored text after ingest: ten years becomes two.
+	batches, err := filepath.Glob(filepath.Join(dir, "chunks", "*.jsonl"))
+	require.NoError(t, err)
+	edited := false
+	for _, b := range batches {
+		raw, err := os.ReadFile(b)
+		require.NoError(t, err)
+		if bytes.Contains(raw, []byte("for ten years from the date")) {
+			raw = bytes.Replace(raw, []byte("for ten years from the date"), []byte("for two years from the date"), 1)
+			require.NoError(t, os.WriteFile(b, raw, 0o644))
+			edited = true
+		}
+	}
+	require.True(t, edited)
+
+	e, err = Open(dir, Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	require.ErrorIs(t, e.Check(), ErrCheck)
+	p2, err := e.Query(ctx, req)
+	require.NoError(t, err)
+	require.NotContains(t, citedIDs(p2), "records-act/art-2@2025")
+	require.Contains(t, p2.Trace.Dropped, evidence.Drop{ChunkID: "records-act/art-2@2025", Reason: "content hash mismatch"})
+	rep, err = e.Verify(ctx, p.Bytes())
+	require.NoError(t, err)
+	require.False(t, rep.OK())
+	require.Contains(t, strings.Join(rep.Problems, "\n"), "records-act/art-2@2025: stored text no longer hashes to its content hash")
+}
+
+func TestBadInputIsRefusedWhole(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		return p
+	}
+	good := `{"id":"a","doc_id":"d","text":"alpha","source_url":"u","retrieved_at":"2024-01-01T00:00:00Z"}`
+	cases := []struct {
+		name, body string
+		want       error
+		where      string
+	}{
+		{"malformed line names file and line", good + "\n{\"id\": \"b\", \"doc_id\":\n", connectors.ErrSyntax, "bad.jsonl:2"},
+		{"unknown field is refused, not ignored", good + "\n" + `{"id":"b","doc_id":"d","text":"x","retreived_at":"2024-01-01"}`, connectors.ErrSyntax, "bad.jsonl:2"},
+		{"invalid date", good + "\n" + `{"id":"b","doc_id":"d","text":"x","anchor":"2024-13-01"}`, asof.ErrBadDate, "bad.jsonl:2"},
+		{"invalid instant", `{"id":"b","doc_id":"d","text":"x","retrieved_at":"yesterday"}`, asof.ErrBadDate, "bad.jsonl:1"},
+		{"empty text", good + "\n" + `{"id":"b","doc_id":"d","text":"  \n "}`, evidence.ErrEmptyText, "bad.jsonl:2"},
+		{"missing id", `{"doc_id":"d","text":"x"}`, evidence.ErrMissingID, "bad.jsonl:1"},
+		{"interval ends before it starts", `{"id":"b","doc_id":"d","text":"x","valid_from":"2024-02-01","valid_to":"2024-01-01"}`, asof.ErrBadInterval, "bad.jsonl:1"},
+		{"duplicate id with different text", good + "\n" + `{"id":"a","doc_id":"d","text":"beta"}`, evidence.ErrDuplicateChunk, "bad.jsonl:2"},
+		{"bad metadata key", `{"id":"b","doc_id":"d","text":"x","meta":{"Bad Key":"v"}}`, evidence.ErrBadMeta, "bad.jsonl:1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := memEngine(t, Options{})
+			_, err := e.Ingest(ctx, connectors.NewJSONL(write("bad.jsonl", tc.body)))
+			require.ErrorIs(t, err, tc.want)
+			require.Contains(t, err.Error(), tc.where)
+			st := e.st
+			require.Zero(t, st.gen, "nothing of the batch applied")
+			require.Empty(t, st.chunks)
+			n, err := e.lex.DocCount()
+			require.NoError(t, err)
+			require.Zero(t, n)
+		})
+	}
+	t.Run("duplicate id across batches", func(t *testing.T) {
+		e := memEngine(t, Options{})
+		_, err := e.Ingest(ctx, connectors.NewJSONL(write("one.jsonl", good)))
+		require.NoError(t, err)
+		rep, err := e.Ingest(ctx, connectors.NewJSONL(write("same.jsonl", good)))
+		require.NoError(t, err)
+		require.Equal(t, 1, rep.Unchanged)
+		_, err = e.Ingest(ctx, connectors.NewJSONL(write("two.jsonl", `{"id":"a","doc_id":"d","text":"changed"}`)))
+		require.ErrorIs(t, err, evidence.ErrDuplicateChunk)
+		require.Contains(t, err.Error(), "two.jsonl:1")
+		require.EqualValues(t, 1, e.st.gen)
+	})
+}
+
+func TestBadRequests(t *testing.T) {
+	e := memEngine(t, Options{})
+	ingestCorpus(t, e)
+	day := asof.MustDate("2026-01-01")
+	cases := []struct {
+		name string
+		req  Request
+	}{
+		{"empty question", Request{Question: "  ", AsOf: day}},
+		{"no as-of date", Request{Question: "records"}},
+		{"k too large", Request{Question: "records", AsOf: day, K: MaxK + 1}},
+		{"negative k", Request{Question: "records", AsOf: day, K: -1}},
+		{"filter key with =", Request{Question: "records", AsOf: day, Filters: map[string]string{"a=b": "c"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.Query(context.Background(), tc.req)
+			require.ErrorIs(t, err, ErrBadRequest)
+		})
+	}
+	_, err := asof.ParseDate("15/01/2026")
+	require.ErrorIs(t, err, asof.ErrBadDate)
+	_, err = OpenMemory(Options{Pool: -1})
+	require.ErrorIs(t, err, ErrBadOptions)
+}
+
+// TestUncommittedBatchIsRolledBackOnOpen simulates a crash after a batch
+// reached the lexical index but before the manifest named it.
+func TestUncommittedBatchIsRolledBackOnOpen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	ingestCorpus(t, e)
+	want := packsFor(t, e)
+	stray := &evidence.Chunk{ID: "stray", DocID: "x", Text: "licensed firm retain records client transactions forever",
+		SourceURL: "u", Connector: "c", RetrievedAt: asof.MustDate("2000-01-01").Start(),
+		Anchor: asof.Anchor{At: asof.MustDate("2000-01-01").Start(), Field: "retrieved_at"}}
+	require.NoError(t, stray.Prepare())
+	require.NoError(t, e.lex.Index(ctx, []*evidence.Chunk{stray}, e.st.gen+1))
+	require.NoError(t, e.lex.Close()) // the "crash": no manifest, no state
+
+	e, err = Open(dir, Options{})
+	require.NoError(t, err)
+	checked(t, e)
+	require.Equal(t, want, packsFor(t, e))
+}
+
+func TestConcurrentQueriesDuringIngest(t *testing.T) {
+	ctx := context.Background()
+	e := memEngine(t, Options{})
+	ingestCorpus(t, e)
+	req := Request{Question: "records retention period", AsOf: asof.MustDate("2026-02-01")}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 25; i++ {
+				p, err := e.Query(ctx, req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(p.Citations) == 0 {
+					errs <- errors.New("no citations")
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < 10; i++ {
+		recs := []connectors.Record{{Chunk: evidence.Chunk{ID: fmt.Sprintf("extra-%d", i), DocID: "extra",
+			Text: fmt.Sprintf("note %d on the retention of records", i), SourceURL: "u", Connector: "test",
+			RetrievedAt: asof.MustDate("2025-01-01").Start(),
+			Anchor:      asof.Anchor{At: asof.MustDate("2025-01-01").Start(), Field: "retrieved_at"}}}}
+		_, err := e.IngestRecords(ctx, recs)
+		require.NoError(t, err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 2+10, e.st.gen)
+}
+
+func TestClosedEngine(t *testing.T) {
+	e, err := OpenMemory(Options{})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	_, err = e.Query(context.Background(), Request{Question: "q", AsOf: asof.MustDate("2026-01-01")})
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = e.Ingest(context.Background(), connectors.NewJSONL())
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+func TestGOMAXPROCSInProcess(t *testing.T) {
+	e := memEngine(t, Options{})
+	ingestCorpus(t, e)
+	prev := runtime.GOMAXPROCS(1)
+	one := packsFor(t, e)
+	runtime.GOMAXPROCS(8)
+	eight := packsFor(t, e)
+	runtime.GOMAXPROCS(prev)
+	require.Equal(t, one, eight)
+}
