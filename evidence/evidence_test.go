@@ -1,0 +1,203 @@
+package evidence
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/evpack/evpack/asof"
+)
+
+func TestNormalize(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"CRLF and CR become LF", "a\r\nb\rc", "a\nb\nc"},
+		{"NFC composes e + combining acute", "caf\u0065\u0301", "caf\u00e9"},
+		{"outer white space trimmed", "  \n text \t\n", "text"},
+		{"invalid UTF-8 replaced", "a\xffb", "a\uFFFDb"},
+	}
+	for _, c := range cases {
+		if got := Normalize(c.in); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+	if ContentHash("caf\u0065\u0301\r\n") != ContentHash("caf\u00e9") {
+		t.Fatal("content hash is over normalized text")
+	}
+	// BLAKE3-256 of "abc", from the BLAKE3 test vectors.
+	if got := Sum([]byte("abc")); got != "blake3:6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85" {
+		t.Fatalf("Sum(abc) = %s", got)
+	}
+}
+
+func samplePack() *Pack {
+	at := time.Date(2025, 11, 20, 0, 0, 0, 0, time.UTC)
+	return &Pack{
+		Question: "Is <b> & \"quoted\" ok?\nYes\u2028", AsOf: asof.MustDate("2026-01-15"), Tenant: "acme",
+		Filters: []Filter{{Key: "kind", Value: "statute"}}, K: 2,
+		Citations: []Citation{{
+			Index: 1, ChunkID: "c1", DocID: "d", Version: "2025", Text: "Article 2\ttabbed\u0001", SourceURL: "https://x/y?a=1&b=2",
+			Connector: "statute", RetrievedAt: at, Anchor: asof.Anchor{At: at, Field: "published"},
+			Valid: asof.Interval{From: asof.MustDate("2026-01-01")}, ContentHash: "blake3:00", Score: 123456,
+			Meta: map[string]string{"z": "1", "a": "2"},
+		}},
+		Trace:       Trace{Steps: []string{"lexical: 1 hits", "cited 1"}, Dropped: []Drop{{ChunkID: "c0", Reason: "missing source URL"}}},
+		Fingerprint: NewFingerprint(Setting{Key: "pool", Value: "50"}, Setting{Key: "legs", Value: "lexical"}),
+	}
+}
+
+func TestCanonicalBytes(t *testing.T) {
+	want := `{"as_of":"2026-01-15","citations":[{"anchor":"2025-11-20T00:00:00Z","anchor_field":"published","chunk_id":"c1",` +
+		`"connector":"statute","content_hash":"blake3:00","doc_id":"d","index":1,"meta":{"a":"2","z":"1"},` +
+		`"retrieved_at":"2025-11-20T00:00:00Z","score":123456,"source_url":"https://x/y?a=1&b=2",` +
+		`"text":"Article 2\ttabbed\u0001","valid_from":"2026-01-01","valid_to":"","version":"2025"}],` +
+		`"filters":[{"key":"kind","value":"statute"}],"fingerprint":{"legs":"lexical","pool":"50"},"format":"evpack-pack/1",` +
+		`"k":2,"question":"Is <b> & \"quoted\" ok?\nYes` + "\u2028" + `","tenant":"acme",` +
+		`"trace":{"dropped":[{"chunk_id":"c0","reason":"missing source URL"}],"steps":["lexical: 1 hits","cited 1"]}}`
+	got := samplePack().Bytes()
+	if string(got) != want {
+		t.Fatalf("canonical bytes differ:\n%s", cmp.Diff(want, string(got)))
+	}
+	if !json.Valid(got) {
+		t.Fatal("not valid JSON")
+	}
+	assertSortedKeys(t, got)
+}
+
+// assertSortedKeys walks the JSON and fails if any object's keys are not in
+// ascending byte order.
+func assertSortedKeys(t *testing.T, b []byte) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type frame struct {
+		obj     bool
+		lastKey string
+		wantKey bool
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		top := len(stack) - 1
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{', '[':
+				if top >= 0 && stack[top].obj {
+					stack[top].wantKey = true
+				}
+				stack = append(stack, frame{obj: v == '{', wantKey: true})
+			default:
+				stack = stack[:top]
+			}
+		case string:
+			if top >= 0 && stack[top].obj && stack[top].wantKey {
+				if v <= stack[top].lastKey && stack[top].lastKey != "" {
+					t.Fatalf("key %q after %q", v, stack[top].lastKey)
+				}
+				stack[top].lastKey, stack[top].wantKey = v, false
+				continue
+			}
+			if top >= 0 && stack[top].obj {
+				stack[top].wantKey = true
+			}
+		default:
+			if top >= 0 && stack[top].obj {
+				stack[top].wantKey = true
+			}
+		}
+	}
+}
+
+func TestParseRoundTrip(t *testing.T) {
+	p := samplePack()
+	b := p.Bytes()
+	q, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(q.Bytes(), b) {
+		t.Fatal("round trip changed bytes")
+	}
+	if q.Hash() != p.Hash() || !strings.HasPrefix(q.Hash(), "blake3:") || len(q.Hash()) != len("blake3:")+64 {
+		t.Fatalf("hash %s", q.Hash())
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, b, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(pretty.Bytes()); !errors.Is(err, ErrNotCanonical) {
+		t.Fatalf("re-indented pack: %v", err)
+	}
+	for name, in := range map[string]string{
+		"not json":       "{",
+		"unknown key":    `{"format":"evpack-pack/1","as_of":"2026-01-01","extra":1}`,
+		"other format":   `{"format":"evpack-pack/0","as_of":"2026-01-01"}`,
+		"unreadable day": `{"format":"evpack-pack/1","as_of":"01/01/2026"}`,
+	} {
+		if _, err := Parse([]byte(in)); !errors.Is(err, ErrBadPack) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestAssembleGate(t *testing.T) {
+	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	mk := func(id string, f func(*Chunk)) *Chunk {
+		c := &Chunk{ID: id, DocID: "d", Text: "text of " + id, SourceURL: "u", Connector: "c", RetrievedAt: at,
+			Anchor: asof.Anchor{At: at, Field: "retrieved_at"}}
+		if err := c.Prepare(); err != nil {
+			t.Fatal(err)
+		}
+		if f != nil {
+			f(c)
+		}
+		return c
+	}
+	store := map[string]*Chunk{
+		"ok1":      mk("ok1", nil),
+		"nourl":    mk("nourl", func(c *Chunk) { c.SourceURL = "" }),
+		"noconn":   mk("noconn", func(c *Chunk) { c.Connector = " " }),
+		"notime":   mk("notime", func(c *Chunk) { c.RetrievedAt = time.Time{} }),
+		"tampered": mk("tampered", func(c *Chunk) { c.Text = "edited after ingest" }),
+		"ok2":      mk("ok2", nil),
+		"ok3":      mk("ok3", nil),
+	}
+	lookup := func(id string) (*Chunk, bool) { c, ok := store[id]; return c, ok }
+	ranked := []Scored{{"nourl", 9}, {"ok1", 8}, {"noconn", 7}, {"ghost", 6}, {"notime", 5}, {"tampered", 4}, {"ok2", 3}, {"ok3", 2}}
+	p := Assemble(Header{Question: "q", AsOf: asof.MustDate("2025-06-01"), K: 2}, ranked, lookup, []string{"pool 8"}, nil)
+	if diff := cmp.Diff([]string{"ok1", "ok2"}, []string{p.Citations[0].ChunkID, p.Citations[1].ChunkID}); diff != "" {
+		t.Fatal(diff)
+	}
+	if p.Citations[0].Index != 1 || p.Citations[1].Index != 2 || p.Citations[1].Score != 3 {
+		t.Fatalf("numbering: %+v", p.Citations)
+	}
+	wantDrops := []Drop{{"nourl", "missing source URL"}, {"noconn", "missing connector"}, {"ghost", "not in store"},
+		{"notime", "missing retrieval time"}, {"tampered", "content hash mismatch"}}
+	if diff := cmp.Diff(wantDrops, p.Trace.Dropped); diff != "" {
+		t.Fatal(diff)
+	}
+	wantSteps := []string{"pool 8", "dropped 5 (missing source URL: nourl; missing connector: noconn; not in store: ghost; " +
+		"missing retrieval time: notime; content hash mismatch: tampered)", "cited 2"}
+	if diff := cmp.Diff(wantSteps, p.Trace.Steps); diff != "" {
+		t.Fatal(diff)
+	}
+}
+
+func TestPrepare(t *testing.T) {
+	c := Chunk{ID: "x", DocID: "d", Text: " a\r\nb ", Meta: map[string]string{"Bad": "v"}}
+	var ce *ChunkError
+	if err := c.Prepare(); !errors.Is(err, ErrBadMeta) || !errors.As(err, &ce) || ce.ChunkID != "x" {
+		t.Fatalf("got %v", err)
+	}
+	c.Meta = map[string]string{"ok_key.1": "v"}
+	if err := c.Prepare(); err != nil || c.Text != "a\nb" || c.ContentHash != ContentHash("a\nb") {
+		t.Fatalf("prepare: %v %q %s", err, c.Text, c.ContentHash)
+	}
+}

@@ -1,0 +1,60 @@
+package fuse
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRRFHandComputed(t *testing.T) {
+	got, err := RRF(60,
+		List{Name: "lexical", Weight: 1, IDs: []string{"x", "y", "z"}},
+		List{Name: "dense", Weight: 0.5, IDs: []string{"y", "x"}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Item{
+		{ID: "x", Score: 1.0/61 + 0.5/62, Ranks: []int{1, 2}}, // 0.024457958
+		{ID: "y", Score: 1.0/62 + 0.5/61, Ranks: []int{2, 1}}, // 0.024325753
+		{ID: "z", Score: 1.0 / 63, Ranks: []int{3, 0}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatal(diff)
+	}
+}
+
+func TestRRFTiesBreakByID(t *testing.T) {
+	got, err := RRF(0, List{Weight: 1, IDs: []string{"b", "a"}}, List{Weight: 1, IDs: []string{"a", "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].ID != "a" || got[1].ID != "b" || got[0].Score != got[1].Score {
+		t.Fatalf("equal scores must order by ID: %+v", got)
+	}
+}
+
+func TestRRFErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		l    List
+	}{
+		{"negative weight", List{Name: "l", Weight: -1, IDs: []string{"a"}}},
+		{"NaN weight", List{Name: "l", Weight: math.NaN(), IDs: []string{"a"}}},
+		{"repeated id: a list is a ranking, not a bag", List{Name: "l", Weight: 1, IDs: []string{"a", "b", "a"}}},
+	}
+	for _, c := range cases {
+		if _, err := RRF(60, c.l); !errors.Is(err, ErrBadList) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
+func TestRRFZeroWeightKeepsOrderByID(t *testing.T) {
+	got, _ := RRF(60, List{Weight: 0, IDs: []string{"c", "a", "b"}})
+	if got[0].ID != "a" || got[2].ID != "c" {
+		t.Fatalf("a leg of weight 0 contributes nothing: %+v", got)
+	}
+}
