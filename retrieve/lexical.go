@@ -49,7 +49,8 @@ const noTenant = "\x00shared"
 // computes BM25 in float64 with expressions (tf + k1*x) that Go may fuse into
 // one FMA instruction on arm64, so raw scores can differ in the last bits
 // between CPUs. Rounding to 1e-9 before ordering makes such a difference
-// change the order only if it straddles a rounding boundary.
+// change the order only if it straddles a rounding boundary (a chance of
+// about 1e-7 per compared pair; the arm64 golden tests in CI check it).
 const ScoreQuantum = 1e-9
 
 // ErrLexical wraps failures of the lexical index.
@@ -312,12 +313,9 @@ func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b B
 	if cl := elig.clauses(b); len(cl) > 0 {
 		q = bleve.NewConjunctionQuery(append([]query.Query{mq}, cl...)...)
 	}
-	// Fetch past the cut so that last-bit score differences between CPUs
-	// cannot change which chunks make the top n (see ScoreQuantum).
-	req := bleve.NewSearchRequestOptions(q, n+n/2+10, 0, false)
-	req.SortBy([]string{"-_score", "_id"})
+	var pre map[string]any
 	if stats.Docs > 0 {
-		req.PreSearchData = map[string]any{search.BM25PreSearchDataKey: &search.BM25Stats{
+		pre = map[string]any{search.BM25PreSearchDataKey: &search.BM25Stats{
 			DocCount: float64(stats.Docs),
 			// The other fields are filters with boost 0; bleve still asks
 			// for their statistics, and any positive figure will do.
@@ -326,30 +324,53 @@ func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b B
 				fieldFrom: int(stats.Docs), fieldTo: int(stats.Docs), fieldGen: int(stats.Docs)},
 		}}
 	}
-	res, err := l.idx.SearchInContext(ctx, req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return Result{}, ctx.Err()
-		}
-		return Result{}, fmt.Errorf("%w: search: %v", ErrLexical, err)
-	}
-	hits := make([]Hit, len(res.Hits))
-	for i, h := range res.Hits {
-		hits[i] = Hit{ID: h.ID, Score: math.Round(h.Score/ScoreQuantum) * ScoreQuantum}
-	}
-	slices.SortFunc(hits, func(a, b Hit) int {
-		if a.Score != b.Score {
-			if a.Score > b.Score {
-				return -1
+	// bleve orders by raw score only (ties by its internal doc number, which
+	// depends on segment layout). Fetch one past the cut, quantize, re-sort
+	// with the ID tie-break, and fetch more while the lowest fetched score
+	// still ties the score at rank n: an unfetched chunk could tie it too.
+	// Rounding is monotone, so every chunk left unfetched then scores
+	// strictly below rank n on every CPU whose raw scores round the same.
+	for size := n + 1; ; size *= 2 {
+		req := bleve.NewSearchRequestOptions(q, size, 0, false)
+		req.PreSearchData = pre
+		res, err := l.idx.SearchInContext(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return Result{}, ctx.Err()
 			}
-			return 1
+			return Result{}, fmt.Errorf("%w: search: %v", ErrLexical, err)
 		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	if len(hits) > n {
-		hits = hits[:n]
+		hits := make([]Hit, len(res.Hits))
+		for i, h := range res.Hits {
+			hits[i] = Hit{ID: h.ID, Score: quantize(h.Score)}
+		}
+		complete := len(res.Hits) < size || uint64(len(res.Hits)) == res.Total
+		var lowest float64
+		if len(hits) > 0 {
+			lowest = hits[len(hits)-1].Score // bleve's order: lowest raw score last
+		}
+		slices.SortFunc(hits, compareHits)
+		if len(hits) > n {
+			if !complete && lowest == hits[n-1].Score {
+				continue
+			}
+			hits = hits[:n]
+		}
+		return Result{Hits: hits, Total: res.Total}, nil
 	}
-	return Result{Hits: hits, Total: res.Total}, nil
+}
+
+func quantize(score float64) float64 { return math.Round(score/ScoreQuantum) * ScoreQuantum }
+
+// compareHits orders by score descending, then ID ascending.
+func compareHits(a, b Hit) int {
+	if a.Score != b.Score {
+		if a.Score > b.Score {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.ID, b.ID)
 }
 
 // Count returns how many chunks are eligible, whatever their text. It

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/zeebo/blake3"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func corpus(name string) string { return filepath.Join("..", "..", "testdata", "corpus", name) }
+
+func ingestTestCorpus(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), "idx")
+	code, out, errs := runCLI(t, "ingest", "--index", dir, "--connector", "statute", corpus("records-act.json"))
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "11 added")
+	code, out, errs = runCLI(t, "ingest", "--index", dir, "--connector", "jsonl", corpus("guidance.jsonl"))
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "flagged blog-retention: missing source URL")
+	return dir
+}
+
+func TestQueryJSONIsTheCanonicalBytes(t *testing.T) {
+	dir := ingestTestCorpus(t)
+	q := "How long must a licensed firm retain records of client transactions?"
+	code, js, errs := runCLI(t, "query", "--index", dir, "--as-of", "2026-01-15", "--format", "json", q)
+	require.Equal(t, 0, code, errs)
+	sum := blake3.Sum256([]byte(js))
+	code, text, _ := runCLI(t, "query", "--index", dir, "--as-of", "2026-01-15", q, "--k", "10")
+	require.Equal(t, 0, code)
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	require.Equal(t, fmt.Sprintf("hash: blake3:%x", sum), lines[len(lines)-1], "b3sum of the json output is the pack hash")
+	require.False(t, strings.HasSuffix(js, "\n"), "exactly the canonical bytes, nothing else")
+
+	pack := filepath.Join(t.TempDir(), "pack.json")
+	require.NoError(t, os.WriteFile(pack, []byte(js), 0o644))
+	code, out, errs := runCLI(t, "verify", "--index", dir, pack)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "replays byte-identically")
+
+	// Tamper with the stored text of the first citation.
+	batches, _ := filepath.Glob(filepath.Join(dir, "chunks", "*.jsonl"))
+	for _, b := range batches {
+		raw, _ := os.ReadFile(b)
+		raw = bytes.Replace(raw, []byte("for ten years"), []byte("for two years"), 1)
+		require.NoError(t, os.WriteFile(b, raw, 0o644))
+	}
+	code, out, _ = runCLI(t, "verify", "--index", dir, pack)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "FAILED")
+	require.Contains(t, out, "records-act/art-2@2025: stored text no longer hashes to its content hash")
+}
+
+func TestCLIBadInput(t *testing.T) {
+	dir := ingestTestCorpus(t)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"as-of in an unreadable format", []string{"query", "--index", dir, "--as-of", "15/01/2026", "q"}, `cannot read "15/01/2026" as a date`},
+		{"no question", []string{"query", "--index", dir, "--as-of", "2026-01-15"}, "need --index DIR"},
+		{"bad filter", []string{"query", "--index", dir, "--as-of", "2026-01-15", "--filter", "novalue", "q"}, "want KEY=VALUE"},
+		{"unknown connector", []string{"ingest", "--index", dir, "--connector", "ftp", "x"}, "want jsonl or statute"},
+		{"unknown command", []string{"serve"}, "unknown command"},
+		{"missing index", []string{"query", "--index", filepath.Join(dir, "nope"), "--as-of", "2026-01-15", "q"}, "no such file"},
+	}
+	for _, c := range cases {
+		code, _, errs := runCLI(t, c.args...)
+		require.Equal(t, 2, code, c.name)
+		require.Contains(t, errs, c.want, c.name)
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"id":"n1","doc_id":"d","text":"new","source_url":"u","retrieved_at":"2026-01-01T00:00:00Z"}`+"\n{oops\n"), 0o644))
+	code, _, errs := runCLI(t, "ingest", "--index", dir, "--connector", "jsonl", bad)
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, bad+":2")
+	code, out, _ := runCLI(t, "ingest", "--index", dir, "--connector", "jsonl", corpus("guidance.jsonl"))
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "0 added, 7 unchanged", "nothing of the bad batch was applied")
+	require.Contains(t, out, "generation 2")
+}
+
+// TestEvalObliQAOnATinyDataset runs the eval command end to end on a
+// hand-made dataset in the ObliQA layout, with metrics computed by hand.
+func TestEvalObliQAOnATinyDataset(t *testing.T) {
+	dir := t.TempDir()
+	docs := filepath.Join(dir, "documents")
+	require.NoError(t, os.MkdirAll(docs, 0o755))
+	passages := []map[string]any{
+		{"ID": "p1", "DocumentID": 1, "PassageID": "1.1", "Passage": "A firm must keep a capital buffer of ten percent."},
+		{"ID": "p2", "DocumentID": 1, "PassageID": "1.2", "Passage": "Client money must be held in a segregated account."},
+		{"ID": "p3", "DocumentID": 1, "PassageID": "1.2", "Passage": "A duplicate key: scoring maps 1.2 to p2, the first."},
+		{"ID": "p4", "DocumentID": 1, "PassageID": "1.3", "Passage": ""},
+	}
+	raw, _ := json.Marshal(passages)
+	require.NoError(t, os.WriteFile(filepath.Join(docs, "1.json"), raw, 0o644))
+	qs := []map[string]any{
+		{"QuestionID": "q1", "Question": "How large must the capital buffer be?", "Group": 1,
+			"Passages": []map[string]any{{"DocumentID": 1, "PassageID": "1.1"}}},
+		{"QuestionID": "q2", "Question": "Where is client money held?", "Group": 1,
+			"Passages": []map[string]any{{"DocumentID": 1, "PassageID": "1.2"}, {"DocumentID": 1, "PassageID": "1.3"}}},
+	}
+	raw, _ = json.Marshal(qs)
+	qf := filepath.Join(dir, "ObliQA_dev.json")
+	require.NoError(t, os.WriteFile(qf, raw, 0o644))
+
+	code, out, errs := runCLI(t, "eval", "obliqa", "--docs", docs, "--questions", qf, "--json")
+	require.Equal(t, 0, code, errs)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &got))
+	// q1: gold p1 at rank 1 -> recall 1, AP 1. q2: gold p2 (found at rank 1)
+	// and p4 (empty, never indexed) -> recall 1/2, AP 1/2.
+	require.InDelta(t, 0.75, got["recall@10"], 1e-12)
+	require.InDelta(t, 0.75, got["map@10"], 1e-12)
+	require.EqualValues(t, 2, got["questions"])
+	for _, k := range []string{"ndcg@10", "config", "query_ms_p50", "query_ms_p99"} {
+		require.Contains(t, got, k)
+	}
+	require.Equal(t, "lexical", got["config"].(map[string]any)["legs"])
+
+	code, out, errs = runCLI(t, "eval", "ablate", "--docs", docs, "--questions", qf)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "+ arithmetic rerank, pool 50")
+	require.Contains(t, out, "winner:")
+}
