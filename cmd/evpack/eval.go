@@ -13,6 +13,7 @@ import (
 
 	"github.com/evpack/evpack"
 	"github.com/evpack/evpack/eval"
+	"github.com/evpack/evpack/internal/asofbench"
 	"github.com/evpack/evpack/internal/obliqa"
 	"github.com/evpack/evpack/rerank"
 )
@@ -292,5 +293,38 @@ func judge(best, rep *obliqa.Report, row *ledgerRow) (eval.Verdict, error) {
 }
 
 func cmdEvalAsOf(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return usageErr("eval asof: not built yet")
+	fs := newFlags("eval asof", stderr)
+	docs := fs.String("docs", "", "ObliQA documents/ directory")
+	questions := fs.String("questions", "", "ObliQA questions file")
+	n := fs.Int("histories", 500, "passages given an amendment history (one question each)")
+	seed := fs.Uint64("seed", 1, "generator seed")
+	asJSON := fs.Bool("json", false, "print one JSON object on the last line")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	o, err := loadObliQA(*docs, *questions)
+	if err != nil {
+		return err
+	}
+	b := asofbench.Generate(o, *n, *seed)
+	fmt.Fprintf(stderr, "generated %d histories, %d questions (seed %d, %s)\n", len(b.Histories), len(b.Questions), *seed, b.Digest())
+	rows, err := b.Run(ctx, newBar(4*len(b.Questions), "as-of", stderr))
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		out, err := json.Marshal(map[string]any{"seed": *seed, "digest": b.Digest(), "questions": len(b.Questions), "rows": rows})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", out)
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "configuration\tversion recall@10\tpassage recall@10\tcited outside eligibility")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%d of %d\n", r.Config, r.Recall, r.PassageHit, r.Ineligible, r.Citations)
+	}
+	fmt.Fprintf(tw, "%d questions, seed %d, corpus %s\n", len(b.Questions), *seed, b.Digest())
+	return tw.Flush()
 }

@@ -6,7 +6,7 @@
 //	evpack verify --index DIR PACK.json
 //	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json]
 //	evpack eval ablate --docs DIR --questions FILE
-//	evpack eval asof   --docs DIR [--seed N] [--json]
+//	evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
 //
 // Exit status: 0 success; 1 a pack that does not verify; 2 bad usage or input.
 package main
@@ -34,7 +34,7 @@ const usage = `usage:
   evpack verify --index DIR PACK.json
   evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json] [--per-question FILE]
   evpack eval ablate --docs DIR --questions FILE
-  evpack eval asof   --docs DIR [--seed N] [--json]
+  evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
 `
 
 // exitError carries an exit status out of a subcommand.
