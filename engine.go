@@ -141,25 +141,50 @@ type Flag struct {
 type IngestReport struct {
 	Read       int    // records the connector produced
 	Added      int    // new chunks committed
+	Documents  int    // distinct documents among the added chunks
+	Versions   int    // distinct (document, version) pairs among them
 	Unchanged  int    // records identical to a stored chunk, skipped
 	Flagged    []Flag // added but uncitable or undated, in input order
 	Generation int64  // the generation committed (unchanged if nothing added)
+}
+
+// IngestOptions tune one ingest.
+type IngestOptions struct {
+	// Progress, when set, is called with (done, total) as records are
+	// prepared, and with (total, total) once the batch is committed.
+	Progress func(done, total int)
 }
 
 // Ingest reads every record of c and commits the new chunks as one batch:
 // all of them or, on any error, none. A record whose ID is already stored
 // with the same text is skipped; with different text it is an error
 // (evidence.ErrDuplicateChunk): a new version needs a new chunk ID.
+//
+// Ingest is resumable: after a failure, running it again adds what is
+// missing and skips what was committed.
 func (e *Engine) Ingest(ctx context.Context, c connectors.Connector) (IngestReport, error) {
+	return e.IngestWith(ctx, c, IngestOptions{})
+}
+
+// IngestWith is Ingest with options.
+func (e *Engine) IngestWith(ctx context.Context, c connectors.Connector, opts IngestOptions) (IngestReport, error) {
 	recs, err := c.Read(ctx)
 	if err != nil {
 		return IngestReport{}, err
 	}
-	return e.IngestRecords(ctx, recs)
+	return e.ingest(ctx, recs, opts)
 }
 
 // IngestRecords commits records as one batch; see Ingest.
 func (e *Engine) IngestRecords(ctx context.Context, recs []connectors.Record) (IngestReport, error) {
+	return e.ingest(ctx, recs, IngestOptions{})
+}
+
+func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts IngestOptions) (IngestReport, error) {
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(int, int) {}
+	}
 	e.ingestMu.Lock()
 	defer e.ingestMu.Unlock()
 	rep := IngestReport{Read: len(recs)}
@@ -180,6 +205,7 @@ func (e *Engine) IngestRecords(ctx context.Context, recs []connectors.Record) (I
 			if err := ctx.Err(); err != nil {
 				return rep, err
 			}
+			progress(i, len(recs))
 		}
 		ch := recs[i].Chunk // copy: the caller's record stays as given
 		if err := ch.Prepare(); err != nil {
@@ -262,6 +288,13 @@ func (e *Engine) IngestRecords(ctx context.Context, recs []connectors.Record) (I
 	st.computeDigest()
 	rep.Added = len(add)
 	rep.Generation = gen
+	docs, versions := map[string]bool{}, map[[2]string]bool{}
+	for _, ch := range add {
+		docs[ch.DocID] = true
+		versions[[2]string{ch.DocID, ch.Version}] = true
+	}
+	rep.Documents, rep.Versions = len(docs), len(versions)
+	progress(len(recs), len(recs))
 	return rep, nil
 }
 
@@ -313,11 +346,14 @@ func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 
 func (e *Engine) query(ctx context.Context, h evidence.Header, st *state) (*evidence.Pack, error) {
 	elig := retrieve.Eligibility{AsOf: h.AsOf, Tenant: h.Tenant, Filters: h.Filters}
-	res, err := e.lex.Search(ctx, h.Question, elig, st.bounds, e.opts.Pool, st.stats)
+	text, steps := h.Question, []string(nil)
+	if !e.opts.KeepEntityNames {
+		text, steps = st.rankingText(h.Question, h.Filters)
+	}
+	res, err := e.lex.Search(ctx, text, elig, st.bounds, e.opts.Pool, st.stats)
 	if err != nil {
 		return nil, err
 	}
-	var steps []string
 	if res.Total == 0 {
 		steps = append(steps, fmt.Sprintf("lexical: 0 chunks eligible as of %s match", h.AsOf))
 	} else {
@@ -342,7 +378,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state) (*evid
 			cands[i].Text, cands[i].Terms = c.Text, st.terms[f.ID]
 		}
 	}
-	ranked, err := e.opts.Reranker.Rerank(ctx, h.Question, cands, st)
+	ranked, err := e.opts.Reranker.Rerank(ctx, text, cands, st)
 	if err != nil {
 		return nil, fmt.Errorf("evpack: rerank: %w", err)
 	}
@@ -360,5 +396,13 @@ func (e *Engine) fingerprint(st *state) evidence.Fingerprint {
 		evidence.Setting{Key: "fusion", Value: fmt.Sprintf("rrf k=%d lexical=%s", e.opts.RRFK, strconv.FormatFloat(e.opts.LexicalWeight, 'g', -1, 64))},
 		evidence.Setting{Key: "pool", Value: strconv.Itoa(e.opts.Pool)},
 		evidence.Setting{Key: "reranker", Value: e.opts.Reranker.Name()},
+		evidence.Setting{Key: "entity_names", Value: entityPolicy(e.opts.KeepEntityNames)},
 	)
+}
+
+func entityPolicy(keep bool) string {
+	if keep {
+		return "kept"
+	}
+	return "removed from ranking text under a " + EntityFilterKey + " filter"
 }

@@ -31,6 +31,9 @@ type Options struct {
 	// Reranker orders the pool; nil means rerank.NewArithmetic with
 	// rerank.DefaultWeights. Use rerank.None{} to keep the fused order.
 	Reranker rerank.Reranker
+	// KeepEntityNames keeps a company's names in the ranking text when a
+	// request filters on EntityFilterKey (by default they are removed).
+	KeepEntityNames bool
 	// Analyzer is the lexical analyzer used when an index is created
 	// ("en" or "standard"); an existing index keeps its own.
 	Analyzer string
@@ -75,6 +78,6 @@ func (o Options) String() string {
 	if o.Reranker != nil {
 		name = o.Reranker.Name()
 	}
-	return fmt.Sprintf("k=%d pool=%d rrf_k=%d lexical_weight=%s reranker=%q analyzer=%q",
-		o.K, o.Pool, o.RRFK, strconv.FormatFloat(o.LexicalWeight, 'g', -1, 64), name, o.Analyzer)
+	return fmt.Sprintf("k=%d pool=%d rrf_k=%d lexical_weight=%s reranker=%q analyzer=%q keep_entity_names=%t",
+		o.K, o.Pool, o.RRFK, strconv.FormatFloat(o.LexicalWeight, 'g', -1, 64), name, o.Analyzer, o.KeepEntityNames)
 }

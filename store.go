@@ -46,20 +46,22 @@ type manifest struct {
 // state is everything a query reads besides the bleve index. It is replaced
 // or extended only under Engine.mu held for writing.
 type state struct {
-	gen     int64
-	chunks  map[string]*evidence.Chunk
-	stats   retrieve.BM25Stats
-	bounds  retrieve.Bounds
-	df      map[string]int      // reranker term document frequencies
-	terms   map[string][]string // reranker terms per chunk ID, interned
-	intern  map[string]string
-	digest  string // corpus digest over (chunk ID, content hash)
-	batches []string
+	gen    int64
+	chunks map[string]*evidence.Chunk
+	stats  retrieve.BM25Stats
+	bounds retrieve.Bounds
+	df     map[string]int      // reranker term document frequencies
+	terms  map[string][]string // reranker terms per chunk ID, interned
+	intern map[string]string
+	// entities maps an EntityFilterKey value to its company's names.
+	entities map[string][]string
+	digest   string // corpus digest over (chunk ID, content hash)
+	batches  []string
 }
 
 func newState() *state {
 	return &state{chunks: map[string]*evidence.Chunk{}, df: map[string]int{}, terms: map[string][]string{},
-		intern: map[string]string{}, bounds: retrieve.NewBounds()}
+		intern: map[string]string{}, entities: map[string][]string{}, bounds: retrieve.NewBounds()}
 }
 
 // DocCount implements rerank.Stats.
@@ -73,6 +75,7 @@ func (s *state) add(c *evidence.Chunk, tokens int) {
 	s.stats.Docs++
 	s.stats.Tokens += int64(tokens)
 	s.bounds.Add(c)
+	s.addEntityNames(c)
 	ts := rerank.Terms(c.Text)
 	for i, t := range ts {
 		if interned, ok := s.intern[t]; ok {

@@ -10,7 +10,9 @@
 package connectors
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -41,6 +43,36 @@ type Connector interface {
 	Read(ctx context.Context) ([]Record, error)
 }
 
-func fieldErr(where, id, field string, err error) error {
+func fieldErr(where, id, field string, err error) error { return FieldError(where, id, field, err) }
+
+// FieldError reports a bad field value of chunk id (which may be empty) at
+// where, wrapping ErrField and err.
+func FieldError(where, id, field string, err error) error {
 	return &evidence.ChunkError{ChunkID: id, Where: where, Err: fmt.Errorf("%w: %s: %w", ErrField, field, err)}
+}
+
+// SyntaxError reports input of path that could not be decoded, wrapping
+// ErrSyntax; when err carries a byte offset into raw (a JSON decoding error),
+// the position is written path:line:col.
+func SyntaxError(path string, raw []byte, err error) error {
+	return &evidence.ChunkError{Where: path + offsetOf(raw, err), Err: fmt.Errorf("%w: %v", ErrSyntax, err)}
+}
+
+// offsetOf turns a JSON decoding error into ":line:col" when it has an offset.
+func offsetOf(raw []byte, err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	var off int64 = -1
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off < 0 || off > int64(len(raw)) {
+		return ""
+	}
+	line := 1 + bytes.Count(raw[:off], []byte("\n"))
+	col := off - int64(bytes.LastIndexByte(raw[:off], '\n'))
+	return fmt.Sprintf(":%d:%d", line, col)
 }

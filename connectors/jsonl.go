@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -54,7 +55,7 @@ func (j *JSONL) Read(ctx context.Context) ([]Record, error) {
 		if err != nil {
 			return nil, fmt.Errorf("connectors: jsonl: %w", err)
 		}
-		recs, err := j.readFile(ctx, path, f)
+		recs, err := j.ReadFrom(ctx, path, f)
 		f.Close()
 		if err != nil {
 			return nil, err
@@ -64,9 +65,10 @@ func (j *JSONL) Read(ctx context.Context) ([]Record, error) {
 	return out, nil
 }
 
-func (j *JSONL) readFile(ctx context.Context, path string, f *os.File) ([]Record, error) {
+// ReadFrom parses r as JSONL; path names it in errors.
+func (j *JSONL) ReadFrom(ctx context.Context, path string, r io.Reader) ([]Record, error) {
 	var out []Record
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	for line := 1; sc.Scan(); line++ {
 		if line%1024 == 0 {

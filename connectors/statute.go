@@ -108,15 +108,21 @@ func (s *Statute) readFile(path string) ([]Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connectors: statute: %w", err)
 	}
+	return s.Parse(path, raw)
+}
+
+// Parse reads one statute file's bytes; path names it in errors.
+func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 	var f statuteFile
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, &evidence.ChunkError{Where: path + offsetOf(raw, err), Err: fmt.Errorf("%w: %v", ErrSyntax, err)}
+		return nil, SyntaxError(path, raw, err)
 	}
 	if f.DocID == "" {
 		return nil, &evidence.ChunkError{Where: path, Err: fmt.Errorf("%w: doc_id is empty", ErrField)}
 	}
+	var err error
 	retrieved := time.Time{}
 	if f.RetrievedAt != "" {
 		if retrieved, err = asof.ParseInstant(f.RetrievedAt); err != nil {
@@ -239,21 +245,4 @@ func (s *Statute) split(text string) ([]article, error) {
 		}
 	}
 	return out, nil
-}
-
-// offsetOf turns a JSON decoding error into ":line:col" when it has an offset.
-func offsetOf(raw []byte, err error) string {
-	var off int64 = -1
-	switch e := err.(type) {
-	case *json.SyntaxError:
-		off = e.Offset
-	case *json.UnmarshalTypeError:
-		off = e.Offset
-	}
-	if off < 0 || off > int64(len(raw)) {
-		return ""
-	}
-	line := 1 + strings.Count(string(raw[:off]), "\n")
-	col := off - int64(strings.LastIndex(string(raw[:off]), "\n"))
-	return fmt.Sprintf(":%d:%d", line, col)
 }

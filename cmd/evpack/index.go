@@ -6,16 +6,23 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
 
 	"github.com/evpack/evpack"
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/connectors/edgar"
+	"github.com/evpack/evpack/connectors/files"
+	"github.com/evpack/evpack/connectors/fred"
 )
 
 func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("ingest", stderr)
 	dir := fs.String("index", "", "index directory (created if absent)")
-	conn := fs.String("connector", "", "jsonl or statute")
+	conn := fs.String("connector", "", "jsonl, statute, edgar, fred or files")
+	retrievedAt := fs.String("retrieved-at", "", "retrieval time stamped on edgar and fred chunks (RFC 3339; default now)")
 	paths, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -23,26 +30,54 @@ func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *dir == "" || len(paths) == 0 {
 		return usageErr("need --index DIR and at least one PATH")
 	}
+	retrieved := time.Now().UTC().Truncate(time.Second)
+	if *retrievedAt != "" {
+		if retrieved, err = asof.ParseInstant(*retrievedAt); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("--retrieved-at: %w", err)}
+		}
+	}
 	var c connectors.Connector
 	switch *conn {
 	case "jsonl":
 		c = connectors.NewJSONL(paths...)
 	case "statute":
 		c = connectors.NewStatute(paths...)
+	case "fred":
+		c = fred.New(retrieved, paths...)
+	case "edgar", "files":
+		if len(paths) != 1 {
+			return usageErr("--connector %s takes one directory", *conn)
+		}
+		if *conn == "edgar" {
+			c = edgar.New(paths[0], retrieved)
+		} else {
+			c = files.New(paths[0])
+		}
 	default:
-		return usageErr("--connector %q: want jsonl or statute", *conn)
+		return usageErr("--connector %q: want jsonl, statute, edgar, fred or files", *conn)
 	}
 	eng, err := evpack.Open(*dir, evpack.Options{})
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
-	rep, err := eng.Ingest(ctx, c)
+	var bar *progressbar.ProgressBar
+	rep, err := eng.IngestWith(ctx, c, evpack.IngestOptions{Progress: func(done, total int) {
+		if total < 1000 { // a bar only on long runs
+			return
+		}
+		if bar == nil {
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("ingest"),
+				progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond),
+				progressbar.OptionOnCompletion(func() { fmt.Fprintln(stderr) }))
+		}
+		bar.Set(done)
+	}})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "read %d records: %d added, %d unchanged, %d flagged; generation %d\n",
-		rep.Read, rep.Added, rep.Unchanged, len(rep.Flagged), rep.Generation)
+	fmt.Fprintf(stdout, "read %d records: %d added (%d documents, %d versions), %d unchanged, %d flagged; generation %d\n",
+		rep.Read, rep.Added, rep.Documents, rep.Versions, rep.Unchanged, len(rep.Flagged), rep.Generation)
 	for _, f := range rep.Flagged {
 		fmt.Fprintf(stdout, "flagged %s: %s\n", f.ChunkID, f.Reason)
 	}

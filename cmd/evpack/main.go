@@ -1,7 +1,7 @@
 // Command evpack ingests sources, answers questions as of a date with
 // evidence packs, verifies packs by replay, and evaluates rankings.
 //
-//	evpack ingest --index DIR --connector jsonl|statute PATH...
+//	evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] PATH...
 //	evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--format json|text] QUESTION
 //	evpack verify --index DIR PACK.json
 //	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json]
@@ -29,7 +29,7 @@ func main() {
 }
 
 const usage = `usage:
-  evpack ingest --index DIR --connector jsonl|statute PATH...
+  evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] PATH...
   evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--format json|text] QUESTION
   evpack verify --index DIR PACK.json
   evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json] [--per-question FILE]

@@ -27,7 +27,7 @@ func ingestTestCorpus(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "idx")
 	code, out, errs := runCLI(t, "ingest", "--index", dir, "--connector", "statute", corpus("records-act.json"))
 	require.Equal(t, 0, code, errs)
-	require.Contains(t, out, "11 added")
+	require.Contains(t, out, "11 added (1 documents, 3 versions)")
 	code, out, errs = runCLI(t, "ingest", "--index", dir, "--connector", "jsonl", corpus("guidance.jsonl"))
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, out, "flagged blog-retention: missing source URL")
@@ -75,7 +75,7 @@ func TestCLIBadInput(t *testing.T) {
 		{"as-of in an unreadable format", []string{"query", "--index", dir, "--as-of", "15/01/2026", "q"}, `cannot read "15/01/2026" as a date`},
 		{"no question", []string{"query", "--index", dir, "--as-of", "2026-01-15"}, "need --index DIR"},
 		{"bad filter", []string{"query", "--index", dir, "--as-of", "2026-01-15", "--filter", "novalue", "q"}, "want KEY=VALUE"},
-		{"unknown connector", []string{"ingest", "--index", dir, "--connector", "ftp", "x"}, "want jsonl or statute"},
+		{"unknown connector", []string{"ingest", "--index", dir, "--connector", "ftp", "x"}, "want jsonl, statute, edgar, fred or files"},
 		{"unknown command", []string{"serve"}, "unknown command"},
 		{"missing index", []string{"query", "--index", filepath.Join(dir, "nope"), "--as-of", "2026-01-15", "q"}, "no such file"},
 	}
@@ -92,7 +92,7 @@ func TestCLIBadInput(t *testing.T) {
 	require.Contains(t, errs, bad+":2")
 	code, out, _ := runCLI(t, "ingest", "--index", dir, "--connector", "jsonl", corpus("guidance.jsonl"))
 	require.Equal(t, 0, code)
-	require.Contains(t, out, "0 added, 7 unchanged", "nothing of the bad batch was applied")
+	require.Contains(t, out, "0 added (0 documents, 0 versions), 7 unchanged", "nothing of the bad batch was applied")
 	require.Contains(t, out, "generation 2")
 }
 
@@ -139,4 +139,45 @@ func TestEvalObliQAOnATinyDataset(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, out, "+ arithmetic rerank, pool 50")
 	require.Contains(t, out, "winner:")
+}
+
+// TestEveryConnectorDeclaresItsAnchorInThePack ingests each connector's
+// fixture through the CLI and checks the anchor field each citation names.
+func TestEveryConnectorDeclaresItsAnchorInThePack(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	td := filepath.Join("..", "..", "testdata")
+	for _, args := range [][]string{
+		{"--connector", "edgar", "--retrieved-at", "2026-01-10T12:00:00Z", filepath.Join(td, "edgar")},
+		{"--connector", "fred", "--retrieved-at", "2026-01-10T12:00:00Z", filepath.Join(td, "fred", "TTLCONS")},
+		{"--connector", "files", filepath.Join(td, "files")},
+		{"--connector", "statute", filepath.Join(td, "corpus", "records-act.json")},
+		{"--connector", "jsonl", filepath.Join(td, "corpus", "guidance.jsonl")},
+	} {
+		code, out, errs := runCLI(t, append([]string{"ingest", "--index", dir}, args...)...)
+		require.Equal(t, 0, code, "%v: %s", args, errs)
+		require.Contains(t, out, "added")
+	}
+	cases := []struct {
+		filter, question, anchor string
+	}{
+		{"cik=0001234567", "revenue growth fiscal 2024", "acceptance_datetime"},
+		{"series=TTLCONS", "construction spending March", "realtime_start"},
+		{"kind=memo", "retention ten years", "anchor"},
+		{"kind=statute", "retention period", "published"},
+		{"kind=guidance", "retention period", "anchor"},
+	}
+	for _, c := range cases {
+		code, js, errs := runCLI(t, "query", "--index", dir, "--as-of", "2026-02-01", "--filter", c.filter, "--format", "json", c.question)
+		require.Equal(t, 0, code, errs)
+		var p struct {
+			Citations []struct {
+				AnchorField string `json:"anchor_field"`
+			} `json:"citations"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(js), &p))
+		require.NotEmpty(t, p.Citations, c.filter)
+		for _, cit := range p.Citations {
+			require.Equal(t, c.anchor, cit.AnchorField, c.filter)
+		}
+	}
 }

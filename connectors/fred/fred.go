@@ -1,0 +1,156 @@
+// Package fred reads FRED/ALFRED series with all their vintages.
+//
+// FRED's observation_date is the period a number describes, often months
+// before anyone could see it. ALFRED's realtime_start is the day a value
+// became known. This connector anchors every chunk at realtime_start and never
+// at observation_date: a value for March published in May is not citable as
+// of April. A revised value is a new version of the same observation, valid
+// from its own realtime_start.
+//
+// Input: one directory per series holding series.json (the fred/series
+// response) and observations.json (fred/series/observations requested with
+// all vintages: realtime_start=1776-07-04, realtime_end=9999-12-31).
+package fred
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/evidence"
+)
+
+// AnchorField is the field that dates FRED chunks.
+const AnchorField = "realtime_start"
+
+// openEnd is ALFRED's "still current" realtime_end.
+const openEnd = "9999-12-31"
+
+// Connector reads series directories.
+type Connector struct {
+	dirs      []string
+	retrieved time.Time
+}
+
+// New returns a connector over series directories, stamping retrieved as
+// the retrieval time of every chunk.
+func New(retrieved time.Time, dirs ...string) *Connector {
+	return &Connector{dirs: dirs, retrieved: retrieved}
+}
+
+// Name implements connectors.Connector.
+func (*Connector) Name() string { return "fred" }
+
+// AnchorField implements connectors.Connector.
+func (*Connector) AnchorField() string { return AnchorField }
+
+// Series is the part of the fred/series response evpack uses.
+type Series struct {
+	Series []struct {
+		ID        string `json:"id"`
+		Title     string `json:"title"`
+		Units     string `json:"units"`
+		Frequency string `json:"frequency"`
+	} `json:"seriess"`
+}
+
+// Observations is the fred/series/observations response.
+type Observations struct {
+	Observations []Observation `json:"observations"`
+}
+
+// Observation is one value of one vintage.
+type Observation struct {
+	RealtimeStart string `json:"realtime_start"`
+	RealtimeEnd   string `json:"realtime_end"`
+	Date          string `json:"date"`
+	Value         string `json:"value"`
+}
+
+// Read implements connectors.Connector.
+func (c *Connector) Read(ctx context.Context) ([]connectors.Record, error) {
+	var out []connectors.Record
+	for _, dir := range c.dirs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sraw, err := os.ReadFile(filepath.Join(dir, "series.json"))
+		if err != nil {
+			return nil, fmt.Errorf("fred: %w", err)
+		}
+		oraw, err := os.ReadFile(filepath.Join(dir, "observations.json"))
+		if err != nil {
+			return nil, fmt.Errorf("fred: %w", err)
+		}
+		recs, err := Parse(filepath.Join(dir, "series.json"), sraw, filepath.Join(dir, "observations.json"), oraw, c.retrieved)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, recs...)
+	}
+	return out, nil
+}
+
+// Parse turns one series' JSON into records. It is the fuzzed entry point:
+// any input gives records or an error naming the file and position, never a
+// panic.
+func Parse(seriesPath string, seriesJSON []byte, obsPath string, obsJSON []byte, retrieved time.Time) ([]connectors.Record, error) {
+	var s Series
+	if err := json.Unmarshal(seriesJSON, &s); err != nil {
+		return nil, connectors.SyntaxError(seriesPath, seriesJSON, err)
+	}
+	if len(s.Series) != 1 || strings.TrimSpace(s.Series[0].ID) == "" {
+		return nil, &evidence.ChunkError{Where: seriesPath, Err: fmt.Errorf("%w: want exactly one series with an id", connectors.ErrField)}
+	}
+	meta := s.Series[0]
+	var o Observations
+	if err := json.Unmarshal(obsJSON, &o); err != nil {
+		return nil, connectors.SyntaxError(obsPath, obsJSON, err)
+	}
+	var out []connectors.Record
+	for i, ob := range o.Observations {
+		where := fmt.Sprintf("%s: observations[%d]", obsPath, i)
+		if ob.Value == "." { // FRED's missing value: nothing to cite
+			continue
+		}
+		date, err := asof.ParseDate(ob.Date)
+		if err != nil {
+			return nil, connectors.FieldError(where, "", "date", err)
+		}
+		start, err := asof.ParseDate(ob.RealtimeStart)
+		if err != nil {
+			return nil, connectors.FieldError(where, "", "realtime_start", err)
+		}
+		valid := asof.Interval{From: start}
+		if ob.RealtimeEnd != openEnd {
+			end, err := asof.ParseDate(ob.RealtimeEnd)
+			if err != nil {
+				return nil, connectors.FieldError(where, "", "realtime_end", err)
+			}
+			// realtime_end is the last day the value was current: inclusive.
+			valid.To = asof.DateFromDays(end.Days() + 1)
+		}
+		if err := valid.Validate(); err != nil {
+			return nil, connectors.FieldError(where, "", "realtime_end", err)
+		}
+		id := fmt.Sprintf("fred/%s/%s@%s", meta.ID, date, start)
+		text := fmt.Sprintf("%s (%s), observation for %s: %s %s. Vintage published %s.",
+			meta.Title, meta.ID, date, ob.Value, meta.Units, start)
+		out = append(out, connectors.Record{Where: where, Chunk: evidence.Chunk{
+			ID: id, DocID: "fred/" + meta.ID, Version: start.String(), Text: text,
+			SourceURL: fmt.Sprintf("https://alfred.stlouisfed.org/series?seid=%s", meta.ID),
+			Connector: "fred", RetrievedAt: retrieved,
+			Anchor: asof.ResolveAnchor(AnchorField, start.Start(), retrieved),
+			Valid:  valid,
+			Meta: map[string]string{"series": meta.ID, "observation_date": date.String(),
+				"frequency": meta.Frequency},
+		}})
+	}
+	return out, nil
+}
