@@ -2,7 +2,9 @@ package connectors
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,5 +124,75 @@ func TestJSONLFields(t *testing.T) {
 	b := recs[1].Chunk
 	if b.Anchor.Field != asof.RetrievedAtField || !b.Anchor.At.IsZero() || recs[1].Where != p+":3" {
 		t.Fatalf("b is undated, and blank lines still count: %+v", recs[1])
+	}
+}
+
+func TestStatuteClausesAndAmendments(t *testing.T) {
+	long := strings.Repeat("The operator must keep the log for inspection by the Authority. ", 30)
+	body := `{"doc_id":"dpa","source_url":"https://laws.example.org/dpa","retrieved_at":"2026-01-10T00:00:00Z",
+	"versions":[{"version":"2020","published":"2020-01-15","in_force":"2020-03-01","text":` + strconvQuote(
+		"Article 4 Lawful processing\nProcessing is lawful only if:\n(1) the subject consented;\n(a) in writing; or\n(b) by recorded call;\n(2) it is needed for a contract.\n"+
+			"Article 5 Logs\n(g) "+long+"\nArticle 6 Fees\nA fee of 100 dirhams applies.") + `}],
+	"amendments":[{"version":"2023","published":"2023-05-01","in_force":"2023-07-01","changes":[
+		{"article":"4","replace":"by recorded call","with":"by recorded call or video call"},
+		{"article":"6","repeal":true},
+		{"article":"7","text":"Article 7 Transfers\nTransfers abroad need approval."}]}]}`
+	recs, err := NewStatute(write(t, "dpa.json", body)).Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]evidence.Chunk{}
+	var ids []string
+	for _, r := range recs {
+		got[r.Chunk.ID] = r.Chunk
+		ids = append(ids, r.Chunk.ID)
+	}
+	want := []string{
+		"dpa/art-4@2020", "dpa/art-4/1@2020", "dpa/art-4/1/a@2020", "dpa/art-4/1/b@2020", "dpa/art-4/2@2020",
+		"dpa/art-5@2020", "dpa/art-5/g#1@2020", "dpa/art-5/g#2@2020", "dpa/art-6@2020",
+		"dpa/art-4/1/b@2023", "dpa/art-7@2023",
+	}
+	if strings.Join(ids, " ") != strings.Join(want, " ") {
+		t.Fatalf("chunks:\n got %v\nwant %v", ids, want)
+	}
+	b := got["dpa/art-4/1/b@2020"]
+	if b.Text != "Article 4 Lawful processing\n(b) by recorded call;" || b.Meta["clause"] != "1/b" || b.Meta["article"] != "4" ||
+		b.Valid.String() != "[2020-03-01, 2023-07-01)" {
+		t.Fatalf("clause 4(1)(b) reads on its own and ends when amended: %+v", b)
+	}
+	if c := got["dpa/art-4/1/b@2023"]; c.Text != "Article 4 Lawful processing\n(b) by recorded call or video call;" || !c.Valid.To.IsZero() ||
+		asof.FormatInstant(c.Anchor.At) != "2023-05-01T00:00:00Z" {
+		t.Fatalf("the amendment replayed: %+v", c)
+	}
+	if a := got["dpa/art-4/1/a@2020"]; !a.Valid.To.IsZero() {
+		t.Fatalf("4(1)(a) is unchanged by the amendment and stays valid: %s", a.Valid)
+	}
+	if got["dpa/art-6@2020"].Valid.To.String() != "2023-07-01" {
+		t.Fatalf("article 6 is repealed: %s", got["dpa/art-6@2020"].Valid)
+	}
+	g1, g2 := got["dpa/art-5/g#1@2020"], got["dpa/art-5/g#2@2020"]
+	if len(g1.Text) > MaxClauseChars || !strings.HasSuffix(g1.Text, "Authority.") || !strings.HasSuffix(g2.Text, "Authority.") {
+		t.Fatalf("a long clause splits at sentence ends: %d bytes", len(g1.Text))
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+func TestStatuteAmendmentRefused(t *testing.T) {
+	base := `{"doc_id":"x","versions":[{"published":"2020-01-01","in_force":"2020-02-01","text":"Article 1 five years, five years\nArticle 2 ten days"}],"amendments":[%s]}`
+	cases := []struct {
+		name, amendment, want string
+	}{
+		{"text not found", `{"published":"2021-01-01","in_force":"2021-02-01","changes":[{"article":"2","replace":"eleven days","with":"x"}]}`, `article 2 does not contain "eleven days"`},
+		{"text ambiguous", `{"published":"2021-01-01","in_force":"2021-02-01","changes":[{"article":"1","replace":"five years","with":"x"}]}`, `contains "five years" 2 times`},
+		{"no such article", `{"published":"2021-01-01","in_force":"2021-02-01","changes":[{"article":"9","repeal":true}]}`, "article 9 to repeal does not exist"},
+		{"before the version it amends", `{"published":"2019-01-01","in_force":"2019-02-01","changes":[]}`, "is not after version"},
+		{"two kinds of change at once", `{"published":"2021-01-01","in_force":"2021-02-01","changes":[{"article":"2","replace":"ten","repeal":true}]}`, "exactly one of"},
+	}
+	for _, c := range cases {
+		_, err := NewStatute(write(t, "x.json", fmt.Sprintf(base, c.amendment))).Read(context.Background())
+		if !errors.Is(err, ErrField) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "amendments[0]") {
+			t.Errorf("%s: %v", c.name, err)
+		}
 	}
 }

@@ -12,46 +12,86 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/textblocks"
 )
 
 // DefaultArticlePattern matches a heading line that starts an article:
 // "Article 4", "Section 12a", "§ 3". The first capture group is the number.
 const DefaultArticlePattern = `(?m)^(?:Article|Section|§)\s+([0-9]+[A-Za-z]?)\b`
 
-// Statute reads versioned statutes: one JSON file per law, each version the
-// full text in force from its in_force date until the next version's. Text is
-// chunked at the law's own article headings, never mid-article. An article
-// whose text is unchanged from the previous version is not repeated: its chunk
-// stays valid across both, anchored at the version that introduced it.
+// DefaultClausePattern matches a line that starts a clause of an article:
+// "(g)", "(2)", "(iv)". The first capture group is the clause's label.
+const DefaultClausePattern = `(?m)^\(([a-z]{1,4}|[0-9]{1,3})\)\s`
+
+// MaxClauseChars bounds a chunk: a longer clause is split at sentence ends,
+// the pieces numbered with a stable "#n" suffix.
+const MaxClauseChars = 1500
+
+// Statute reads versioned statutes: one JSON file per law. A version is
+// either given in full (versions) or derived by replaying an amendment onto
+// the version before it (amendments); each is in force from its in_force date
+// until the next one's. Text is chunked at the law's own numbering: articles,
+// then clauses within them (Article 4 (g) becomes chunk art-4/g), never
+// mid-clause; a clause longer than MaxClauseChars is split at sentence ends.
+// A unit whose text is unchanged from the previous version is not repeated:
+// its chunk stays valid across both, anchored at the version that introduced
+// it.
 //
 // File form:
 //
 //	{"doc_id": "dpa", "title": "...", "source_url": "https://...",
 //	 "retrieved_at": "2026-01-10T00:00:00Z", "tenant": "", "meta": {"k": "v"},
 //	 "versions": [{"version": "2019", "published": "2018-12-01",
-//	               "in_force": "2019-01-01", "source_url": "...", "text": "Article 1 ..."}]}
+//	               "in_force": "2019-01-01", "source_url": "...", "text": "Article 1 ..."}],
+//	 "amendments": [{"version": "2023", "published": "...", "in_force": "...",
+//	                 "changes": [{"article": "2", "replace": "five years", "with": "seven years"},
+//	                             {"article": "6", "text": "Article 6 ..."},
+//	                             {"article": "3", "repeal": true}]}]}
+//
+// An amendment that names text its article does not contain exactly once,
+// an article that does not exist, or that comes into force before the version
+// it amends, is refused with the reason.
 type Statute struct {
 	paths   []string
 	article *regexp.Regexp
+	clause  *regexp.Regexp
 }
 
 // NewStatute returns a connector over the given files with the default
-// article pattern.
+// article and clause patterns.
 func NewStatute(paths ...string) *Statute {
-	return &Statute{paths: paths, article: regexp.MustCompile(DefaultArticlePattern)}
+	return &Statute{paths: paths, article: regexp.MustCompile(DefaultArticlePattern), clause: regexp.MustCompile(DefaultClausePattern)}
 }
 
-// WithArticlePattern returns a copy that splits at pattern instead; its first
-// capture group must be the article number.
-func (s *Statute) WithArticlePattern(pattern string) (*Statute, error) {
+func compileNumbering(what, pattern string) (*regexp.Regexp, error) {
 	re, err := regexp.Compile(pattern)
 	if err != nil {
-		return nil, fmt.Errorf("%w: article pattern: %v", ErrField, err)
+		return nil, fmt.Errorf("%w: %s pattern: %v", ErrField, what, err)
 	}
 	if re.NumSubexp() < 1 {
-		return nil, fmt.Errorf("%w: article pattern %q has no capture group", ErrField, pattern)
+		return nil, fmt.Errorf("%w: %s pattern %q has no capture group", ErrField, what, pattern)
 	}
-	return &Statute{paths: s.paths, article: re}, nil
+	return re, nil
+}
+
+// WithArticlePattern returns a copy that splits articles at pattern instead;
+// its first capture group must be the article number.
+func (s *Statute) WithArticlePattern(pattern string) (*Statute, error) {
+	re, err := compileNumbering("article", pattern)
+	if err != nil {
+		return nil, err
+	}
+	return &Statute{paths: s.paths, article: re, clause: s.clause}, nil
+}
+
+// WithClausePattern returns a copy that splits clauses at pattern instead;
+// its first capture group must be the clause label.
+func (s *Statute) WithClausePattern(pattern string) (*Statute, error) {
+	re, err := compileNumbering("clause", pattern)
+	if err != nil {
+		return nil, err
+	}
+	return &Statute{paths: s.paths, article: s.article, clause: re}, nil
 }
 
 // Name implements Connector.
@@ -75,9 +115,23 @@ type statuteFile struct {
 		SourceURL string `json:"source_url"`
 		Text      string `json:"text"`
 	} `json:"versions"`
+	Amendments []struct {
+		Version   string `json:"version"`
+		Published string `json:"published"`
+		InForce   string `json:"in_force"`
+		SourceURL string `json:"source_url"`
+		Changes   []struct {
+			Article string `json:"article"`
+			Replace string `json:"replace"`
+			With    string `json:"with"`
+			Text    string `json:"text"`
+			Repeal  bool   `json:"repeal"`
+		} `json:"changes"`
+	} `json:"amendments"`
 }
 
 type statuteVersion struct {
+	where     string // "versions[i]" or "amendments[i]"
 	label     string
 	published time.Time
 	inForce   asof.Date
@@ -132,7 +186,7 @@ func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 	var versions []statuteVersion
 	for i, v := range f.Versions {
 		where := fmt.Sprintf("%s: versions[%d]", path, i)
-		sv := statuteVersion{label: v.Version, url: v.SourceURL}
+		sv := statuteVersion{label: v.Version, url: v.SourceURL, where: fmt.Sprintf("versions[%d]", i)}
 		if sv.url == "" {
 			sv.url = f.SourceURL
 		}
@@ -157,52 +211,189 @@ func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 				versions[i-1].label, versions[i].label, versions[i].inForce))
 		}
 	}
+	for ai := range f.Amendments {
+		v, err := s.amend(path, ai, &f, versions)
+		if err != nil {
+			return nil, err
+		}
+		versions = append(versions, v)
+	}
 
-	// Walk versions in force order; an article opens a chunk when its text
-	// first appears and closes it when a later version changes or drops it.
+	// Walk versions in force order; a unit (article lead-in, clause, or piece
+	// of a long clause) opens a chunk when its text first appears and closes
+	// it when a later version changes or drops it.
 	type open struct {
-		rec   Record
+		text  string
 		index int
 	}
 	var out []Record
 	live := map[string]*open{}
-	for i, v := range versions {
+	for _, v := range versions {
 		seen := map[string]bool{}
 		for _, a := range v.articles {
-			seen[a.num] = true
-			if o, ok := live[a.num]; ok && o.rec.Chunk.Text == a.text {
-				continue // unchanged: the open chunk stays valid
+			for _, u := range s.units(a) {
+				seen[u.key] = true
+				o, ok := live[u.key]
+				if ok && o.text == u.text {
+					continue // unchanged: the open chunk stays valid
+				}
+				if ok {
+					out[o.index].Chunk.Valid.To = v.inForce
+				}
+				c := evidence.Chunk{
+					ID:          fmt.Sprintf("%s/%s@%s", f.DocID, u.key, v.label),
+					DocID:       f.DocID,
+					Version:     v.label,
+					Text:        u.text,
+					SourceURL:   v.url,
+					Connector:   s.Name(),
+					RetrievedAt: retrieved,
+					Anchor:      asof.ResolveAnchor(s.AnchorField(), v.published, retrieved),
+					Valid:       asof.Interval{From: v.inForce},
+					Tenant:      f.Tenant,
+					Meta:        map[string]string{"article": a.num},
+				}
+				if u.clause != "" {
+					c.Meta["clause"] = u.clause
+				}
+				for _, k := range evidence.SortedKeys(f.Meta) {
+					c.Meta[k] = f.Meta[k]
+				}
+				live[u.key] = &open{text: u.text, index: len(out)}
+				out = append(out, Record{Chunk: c, Where: fmt.Sprintf("%s: %s: %s", path, v.where, u.key)})
 			}
-			if o, ok := live[a.num]; ok {
-				out[o.index].Chunk.Valid.To = v.inForce
-			}
-			c := evidence.Chunk{
-				ID:          fmt.Sprintf("%s/art-%s@%s", f.DocID, a.num, v.label),
-				DocID:       f.DocID,
-				Version:     v.label,
-				Text:        a.text,
-				SourceURL:   v.url,
-				Connector:   s.Name(),
-				RetrievedAt: retrieved,
-				Anchor:      asof.ResolveAnchor(s.AnchorField(), v.published, retrieved),
-				Valid:       asof.Interval{From: v.inForce},
-				Tenant:      f.Tenant,
-				Meta:        map[string]string{"article": a.num},
-			}
-			for _, k := range evidence.SortedKeys(f.Meta) {
-				c.Meta[k] = f.Meta[k]
-			}
-			live[a.num] = &open{rec: Record{Chunk: c, Where: fmt.Sprintf("%s: versions[%d]: article %s", path, i, a.num)}, index: len(out)}
-			out = append(out, live[a.num].rec)
 		}
-		for _, num := range evidence.SortedKeys(live) {
-			if !seen[num] { // repealed in this version
-				out[live[num].index].Chunk.Valid.To = v.inForce
-				delete(live, num)
+		for _, key := range evidence.SortedKeys(live) {
+			if !seen[key] { // repealed in this version
+				out[live[key].index].Chunk.Valid.To = v.inForce
+				delete(live, key)
 			}
 		}
 	}
 	return out, nil
+}
+
+// amend replays amendment ai of f onto the latest of versions.
+func (s *Statute) amend(path string, ai int, f *statuteFile, versions []statuteVersion) (statuteVersion, error) {
+	am := f.Amendments[ai]
+	where := fmt.Sprintf("%s: amendments[%d]", path, ai)
+	v := statuteVersion{label: am.Version, url: am.SourceURL, where: fmt.Sprintf("amendments[%d]", ai)}
+	if v.url == "" {
+		v.url = f.SourceURL
+	}
+	var err error
+	if v.published, err = asof.ParseInstant(am.Published); err != nil {
+		return v, fieldErr(where, f.DocID, "published", err)
+	}
+	if v.inForce, err = asof.ParseDate(am.InForce); err != nil {
+		return v, fieldErr(where, f.DocID, "in_force", err)
+	}
+	if v.label == "" {
+		v.label = v.inForce.String()
+	}
+	if len(versions) == 0 {
+		return v, fieldErr(where, f.DocID, "in_force", fmt.Errorf("no earlier version to amend"))
+	}
+	base := versions[len(versions)-1]
+	if !base.inForce.Before(v.inForce) {
+		return v, fieldErr(where, f.DocID, "in_force", fmt.Errorf("%s is not after version %q (in force %s), which it amends",
+			v.inForce, base.label, base.inForce))
+	}
+	v.articles = slices.Clone(base.articles)
+	for ci, ch := range am.Changes {
+		cw := fmt.Sprintf("%s: changes[%d]", where, ci)
+		idx := slices.IndexFunc(v.articles, func(a article) bool { return a.num == ch.Article })
+		refuse := func(format string, args ...any) (statuteVersion, error) {
+			return v, &evidence.ChunkError{ChunkID: f.DocID, Where: cw, Err: fmt.Errorf("%w: amendment refused: "+format, append([]any{ErrField}, args...)...)}
+		}
+		switch {
+		case ch.Repeal && ch.Replace == "" && ch.Text == "":
+			if idx < 0 {
+				return refuse("article %s to repeal does not exist", ch.Article)
+			}
+			v.articles = slices.Delete(v.articles, idx, idx+1)
+		case ch.Text != "" && ch.Replace == "" && !ch.Repeal:
+			a := article{num: ch.Article, text: evidence.Normalize(ch.Text)}
+			if idx < 0 {
+				v.articles = append(v.articles, a)
+			} else {
+				v.articles[idx] = a
+			}
+		case ch.Replace != "" && ch.Text == "" && !ch.Repeal:
+			if idx < 0 {
+				return refuse("article %s does not exist", ch.Article)
+			}
+			switch n := strings.Count(v.articles[idx].text, ch.Replace); n {
+			case 0:
+				return refuse("article %s does not contain %q", ch.Article, ch.Replace)
+			case 1:
+				v.articles[idx].text = strings.Replace(v.articles[idx].text, ch.Replace, ch.With, 1)
+			default:
+				return refuse("article %s contains %q %d times; quote enough to name one", ch.Article, ch.Replace, n)
+			}
+		default:
+			return refuse("a change names exactly one of replace (with with), text, or repeal")
+		}
+	}
+	return v, nil
+}
+
+type unit struct {
+	key    string // "art-4", "art-4/g", "art-4/1/a", "art-4/g#2"
+	clause string // "g", "1/a", or "" for the lead-in
+	text   string
+}
+
+// units splits an article at its clauses. The lead-in (the heading and any
+// text before the first clause) is one unit; each clause is another, its text
+// prefixed with the article's heading line so it reads on its own. A letter
+// clause after a numbered one is nested under it (4(1)(a) is art-4/1/a). A
+// unit longer than MaxClauseChars is split at sentence ends into pieces #1,
+// #2, ... .
+func (s *Statute) units(a article) []unit {
+	base := "art-" + a.num
+	locs := s.clause.FindAllStringSubmatchIndex(a.text, -1)
+	heading, _, _ := strings.Cut(a.text, "\n")
+	var out []unit
+	add := func(key, clause, text string) {
+		text = strings.TrimSpace(text)
+		if text == "" {
+			return
+		}
+		pieces := textblocks.Sentences(text, MaxClauseChars)
+		if len(pieces) == 1 {
+			out = append(out, unit{key: key, clause: clause, text: text})
+			return
+		}
+		for i, p := range pieces {
+			out = append(out, unit{key: fmt.Sprintf("%s#%d", key, i+1), clause: clause, text: p})
+		}
+	}
+	if len(locs) == 0 {
+		add(base, "", a.text)
+		return out
+	}
+	add(base, "", a.text[:locs[0][0]])
+	parent := ""
+	seen := map[string]int{}
+	for i, l := range locs {
+		label := a.text[l[2]:l[3]]
+		end := len(a.text)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		clause := label
+		if label[0] >= '0' && label[0] <= '9' {
+			parent = label
+		} else if parent != "" {
+			clause = parent + "/" + label
+		}
+		if seen[clause]++; seen[clause] > 1 { // a repeated label keeps IDs unique
+			clause = fmt.Sprintf("%s~%d", clause, seen[clause])
+		}
+		add(base+"/"+clause, clause, heading+"\n"+a.text[l[0]:end])
+	}
+	return out
 }
 
 // split cuts a version's text at article headings. Text before the first
