@@ -17,7 +17,7 @@ import (
 	"github.com/evpack/evpack/evidence"
 )
 
-var words = strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike " +
+var propertyWords = strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike " +
 	"november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu")
 
 func day(n int64) asof.Date { return asof.DateFromDays(n) }
@@ -49,7 +49,7 @@ func randomCorpus(rng *rand.Rand) []connectors.Record {
 			next := from + 1 + int64(rng.IntN(400))
 			var ws []string
 			for range 3 + rng.IntN(12) {
-				ws = append(ws, words[rng.IntN(len(words))])
+				ws = append(ws, propertyWords[rng.IntN(len(propertyWords))])
 			}
 			published := from - int64(rng.IntN(60))
 			c := evidence.Chunk{
@@ -88,7 +88,7 @@ func TestNeverCitesTheFuture(t *testing.T) {
 		for q := 0; q < 60; q++ {
 			var qw []string
 			for range 1 + rng.IntN(4) {
-				qw = append(qw, words[rng.IntN(len(words))])
+				qw = append(qw, propertyWords[rng.IntN(len(propertyWords))])
 			}
 			d := day(asof.MustDate("2019-06-01").Days() + int64(rng.IntN(2600)))
 			tenant := []string{"", "acme", "globex"}[rng.IntN(3)]

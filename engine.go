@@ -30,6 +30,7 @@ type Engine struct {
 type index struct {
 	dir string // "" for memory
 	lex *retrieve.Lexical
+	emb retrieve.Embedder // nil: no dense leg
 
 	ingestMu sync.Mutex   // one ingest at a time
 	mu       sync.RWMutex // guards st and closed; held for reading by queries
@@ -45,7 +46,10 @@ func (e *Engine) View(opts Options) (*Engine, error) {
 	if opts.Analyzer != "" && opts.Analyzer != e.lex.Analyzer() {
 		return nil, fmt.Errorf("%w: a view cannot change the analyzer (%q) to %q", ErrBadOptions, e.lex.Analyzer(), opts.Analyzer)
 	}
-	opts.Analyzer = e.lex.Analyzer()
+	if opts.Embedder != nil && opts.Embedder != e.emb {
+		return nil, fmt.Errorf("%w: a view cannot change the embedder", ErrBadOptions)
+	}
+	opts.Analyzer, opts.Embedder = e.lex.Analyzer(), e.emb
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -83,12 +87,12 @@ func Open(dir string, opts Options) (*Engine, error) {
 		lex.Close()
 		return nil, fmt.Errorf("evpack: open %s: recover: %w", dir, err)
 	}
-	st, err := loadState(dir, m)
+	st, err := loadState(dir, m, opts.Embedder)
 	if err != nil {
 		lex.Close()
 		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
 	}
-	return &Engine{index: &index{dir: dir, lex: lex, st: st}, opts: opts}, nil
+	return &Engine{index: &index{dir: dir, lex: lex, emb: opts.Embedder, st: st}, opts: opts}, nil
 }
 
 // OpenMemory returns an engine whose index lives in memory only.
@@ -104,7 +108,8 @@ func OpenMemory(opts Options) (*Engine, error) {
 	opts.Analyzer = lex.Analyzer()
 	st := newState()
 	st.computeDigest()
-	return &Engine{index: &index{lex: lex, st: st}, opts: opts}, nil
+	st.rebuildDense(opts.Embedder)
+	return &Engine{index: &index{lex: lex, emb: opts.Embedder, st: st}, opts: opts}, nil
 }
 
 // Options returns the engine's options with defaults filled in.
@@ -281,11 +286,12 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		}
 	}
 	for i, ch := range add {
-		st.add(ch, tokens[i])
+		st.add(ch, tokens[i], e.emb)
 	}
 	st.gen = gen
 	st.batches = append(st.batches, batchName)
 	st.computeDigest()
+	st.rebuildDense(e.emb)
 	rep.Added = len(add)
 	rep.Generation = gen
 	docs, versions := map[string]bool{}, map[[2]string]bool{}
@@ -350,27 +356,51 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state) (*evid
 	if !e.opts.KeepEntityNames {
 		text, steps = st.rankingText(h.Question, h.Filters)
 	}
-	res, err := e.lex.Search(ctx, text, elig, st.bounds, e.opts.Pool, st.stats)
-	if err != nil {
-		return nil, err
+	var lists []fuse.List
+	var legs []string
+	if strings.Contains(e.opts.Legs, "lexical") {
+		res, err := e.lex.Search(ctx, text, elig, st.bounds, e.opts.Pool, st.stats)
+		if err != nil {
+			return nil, err
+		}
+		if res.Total == 0 {
+			steps = append(steps, fmt.Sprintf("lexical: 0 chunks eligible as of %s match", h.AsOf))
+		} else {
+			steps = append(steps, fmt.Sprintf("lexical: %d hits among chunks eligible as of %s, kept %d", res.Total, h.AsOf, len(res.Hits)))
+		}
+		ids := make([]string, len(res.Hits))
+		for i, hit := range res.Hits {
+			ids[i] = hit.ID
+		}
+		lists = append(lists, fuse.List{Name: "lexical", Weight: e.opts.LexicalWeight, IDs: ids})
+		legs = append(legs, "lexical="+strconv.FormatFloat(e.opts.LexicalWeight, 'g', -1, 64))
 	}
-	if res.Total == 0 {
-		steps = append(steps, fmt.Sprintf("lexical: 0 chunks eligible as of %s match", h.AsOf))
-	} else {
-		steps = append(steps, fmt.Sprintf("lexical: %d hits among chunks eligible as of %s, kept %d", res.Total, h.AsOf, len(res.Hits)))
+	if strings.Contains(e.opts.Legs, "dense") {
+		q := e.emb.Embed([][]int32{e.emb.Analyze(text)}, st.counts, true)[0]
+		hits, scanned, err := st.dense.Search(ctx, q, func(id string) bool { return elig.Admits(st.chunks[id]) }, e.opts.Pool)
+		if err != nil {
+			return nil, err
+		}
+		if q == nil {
+			steps = append(steps, "dense: the question has no known words")
+		} else {
+			steps = append(steps, fmt.Sprintf("dense: exact scan of %d chunks eligible as of %s, kept %d", scanned, h.AsOf, len(hits)))
+		}
+		ids := make([]string, len(hits))
+		for i, hit := range hits {
+			ids[i] = hit.ID
+		}
+		lists = append(lists, fuse.List{Name: "dense", Weight: e.opts.DenseWeight, IDs: ids})
+		legs = append(legs, "dense="+strconv.FormatFloat(e.opts.DenseWeight, 'g', -1, 64))
 	}
-	ids := make([]string, len(res.Hits))
-	for i, hit := range res.Hits {
-		ids[i] = hit.ID
-	}
-	fused, err := fuse.RRF(e.opts.RRFK, fuse.List{Name: "lexical", Weight: e.opts.LexicalWeight, IDs: ids})
+	fused, err := fuse.RRF(e.opts.RRFK, lists...)
 	if err != nil {
 		return nil, err
 	}
 	if len(fused) > e.opts.Pool {
 		fused = fused[:e.opts.Pool]
 	}
-	steps = append(steps, fmt.Sprintf("fused %d (rrf k=%d)", len(fused), e.opts.RRFK), fmt.Sprintf("pool %d", len(fused)))
+	steps = append(steps, fmt.Sprintf("fused %d (rrf k=%d %s)", len(fused), e.opts.RRFK, strings.Join(legs, " ")), fmt.Sprintf("pool %d", len(fused)))
 	cands := make([]rerank.Candidate, len(fused))
 	for i, f := range fused {
 		cands[i] = rerank.Candidate{ID: f.ID, Rank: i + 1}
@@ -391,12 +421,13 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state) (*evid
 func (e *Engine) fingerprint(st *state) evidence.Fingerprint {
 	return evidence.NewFingerprint(
 		evidence.Setting{Key: "corpus", Value: st.digest},
-		evidence.Setting{Key: "legs", Value: "lexical"},
+		evidence.Setting{Key: "legs", Value: e.opts.Legs},
 		evidence.Setting{Key: "lexical", Value: fmt.Sprintf("bleve bm25 analyzer=%s quantum=1e-9 corpus_stats=true", e.lex.Analyzer())},
-		evidence.Setting{Key: "fusion", Value: fmt.Sprintf("rrf k=%d lexical=%s", e.opts.RRFK, strconv.FormatFloat(e.opts.LexicalWeight, 'g', -1, 64))},
+		evidence.Setting{Key: "fusion", Value: e.fusionSetting()},
 		evidence.Setting{Key: "pool", Value: strconv.Itoa(e.opts.Pool)},
 		evidence.Setting{Key: "reranker", Value: e.opts.Reranker.Name()},
 		evidence.Setting{Key: "entity_names", Value: entityPolicy(e.opts.KeepEntityNames)},
+		evidence.Setting{Key: "dense", Value: e.denseSetting()},
 	)
 }
 
@@ -405,4 +436,22 @@ func entityPolicy(keep bool) string {
 		return "kept"
 	}
 	return "removed from ranking text under a " + EntityFilterKey + " filter"
+}
+
+func (e *Engine) fusionSetting() string {
+	s := fmt.Sprintf("rrf k=%d", e.opts.RRFK)
+	if strings.Contains(e.opts.Legs, "lexical") {
+		s += " lexical=" + strconv.FormatFloat(e.opts.LexicalWeight, 'g', -1, 64)
+	}
+	if strings.Contains(e.opts.Legs, "dense") {
+		s += " dense=" + strconv.FormatFloat(e.opts.DenseWeight, 'g', -1, 64)
+	}
+	return s
+}
+
+func (e *Engine) denseSetting() string {
+	if e.emb == nil || !strings.Contains(e.opts.Legs, "dense") {
+		return "off"
+	}
+	return "exact int8 scan, " + e.emb.Identity()
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/retrieve"
+	"github.com/evpack/evpack/retrieve/vectors"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -39,7 +41,15 @@ func TestMain(m *testing.M) {
 }
 
 func replayHelper(dir string) error {
-	eng, err := Open(dir, Options{})
+	var opts Options
+	if path := os.Getenv("EVPACK_REPLAY_VECTORS"); path != "" {
+		tb, err := vectors.Load(path)
+		if err != nil {
+			return err
+		}
+		opts.Embedder = retrieve.NewSIF(tb)
+	}
+	eng, err := Open(dir, opts)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,9 @@ func writeFileAtomic(path string, data []byte) error {
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	if err := f.Chmod(0o644); err != nil { // CreateTemp makes 0600
+		return fail(err)
+	}
 	if _, err := f.Write(data); err != nil {
 		return fail(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/evpack/evpack/fuse"
 	"github.com/evpack/evpack/rerank"
+	"github.com/evpack/evpack/retrieve"
 )
 
 // Defaults. Pool and K follow DESIGN.md; the RRF constant is the paper's.
@@ -31,6 +32,14 @@ type Options struct {
 	// Reranker orders the pool; nil means rerank.NewArithmetic with
 	// rerank.DefaultWeights. Use rerank.None{} to keep the fused order.
 	Reranker rerank.Reranker
+	// Embedder, when set, adds the dense leg. It belongs to the index (set
+	// it when opening; a view cannot change it).
+	Embedder retrieve.Embedder
+	// Legs picks the recall legs: "lexical", "dense" or "lexical,dense";
+	// "" means every configured leg.
+	Legs string
+	// DenseWeight weighs the dense leg in fusion (0 means 1).
+	DenseWeight float64
 	// KeepEntityNames keeps a company's names in the ranking text when a
 	// request filters on EntityFilterKey (by default they are removed).
 	KeepEntityNames bool
@@ -52,6 +61,22 @@ func (o Options) withDefaults() (Options, error) {
 	if o.LexicalWeight == 0 {
 		o.LexicalWeight = 1
 	}
+	if o.DenseWeight == 0 {
+		o.DenseWeight = 1
+	}
+	switch o.Legs {
+	case "":
+		o.Legs = "lexical"
+		if o.Embedder != nil {
+			o.Legs = "lexical,dense"
+		}
+	case "lexical", "dense", "lexical,dense":
+		if o.Legs != "lexical" && o.Embedder == nil {
+			return o, fmt.Errorf("%w: legs %q need an Embedder", ErrBadOptions, o.Legs)
+		}
+	default:
+		return o, fmt.Errorf("%w: legs %q (want lexical, dense or lexical,dense)", ErrBadOptions, o.Legs)
+	}
 	if o.Reranker == nil {
 		a, err := rerank.NewArithmetic(rerank.DefaultWeights)
 		if err != nil {
@@ -66,8 +91,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: Pool %d not in [1, %d]", ErrBadOptions, o.Pool, MaxPool)
 	case o.RRFK < 1:
 		return o, fmt.Errorf("%w: RRFK %d < 1", ErrBadOptions, o.RRFK)
-	case o.LexicalWeight < 0:
-		return o, fmt.Errorf("%w: LexicalWeight %v < 0", ErrBadOptions, o.LexicalWeight)
+	case o.LexicalWeight < 0 || o.DenseWeight < 0:
+		return o, fmt.Errorf("%w: weights must be >= 0 (lexical %v, dense %v)", ErrBadOptions, o.LexicalWeight, o.DenseWeight)
 	}
 	return o, nil
 }
@@ -78,6 +103,11 @@ func (o Options) String() string {
 	if o.Reranker != nil {
 		name = o.Reranker.Name()
 	}
-	return fmt.Sprintf("k=%d pool=%d rrf_k=%d lexical_weight=%s reranker=%q analyzer=%q keep_entity_names=%t",
-		o.K, o.Pool, o.RRFK, strconv.FormatFloat(o.LexicalWeight, 'g', -1, 64), name, o.Analyzer, o.KeepEntityNames)
+	emb := "none"
+	if o.Embedder != nil {
+		emb = o.Embedder.Identity()
+	}
+	return fmt.Sprintf("k=%d pool=%d rrf_k=%d legs=%q lexical_weight=%s dense_weight=%s reranker=%q embedder=%q analyzer=%q keep_entity_names=%t",
+		o.K, o.Pool, o.RRFK, o.Legs, strconv.FormatFloat(o.LexicalWeight, 'g', -1, 64), strconv.FormatFloat(o.DenseWeight, 'g', -1, 64),
+		name, emb, o.Analyzer, o.KeepEntityNames)
 }

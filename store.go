@@ -55,13 +55,19 @@ type state struct {
 	intern map[string]string
 	// entities maps an EntityFilterKey value to its company's names.
 	entities map[string][]string
-	digest   string // corpus digest over (chunk ID, content hash)
-	batches  []string
+	// The dense leg, when the index has an embedder: features per chunk,
+	// corpus counts, and the vectors, rebuilt at every commit.
+	feats   map[string][]int32
+	counts  *retrieve.Counts
+	dense   *retrieve.Dense
+	digest  string // corpus digest over (chunk ID, content hash)
+	batches []string
 }
 
 func newState() *state {
 	return &state{chunks: map[string]*evidence.Chunk{}, df: map[string]int{}, terms: map[string][]string{},
-		intern: map[string]string{}, entities: map[string][]string{}, bounds: retrieve.NewBounds()}
+		intern: map[string]string{}, entities: map[string][]string{}, feats: map[string][]int32{},
+		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds()}
 }
 
 // DocCount implements rerank.Stats.
@@ -70,7 +76,12 @@ func (s *state) DocCount() int { return len(s.chunks) }
 // DocFreq implements rerank.Stats.
 func (s *state) DocFreq(term string) int { return s.df[term] }
 
-func (s *state) add(c *evidence.Chunk, tokens int) {
+func (s *state) add(c *evidence.Chunk, tokens int, emb retrieve.Embedder) {
+	if emb != nil {
+		f := emb.Analyze(c.Text)
+		s.feats[c.ID] = f
+		s.counts.Add(f)
+	}
 	s.chunks[c.ID] = c
 	s.stats.Docs++
 	s.stats.Tokens += int64(tokens)
@@ -88,6 +99,21 @@ func (s *state) add(c *evidence.Chunk, tokens int) {
 	for _, t := range terms.Distinct(ts) {
 		s.df[t]++
 	}
+}
+
+// rebuildDense embeds every chunk again: SIF weights depend on corpus counts,
+// so a commit changes every vector, and rebuilding makes the vectors a
+// function of the corpus alone, not of the order it arrived in.
+func (s *state) rebuildDense(emb retrieve.Embedder) {
+	if emb == nil {
+		return
+	}
+	ids := evidence.SortedKeys(s.chunks)
+	feats := make([][]int32, len(ids))
+	for i, id := range ids {
+		feats[i] = s.feats[id]
+	}
+	s.dense = retrieve.NewDense(ids, emb.Embed(feats, s.counts, false))
 }
 
 // computeDigest names the corpus: BLAKE3 over the sorted (ID, content hash)
@@ -225,7 +251,7 @@ func writeManifest(dir string, m *manifest) error {
 }
 
 // loadState rebuilds the in-memory state from the manifest's batch files.
-func loadState(dir string, m *manifest) (*state, error) {
+func loadState(dir string, m *manifest, emb retrieve.Embedder) (*state, error) {
 	st := newState()
 	st.gen = m.Generation
 	st.batches = slices.Clone(m.Batches)
@@ -238,7 +264,7 @@ func loadState(dir string, m *manifest) (*state, error) {
 			if _, dup := st.chunks[c.ID]; dup {
 				return nil, fmt.Errorf("%w: %s: chunk %q stored twice", ErrCorrupt, b, c.ID)
 			}
-			st.add(c, 0)
+			st.add(c, 0, emb)
 		}
 	}
 	// Token totals come from the manifest: recomputing them needs the
@@ -248,5 +274,6 @@ func loadState(dir string, m *manifest) (*state, error) {
 		return nil, fmt.Errorf("%w: manifest says %d chunks, batch files hold %d", ErrCorrupt, m.Docs, len(st.chunks))
 	}
 	st.computeDigest()
+	st.rebuildDense(emb)
 	return st, nil
 }

@@ -84,10 +84,15 @@ func cmdEvalObliQA(ctx context.Context, args []string, stdout, stderr io.Writer)
 	rr := fs.String("reranker", "arithmetic", "arithmetic or none")
 	asJSON := fs.Bool("json", false, "print one JSON object on the last line")
 	perQ := fs.String("per-question", "", "write per-question results as JSONL to this file")
+	embedder, legs := embedderFlags(fs)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
 	r, err := rerankerNamed(*rr)
+	if err != nil {
+		return err
+	}
+	emb, err := embedder()
 	if err != nil {
 		return err
 	}
@@ -96,7 +101,7 @@ func cmdEvalObliQA(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	fmt.Fprintf(stderr, "indexing %d passages\n", len(o.Passages))
-	eng, err := obliqa.Build(ctx, o, evpack.Options{Pool: *pool, Reranker: r})
+	eng, err := obliqa.Build(ctx, o, evpack.Options{Pool: *pool, Reranker: r, Embedder: emb, Legs: *legs})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/evpack/evpack/connectors/edgar"
 	"github.com/evpack/evpack/connectors/files"
 	"github.com/evpack/evpack/connectors/fred"
+	"github.com/evpack/evpack/retrieve"
 )
 
 func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -93,6 +94,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	format := fs.String("format", "text", "json (the canonical bytes) or text")
 	var filters multiFlag
 	fs.Var(&filters, "filter", "KEY=VALUE metadata restriction (repeatable)")
+	embedder, legs := embedderFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -118,7 +120,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *format != "json" && *format != "text" {
 		return usageErr("--format %q: want json or text", *format)
 	}
-	eng, err := openExisting(*dir)
+	eng, err := openExisting(*dir, embedder, *legs)
 	if err != nil {
 		return err
 	}
@@ -138,6 +140,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify", stderr)
 	dir := fs.String("index", "", "index directory")
+	embedder, legs := embedderFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -149,7 +152,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	eng, err := openExisting(*dir)
+	eng, err := openExisting(*dir, embedder, *legs)
 	if err != nil {
 		return err
 	}
@@ -169,10 +172,15 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return &exitError{code: 1, err: fmt.Errorf("pack %s does not verify: %d problems", pos[0], len(rep.Problems))}
 }
 
-// openExisting opens an index that must already exist.
-func openExisting(dir string) (*evpack.Engine, error) {
+// openExisting opens an index that must already exist, with the embedder
+// and legs the flags name.
+func openExisting(dir string, embedder func() (retrieve.Embedder, error), legs string) (*evpack.Engine, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("--index %s: %w", dir, err)
 	}
-	return evpack.Open(dir, evpack.Options{})
+	emb, err := embedder()
+	if err != nil {
+		return nil, err
+	}
+	return evpack.Open(dir, evpack.Options{Embedder: emb, Legs: legs})
 }

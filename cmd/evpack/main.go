@@ -6,6 +6,7 @@
 //	evpack verify --index DIR PACK.json
 //	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json]
 //	evpack eval ablate --docs DIR --questions FILE
+//	evpack vectors import --format wink-json IN OUT [--max-words N]
 //	evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
 //
 // Exit status: 0 success; 1 a pack that does not verify; 2 bad usage or input.
@@ -32,9 +33,12 @@ const usage = `usage:
   evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] PATH...
   evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--format json|text] QUESTION
   evpack verify --index DIR PACK.json
-  evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json] [--per-question FILE]
+  evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]
   evpack eval ablate --docs DIR --questions FILE
   evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
+  evpack vectors import --format wink-json IN OUT [--max-words N]
+
+query, verify and eval take --embedder static:PATH and --legs lexical|dense|lexical,dense.
 `
 
 // exitError carries an exit status out of a subcommand.
@@ -64,6 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdVerify(ctx, args[1:], stdout, stderr)
 	case "eval":
 		err = cmdEval(ctx, args[1:], stdout, stderr)
+	case "vectors":
+		err = cmdVectors(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

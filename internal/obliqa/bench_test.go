@@ -2,6 +2,7 @@ package obliqa
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,8 +12,12 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	index "github.com/blevesearch/bleve_index_api"
+	"github.com/philippgille/chromem-go"
 
 	"github.com/evpack/evpack"
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/retrieve"
+	"github.com/evpack/evpack/retrieve/vectors"
 )
 
 // The benchmarks run evpack and its peer, bare bleve, in the same process
@@ -127,4 +132,111 @@ func BenchmarkQuery(b *testing.B) {
 			return err
 		})
 	})
+}
+
+// BenchmarkDenseVsChromem runs evpack's exact int8 scan and chromem-go's
+// brute-force search side by side on the same vectors (GloVe SIF vectors of
+// the ObliQA corpus and questions), reporting how often the two top 10s
+// agree, and latency per question:
+//
+//	EVPACK_OBLIQA_DIR=../shared/data/obliqa EVPACK_GLOVE_VECTORS=glove.evv \
+//	  go test ./internal/obliqa -run '^$' -bench DenseVsChromem -benchtime 2788x
+func BenchmarkDenseVsChromem(b *testing.B) {
+	o := dataset(b)
+	path := os.Getenv(EnvVectors)
+	if path == "" {
+		b.Skip(EnvVectors + " is not set")
+	}
+	tb, err := vectors.Load(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	emb := retrieve.NewSIF(tb)
+	recs, _ := Records(o)
+	counts := retrieve.NewCounts()
+	feats := make([][]int32, len(recs))
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.Chunk.ID
+		feats[i] = emb.Analyze(evidence.Normalize(r.Chunk.Text))
+		counts.Add(feats[i])
+	}
+	vecs := emb.Embed(feats, counts, false)
+	dense := retrieve.NewDense(ids, vecs)
+	ctx := context.Background()
+	db := chromem.NewDB()
+	coll, err := db.CreateCollection("obliqa", nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var docs []chromem.Document
+	for i, v := range vecs {
+		if v != nil {
+			docs = append(docs, chromem.Document{ID: ids[i], Embedding: toFloat(v), Content: "-"})
+		}
+	}
+	if err := coll.AddDocuments(ctx, docs, 2); err != nil {
+		b.Fatal(err)
+	}
+	queries := make([][]int8, len(o.Questions))
+	for i, q := range o.Questions {
+		queries[i] = emb.Embed([][]int32{emb.Analyze(q.Text)}, counts, true)[0]
+	}
+	all := func(string) bool { return true }
+	same, compared := 0, 0
+	for _, q := range queries {
+		if q == nil {
+			continue
+		}
+		ours, _, _ := dense.Search(ctx, q, all, 10)
+		theirs, err := coll.QueryEmbedding(ctx, toFloat(q), 10, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		compared++
+		a, c := map[string]bool{}, map[string]bool{}
+		for _, h := range ours {
+			a[h.ID] = true
+		}
+		for _, r := range theirs {
+			c[r.ID] = true
+		}
+		if len(a) == len(c) && func() bool {
+			for id := range a {
+				if !c[id] {
+					return false
+				}
+			}
+			return true
+		}() {
+			same++
+		}
+	}
+	b.Logf("same top-10 set for %d of %d questions (%.2f%%)", same, compared, 100*float64(same)/float64(compared))
+	b.Run("evpack-exact-int8", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if q := queries[i%len(queries)]; q != nil {
+				dense.Search(ctx, q, all, 10)
+			}
+			i++
+		}
+	})
+	b.Run("chromem-go-brute-force", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if q := queries[i%len(queries)]; q != nil {
+				coll.QueryEmbedding(ctx, toFloat(q), 10, nil, nil)
+			}
+			i++
+		}
+	})
+}
+
+func toFloat(v []int8) []float32 {
+	f := make([]float32, len(v))
+	for i, x := range v {
+		f[i] = float32(x)
+	}
+	return f
 }

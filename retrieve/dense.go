@@ -1,0 +1,290 @@
+package retrieve
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/retrieve/vectors"
+)
+
+// Embedder makes the dense leg's vectors. Vectors are int8 of unit length
+// scaled to 127, so that a similarity is an exact integer dot product: the
+// same on every CPU, whatever the compiler fuses.
+//
+// Contract: Analyze and Embed are deterministic and pure for a given
+// Identity; Embed returns one vector of Dims() components per input, or nil
+// for a text it cannot embed (no known words).
+type Embedder interface {
+	// Identity names the embedder, its settings and a hash of its model
+	// files; it is written into every pack's fingerprint.
+	Identity() string
+	Dims() int
+	// Analyze returns what Embed needs of a text (for word vectors, the rows
+	// of its known words). It is called once per chunk, at ingest.
+	Analyze(text string) []int32
+	// Embed turns analyzed texts into vectors; counts are the corpus's
+	// feature counts (SIF weighting needs word frequencies); query marks
+	// question embedding, for models that embed questions differently.
+	Embed(features [][]int32, counts *Counts, query bool) [][]int8
+}
+
+// Counts are corpus feature frequencies.
+type Counts struct {
+	N     map[int32]int64
+	Total int64
+}
+
+// NewCounts returns empty counts.
+func NewCounts() *Counts { return &Counts{N: map[int32]int64{}} }
+
+// Add counts every feature of f.
+func (c *Counts) Add(f []int32) {
+	for _, x := range f {
+		c.N[x]++
+	}
+	c.Total += int64(len(f))
+}
+
+// SIF embeds text as the smooth-inverse-frequency weighted sum of its word
+// vectors (Arora, Liang and Ma, ICLR 2017): a word w of corpus frequency
+// p(w) weighs a/(a+p(w)), so frequent words count little. The first
+// principal component is not removed (that step is not implemented).
+// Arithmetic is integer up to one correctly rounded normalization, so the
+// vectors are bit-identical on every CPU.
+type SIF struct {
+	t *vectors.Table
+	a int64 // SIF a, in millionths
+}
+
+// DefaultSIFA is Arora et al.'s recommended a = 1e-3, in millionths.
+const DefaultSIFA = 1000
+
+// NewSIF returns a SIF embedder over the word vectors t.
+func NewSIF(t *vectors.Table) *SIF { return &SIF{t: t, a: DefaultSIFA} }
+
+// Identity implements Embedder.
+func (s *SIF) Identity() string {
+	return fmt.Sprintf("static sif a=%g dims=%d words=%d vectors=%s", float64(s.a)/1e6, s.t.Dims, len(s.t.Words), s.t.Sum)
+}
+
+// Dims implements Embedder.
+func (s *SIF) Dims() int { return s.t.Dims }
+
+// Analyze implements Embedder: the vocabulary rows of the text's lower-cased
+// letter-and-digit words, in order; unknown words are left out.
+func (s *SIF) Analyze(text string) []int32 {
+	var out []int32
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if i := s.t.Lookup(w); i >= 0 {
+			out = append(out, int32(i))
+		}
+	}
+	return out
+}
+
+// Embed implements Embedder.
+func (s *SIF) Embed(features [][]int32, counts *Counts, _ bool) [][]int8 {
+	out := make([][]int8, len(features))
+	acc := make([]int64, s.t.Dims)
+	for k, f := range features {
+		clear(acc)
+		for _, row := range f {
+			// weight = a/(a+p), p = n/T, in millionths: 1e6*a*T/(a*T + 1e6*n).
+			var n int64
+			var total int64 = 1
+			if counts != nil {
+				n, total = counts.N[row], max(counts.Total, 1)
+			}
+			w := 1_000_000 * s.a * total / (s.a*total + 1_000_000*n)
+			// One product, one rounding: no operation here can be fused.
+			factor := int64(math.Round(float64(w) * float64(s.t.Scales[row]) * 1024))
+			for i, q := range s.t.Row(int(row)) {
+				acc[i] += factor * int64(q)
+			}
+		}
+		out[k] = normalize(acc)
+	}
+	return out
+}
+
+// normalize scales acc to unit length ×127 as int8, or nil for a zero
+// vector. The norm is summed in integers after a shift that keeps squares in
+// range; the only float operations are single, correctly rounded ones.
+func normalize(acc []int64) []int8 {
+	var m int64
+	for _, x := range acc {
+		m = max(m, x, -x)
+	}
+	if m == 0 {
+		return nil
+	}
+	shift := 0
+	for m>>shift >= 1<<28 {
+		shift++
+	}
+	var norm2 int64
+	for _, x := range acc {
+		y := x >> shift
+		norm2 += y * y
+	}
+	norm := math.Sqrt(float64(norm2))
+	out := make([]int8, len(acc))
+	for i, x := range acc {
+		out[i] = int8(math.Round(float64(x>>shift) * 127 / norm))
+	}
+	return out
+}
+
+// Dot is the exact similarity of two int8 vectors.
+func Dot(a, b []int8) int64 {
+	var s int64
+	for i := range a {
+		s += int64(a[i]) * int64(b[i])
+	}
+	return s
+}
+
+// Admits reports whether chunk c is in the eligible set: the same predicate
+// the lexical leg compiles into its index query (see Eligibility).
+func (e Eligibility) Admits(c *evidence.Chunk) bool {
+	if c.Tenant != e.Tenant || !asof.Eligible(c.Anchor, c.Valid, e.AsOf) {
+		return false
+	}
+	for _, f := range e.Filters {
+		if v, ok := c.Meta[f.Key]; !ok || v != f.Value {
+			return false
+		}
+	}
+	return true
+}
+
+// DenseHit is one dense result. Hits are ordered by the exact cosine of the
+// stored int8 vectors, Score/sqrt(Norm2) (the query's norm is common to all),
+// compared with integer arithmetic.
+type DenseHit struct {
+	ID    string
+	Score int64 // int8 dot product with the query
+	Norm2 int64 // the chunk vector's squared norm
+}
+
+// Cosine returns the hit's cosine similarity to a query of squared norm q2,
+// for display; ordering never uses it.
+func (h DenseHit) Cosine(q2 int64) float64 {
+	return float64(h.Score) / math.Sqrt(float64(h.Norm2)) / math.Sqrt(float64(q2))
+}
+
+// moreSimilar reports whether a's cosine exceeds b's, exactly: for dots of
+// equal sign it compares a.Score²·b.Norm2 with b.Score²·a.Norm2 in 128 bits.
+func moreSimilar(a, b DenseHit) int {
+	sa, sb := sign(a.Score), sign(b.Score)
+	if sa != sb {
+		return cmpInt(sa, sb)
+	}
+	if sa == 0 {
+		return 0
+	}
+	ahi, alo := mul128(a.Score*a.Score, b.Norm2) // |dot| <= dims·127², so dot² fits for dims <= 4096
+	bhi, blo := mul128(b.Score*b.Score, a.Norm2)
+	c := cmpInt(ahi, bhi)
+	if c == 0 {
+		c = cmpUint(alo, blo)
+	}
+	return c * sa // negative cosines: a larger magnitude is less similar
+}
+
+func sign(x int64) int {
+	switch {
+	case x > 0:
+		return 1
+	case x < 0:
+		return -1
+	}
+	return 0
+}
+
+func cmpInt[T int | uint64](a, b T) int {
+	switch {
+	case a > b:
+		return 1
+	case a < b:
+		return -1
+	}
+	return 0
+}
+
+func cmpUint(a, b uint64) int { return cmpInt(a, b) }
+
+func mul128(a, b int64) (uint64, uint64) { return bits.Mul64(uint64(a), uint64(b)) }
+
+// Dense is an exact-scan vector index: immutable, safe for concurrent use.
+type Dense struct {
+	ids   []string // ascending
+	vecs  [][]int8 // nil where a chunk has no vector
+	norm2 []int64
+}
+
+// NewDense builds the index; ids need not be sorted and vecs[i] may be nil.
+func NewDense(ids []string, vecs [][]int8) *Dense {
+	order := make([]int, len(ids))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(ids[a], ids[b]) })
+	d := &Dense{ids: make([]string, len(ids)), vecs: make([][]int8, len(ids)), norm2: make([]int64, len(ids))}
+	for k, i := range order {
+		d.ids[k], d.vecs[k], d.norm2[k] = ids[i], vecs[i], Dot(vecs[i], vecs[i])
+	}
+	return d
+}
+
+// Len returns the number of indexed chunks.
+func (d *Dense) Len() int { return len(d.ids) }
+
+// Search scans every chunk admit accepts and returns the n most similar to q,
+// by exact cosine descending then ID ascending, and how many chunks it scanned. It
+// never post-filters: ineligible chunks are never scored.
+func (d *Dense) Search(ctx context.Context, q []int8, admit func(id string) bool, n int) ([]DenseHit, int, error) {
+	if q == nil || n <= 0 {
+		return nil, 0, nil
+	}
+	// Keep the best n in a sorted buffer: most chunks fall below the n-th
+	// best and cost one comparison.
+	better := func(a, b DenseHit) bool {
+		c := moreSimilar(a, b)
+		return c > 0 || c == 0 && a.ID < b.ID
+	}
+	hits := make([]DenseHit, 0, n+1)
+	scanned := 0
+	for i, id := range d.ids {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, 0, err
+			}
+		}
+		if d.vecs[i] == nil || !admit(id) {
+			continue
+		}
+		scanned++
+		h := DenseHit{ID: id, Score: Dot(q, d.vecs[i]), Norm2: d.norm2[i]}
+		if len(hits) == n && !better(h, hits[n-1]) {
+			continue
+		}
+		j := len(hits)
+		hits = append(hits, h)
+		for ; j > 0 && better(h, hits[j-1]); j-- {
+			hits[j] = hits[j-1]
+		}
+		hits[j] = h
+		if len(hits) > n {
+			hits = hits[:n]
+		}
+	}
+	return hits, scanned, nil
+}

