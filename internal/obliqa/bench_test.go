@@ -2,6 +2,7 @@ package obliqa
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -239,4 +240,80 @@ func toFloat(v []int8) []float32 {
 		f[i] = float32(x)
 	}
 	return f
+}
+
+// BenchmarkHNSWVsExact measures coder/hnsw (through retrieve.HNSW) against
+// the exact scan on the ObliQA GloVe SIF vectors: recall@10 of the graph
+// against exact, repeat stability, and latency per question.
+func BenchmarkHNSWVsExact(b *testing.B) {
+	o := dataset(b)
+	path := os.Getenv(EnvVectors)
+	if path == "" {
+		b.Skip(EnvVectors + " is not set")
+	}
+	tb, err := vectors.Load(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	emb := retrieve.NewSIF(tb)
+	recs, _ := Records(o)
+	counts := retrieve.NewCounts()
+	feats := make([][]int32, len(recs))
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.Chunk.ID
+		feats[i] = emb.Analyze(evidence.Normalize(r.Chunk.Text))
+		counts.Add(feats[i])
+	}
+	dense := retrieve.NewDense(ids, emb.Embed(feats, counts, false))
+	ctx := context.Background()
+	all := func(string) bool { return true }
+	var queries [][]int8
+	for _, q := range o.Questions {
+		if v := emb.Embed([][]int32{emb.Analyze(q.Text)}, counts, true)[0]; v != nil {
+			queries = append(queries, v)
+		}
+	}
+	for _, ef := range []int{64, 256} {
+		start := time.Now()
+		h := retrieve.NewHNSW(dense, retrieve.HNSWOptions{EfSearch: ef})
+		build := time.Since(start)
+		found, total, unstable := 0, 0, 0
+		for qi, q := range queries {
+			exact, _, _ := dense.Search(ctx, q, all, 10)
+			approx, _, _ := h.Search(ctx, q, all, 10)
+			in := map[string]bool{}
+			for _, x := range approx {
+				in[x.ID] = true
+			}
+			for _, x := range exact {
+				total++
+				if in[x.ID] {
+					found++
+				}
+			}
+			if qi < 200 {
+				again, _, _ := h.Search(ctx, q, all, 10)
+				if fmt.Sprint(again) != fmt.Sprint(approx) {
+					unstable++
+				}
+			}
+		}
+		b.Logf("ef=%d: built %d nodes in %s; recall@10 against exact %.4f; %d of 200 queries differed when repeated",
+			ef, dense.Len(), build.Round(time.Millisecond), float64(found)/float64(total), unstable)
+		b.Run(fmt.Sprintf("hnsw-ef%d", ef), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				h.Search(ctx, queries[i%len(queries)], all, 10)
+				i++
+			}
+		})
+	}
+	b.Run("exact", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			dense.Search(ctx, queries[i%len(queries)], all, 10)
+			i++
+		}
+	})
 }
