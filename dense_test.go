@@ -23,7 +23,10 @@ import (
 // testVectors writes 16-dimensional vectors for every word of the test
 // corpus and the property tests' vocabulary, each derived from BLAKE3 of the
 // word: deterministic, data-free, and meaningless but for determinism tests.
-func testVectors(t testing.TB) string {
+func testVectors(t testing.TB) string { return testVectorsDims(t, 16) }
+
+// testVectorsDims is testVectors with dims components (at most 32).
+func testVectorsDims(t testing.TB, dims int) string {
 	t.Helper()
 	seen := map[string]bool{}
 	var words []string
@@ -45,7 +48,7 @@ func testVectors(t testing.TB) string {
 	vecs := make([][]float64, len(words))
 	for i, w := range words {
 		h := blake3.Sum256([]byte(w))
-		vecs[i] = make([]float64, 16)
+		vecs[i] = make([]float64, dims)
 		for j := range vecs[i] {
 			vecs[i][j] = float64(int8(h[j])) / 128
 		}

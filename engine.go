@@ -347,7 +347,37 @@ func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 	if e.closed {
 		return nil, ErrClosed
 	}
-	return e.query(ctx, h, e.st)
+	if e.opts.Cache == nil {
+		return e.query(ctx, h, e.st)
+	}
+	key, err := e.cacheKey(h, e.st)
+	if err != nil {
+		return nil, err
+	}
+	if raw, ok := e.opts.Cache.Get(key); ok {
+		if p, err := evidence.Parse(raw); err == nil {
+			return p, nil
+		}
+		// A store that hands back other bytes is not trusted: recompute.
+	}
+	p, err := e.query(ctx, h, e.st)
+	if err != nil {
+		return nil, err
+	}
+	e.opts.Cache.Put(key, p.Bytes())
+	return p, nil
+}
+
+// CacheKey returns the key under which the pack for r is cached: the
+// identity of the ranking for this engine's options and index state.
+func (e *Engine) CacheKey(r Request) (string, error) {
+	h, err := r.canonical(e.opts.K)
+	if err != nil {
+		return "", err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.cacheKey(h, e.st)
 }
 
 func (e *Engine) query(ctx context.Context, h evidence.Header, st *state) (*evidence.Pack, error) {

@@ -43,6 +43,10 @@ type Options struct {
 	// KeepEntityNames keeps a company's names in the ranking text when a
 	// request filters on EntityFilterKey (by default they are removed).
 	KeepEntityNames bool
+	// Cache, when set, stores packs by the ranking's identity (see
+	// Engine.CacheKey); a hit returns the identical bytes. It is not part of
+	// the key.
+	Cache Cache `cachekey:"-"`
 	// Analyzer is the lexical analyzer used when an index is created
 	// ("en" or "standard"); an existing index keeps its own.
 	Analyzer string
