@@ -348,7 +348,7 @@ func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 		return nil, ErrClosed
 	}
 	if e.opts.Cache == nil {
-		return e.query(ctx, h, e.st)
+		return e.query(ctx, h, e.st, e.opts.Reranker)
 	}
 	key, err := e.cacheKey(h, e.st)
 	if err != nil {
@@ -360,7 +360,7 @@ func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 		}
 		// A store that hands back other bytes is not trusted: recompute.
 	}
-	p, err := e.query(ctx, h, e.st)
+	p, err := e.query(ctx, h, e.st, e.opts.Reranker)
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +380,9 @@ func (e *Engine) CacheKey(r Request) (string, error) {
 	return e.cacheKey(h, e.st)
 }
 
-func (e *Engine) query(ctx context.Context, h evidence.Header, st *state) (*evidence.Pack, error) {
+// query runs the pipeline with reranker rr (the engine's, or a ledger on
+// replay).
+func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rerank.Reranker) (*evidence.Pack, error) {
 	elig := retrieve.Eligibility{AsOf: h.AsOf, Tenant: h.Tenant, Filters: h.Filters}
 	text, steps := h.Question, []string(nil)
 	if !e.opts.KeepEntityNames {
@@ -438,24 +440,36 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state) (*evid
 			cands[i].Text, cands[i].Terms = c.Text, st.terms[f.ID]
 		}
 	}
-	ranked, err := e.opts.Reranker.Rerank(ctx, text, cands, st)
+	ranked, err := rr.Rerank(ctx, text, cands, st)
 	if err != nil {
 		return nil, fmt.Errorf("evpack: rerank: %w", err)
 	}
 	steps = append(steps, fmt.Sprintf("reranked %d", len(ranked)))
 	lookup := func(id string) (*evidence.Chunk, bool) { c, ok := st.chunks[id]; return c, ok }
-	return evidence.Assemble(h, ranked, lookup, steps, e.fingerprint(st)), nil
+	p := evidence.Assemble(h, ranked, lookup, steps, e.fingerprint(st, rr))
+	if !bitStable(rr) {
+		p.Ledger = ranked
+	}
+	return p, nil
 }
 
-// fingerprint lists every setting that shaped a pack from state st.
-func (e *Engine) fingerprint(st *state) evidence.Fingerprint {
+// bitStable reports whether rr promises identical scores on every machine.
+func bitStable(rr rerank.Reranker) bool {
+	b, ok := rr.(rerank.BitStable)
+	return ok && b.BitStable()
+}
+
+// fingerprint lists every setting that shaped a pack from state st with
+// reranker rr.
+func (e *Engine) fingerprint(st *state, rr rerank.Reranker) evidence.Fingerprint {
 	return evidence.NewFingerprint(
 		evidence.Setting{Key: "corpus", Value: st.digest},
 		evidence.Setting{Key: "legs", Value: e.opts.Legs},
 		evidence.Setting{Key: "lexical", Value: fmt.Sprintf("bleve bm25 analyzer=%s quantum=1e-9 corpus_stats=true", e.lex.Analyzer())},
 		evidence.Setting{Key: "fusion", Value: e.fusionSetting()},
 		evidence.Setting{Key: "pool", Value: strconv.Itoa(e.opts.Pool)},
-		evidence.Setting{Key: "reranker", Value: e.opts.Reranker.Name()},
+		evidence.Setting{Key: "reranker", Value: rr.Name()},
+		evidence.Setting{Key: "reranker_bit_stable", Value: strconv.FormatBool(bitStable(rr))},
 		evidence.Setting{Key: "entity_names", Value: entityPolicy(e.opts.KeepEntityNames)},
 		evidence.Setting{Key: "dense", Value: e.denseSetting()},
 	)

@@ -95,6 +95,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: Pool %d not in [1, %d]", ErrBadOptions, o.Pool, MaxPool)
 	case o.RRFK < 1:
 		return o, fmt.Errorf("%w: RRFK %d < 1", ErrBadOptions, o.RRFK)
+	case o.Pool > rerank.MaxExternalBatch && isExternal(o.Reranker):
+		return o, fmt.Errorf("%w: pool %d: an external scorer is sent at most %d candidates", ErrBadOptions, o.Pool, rerank.MaxExternalBatch)
 	case o.LexicalWeight < 0 || o.DenseWeight < 0:
 		return o, fmt.Errorf("%w: weights must be >= 0 (lexical %v, dense %v)", ErrBadOptions, o.LexicalWeight, o.DenseWeight)
 	}
@@ -114,4 +116,9 @@ func (o Options) String() string {
 	return fmt.Sprintf("k=%d pool=%d rrf_k=%d legs=%q lexical_weight=%s dense_weight=%s reranker=%q embedder=%q analyzer=%q keep_entity_names=%t",
 		o.K, o.Pool, o.RRFK, o.Legs, strconv.FormatFloat(o.LexicalWeight, 'g', -1, 64), strconv.FormatFloat(o.DenseWeight, 'g', -1, 64),
 		name, emb, o.Analyzer, o.KeepEntityNames)
+}
+
+func isExternal(r rerank.Reranker) bool {
+	_, ok := r.(*rerank.External)
+	return ok
 }

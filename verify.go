@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/rerank"
 )
 
 // VerifyReport is the outcome of replaying a pack.
@@ -50,14 +52,22 @@ func (e *Engine) Verify(ctx context.Context, raw []byte) (*VerifyReport, error) 
 			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: pack text differs from the stored text", c.Index, c.ChunkID))
 		}
 	}
-	now := e.fingerprint(st)
+	rr := e.opts.Reranker
+	if len(p.Ledger) > 0 { // replay the recorded scores; never call the model
+		rr = rerank.NewLedger(p.Fingerprint.Get("reranker"), p.Ledger)
+	}
+	now := e.fingerprint(st, rr)
 	for _, s := range p.Fingerprint {
 		if v := now.Get(s.Key); v != s.Value {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("setting %s: pack %q, engine now %q", s.Key, s.Value, v))
 		}
 	}
-	replay, err := e.query(ctx, h, st)
+	replay, err := e.query(ctx, h, st, rr)
 	if err != nil {
+		if errors.Is(err, rerank.ErrLedger) {
+			rep.Problems = append(rep.Problems, "the index no longer returns the pool the ledger scored: "+err.Error())
+			return rep, nil
+		}
 		return nil, err
 	}
 	got := replay.Bytes()
@@ -65,6 +75,54 @@ func (e *Engine) Verify(ctx context.Context, raw []byte) (*VerifyReport, error) 
 	if !bytes.Equal(got, raw) {
 		rep.Problems = append(rep.Problems, "replay differs: "+firstDifference(p, replay))
 	}
+	return rep, nil
+}
+
+// ReplayReport is the outcome of Replay.
+type ReplayReport struct {
+	*VerifyReport
+	// ModelChecked is true when the engine's reranker was run again to see
+	// whether a fresh model run would keep the order; ModelAgrees says so.
+	ModelChecked bool
+	ModelAgrees  bool
+	ModelOrder   []string // the chunk IDs a fresh run would cite, when checked
+}
+
+// Replay rebuilds a pack from its ledger and the index, without calling the
+// model, and reports whether the rebuilt bytes are identical (Verify). With
+// checkModel it also runs the engine's reranker once and reports whether a
+// fresh model run would cite the same chunks in the same order; a model that
+// cannot run (its file removed, its service down) is reported, not fatal.
+func (e *Engine) Replay(ctx context.Context, raw []byte, checkModel bool) (*ReplayReport, error) {
+	v, err := e.Verify(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	rep := &ReplayReport{VerifyReport: v}
+	if !checkModel {
+		return rep, nil
+	}
+	p, err := evidence.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K}
+	e.mu.RLock()
+	fresh, err := e.query(ctx, h, e.st, e.opts.Reranker)
+	e.mu.RUnlock()
+	if err != nil {
+		rep.Problems = append(rep.Problems, "model check: "+err.Error())
+		return rep, nil
+	}
+	rep.ModelChecked = true
+	for _, c := range fresh.Citations {
+		rep.ModelOrder = append(rep.ModelOrder, c.ChunkID)
+	}
+	var recorded []string
+	for _, c := range p.Citations {
+		recorded = append(recorded, c.ChunkID)
+	}
+	rep.ModelAgrees = slices.Equal(recorded, rep.ModelOrder)
 	return rep, nil
 }
 

@@ -201,3 +201,20 @@ func TestPrepare(t *testing.T) {
 		t.Fatalf("prepare: %v %q %s", err, c.Text, c.ContentHash)
 	}
 }
+
+func TestLedgerRoundTrip(t *testing.T) {
+	p := samplePack()
+	p.Ledger = []Scored{{ChunkID: "c1", Score: 912345}, {ChunkID: "c0", Score: -3}}
+	b := p.Bytes()
+	if !strings.Contains(string(b), `"k":2,"ledger":[{"chunk_id":"c1","score":912345},{"chunk_id":"c0","score":-3}],"question"`) {
+		t.Fatalf("ledger rendering: %s", b)
+	}
+	assertSortedKeys(t, b)
+	q, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(p.Ledger, q.Ledger); diff != "" {
+		t.Fatal(diff)
+	}
+}

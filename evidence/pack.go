@@ -89,6 +89,10 @@ type Pack struct {
 	Citations   []Citation
 	Trace       Trace
 	Fingerprint Fingerprint
+	// Ledger records every reranker score that decided the order, when the
+	// reranker is not bit-stable (a model): the pack replays from it without
+	// the model. Empty for bit-stable rerankers.
+	Ledger []Scored
 }
 
 // Scored is a ranked candidate handed to Assemble.

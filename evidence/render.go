@@ -53,6 +53,22 @@ func (p *Pack) Bytes() []byte {
 	w.str(FormatVersion)
 	w.key("k")
 	w.int(int64(p.K))
+	if len(p.Ledger) > 0 { // only packs of non-bit-stable rerankers carry one
+		w.key("ledger")
+		w.b.WriteByte('[')
+		for i, s := range p.Ledger {
+			if i > 0 {
+				w.b.WriteByte(',')
+			}
+			w.begin()
+			w.key("chunk_id")
+			w.str(s.ChunkID)
+			w.key("score")
+			w.int(s.Score)
+			w.end()
+		}
+		w.b.WriteByte(']')
+	}
 	w.key("question")
 	w.str(p.Question)
 	w.key("tenant")
@@ -190,9 +206,13 @@ type wirePack struct {
 	Fingerprint map[string]string `json:"fingerprint"`
 	Format      string            `json:"format"`
 	K           int               `json:"k"`
-	Question    string            `json:"question"`
-	Tenant      string            `json:"tenant"`
-	Trace       struct {
+	Ledger      []struct {
+		ChunkID string `json:"chunk_id"`
+		Score   int64  `json:"score"`
+	} `json:"ledger"`
+	Question string `json:"question"`
+	Tenant   string `json:"tenant"`
+	Trace    struct {
 		Dropped []struct {
 			ChunkID string `json:"chunk_id"`
 			Reason  string `json:"reason"`
@@ -253,6 +273,9 @@ func Parse(b []byte) (*Pack, error) {
 		p.Trace.Dropped = append(p.Trace.Dropped, Drop{ChunkID: d.ChunkID, Reason: d.Reason})
 	}
 	p.Trace.Steps = w.Trace.Steps
+	for _, s := range w.Ledger {
+		p.Ledger = append(p.Ledger, Scored{ChunkID: s.ChunkID, Score: s.Score})
+	}
 	for i, wc := range w.Citations {
 		c := Citation{Index: wc.Index, ChunkID: wc.ChunkID, DocID: wc.DocID, Version: wc.Version,
 			Text: wc.Text, SourceURL: wc.SourceURL, Connector: wc.Connector, ContentHash: wc.ContentHash,

@@ -1,0 +1,126 @@
+package rerank
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/evpack/evpack/evidence"
+)
+
+// MaxExternalBatch is the most candidates an External scorer is sent in one
+// call; the engine's pool is capped to it when an External reranker is used.
+const MaxExternalBatch = 50
+
+// ErrScorer wraps a failure of an external scorer.
+var ErrScorer = errors.New("rerank: external scorer")
+
+// BitStable is implemented by rerankers that can promise identical scores on
+// every machine. A reranker that does not implement it (any model) is not
+// bit-stable: its scores are recorded in the pack's ledger, so that the pack
+// replays without it.
+type BitStable interface {
+	BitStable() bool
+}
+
+// BitStable implements BitStable: integers only.
+func (*Arithmetic) BitStable() bool { return true }
+
+// BitStable implements BitStable: the fused order.
+func (None) BitStable() bool { return true }
+
+// ScoreFunc scores texts against a question in one call: an LLM, a hosted
+// reranker, a cross-encoder in another process. Higher is better.
+type ScoreFunc func(ctx context.Context, question string, texts []string) ([]float64, error)
+
+// External is a reranker whose scores come from outside evpack, in one
+// batched call per query (never one call per pair). It is off unless a
+// service configures it, and never bit-stable.
+type External struct {
+	name  string
+	score ScoreFunc
+}
+
+// NewExternal returns an External reranker; name must identify the model and
+// its settings (it goes into the fingerprint and the cache key).
+func NewExternal(name string, score ScoreFunc) (*External, error) {
+	if name == "" || score == nil {
+		return nil, fmt.Errorf("%w: a name and a score function are required", ErrScorer)
+	}
+	return &External{name: name, score: score}, nil
+}
+
+// Name implements Reranker.
+func (e *External) Name() string { return "external/" + e.name }
+
+// Rerank implements Reranker.
+func (e *External) Rerank(ctx context.Context, question string, cands []Candidate, _ Stats) ([]evidence.Scored, error) {
+	if len(cands) > MaxExternalBatch {
+		return nil, fmt.Errorf("%w: %d candidates, at most %d per call", ErrScorer, len(cands), MaxExternalBatch)
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	texts := make([]string, len(cands))
+	for i, c := range cands {
+		texts[i] = c.Text
+	}
+	scores, err := e.score(ctx, question, texts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrScorer, e.name, err)
+	}
+	if len(scores) != len(cands) {
+		return nil, fmt.Errorf("%w: %s returned %d scores for %d candidates", ErrScorer, e.name, len(scores), len(cands))
+	}
+	out := make([]evidence.Scored, len(cands))
+	for i, s := range scores {
+		if math.IsNaN(s) || math.IsInf(s, 0) || math.Abs(s) > 1e9 {
+			return nil, fmt.Errorf("%w: %s: score %v for %s", ErrScorer, e.name, s, cands[i].ID)
+		}
+		out[i] = evidence.Scored{ChunkID: cands[i].ID, Score: int64(math.Round(s * evidence.ScoreScale))}
+	}
+	sortScored(out)
+	return out, nil
+}
+
+// Ledger replays recorded scores: the reranker Replay uses instead of the
+// model. Its Name is the recorded reranker's, so the replayed fingerprint
+// is the original's.
+type Ledger struct {
+	name   string
+	scores map[string]int64
+}
+
+// ErrLedger reports a pool that the ledger does not cover: the index no
+// longer returns the candidates the pack was ranked from.
+var ErrLedger = errors.New("rerank: ledger does not cover the pool")
+
+// NewLedger returns a reranker that scores from recorded scores.
+func NewLedger(name string, scores []evidence.Scored) *Ledger {
+	m := make(map[string]int64, len(scores))
+	for _, s := range scores {
+		m[s.ChunkID] = s.Score
+	}
+	return &Ledger{name: name, scores: m}
+}
+
+// Name implements Reranker.
+func (l *Ledger) Name() string { return l.name }
+
+// Rerank implements Reranker.
+func (l *Ledger) Rerank(ctx context.Context, _ string, cands []Candidate, _ Stats) ([]evidence.Scored, error) {
+	if len(cands) != len(l.scores) {
+		return nil, fmt.Errorf("%w: pool of %d, ledger of %d", ErrLedger, len(cands), len(l.scores))
+	}
+	out := make([]evidence.Scored, len(cands))
+	for i, c := range cands {
+		s, ok := l.scores[c.ID]
+		if !ok {
+			return nil, fmt.Errorf("%w: %s was not scored", ErrLedger, c.ID)
+		}
+		out[i] = evidence.Scored{ChunkID: c.ID, Score: s}
+	}
+	sortScored(out)
+	return out, ctx.Err()
+}
