@@ -86,20 +86,7 @@ func TestNeverCitesTheFuture(t *testing.T) {
 		_, err := e.IngestRecords(ctx, recs)
 		require.NoError(t, err)
 		for q := 0; q < 60; q++ {
-			var qw []string
-			for range 1 + rng.IntN(4) {
-				qw = append(qw, propertyWords[rng.IntN(len(propertyWords))])
-			}
-			d := day(asof.MustDate("2019-06-01").Days() + int64(rng.IntN(2600)))
-			tenant := []string{"", "acme", "globex"}[rng.IntN(3)]
-			p, err := e.Query(ctx, Request{Question: strings.Join(qw, " "), AsOf: d, Tenant: tenant, K: 1 + rng.IntN(10)})
-			require.NoError(t, err)
-			for _, c := range p.Citations {
-				ch := byID[c.ChunkID]
-				require.True(t, asof.Eligible(ch.Anchor, ch.Valid, d), "seed %d: %s (anchor %s, valid %s) cited as of %s",
-					seed, c.ChunkID, ch.Anchor.At, ch.Valid, d)
-				require.Equal(t, tenant, ch.Tenant, "seed %d: %s of tenant %q cited for %q", seed, c.ChunkID, ch.Tenant, tenant)
-			}
+			p, qw, d, tenant := randomQuery(t, e, rng, byID, seed)
 			// Some eligible chunk shares a word with the question iff the
 			// pack cites something: the filter cannot starve the pool.
 			want := false
@@ -113,6 +100,27 @@ func TestNeverCitesTheFuture(t *testing.T) {
 			require.Equal(t, want, len(p.Citations) > 0, "seed %d: question %q as of %s", seed, qw, d)
 		}
 	}
+}
+
+// randomQuery asks e a random question as of a random day for a random
+// tenant, and fails if any citation is ineligible or another tenant's.
+func randomQuery(t *testing.T, e *Engine, rng *rand.Rand, byID map[string]evidence.Chunk, seed uint64) (*evidence.Pack, []string, asof.Date, string) {
+	t.Helper()
+	var qw []string
+	for range 1 + rng.IntN(4) {
+		qw = append(qw, propertyWords[rng.IntN(len(propertyWords))])
+	}
+	d := day(asof.MustDate("2019-06-01").Days() + int64(rng.IntN(2600)))
+	tenant := []string{"", "acme", "globex"}[rng.IntN(3)]
+	p, err := e.Query(context.Background(), Request{Question: strings.Join(qw, " "), AsOf: d, Tenant: tenant, K: 1 + rng.IntN(10)})
+	require.NoError(t, err)
+	for _, c := range p.Citations {
+		ch := byID[c.ChunkID]
+		require.True(t, asof.Eligible(ch.Anchor, ch.Valid, d), "seed %d legs %s: %s (anchor %s, valid %s) cited as of %s",
+			seed, e.opts.Legs, c.ChunkID, ch.Anchor.At, ch.Valid, d)
+		require.Equal(t, tenant, ch.Tenant, "seed %d: %s of tenant %q cited for %q", seed, c.ChunkID, ch.Tenant, tenant)
+	}
+	return p, qw, d, tenant
 }
 
 func sharesWord(text string, qw []string) bool {

@@ -15,7 +15,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"github.com/evpack/evpack/asof"
-	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/retrieve"
 	"github.com/evpack/evpack/retrieve/vectors"
 )
@@ -112,12 +112,7 @@ func TestDenseReplayAcrossProcessesAndShuffles(t *testing.T) {
 		require.Equal(t, hashes, got, "a fresh process reloading the index and the vectors")
 	}
 
-	var recs []connectors.Record
-	for _, c := range corpusConnectors() {
-		rs, err := c.Read(ctx)
-		require.NoError(t, err)
-		recs = append(recs, rs...)
-	}
+	recs := corpusRecords(t)
 	rng := rand.New(rand.NewPCG(7, 7))
 	rng.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
 	s := memEngine(t, Options{Embedder: testEmbedder(t, vecs)})
@@ -135,28 +130,16 @@ func TestNeverCitesTheFutureDense(t *testing.T) {
 	emb := testEmbedder(t, testVectors(t))
 	for round := 0; round < 3; round++ {
 		recs := randomCorpus(rng)
-		byID := map[string]connectors.Record{}
+		byID := map[string]evidence.Chunk{}
 		for _, r := range recs {
-			byID[r.Chunk.ID] = r
+			byID[r.Chunk.ID] = r.Chunk
 		}
 		for _, legs := range []string{"dense", "lexical,dense"} {
 			e := memEngine(t, Options{Embedder: emb, Legs: legs, Pool: 1 + rng.IntN(20)})
 			_, err := e.IngestRecords(ctx, recs)
 			require.NoError(t, err)
 			for q := 0; q < 40; q++ {
-				var qw []string
-				for range 1 + rng.IntN(4) {
-					qw = append(qw, propertyWords[rng.IntN(len(propertyWords))])
-				}
-				d := day(asof.MustDate("2019-06-01").Days() + int64(rng.IntN(2600)))
-				tenant := []string{"", "acme", "globex"}[rng.IntN(3)]
-				p, err := e.Query(ctx, Request{Question: strings.Join(qw, " "), AsOf: d, Tenant: tenant, K: 1 + rng.IntN(10)})
-				require.NoError(t, err)
-				for _, c := range p.Citations {
-					ch := byID[c.ChunkID].Chunk
-					require.True(t, asof.Eligible(ch.Anchor, ch.Valid, d), "seed %d legs %s: %s cited as of %s", seed, legs, c.ChunkID, d)
-					require.Equal(t, tenant, ch.Tenant, "seed %d legs %s", seed, legs)
-				}
+				randomQuery(t, e, rng, byID, seed)
 			}
 		}
 	}

@@ -99,6 +99,18 @@ func corpusConnectors() []connectors.Connector {
 	}
 }
 
+// corpusRecords reads the test corpus through its connectors.
+func corpusRecords(t testing.TB) []connectors.Record {
+	t.Helper()
+	var recs []connectors.Record
+	for _, c := range corpusConnectors() {
+		rs, err := c.Read(context.Background())
+		require.NoError(t, err)
+		recs = append(recs, rs...)
+	}
+	return recs
+}
+
 // checked registers Engine.Check and Close to run when the test ends.
 func checked(t testing.TB, e *Engine) *Engine {
 	t.Helper()
@@ -256,12 +268,7 @@ func TestReplayAcrossProcesses(t *testing.T) {
 // reopened, before and after merging to one segment.
 func TestSegmentLayoutCannotChangeAPack(t *testing.T) {
 	ctx := context.Background()
-	var recs []connectors.Record
-	for _, c := range corpusConnectors() {
-		rs, err := c.Read(ctx)
-		require.NoError(t, err)
-		recs = append(recs, rs...)
-	}
+	recs := corpusRecords(t)
 	mem := memEngine(t, Options{})
 	for i := range recs { // one batch, one segment, per chunk
 		_, err := mem.IngestRecords(ctx, recs[i:i+1])
@@ -285,12 +292,7 @@ func TestSegmentLayoutCannotChangeAPack(t *testing.T) {
 
 func TestShuffledIngestGivesIdenticalPacks(t *testing.T) {
 	ctx := context.Background()
-	var recs []connectors.Record
-	for _, c := range corpusConnectors() {
-		rs, err := c.Read(ctx)
-		require.NoError(t, err)
-		recs = append(recs, rs...)
-	}
+	recs := corpusRecords(t)
 	base := memEngine(t, Options{})
 	_, err := base.IngestRecords(ctx, recs)
 	require.NoError(t, err)

