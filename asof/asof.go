@@ -21,6 +21,7 @@ type DateError struct {
 	Want  string // the accepted forms
 }
 
+// Error implements error.
 func (e *DateError) Error() string {
 	return fmt.Sprintf("asof: cannot read %q as a date (want %s)", e.Input, e.Want)
 }

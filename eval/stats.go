@@ -30,6 +30,7 @@ type BootstrapResult struct {
 	Verdict   Verdict
 }
 
+// String writes the difference, its interval, the verdict and the settings.
 func (r BootstrapResult) String() string {
 	return fmt.Sprintf("%+.4f [%+.4f, %+.4f] %s (bootstrap n=%d seed=%d)", r.Diff, r.Lo, r.Hi, r.Verdict, r.Resamples, r.Seed)
 }

@@ -30,6 +30,7 @@ type ChunkError struct {
 	Err     error
 }
 
+// Error implements error: "file:line: chunk \"id\": reason".
 func (e *ChunkError) Error() string {
 	switch {
 	case e.Where != "" && e.ChunkID != "":
