@@ -108,7 +108,12 @@ func OpenMemory(opts Options) (*Engine, error) {
 	opts.Analyzer = lex.Analyzer()
 	st := newState()
 	st.computeDigest()
-	st.rebuildDense(opts.Embedder)
+	if opts.Embedder != nil {
+		if st.dense, err = st.buildDense(opts.Embedder, nil, nil); err != nil {
+			lex.Close()
+			return nil, err
+		}
+	}
 	return &Engine{index: &index{lex: lex, emb: opts.Embedder, st: st}, opts: opts}, nil
 }
 
@@ -278,6 +283,18 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	if err := e.lex.Index(ctx, add, gen); err != nil {
 		return rollback(err)
 	}
+	var addFeats [][]int32
+	var dense *retrieve.Dense
+	if e.emb != nil {
+		addFeats = make([][]int32, len(add))
+		for i, ch := range add {
+			addFeats[i] = e.emb.Analyze(ch.Text)
+		}
+		var err error
+		if dense, err = st.buildDense(e.emb, add, addFeats); err != nil {
+			return rollback(err)
+		}
+	}
 	if e.dir != "" {
 		m := &manifest{Format: IndexFormat, Generation: gen, Docs: st.stats.Docs + int64(len(add)),
 			Tokens: st.stats.Tokens + total, Batches: append(append([]string(nil), st.batches...), batchName)}
@@ -286,12 +303,18 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		}
 	}
 	for i, ch := range add {
-		st.add(ch, tokens[i], e.emb)
+		var f []int32
+		if addFeats != nil {
+			f = addFeats[i]
+		}
+		st.add(ch, tokens[i], f)
 	}
 	st.gen = gen
 	st.batches = append(st.batches, batchName)
 	st.computeDigest()
-	st.rebuildDense(e.emb)
+	if dense != nil {
+		st.dense = dense
+	}
 	rep.Added = len(add)
 	rep.Generation = gen
 	docs, versions := map[string]bool{}, map[[2]string]bool{}
@@ -408,7 +431,11 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 		legs = append(legs, "lexical="+strconv.FormatFloat(e.opts.LexicalWeight, 'g', -1, 64))
 	}
 	if strings.Contains(e.opts.Legs, "dense") {
-		q := e.emb.Embed([][]int32{e.emb.Analyze(text)}, st.counts, true)[0]
+		qs, err := e.emb.Embed([][]int32{e.emb.Analyze(text)}, st.counts, true)
+		if err != nil {
+			return nil, fmt.Errorf("evpack: embed question: %w", err)
+		}
+		q := qs[0]
 		hits, scanned, err := st.dense.Search(ctx, q, func(id string) bool { return elig.Admits(st.chunks[id]) }, e.opts.Pool)
 		if err != nil {
 			return nil, err

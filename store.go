@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,11 +77,10 @@ func (s *state) DocCount() int { return len(s.chunks) }
 // DocFreq implements rerank.Stats.
 func (s *state) DocFreq(term string) int { return s.df[term] }
 
-func (s *state) add(c *evidence.Chunk, tokens int, emb retrieve.Embedder) {
-	if emb != nil {
-		f := emb.Analyze(c.Text)
-		s.feats[c.ID] = f
-		s.counts.Add(f)
+func (s *state) add(c *evidence.Chunk, tokens int, feats []int32) {
+	if feats != nil {
+		s.feats[c.ID] = feats
+		s.counts.Add(feats)
 	}
 	s.chunks[c.ID] = c
 	s.stats.Docs++
@@ -101,19 +101,28 @@ func (s *state) add(c *evidence.Chunk, tokens int, emb retrieve.Embedder) {
 	}
 }
 
-// rebuildDense embeds every chunk again: SIF weights depend on corpus counts,
-// so a commit changes every vector, and rebuilding makes the vectors a
-// function of the corpus alone, not of the order it arrived in.
-func (s *state) rebuildDense(emb retrieve.Embedder) {
-	if emb == nil {
-		return
+// buildDense embeds every chunk of s plus add (with features addFeats)
+// without changing s: SIF weights depend on corpus counts, so a commit
+// changes every vector, and rebuilding makes the vectors a function of the
+// corpus alone, not of the order it arrived in. An error leaves s as it was.
+func (s *state) buildDense(emb retrieve.Embedder, add []*evidence.Chunk, addFeats [][]int32) (*retrieve.Dense, error) {
+	counts := &retrieve.Counts{N: maps.Clone(s.counts.N), Total: s.counts.Total}
+	feats := make(map[string][]int32, len(s.feats)+len(add))
+	maps.Copy(feats, s.feats)
+	for i, c := range add {
+		feats[c.ID] = addFeats[i]
+		counts.Add(addFeats[i])
 	}
-	ids := evidence.SortedKeys(s.chunks)
-	feats := make([][]int32, len(ids))
+	ids := evidence.SortedKeys(feats)
+	list := make([][]int32, len(ids))
 	for i, id := range ids {
-		feats[i] = s.feats[id]
+		list[i] = feats[id]
 	}
-	s.dense = retrieve.NewDense(ids, emb.Embed(feats, s.counts, false))
+	vecs, err := emb.Embed(list, counts, false)
+	if err != nil {
+		return nil, fmt.Errorf("evpack: embed: %w", err)
+	}
+	return retrieve.NewDense(ids, vecs), nil
 }
 
 // computeDigest names the corpus: BLAKE3 over the sorted (ID, content hash)
@@ -252,6 +261,10 @@ func writeManifest(dir string, m *manifest) error {
 
 // loadState rebuilds the in-memory state from the manifest's batch files.
 func loadState(dir string, m *manifest, emb retrieve.Embedder) (*state, error) {
+	var analyze func(string) []int32
+	if emb != nil {
+		analyze = emb.Analyze
+	}
 	st := newState()
 	st.gen = m.Generation
 	st.batches = slices.Clone(m.Batches)
@@ -264,7 +277,11 @@ func loadState(dir string, m *manifest, emb retrieve.Embedder) (*state, error) {
 			if _, dup := st.chunks[c.ID]; dup {
 				return nil, fmt.Errorf("%w: %s: chunk %q stored twice", ErrCorrupt, b, c.ID)
 			}
-			st.add(c, 0, emb)
+			var f []int32
+			if analyze != nil {
+				f = analyze(c.Text)
+			}
+			st.add(c, 0, f)
 		}
 	}
 	// Token totals come from the manifest: recomputing them needs the
@@ -274,6 +291,12 @@ func loadState(dir string, m *manifest, emb retrieve.Embedder) (*state, error) {
 		return nil, fmt.Errorf("%w: manifest says %d chunks, batch files hold %d", ErrCorrupt, m.Docs, len(st.chunks))
 	}
 	st.computeDigest()
-	st.rebuildDense(emb)
+	if emb != nil {
+		dense, err := st.buildDense(emb, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		st.dense = dense
+	}
 	return st, nil
 }

@@ -19,8 +19,10 @@ import (
 // same on every CPU, whatever the compiler fuses.
 //
 // Contract: Analyze and Embed are deterministic and pure for a given
-// Identity; Embed returns one vector of Dims() components per input, or nil
-// for a text it cannot embed (no known words).
+// Identity (a model that is not bit-stable across CPUs says so in its
+// Identity); Embed returns one vector of Dims() components per input, or nil
+// for a text it cannot embed (no known words), or an error (a model that
+// failed to run).
 type Embedder interface {
 	// Identity names the embedder, its settings and a hash of its model
 	// files; it is written into every pack's fingerprint.
@@ -32,7 +34,7 @@ type Embedder interface {
 	// Embed turns analyzed texts into vectors; counts are the corpus's
 	// feature counts (SIF weighting needs word frequencies); query marks
 	// question embedding, for models that embed questions differently.
-	Embed(features [][]int32, counts *Counts, query bool) [][]int8
+	Embed(features [][]int32, counts *Counts, query bool) ([][]int8, error)
 }
 
 // Counts are corpus feature frequencies.
@@ -90,7 +92,7 @@ func (s *SIF) Analyze(text string) []int32 {
 }
 
 // Embed implements Embedder.
-func (s *SIF) Embed(features [][]int32, counts *Counts, _ bool) [][]int8 {
+func (s *SIF) Embed(features [][]int32, counts *Counts, _ bool) ([][]int8, error) {
 	out := make([][]int8, len(features))
 	acc := make([]int64, s.t.Dims)
 	for k, f := range features {
@@ -110,6 +112,24 @@ func (s *SIF) Embed(features [][]int32, counts *Counts, _ bool) [][]int8 {
 			}
 		}
 		out[k] = normalize(acc)
+	}
+	return out, nil
+}
+
+// Quantize turns a float vector into the int8 unit vector ×127 the dense leg
+// stores, or nil for a zero or non-finite vector.
+func Quantize(v []float32) []int8 {
+	var n2 float64
+	for _, x := range v {
+		n2 += float64(x) * float64(x)
+	}
+	if n2 == 0 || math.IsNaN(n2) || math.IsInf(n2, 0) {
+		return nil
+	}
+	norm := math.Sqrt(n2)
+	out := make([]int8, len(v))
+	for i, x := range v {
+		out[i] = int8(math.Round(float64(x) / norm * 127))
 	}
 	return out
 }

@@ -161,7 +161,7 @@ func BenchmarkDenseVsChromem(b *testing.B) {
 	}
 	queries := make([][]int8, len(o.Questions))
 	for i, q := range o.Questions {
-		queries[i] = emb.Embed([][]int32{emb.Analyze(q.Text)}, counts, true)[0]
+		queries[i] = embed1(b, emb, q.Text, counts)
 	}
 	all := func(string) bool { return true }
 	same, compared := 0, 0
@@ -232,7 +232,7 @@ func BenchmarkHNSWVsExact(b *testing.B) {
 	all := func(string) bool { return true }
 	var queries [][]int8
 	for _, q := range o.Questions {
-		if v := emb.Embed([][]int32{emb.Analyze(q.Text)}, counts, true)[0]; v != nil {
+		if v := embed1(b, emb, q.Text, counts); v != nil {
 			queries = append(queries, v)
 		}
 	}
@@ -332,5 +332,18 @@ func gloveCorpus(tb testing.TB) (o *eval.ObliQA, emb *retrieve.SIF, counts *retr
 		feats[i] = emb.Analyze(evidence.Normalize(r.Chunk.Text))
 		counts.Add(feats[i])
 	}
-	return o, emb, counts, ids, emb.Embed(feats, counts, false)
+	vecs, err := emb.Embed(feats, counts, false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return o, emb, counts, ids, vecs
+}
+
+// embed1 embeds one question.
+func embed1(tb testing.TB, emb retrieve.Embedder, text string, counts *retrieve.Counts) []int8 {
+	vs, err := emb.Embed([][]int32{emb.Analyze(text)}, counts, true)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return vs[0]
 }

@@ -1,0 +1,218 @@
+// Package bert runs BERT-family ONNX models through onnxruntime: a sentence
+// embedder for the dense leg (all-MiniLM-L6-v2, bge-small-en-v1.5, e5-small-v2
+// and the like) and a cross-encoder reranker (ms-marco-MiniLM-L-6-v2,
+// bge-reranker-base and the like). It uses cgo; the rest of evpack does not,
+// so a service that needs no model builds without a C toolchain.
+//
+// The onnxruntime shared library is not bundled: point [Options.Library] (or
+// the EVPACK_ORT_LIB environment variable) at libonnxruntime.so.1, for
+// example from the npm package onnxruntime-node@1.30.0
+// (package/bin/napi-v6/linux/x64/libonnxruntime.so.1).
+//
+// Entry points: [NewEmbedder], [NewCrossEncoder].
+package bert
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+	"github.com/zeebo/blake3"
+
+	"github.com/evpack/evpack/retrieve/wordpiece"
+)
+
+// EnvLibrary names the environment variable that locates the onnxruntime
+// shared library when Options.Library is empty.
+const EnvLibrary = "EVPACK_ORT_LIB"
+
+// Errors.
+var (
+	// ErrLibrary: the onnxruntime library is missing or cannot be loaded.
+	ErrLibrary = errors.New("bert: onnxruntime library")
+	// ErrModel: a model or tokenizer file is missing, unreadable or wrong.
+	ErrModel = errors.New("bert: model")
+	// ErrCUDA: CUDA was asked for and is not available. evpack never falls
+	// back to the CPU silently.
+	ErrCUDA = errors.New("bert: CUDA requested but unavailable")
+)
+
+// Options locate a model and say how to run it.
+type Options struct {
+	// Dir holds model.onnx and tokenizer.json (or vocab.txt), as a
+	// Hugging Face ONNX export does. Model and Tokenizer override the files.
+	Dir       string
+	Model     string
+	Tokenizer string
+	// Library is the onnxruntime shared library (default: $EVPACK_ORT_LIB).
+	Library string
+	// MaxLen truncates sequences, special tokens included (default: the
+	// tokenizer's truncation length, else 512).
+	MaxLen int
+	// BatchSize bounds sequences per model call (default 32).
+	BatchSize int
+	// CUDA runs on the CUDA execution provider; an error if unavailable.
+	CUDA bool
+}
+
+func (o Options) files() (model, tok string) {
+	model, tok = o.Model, o.Tokenizer
+	if model == "" {
+		model = filepath.Join(o.Dir, "model.onnx")
+	}
+	if tok == "" {
+		tok = filepath.Join(o.Dir, "tokenizer.json")
+		if _, err := os.Stat(tok); err != nil {
+			tok = filepath.Join(o.Dir, "vocab.txt")
+		}
+	}
+	return model, tok
+}
+
+// The onnxruntime environment is process-wide in the C library itself; evpack
+// initializes it once, from the first library path it is given, and refuses a
+// different path later rather than pretend to switch.
+var runtime struct {
+	sync.Mutex
+	path string
+	err  error
+}
+
+func initRuntime(lib string) error {
+	if lib == "" {
+		lib = os.Getenv(EnvLibrary)
+	}
+	if lib == "" {
+		return fmt.Errorf("%w: no library path: set Options.Library or %s (libonnxruntime.so.1, e.g. from npm onnxruntime-node@1.30.0)", ErrLibrary, EnvLibrary)
+	}
+	runtime.Lock()
+	defer runtime.Unlock()
+	if runtime.path != "" {
+		if runtime.path != lib {
+			return fmt.Errorf("%w: already initialized from %s, cannot switch to %s", ErrLibrary, runtime.path, lib)
+		}
+		return runtime.err
+	}
+	if _, err := os.Stat(lib); err != nil {
+		return fmt.Errorf("%w: %v", ErrLibrary, err)
+	}
+	ort.SetSharedLibraryPath(lib)
+	runtime.path = lib
+	if err := ort.InitializeEnvironment(); err != nil {
+		runtime.err = fmt.Errorf("%w: %s: %v", ErrLibrary, lib, err)
+	}
+	return runtime.err
+}
+
+// model is a loaded session and tokenizer.
+type model struct {
+	tok      *wordpiece.Tokenizer
+	session  *ort.DynamicAdvancedSession
+	output   string
+	identity string // file hashes
+	maxLen   int
+	batch    int
+	mu       sync.Mutex // onnxruntime sessions may run concurrently, but
+	// evpack keeps calls serialized so a model's cost is predictable.
+}
+
+func load(opts Options, output string) (*model, error) {
+	if err := initRuntime(opts.Library); err != nil {
+		return nil, err
+	}
+	modelPath, tokPath := opts.files()
+	raw, err := os.ReadFile(modelPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrModel, err)
+	}
+	tok, err := wordpiece.Load(tokPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrModel, err)
+	}
+	tokRaw, _ := os.ReadFile(tokPath)
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("%w: session options: %v", ErrLibrary, err)
+	}
+	defer so.Destroy()
+	if opts.CUDA {
+		cuda, err := ort.NewCUDAProviderOptions()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCUDA, err)
+		}
+		defer cuda.Destroy()
+		if err := so.AppendExecutionProviderCUDA(cuda); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCUDA, err)
+		}
+	}
+	s, err := ort.NewDynamicAdvancedSessionWithONNXData(raw, []string{"input_ids", "attention_mask", "token_type_ids"}, []string{output}, so)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrModel, modelPath, err)
+	}
+	m := &model{tok: tok, session: s, output: output, maxLen: opts.MaxLen, batch: opts.BatchSize,
+		identity: fmt.Sprintf("model=blake3:%x tokenizer=blake3:%x", blake3.Sum256(raw), blake3.Sum256(tokRaw))}
+	if m.maxLen <= 0 {
+		m.maxLen = tok.MaxLen
+	}
+	if m.batch <= 0 {
+		m.batch = 32
+	}
+	if opts.CUDA {
+		m.identity += " device=cuda"
+	}
+	return m, nil
+}
+
+// run feeds one padded batch and returns the output values and shape.
+func (m *model) run(ids, types, mask [][]int32) ([]float32, []int64, error) {
+	width := 0
+	for _, r := range ids {
+		width = max(width, len(r))
+	}
+	flat := func(rows [][]int32, pad int32) []int64 {
+		out := make([]int64, 0, len(rows)*width)
+		for _, r := range rows {
+			for i := 0; i < width; i++ {
+				v := pad
+				if i < len(r) {
+					v = r[i]
+				}
+				out = append(out, int64(v))
+			}
+		}
+		return out
+	}
+	shape := ort.NewShape(int64(len(ids)), int64(width))
+	var inputs []ort.Value
+	defer func() {
+		for _, v := range inputs {
+			v.Destroy()
+		}
+	}()
+	for _, data := range [][]int64{flat(ids, m.tok.Pad()), flat(mask, 0), flat(types, 0)} {
+		t, err := ort.NewTensor(shape, data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: input tensor: %v", ErrModel, err)
+		}
+		inputs = append(inputs, t)
+	}
+	outputs := []ort.Value{nil}
+	m.mu.Lock()
+	err := m.session.Run(inputs, outputs)
+	m.mu.Unlock()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: run: %v", ErrModel, err)
+	}
+	defer outputs[0].Destroy()
+	t, ok := outputs[0].(*ort.Tensor[float32])
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: output %s is not float32", ErrModel, m.output)
+	}
+	return append([]float32(nil), t.GetData()...), t.GetShape(), nil
+}
+
+// Close releases the session.
+func (m *model) Close() error { return m.session.Destroy() }
