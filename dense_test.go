@@ -167,3 +167,26 @@ func TestDenseOptionsAndViews(t *testing.T) {
 	require.Contains(t, p.Fingerprint.Get("dense"), "exact int8 scan, static sif")
 	require.Contains(t, p.Trace.Steps[0], "dense: exact scan of")
 }
+
+// countingFree is a corpus-free embedder (as a model is) that counts the
+// passages it embeds.
+type countingFree struct {
+	retrieve.Embedder
+	passages int
+}
+
+func (c *countingFree) CorpusFree() bool { return true }
+
+func (c *countingFree) Embed(f [][]int32, _ *retrieve.Counts, query bool) ([][]int8, error) {
+	if !query {
+		c.passages += len(f)
+	}
+	return c.Embedder.Embed(f, nil, query)
+}
+
+func TestCorpusFreeEmbedderEmbedsEachChunkOnce(t *testing.T) {
+	emb := &countingFree{Embedder: testEmbedder(t, testVectors(t))}
+	e := memEngine(t, Options{Embedder: emb})
+	ingestCorpus(t, e) // two batches: 11 statute chunks, then 7 JSONL chunks
+	require.Equal(t, 18, emb.passages, "the second commit embeds only its own chunks")
+}

@@ -95,8 +95,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: Pool %d not in [1, %d]", ErrBadOptions, o.Pool, MaxPool)
 	case o.RRFK < 1:
 		return o, fmt.Errorf("%w: RRFK %d < 1", ErrBadOptions, o.RRFK)
-	case o.Pool > rerank.MaxExternalBatch && isExternal(o.Reranker):
-		return o, fmt.Errorf("%w: pool %d: an external scorer is sent at most %d candidates", ErrBadOptions, o.Pool, rerank.MaxExternalBatch)
+	case maxCandidates(o.Reranker) > 0 && o.Pool > maxCandidates(o.Reranker):
+		return o, fmt.Errorf("%w: pool %d: reranker %s takes at most %d candidates", ErrBadOptions, o.Pool, o.Reranker.Name(), maxCandidates(o.Reranker))
 	case o.LexicalWeight < 0 || o.DenseWeight < 0:
 		return o, fmt.Errorf("%w: weights must be >= 0 (lexical %v, dense %v)", ErrBadOptions, o.LexicalWeight, o.DenseWeight)
 	}
@@ -118,7 +118,10 @@ func (o Options) String() string {
 		name, emb, o.Analyzer, o.KeepEntityNames)
 }
 
-func isExternal(r rerank.Reranker) bool {
-	_, ok := r.(*rerank.External)
-	return ok
+// maxCandidates returns a reranker's candidate cap, or 0 for none.
+func maxCandidates(r rerank.Reranker) int {
+	if c, ok := r.(rerank.Capped); ok {
+		return c.MaxCandidates()
+	}
+	return 0
 }

@@ -114,13 +114,28 @@ func (s *state) buildDense(emb retrieve.Embedder, add []*evidence.Chunk, addFeat
 		counts.Add(addFeats[i])
 	}
 	ids := evidence.SortedKeys(feats)
-	list := make([][]int32, len(ids))
+	vecs := make([][]int8, len(ids))
+	var todo []int // rows to embed
+	free, _ := emb.(retrieve.CorpusFree)
 	for i, id := range ids {
-		list[i] = feats[id]
+		if free != nil && free.CorpusFree() && s.dense != nil {
+			if v, ok := s.dense.Vector(id); ok {
+				vecs[i] = v // unchanged by new counts: keep
+				continue
+			}
+		}
+		todo = append(todo, i)
 	}
-	vecs, err := emb.Embed(list, counts, false)
+	list := make([][]int32, len(todo))
+	for k, i := range todo {
+		list[k] = feats[ids[i]]
+	}
+	got, err := emb.Embed(list, counts, false)
 	if err != nil {
 		return nil, fmt.Errorf("evpack: embed: %w", err)
+	}
+	for k, i := range todo {
+		vecs[i] = got[k]
 	}
 	return retrieve.NewDense(ids, vecs), nil
 }

@@ -30,6 +30,15 @@ func (*Arithmetic) BitStable() bool { return true }
 // BitStable implements BitStable: the fused order.
 func (None) BitStable() bool { return true }
 
+// Capped is implemented by rerankers that accept at most MaxCandidates()
+// candidates per query; the engine refuses a larger pool when built.
+type Capped interface {
+	MaxCandidates() int
+}
+
+// MaxCandidates implements Capped.
+func (e *External) MaxCandidates() int { return MaxExternalBatch }
+
 // ScoreFunc scores texts against a question in one call: an LLM, a hosted
 // reranker, a cross-encoder in another process. Higher is better.
 type ScoreFunc func(ctx context.Context, question string, texts []string) ([]float64, error)

@@ -37,6 +37,13 @@ type Embedder interface {
 	Embed(features [][]int32, counts *Counts, query bool) ([][]int8, error)
 }
 
+// CorpusFree is implemented by embedders whose vectors do not depend on
+// corpus counts (models, unlike SIF): a commit then embeds only its new
+// chunks and keeps the vectors of the others.
+type CorpusFree interface {
+	CorpusFree() bool
+}
+
 // Counts are corpus feature frequencies.
 type Counts struct {
 	N     map[int32]int64
@@ -262,6 +269,15 @@ func NewDense(ids []string, vecs [][]int8) *Dense {
 		d.ids[k], d.vecs[k], d.norm2[k] = ids[i], vecs[i], Dot(vecs[i], vecs[i])
 	}
 	return d
+}
+
+// Vector returns the stored vector of id, or nil.
+func (d *Dense) Vector(id string) ([]int8, bool) {
+	i, ok := slices.BinarySearch(d.ids, id)
+	if !ok {
+		return nil, false
+	}
+	return d.vecs[i], true
 }
 
 // Len returns the number of indexed chunks.

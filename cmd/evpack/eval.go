@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/evpack/evpack"
+	"github.com/evpack/evpack/bert"
 	"github.com/evpack/evpack/eval"
 	"github.com/evpack/evpack/internal/asofbench"
 	"github.com/evpack/evpack/internal/obliqa"
@@ -46,7 +49,10 @@ func rerankerNamed(name string) (rerank.Reranker, error) {
 	case "none":
 		return rerank.None{}, nil
 	}
-	return nil, usageErr("--reranker %q: want arithmetic or none", name)
+	if dir, ok := strings.CutPrefix(name, "cross-encoder:"); ok {
+		return bert.NewCrossEncoder(filepath.Base(dir), bert.Options{Dir: dir})
+	}
+	return nil, usageErr("--reranker %q: want arithmetic, none or cross-encoder:MODEL_DIR", name)
 }
 
 func loadObliQA(docs, questions string) (*eval.ObliQA, error) {
@@ -183,6 +189,7 @@ func cmdEvalAblate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	docs := fs.String("docs", "", "ObliQA documents/ directory")
 	questions := fs.String("questions", "", "ObliQA questions file")
 	asJSON := fs.Bool("json", false, "print the ledger as one JSON object on the last line")
+	crossEncoder := fs.String("cross-encoder", "", "MODEL_DIR of a cross-encoder to judge as a last layer (needs $EVPACK_ORT_LIB)")
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
@@ -201,6 +208,13 @@ func cmdEvalAblate(ctx context.Context, args []string, stdout, stderr io.Writer)
 		{"+ arithmetic rerank, pool 50", "en", evpack.Options{Reranker: arith, Pool: 50}},
 		{"pool 20", "en", evpack.Options{Reranker: arith, Pool: 20}},
 		{"pool 100", "en", evpack.Options{Reranker: arith, Pool: 100}},
+	}
+	if *crossEncoder != "" {
+		ce, err := rerankerNamed("cross-encoder:" + *crossEncoder)
+		if err != nil {
+			return err
+		}
+		layers = append(layers, layer{"cross-encoder rerank, pool 50", "en", evpack.Options{Reranker: ce, Pool: 50}})
 	}
 	engines := map[string]*evpack.Engine{}
 	defer func() {

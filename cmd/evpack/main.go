@@ -5,7 +5,7 @@
 //	evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--format json|text] QUESTION
 //	evpack verify --index DIR PACK.json
 //	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json]
-//	evpack eval ablate --docs DIR --questions FILE
+//	evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
 //	evpack vectors import --format wink-json IN OUT [--max-words N]
 //	evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
 //
@@ -34,11 +34,12 @@ const usage = `usage:
   evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--format json|text] QUESTION
   evpack verify --index DIR PACK.json
   evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]
-  evpack eval ablate --docs DIR --questions FILE
+  evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
   evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
   evpack vectors import --format wink-json IN OUT [--max-words N]
 
-query, verify and eval take --embedder static:PATH and --legs lexical|dense|lexical,dense.
+query, verify and eval take --embedder static:PATH|onnx:MODEL_DIR and --legs lexical|dense|lexical,dense;
+eval obliqa takes --reranker arithmetic|none|cross-encoder:MODEL_DIR. ONNX models need EVPACK_ORT_LIB.
 `
 
 // exitError carries an exit status out of a subcommand.

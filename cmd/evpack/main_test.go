@@ -96,11 +96,10 @@ func TestCLIBadInput(t *testing.T) {
 	require.Contains(t, out, "generation 2")
 }
 
-// TestEvalObliQAOnATinyDataset runs the eval command end to end on a
-// hand-made dataset in the ObliQA layout, with metrics computed by hand.
-func TestEvalObliQAOnATinyDataset(t *testing.T) {
+// tinyObliQA writes a two-question dataset in the ObliQA layout.
+func tinyObliQA(t *testing.T) (docs, questions string) {
 	dir := t.TempDir()
-	docs := filepath.Join(dir, "documents")
+	docs = filepath.Join(dir, "documents")
 	require.NoError(t, os.MkdirAll(docs, 0o755))
 	passages := []map[string]any{
 		{"ID": "p1", "DocumentID": 1, "PassageID": "1.1", "Passage": "A firm must keep a capital buffer of ten percent."},
@@ -117,9 +116,48 @@ func TestEvalObliQAOnATinyDataset(t *testing.T) {
 			"Passages": []map[string]any{{"DocumentID": 1, "PassageID": "1.2"}, {"DocumentID": 1, "PassageID": "1.3"}}},
 	}
 	raw, _ = json.Marshal(qs)
-	qf := filepath.Join(dir, "ObliQA_dev.json")
-	require.NoError(t, os.WriteFile(qf, raw, 0o644))
+	questions = filepath.Join(dir, "ObliQA_dev.json")
+	require.NoError(t, os.WriteFile(questions, raw, 0o644))
+	return docs, questions
+}
 
+// TestONNXThroughTheCLI: --embedder onnx:DIR and --reranker
+// cross-encoder:DIR on the generated tiny models.
+func TestONNXThroughTheCLI(t *testing.T) {
+	if os.Getenv("EVPACK_ORT_LIB") == "" {
+		if os.Getenv("EVPACK_REQUIRE_DATA") == "1" {
+			t.Fatal("EVPACK_ORT_LIB is not set")
+		}
+		t.Skip("EVPACK_ORT_LIB is not set: point it at libonnxruntime.so.1 to run the ONNX CLI test")
+	}
+	td := filepath.Join("..", "..", "testdata", "onnx")
+	modelDir := func(model string) string {
+		dir := t.TempDir()
+		for src, dst := range map[string]string{model: "model.onnx", "vocab.txt": "vocab.txt"} {
+			raw, err := os.ReadFile(filepath.Join(td, src))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, dst), raw, 0o644))
+		}
+		return dir
+	}
+	docs, qf := tinyObliQA(t)
+	code, out, errs := runCLI(t, "eval", "obliqa", "--docs", docs, "--questions", qf, "--json",
+		"--embedder", "onnx:"+modelDir("tiny-bert.onnx"), "--reranker", "cross-encoder:"+modelDir("tiny-bert-cross-encoder.onnx"))
+	require.Equal(t, 0, code, errs)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &got))
+	cfg := got["config"].(map[string]any)
+	require.Equal(t, "lexical,dense", cfg["legs"])
+	require.Contains(t, cfg["dense"], "onnx bert")
+	require.Contains(t, cfg["reranker"], "cross-encoder/")
+	require.Equal(t, "false", cfg["reranker_bit_stable"])
+}
+
+// TestEvalObliQAOnATinyDataset runs the eval command end to end on a
+// hand-made dataset in the ObliQA layout, with metrics computed by hand.
+func TestEvalObliQAOnATinyDataset(t *testing.T) {
+	docs, qf := tinyObliQA(t)
 	code, out, errs := runCLI(t, "eval", "obliqa", "--docs", docs, "--questions", qf, "--json")
 	require.Equal(t, 0, code, errs)
 	lines := strings.Split(strings.TrimSpace(out), "\n")

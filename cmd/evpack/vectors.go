@@ -11,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/evpack/evpack/bert"
 	"github.com/evpack/evpack/retrieve"
 	"github.com/evpack/evpack/retrieve/vectors"
 )
@@ -53,7 +54,8 @@ func cmdVectors(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // embedderFlags registers --embedder and --legs and returns a function that
 // builds the embedder they name.
 func embedderFlags(fs *flag.FlagSet) (func() (retrieve.Embedder, error), *string) {
-	spec := fs.String("embedder", "", "dense leg: static:VECTORS_FILE (from evpack vectors import)")
+	spec := fs.String("embedder", "", "dense leg: static:VECTORS_FILE (from evpack vectors import) or onnx:MODEL_DIR (model.onnx + tokenizer.json; needs $EVPACK_ORT_LIB)")
+	pooling := fs.String("pooling", "mean", "onnx embedder pooling: mean or cls")
 	legs := fs.String("legs", "", "recall legs: lexical, dense or lexical,dense (default: every configured leg)")
 	return func() (retrieve.Embedder, error) {
 		if *spec == "" {
@@ -67,7 +69,9 @@ func embedderFlags(fs *flag.FlagSet) (func() (retrieve.Embedder, error), *string
 				return nil, err
 			}
 			return retrieve.NewSIF(t), nil
+		case "onnx":
+			return bert.NewEmbedder(bert.EmbedderOptions{Options: bert.Options{Dir: arg}, Pooling: *pooling})
 		}
-		return nil, usageErr("--embedder %q: want static:PATH (onnx: and http: are not built yet)", *spec)
+		return nil, usageErr("--embedder %q: want static:PATH or onnx:MODEL_DIR (http: is not built yet)", *spec)
 	}, legs
 }
