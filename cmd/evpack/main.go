@@ -38,7 +38,8 @@ const usage = `usage:
   evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
   evpack vectors import --format wink-json IN OUT [--max-words N]
 
-query, verify and eval take --embedder static:PATH|onnx:MODEL_DIR and --legs lexical|dense|lexical,dense;
+query, verify and eval take --embedder static:PATH|onnx:MODEL_DIR|http://HOST (with --embedder-model, --embedder-dims)
+and --legs lexical|dense|lexical,dense;
 eval obliqa takes --reranker arithmetic|none|cross-encoder:MODEL_DIR. ONNX models need EVPACK_ORT_LIB.
 `
 

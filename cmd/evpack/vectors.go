@@ -54,8 +54,10 @@ func cmdVectors(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // embedderFlags registers --embedder and --legs and returns a function that
 // builds the embedder they name.
 func embedderFlags(fs *flag.FlagSet) (func() (retrieve.Embedder, error), *string) {
-	spec := fs.String("embedder", "", "dense leg: static:VECTORS_FILE (from evpack vectors import) or onnx:MODEL_DIR (model.onnx + tokenizer.json; needs $EVPACK_ORT_LIB)")
+	spec := fs.String("embedder", "", "dense leg: static:VECTORS_FILE (from evpack vectors import), onnx:MODEL_DIR (model.onnx + tokenizer.json; needs $EVPACK_ORT_LIB), or an OpenAI-compatible server http://HOST (key in $EVPACK_EMBEDDER_KEY)")
 	pooling := fs.String("pooling", "mean", "onnx embedder pooling: mean or cls")
+	model := fs.String("embedder-model", "", "http embedder: the model name the server knows")
+	dims := fs.Int("embedder-dims", 0, "http embedder: the vector size the model returns")
 	legs := fs.String("legs", "", "recall legs: lexical, dense or lexical,dense (default: every configured leg)")
 	return func() (retrieve.Embedder, error) {
 		if *spec == "" {
@@ -71,7 +73,10 @@ func embedderFlags(fs *flag.FlagSet) (func() (retrieve.Embedder, error), *string
 			return retrieve.NewSIF(t), nil
 		case "onnx":
 			return bert.NewEmbedder(bert.EmbedderOptions{Options: bert.Options{Dir: arg}, Pooling: *pooling})
+		case "http", "https":
+			return retrieve.NewHTTPEmbedder(retrieve.HTTPOptions{URL: *spec, Model: *model, Dims: *dims,
+				APIKey: os.Getenv("EVPACK_EMBEDDER_KEY")})
 		}
-		return nil, usageErr("--embedder %q: want static:PATH or onnx:MODEL_DIR (http: is not built yet)", *spec)
+		return nil, usageErr("--embedder %q: want static:PATH, onnx:MODEL_DIR or http(s)://HOST (with --embedder-model and --embedder-dims)", *spec)
 	}, legs
 }
