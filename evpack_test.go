@@ -516,3 +516,43 @@ func TestGOMAXPROCSInProcess(t *testing.T) {
 	runtime.GOMAXPROCS(prev)
 	require.Equal(t, one, eight)
 }
+
+func TestCorruptIndexFilesAreRefused(t *testing.T) {
+	build := func(t *testing.T) string {
+		dir := t.TempDir()
+		e, err := Open(dir, Options{})
+		require.NoError(t, err)
+		ingestCorpus(t, e)
+		require.NoError(t, e.Close())
+		return dir
+	}
+	batch := func(dir string) string {
+		bs, _ := filepath.Glob(filepath.Join(dir, "chunks", "*.jsonl"))
+		return bs[0]
+	}
+	cases := []struct {
+		name    string
+		corrupt func(dir string)
+		where   string
+	}{
+		{"truncated batch file", func(dir string) {
+			raw, _ := os.ReadFile(batch(dir))
+			os.WriteFile(batch(dir), raw[:len(raw)/2], 0o644)
+		}, ".jsonl:"},
+		{"batch file missing", func(dir string) { os.Remove(batch(dir)) }, "no such file"},
+		{"manifest of another format version", func(dir string) {
+			raw, _ := os.ReadFile(filepath.Join(dir, manifestName))
+			os.WriteFile(filepath.Join(dir, manifestName), bytes.Replace(raw, []byte(IndexFormat), []byte("evpack-index/9"), 1), 0o644)
+		}, "evpack-index/9"},
+		{"manifest not JSON", func(dir string) { os.WriteFile(filepath.Join(dir, manifestName), []byte("{"), 0o644) }, manifestName},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := build(t)
+			c.corrupt(dir)
+			_, err := Open(dir, Options{})
+			require.ErrorIs(t, err, ErrCorrupt)
+			require.Contains(t, err.Error(), c.where)
+		})
+	}
+}
