@@ -236,7 +236,7 @@ func BenchmarkHNSWVsExact(b *testing.B) {
 			queries = append(queries, v)
 		}
 	}
-	for _, ef := range []int{64, 256} {
+	for _, ef := range []int{64, 256, 1024} {
 		start := time.Now()
 		h := retrieve.NewHNSW(dense, retrieve.HNSWOptions{EfSearch: ef})
 		build := time.Since(start)
