@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	ort "github.com/yalue/onnxruntime_go"
 	"github.com/zeebo/blake3"
 
 	"github.com/evpack/evpack/retrieve/wordpiece"
@@ -72,45 +71,10 @@ func (o Options) files() (model, tok string) {
 	return model, tok
 }
 
-// The onnxruntime environment is process-wide in the C library itself; evpack
-// initializes it once, from the first library path it is given, and refuses a
-// different path later rather than pretend to switch.
-var runtime struct {
-	sync.Mutex
-	path string
-	err  error
-}
-
-func initRuntime(lib string) error {
-	if lib == "" {
-		lib = os.Getenv(EnvLibrary)
-	}
-	if lib == "" {
-		return fmt.Errorf("%w: no library path: set Options.Library or %s (libonnxruntime.so.1, e.g. from npm onnxruntime-node@1.30.0)", ErrLibrary, EnvLibrary)
-	}
-	runtime.Lock()
-	defer runtime.Unlock()
-	if runtime.path != "" {
-		if runtime.path != lib {
-			return fmt.Errorf("%w: already initialized from %s, cannot switch to %s", ErrLibrary, runtime.path, lib)
-		}
-		return runtime.err
-	}
-	if _, err := os.Stat(lib); err != nil {
-		return fmt.Errorf("%w: %v", ErrLibrary, err)
-	}
-	ort.SetSharedLibraryPath(lib)
-	runtime.path = lib
-	if err := ort.InitializeEnvironment(); err != nil {
-		runtime.err = fmt.Errorf("%w: %s: %v", ErrLibrary, lib, err)
-	}
-	return runtime.err
-}
-
 // model is a loaded session and tokenizer.
 type model struct {
 	tok      *wordpiece.Tokenizer
-	session  *ort.DynamicAdvancedSession
+	session  session
 	output   string
 	identity string // file hashes
 	maxLen   int
@@ -119,10 +83,21 @@ type model struct {
 	// evpack keeps calls serialized so a model's cost is predictable.
 }
 
+// Available reports whether this build can run ONNX models: it needs cgo,
+// since onnxruntime is a C library. Without cgo, loading a model fails with
+// ErrLibrary and everything else in evpack still works.
+func Available() bool { return cgoBuild }
+
+// session runs a model: onnxruntime through cgo (ort.go), or nothing in a
+// build without cgo (nocgo.go).
+type session interface {
+	// run takes int64 inputs of shape [batch, width] in the order
+	// input_ids, attention_mask, token_type_ids.
+	run(shape [2]int64, inputs [3][]int64) ([]float32, []int64, error)
+	destroy() error
+}
+
 func load(opts Options, output string) (*model, error) {
-	if err := initRuntime(opts.Library); err != nil {
-		return nil, err
-	}
 	modelPath, tokPath := opts.files()
 	raw, err := os.ReadFile(modelPath)
 	if err != nil {
@@ -133,24 +108,9 @@ func load(opts Options, output string) (*model, error) {
 		return nil, fmt.Errorf("%w: %v", ErrModel, err)
 	}
 	tokRaw, _ := os.ReadFile(tokPath)
-	so, err := ort.NewSessionOptions()
+	s, err := newSession(opts, raw, modelPath, output)
 	if err != nil {
-		return nil, fmt.Errorf("%w: session options: %v", ErrLibrary, err)
-	}
-	defer so.Destroy()
-	if opts.CUDA {
-		cuda, err := ort.NewCUDAProviderOptions()
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrCUDA, err)
-		}
-		defer cuda.Destroy()
-		if err := so.AppendExecutionProviderCUDA(cuda); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrCUDA, err)
-		}
-	}
-	s, err := ort.NewDynamicAdvancedSessionWithONNXData(raw, []string{"input_ids", "attention_mask", "token_type_ids"}, []string{output}, so)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrModel, modelPath, err)
+		return nil, err
 	}
 	m := &model{tok: tok, session: s, output: output, maxLen: opts.MaxLen, batch: opts.BatchSize,
 		identity: fmt.Sprintf("model=blake3:%x tokenizer=blake3:%x", blake3.Sum256(raw), blake3.Sum256(tokRaw))}
@@ -166,7 +126,8 @@ func load(opts Options, output string) (*model, error) {
 	return m, nil
 }
 
-// run feeds one padded batch and returns the output values and shape.
+// run feeds one batch, padded to its longest row, and returns the output
+// values and shape.
 func (m *model) run(ids, types, mask [][]int32) ([]float32, []int64, error) {
 	width := 0
 	for _, r := range ids {
@@ -185,34 +146,10 @@ func (m *model) run(ids, types, mask [][]int32) ([]float32, []int64, error) {
 		}
 		return out
 	}
-	shape := ort.NewShape(int64(len(ids)), int64(width))
-	var inputs []ort.Value
-	defer func() {
-		for _, v := range inputs {
-			v.Destroy()
-		}
-	}()
-	for _, data := range [][]int64{flat(ids, m.tok.Pad()), flat(mask, 0), flat(types, 0)} {
-		t, err := ort.NewTensor(shape, data)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: input tensor: %v", ErrModel, err)
-		}
-		inputs = append(inputs, t)
-	}
-	outputs := []ort.Value{nil}
 	m.mu.Lock()
-	err := m.session.Run(inputs, outputs)
-	m.mu.Unlock()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: run: %v", ErrModel, err)
-	}
-	defer outputs[0].Destroy()
-	t, ok := outputs[0].(*ort.Tensor[float32])
-	if !ok {
-		return nil, nil, fmt.Errorf("%w: output %s is not float32", ErrModel, m.output)
-	}
-	return append([]float32(nil), t.GetData()...), t.GetShape(), nil
+	defer m.mu.Unlock()
+	return m.session.run([2]int64{int64(len(ids)), int64(width)}, [3][]int64{flat(ids, m.tok.Pad()), flat(mask, 0), flat(types, 0)})
 }
 
 // Close releases the session.
-func (m *model) Close() error { return m.session.Destroy() }
+func (m *model) Close() error { return m.session.destroy() }

@@ -22,6 +22,9 @@ func td(name string) string { return filepath.Join("..", "testdata", "onnx", nam
 // without it, or failing when EVPACK_REQUIRE_DATA=1 (as .ci/run sets it).
 func library(t *testing.T) string {
 	t.Helper()
+	if !Available() {
+		t.Skip("built without cgo: the ONNX tests need onnxruntime through cgo")
+	}
 	lib := os.Getenv(EnvLibrary)
 	if lib == "" {
 		msg := EnvLibrary + " is not set: point it at libonnxruntime.so.1 (npm pack onnxruntime-node@1.30.0; " +

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/zeebo/blake3"
+
+	"github.com/evpack/evpack/bert"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -124,6 +126,9 @@ func tinyObliQA(t *testing.T) (docs, questions string) {
 // TestONNXThroughTheCLI: --embedder onnx:DIR and --reranker
 // cross-encoder:DIR on the generated tiny models.
 func TestONNXThroughTheCLI(t *testing.T) {
+	if !bert.Available() {
+		t.Skip("built without cgo: ONNX models need onnxruntime through cgo")
+	}
 	if os.Getenv("EVPACK_ORT_LIB") == "" {
 		if os.Getenv("EVPACK_REQUIRE_DATA") == "1" {
 			t.Fatal("EVPACK_ORT_LIB is not set")
