@@ -256,6 +256,22 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		total += int64(tokens[i])
 	}
 
+	// Embed before taking the write lock: a model may be slow, and only
+	// ingest (serialized by ingestMu) ever changes st, so reading it here
+	// races with nothing.
+	var addFeats [][]int32
+	var dense *retrieve.Dense
+	if e.emb != nil {
+		addFeats = make([][]int32, len(add))
+		for i, ch := range add {
+			addFeats[i] = e.emb.Analyze(ch.Text)
+		}
+		var err error
+		if dense, err = st.buildDense(e.emb, add, addFeats); err != nil {
+			return rep, err
+		}
+	}
+
 	// Commit. Queries wait while the lexical batch is applied, so every pack
 	// answers a committed state.
 	e.mu.Lock()
@@ -282,18 +298,6 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	}
 	if err := e.lex.Index(ctx, add, gen); err != nil {
 		return rollback(err)
-	}
-	var addFeats [][]int32
-	var dense *retrieve.Dense
-	if e.emb != nil {
-		addFeats = make([][]int32, len(add))
-		for i, ch := range add {
-			addFeats[i] = e.emb.Analyze(ch.Text)
-		}
-		var err error
-		if dense, err = st.buildDense(e.emb, add, addFeats); err != nil {
-			return rollback(err)
-		}
 	}
 	if e.dir != "" {
 		m := &manifest{Format: IndexFormat, Generation: gen, Docs: st.stats.Docs + int64(len(add)),
@@ -327,7 +331,8 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	return rep, nil
 }
 
-// Request asks for evidence. It is plain data; Canonical gives its one form.
+// Request asks for evidence. It is plain data; its canonical form (question
+// normalized, filters sorted, K resolved) is what packs and cache keys use.
 type Request struct {
 	Question string
 	AsOf     asof.Date
