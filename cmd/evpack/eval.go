@@ -127,13 +127,8 @@ func cmdEvalObliQA(ctx context.Context, args []string, stdout, stderr io.Writer)
 		for _, st := range rep.Fingerprint {
 			cfg[st.Key] = st.Value
 		}
-		b, err := json.Marshal(evalJSON{Recall: s.Recall, MAP: s.MAP, NDCG: s.NDCG, MRR: s.MRR, Questions: s.Questions,
+		return printJSONLine(stdout, evalJSON{Recall: s.Recall, MAP: s.MAP, NDCG: s.NDCG, MRR: s.MRR, Questions: s.Questions,
 			Config: cfg, P50: ms(rep.P50), P99: ms(rep.P99)})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s\n", b)
-		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "questions\t%d\n", s.Questions)
@@ -259,13 +254,8 @@ func cmdEvalAblate(ctx context.Context, args []string, stdout, stderr io.Writer)
 		rows = append(rows, row)
 	}
 	if *asJSON {
-		b, err := json.Marshal(map[string]any{"ledger": rows, "winner": bestName, "questions": len(o.Questions),
+		return printJSONLine(stdout, map[string]any{"ledger": rows, "winner": bestName, "questions": len(o.Questions),
 			"bootstrap": map[string]int{"resamples": bootstrapResamples, "seed": bootstrapSeed}})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s\n", b)
-		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "layer\trecall@10\tmap@10\tΔrecall [95%]\tΔmap [95%]\tmcnemar hit@10\tverdict\tagainst")
@@ -332,12 +322,7 @@ func cmdEvalAsOf(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	if *asJSON {
-		out, err := json.Marshal(map[string]any{"seed": *seed, "digest": b.Digest(), "questions": len(b.Questions), "rows": rows})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s\n", out)
-		return nil
+		return printJSONLine(stdout, map[string]any{"seed": *seed, "digest": b.Digest(), "questions": len(b.Questions), "rows": rows})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "configuration\tversion recall@10\tpassage recall@10\tcited outside eligibility")
@@ -346,4 +331,15 @@ func cmdEvalAsOf(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintf(tw, "%d questions, seed %d, corpus %s\n", len(b.Questions), *seed, b.Digest())
 	return tw.Flush()
+}
+
+// printJSONLine writes v as one JSON object on its own line: the last line of
+// an eval command's output with --json.
+func printJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }

@@ -19,6 +19,24 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/rank_stats.txt")
 
+// assertGolden compares got with testdata/name, rewriting it with -update.
+func assertGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != got {
+		t.Fatalf("%s changed:\n--- recorded\n%s--- now\n%s", name, want, got)
+	}
+}
+
 // gloveVectors loads the vectors EnvVectors names, skipping when it is unset,
 // or failing when EnvRequire=1.
 func gloveVectors(tb testing.TB) *vectors.Table {
@@ -90,20 +108,7 @@ func TestRankStats(t *testing.T) {
 			fmt.Fprintf(&b, "config %s: %s\n", st.Key, st.Value)
 		}
 	}
-	got := b.String()
-	path := filepath.Join("testdata", "rank_stats.txt")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(want) != got {
-		t.Fatalf("ObliQA dev rank stats changed:\n--- recorded\n%s--- now\n%s", want, got)
-	}
+	assertGolden(t, "rank_stats.txt", b.String())
 }
 
 // EnvVectors names the environment variable holding a vectors file made by
@@ -146,20 +151,7 @@ func TestRankStatsDense(t *testing.T) {
 		fmt.Fprintf(&b, "%s: recall@10 %s map@10 %s\n", c.name, strconv.FormatFloat(rep.Summary.Recall, 'g', -1, 64),
 			strconv.FormatFloat(rep.Summary.MAP, 'g', -1, 64))
 	}
-	got := b.String()
-	path := filepath.Join("testdata", "rank_stats_dense.txt")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(want) != got {
-		t.Fatalf("ObliQA dev dense rank stats changed:\n--- recorded\n%s--- now\n%s", want, got)
-	}
+	assertGolden(t, "rank_stats_dense.txt", b.String())
 }
 
 func TestGoldMapping(t *testing.T) {
