@@ -177,11 +177,11 @@ type countingFree struct {
 
 func (c *countingFree) CorpusFree() bool { return true }
 
-func (c *countingFree) Embed(f [][]int32, _ *retrieve.Counts, query bool) ([][]int8, error) {
+func (c *countingFree) Embed(ctx context.Context, f [][]int32, _ *retrieve.Counts, query bool) ([][]int8, error) {
 	if !query {
 		c.passages += len(f)
 	}
-	return c.Embedder.Embed(f, nil, query)
+	return c.Embedder.Embed(ctx, f, nil, query)
 }
 
 func TestCorpusFreeEmbedderEmbedsEachChunkOnce(t *testing.T) {

@@ -109,7 +109,7 @@ func OpenMemory(opts Options) (*Engine, error) {
 	st := newState()
 	st.computeDigest()
 	if opts.Embedder != nil {
-		if st.dense, err = st.buildDense(opts.Embedder, nil, nil); err != nil {
+		if st.dense, err = st.buildDense(context.Background(), opts.Embedder, nil, nil); err != nil {
 			lex.Close()
 			return nil, err
 		}
@@ -267,7 +267,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 			addFeats[i] = e.emb.Analyze(ch.Text)
 		}
 		var err error
-		if dense, err = st.buildDense(e.emb, add, addFeats); err != nil {
+		if dense, err = st.buildDense(ctx, e.emb, add, addFeats); err != nil {
 			return rep, err
 		}
 	}
@@ -436,7 +436,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 		legs = append(legs, "lexical="+strconv.FormatFloat(e.opts.LexicalWeight, 'g', -1, 64))
 	}
 	if strings.Contains(e.opts.Legs, "dense") {
-		qs, err := e.emb.Embed([][]int32{e.emb.Analyze(text)}, st.counts, true)
+		qs, err := e.emb.Embed(ctx, [][]int32{e.emb.Analyze(text)}, st.counts, true)
 		if err != nil {
 			return nil, fmt.Errorf("evpack: embed question: %w", err)
 		}

@@ -3,6 +3,7 @@ package evpack
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -105,7 +106,7 @@ func (s *state) add(c *evidence.Chunk, tokens int, feats []int32) {
 // without changing s: SIF weights depend on corpus counts, so a commit
 // changes every vector, and rebuilding makes the vectors a function of the
 // corpus alone, not of the order it arrived in. An error leaves s as it was.
-func (s *state) buildDense(emb retrieve.Embedder, add []*evidence.Chunk, addFeats [][]int32) (*retrieve.Dense, error) {
+func (s *state) buildDense(ctx context.Context, emb retrieve.Embedder, add []*evidence.Chunk, addFeats [][]int32) (*retrieve.Dense, error) {
 	counts := &retrieve.Counts{N: maps.Clone(s.counts.N), Total: s.counts.Total}
 	feats := make(map[string][]int32, len(s.feats)+len(add))
 	maps.Copy(feats, s.feats)
@@ -130,7 +131,7 @@ func (s *state) buildDense(emb retrieve.Embedder, add []*evidence.Chunk, addFeat
 	for k, i := range todo {
 		list[k] = feats[ids[i]]
 	}
-	got, err := emb.Embed(list, counts, false)
+	got, err := emb.Embed(ctx, list, counts, false)
 	if err != nil {
 		return nil, fmt.Errorf("evpack: embed: %w", err)
 	}
@@ -307,7 +308,7 @@ func loadState(dir string, m *manifest, emb retrieve.Embedder) (*state, error) {
 	}
 	st.computeDigest()
 	if emb != nil {
-		dense, err := st.buildDense(emb, nil, nil)
+		dense, err := st.buildDense(context.Background(), emb, nil, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -94,12 +94,12 @@ func TestEmbedderMatchesNumpy(t *testing.T) {
 	// of the text equals the reference row.
 	f := e.Analyze("John Johanson's house")
 	require.Equal(t, r.InputIDs[0][1:7], f)
-	got, err := e.EmbedFloat([][]int32{f}, false)
+	got, err := e.EmbedFloat(context.Background(), [][]int32{f}, false)
 	require.NoError(t, err)
 	for k, want := range r.Normalized[0] {
 		require.InDelta(t, want, got[0][k], 1e-5)
 	}
-	q, err := e.Embed([][]int32{f}, nil, true)
+	q, err := e.Embed(context.Background(), [][]int32{f}, nil, true)
 	require.NoError(t, err)
 	require.Len(t, q[0], 8)
 }

@@ -1,6 +1,7 @@
 package bert
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/evpack/evpack/retrieve"
@@ -78,8 +79,8 @@ func (e *Embedder) CorpusFree() bool { return true }
 func (e *Embedder) Analyze(text string) []int32 { return e.m.tok.Tokens(text) }
 
 // Embed implements retrieve.Embedder; corpus counts are not used.
-func (e *Embedder) Embed(features [][]int32, _ *retrieve.Counts, query bool) ([][]int8, error) {
-	floats, err := e.EmbedFloat(features, query)
+func (e *Embedder) Embed(ctx context.Context, features [][]int32, _ *retrieve.Counts, query bool) ([][]int8, error) {
+	floats, err := e.EmbedFloat(ctx, features, query)
 	if err != nil {
 		return nil, err
 	}
@@ -92,13 +93,16 @@ func (e *Embedder) Embed(features [][]int32, _ *retrieve.Counts, query bool) ([]
 
 // EmbedFloat returns the pooled, L2-normalized float vectors before int8
 // quantization.
-func (e *Embedder) EmbedFloat(features [][]int32, query bool) ([][]float32, error) {
+func (e *Embedder) EmbedFloat(ctx context.Context, features [][]int32, query bool) ([][]float32, error) {
 	pre := e.ppre
 	if query {
 		pre = e.qpre
 	}
 	out := make([][]float32, 0, len(features))
 	for start := 0; start < len(features); start += e.m.batch {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		end := min(start+e.m.batch, len(features))
 		var ids, types, masks [][]int32
 		for _, f := range features[start:end] {

@@ -33,8 +33,9 @@ type Embedder interface {
 	Analyze(text string) []int32
 	// Embed turns analyzed texts into vectors; counts are the corpus's
 	// feature counts (SIF weighting needs word frequencies); query marks
-	// question embedding, for models that embed questions differently.
-	Embed(features [][]int32, counts *Counts, query bool) ([][]int8, error)
+	// question embedding, for models that embed questions differently. A
+	// remote or slow embedder stops when ctx is done.
+	Embed(ctx context.Context, features [][]int32, counts *Counts, query bool) ([][]int8, error)
 }
 
 // CorpusFree is implemented by embedders whose vectors do not depend on
@@ -99,7 +100,7 @@ func (s *SIF) Analyze(text string) []int32 {
 }
 
 // Embed implements Embedder.
-func (s *SIF) Embed(features [][]int32, counts *Counts, _ bool) ([][]int8, error) {
+func (s *SIF) Embed(ctx context.Context, features [][]int32, counts *Counts, _ bool) ([][]int8, error) {
 	out := make([][]int8, len(features))
 	acc := make([]int64, s.t.Dims)
 	for k, f := range features {
@@ -119,6 +120,11 @@ func (s *SIF) Embed(features [][]int32, counts *Counts, _ bool) ([][]int8, error
 			}
 		}
 		out[k] = normalize(acc)
+		if k%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
 }

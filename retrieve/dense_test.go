@@ -29,7 +29,7 @@ func TestSIFHandComputed(t *testing.T) {
 	}
 	// Without counts every weight is equal: the + capital + buffer = (2, 2),
 	// unit length ×127 = (90, 90) (127/√2 = 89.8).
-	vs, err := s.Embed([][]int32{f}, nil, false)
+	vs, err := s.Embed(context.Background(), [][]int32{f}, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,12 +41,12 @@ func TestSIFHandComputed(t *testing.T) {
 	// (1,1) direction.
 	c := NewCounts()
 	c.Add([]int32{2, 2, 2, 2, 2, 2, 2, 2, 0})
-	vs, _ = s.Embed([][]int32{s.Analyze("capital")}, c, true)
+	vs, _ = s.Embed(context.Background(), [][]int32{s.Analyze("capital")}, c, true)
 	v = vs[0]
 	if v[0] != 127 || v[1] != 0 {
 		t.Fatalf("one word: its own direction, %v", v)
 	}
-	if got, _ := s.Embed([][]int32{nil, s.Analyze("nothing known")}, c, false); got[0] != nil || got[1] != nil {
+	if got, _ := s.Embed(context.Background(), [][]int32{nil, s.Analyze("nothing known")}, c, false); got[0] != nil || got[1] != nil {
 		t.Fatalf("no known words: no vector, %v", got)
 	}
 	if Dot([]int8{127, -127}, []int8{127, 127}) != 0 || Dot([]int8{90, 90}, []int8{90, 90}) != 16200 {

@@ -97,12 +97,7 @@ func (h *HTTPEmbedder) CorpusFree() bool { return true }
 func (h *HTTPEmbedder) Analyze(text string) []int32 { return []int32(text) }
 
 // Embed implements Embedder.
-func (h *HTTPEmbedder) Embed(features [][]int32, _ *Counts, _ bool) ([][]int8, error) {
-	return h.EmbedContext(context.Background(), features)
-}
-
-// EmbedContext is Embed with a context for cancellation.
-func (h *HTTPEmbedder) EmbedContext(ctx context.Context, features [][]int32) ([][]int8, error) {
+func (h *HTTPEmbedder) Embed(ctx context.Context, features [][]int32, _ *Counts, _ bool) ([][]int8, error) {
 	out := make([][]int8, 0, len(features))
 	for start := 0; start < len(features); start += h.o.BatchSize {
 		end := min(start+h.o.BatchSize, len(features))

@@ -61,7 +61,7 @@ func TestHTTPEmbedder(t *testing.T) {
 	for i, s := range texts {
 		feats[i] = h.Analyze(s)
 	}
-	vecs, err := h.Embed(feats, nil, false)
+	vecs, err := h.Embed(context.Background(), feats, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestHTTPEmbedderErrors(t *testing.T) {
 	for _, c := range cases {
 		srv, calls := fakeServer(t, c.fail, c.code, c.dims)
 		h, _ := NewHTTPEmbedder(HTTPOptions{URL: srv.URL, Model: "m", Dims: 3, APIKey: "k", Retries: 2, Sleep: noSleep})
-		_, err := h.Embed([][]int32{h.Analyze("x")}, nil, false)
+		_, err := h.Embed(context.Background(), [][]int32{h.Analyze("x")}, nil, false)
 		if !errors.Is(err, ErrHTTPEmbedder) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.name, err)
 		}
@@ -104,5 +104,18 @@ func TestHTTPEmbedderErrors(t *testing.T) {
 	}
 	if _, err := NewHTTPEmbedder(HTTPOptions{URL: "http://x"}); !errors.Is(err, ErrHTTPEmbedder) {
 		t.Fatal("model and dims are required")
+	}
+}
+
+func TestHTTPEmbedderStopsWhenCancelled(t *testing.T) {
+	srv, calls := fakeServer(t, 0, 0, 3)
+	h, _ := NewHTTPEmbedder(HTTPOptions{URL: srv.URL, Model: "m", Dims: 3, APIKey: "k"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.Embed(ctx, [][]int32{h.Analyze("x")}, nil, false); err == nil {
+		t.Fatal("a cancelled context still embedded")
+	}
+	if calls.Load() != 0 {
+		t.Fatalf("%d requests after cancellation", calls.Load())
 	}
 }

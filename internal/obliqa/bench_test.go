@@ -332,7 +332,7 @@ func gloveCorpus(tb testing.TB) (o *eval.ObliQA, emb *retrieve.SIF, counts *retr
 		feats[i] = emb.Analyze(evidence.Normalize(r.Chunk.Text))
 		counts.Add(feats[i])
 	}
-	vecs, err := emb.Embed(feats, counts, false)
+	vecs, err := emb.Embed(context.Background(), feats, counts, false)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func gloveCorpus(tb testing.TB) (o *eval.ObliQA, emb *retrieve.SIF, counts *retr
 
 // embed1 embeds one question.
 func embed1(tb testing.TB, emb retrieve.Embedder, text string, counts *retrieve.Counts) []int8 {
-	vs, err := emb.Embed([][]int32{emb.Analyze(text)}, counts, true)
+	vs, err := emb.Embed(context.Background(), [][]int32{emb.Analyze(text)}, counts, true)
 	if err != nil {
 		tb.Fatal(err)
 	}
