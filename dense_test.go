@@ -190,3 +190,43 @@ func TestCorpusFreeEmbedderEmbedsEachChunkOnce(t *testing.T) {
 	ingestCorpus(t, e) // two batches: 11 statute chunks, then 7 JSONL chunks
 	require.Equal(t, 18, emb.passages, "the second commit embeds only its own chunks")
 }
+
+// TestDenseIndexPersistsForCorpusFreeEmbedders: a model's vectors are stored
+// with the generation, loaded on Open by the same embedder, rebuilt for
+// another, and refused when corrupted.
+func TestDenseIndexPersistsForCorpusFreeEmbedders(t *testing.T) {
+	vecs := testVectors(t)
+	dir := t.TempDir()
+	first := &countingFree{Embedder: testEmbedder(t, vecs)}
+	e, err := Open(dir, Options{Embedder: first})
+	require.NoError(t, err)
+	ingestCorpus(t, e)
+	want := packsFor(t, e)
+	require.NoError(t, e.Close())
+	require.Equal(t, 18, first.passages)
+	files, err := filepath.Glob(filepath.Join(dir, "dense-*.bin"))
+	require.NoError(t, err)
+	require.Len(t, files, 1, "a commit supersedes the previous generation's file")
+
+	again := &countingFree{Embedder: testEmbedder(t, vecs)}
+	e2, err := Open(dir, Options{Embedder: again})
+	require.NoError(t, err)
+	require.Zero(t, again.passages, "reopening loads the stored vectors instead of embedding")
+	require.Equal(t, want, packsFor(t, e2))
+	require.NoError(t, e2.Check())
+	require.NoError(t, e2.Close())
+
+	other := &countingFree{Embedder: testEmbedder(t, testVectorsDims(t, 8))}
+	e3, err := Open(dir, Options{Embedder: other})
+	require.NoError(t, err)
+	require.Equal(t, 18, other.passages, "another embedder's vectors are not reused")
+	require.NoError(t, e3.Close())
+
+	raw, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	raw[len(raw)/2] ^= 1
+	require.NoError(t, os.WriteFile(files[0], raw, 0o644))
+	_, err = Open(dir, Options{Embedder: &countingFree{Embedder: testEmbedder(t, vecs)}})
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Contains(t, err.Error(), "checksum mismatch")
+}

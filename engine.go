@@ -302,8 +302,23 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	if e.dir != "" {
 		m := &manifest{Format: IndexFormat, Generation: gen, Docs: st.stats.Docs + int64(len(add)),
 			Tokens: st.stats.Tokens + total, Batches: append(append([]string(nil), st.batches...), batchName)}
+		if dense != nil && corpusFree(e.emb) {
+			// A model's vectors are costly: store them with the generation
+			// so that Open loads them instead of embedding the corpus again.
+			m.Dense = &denseRef{File: fmt.Sprintf("dense-%08d.bin", gen), Embedder: e.emb.Identity()}
+			if err := writeFileAtomic(filepath.Join(e.dir, m.Dense.File), dense.Encode()); err != nil {
+				return rollback(fmt.Errorf("evpack: ingest: %w", err))
+			}
+		}
 		if err := writeManifest(e.dir, m); err != nil {
 			return rollback(fmt.Errorf("evpack: ingest: %w", err))
+		}
+		if prev := st.denseFile; prev != "" && (m.Dense == nil || prev != m.Dense.File) {
+			os.Remove(filepath.Join(e.dir, prev)) // superseded; a leftover is harmless
+		}
+		st.denseFile = ""
+		if m.Dense != nil {
+			st.denseFile = m.Dense.File
 		}
 	}
 	for i, ch := range add {

@@ -38,11 +38,26 @@ const (
 
 // manifest is the commit point: a batch exists once the manifest names it.
 type manifest struct {
-	Format     string   `json:"format"`
-	Generation int64    `json:"generation"`
-	Docs       int64    `json:"docs"`
-	Tokens     int64    `json:"tokens"`
-	Batches    []string `json:"batches"`
+	Format     string    `json:"format"`
+	Generation int64     `json:"generation"`
+	Docs       int64     `json:"docs"`
+	Tokens     int64     `json:"tokens"`
+	Batches    []string  `json:"batches"`
+	Dense      *denseRef `json:"dense,omitempty"`
+}
+
+// denseRef names the stored dense index of a generation and the embedder
+// that made it: only a corpus-free embedder's vectors are stored (SIF's
+// depend on the whole corpus and are cheap to rebuild).
+type denseRef struct {
+	File     string `json:"file"`
+	Embedder string `json:"embedder"`
+}
+
+// corpusFree reports whether emb's vectors are independent of the corpus.
+func corpusFree(emb retrieve.Embedder) bool {
+	f, ok := emb.(retrieve.CorpusFree)
+	return ok && f.CorpusFree()
 }
 
 // state is everything a query reads besides the bleve index. It is replaced
@@ -59,11 +74,12 @@ type state struct {
 	entities map[string][]string
 	// The dense leg, when the index has an embedder: features per chunk,
 	// corpus counts, and the vectors, rebuilt at every commit.
-	feats   map[string][]int32
-	counts  *retrieve.Counts
-	dense   *retrieve.Dense
-	digest  string // corpus digest over (chunk ID, content hash)
-	batches []string
+	feats     map[string][]int32
+	counts    *retrieve.Counts
+	dense     *retrieve.Dense
+	denseFile string // the stored dense index of this generation, if any
+	digest    string // corpus digest over (chunk ID, content hash)
+	batches   []string
 }
 
 func newState() *state {
@@ -259,9 +275,13 @@ func readManifest(dir string) (*manifest, error) {
 	if m.Format != IndexFormat {
 		return nil, fmt.Errorf("%w: %s: format %q, this evpack reads %q", ErrCorrupt, manifestName, m.Format, IndexFormat)
 	}
-	for _, b := range m.Batches {
+	names := slices.Clone(m.Batches)
+	if m.Dense != nil {
+		names = append(names, m.Dense.File)
+	}
+	for _, b := range names {
 		if b == "" || strings.ContainsAny(b, `/\`) || strings.HasPrefix(b, ".") {
-			return nil, fmt.Errorf("%w: %s: bad batch name %q", ErrCorrupt, manifestName, b)
+			return nil, fmt.Errorf("%w: %s: bad file name %q", ErrCorrupt, manifestName, b)
 		}
 	}
 	return &m, nil
@@ -284,6 +304,9 @@ func loadState(dir string, m *manifest, emb retrieve.Embedder) (*state, error) {
 	st := newState()
 	st.gen = m.Generation
 	st.batches = slices.Clone(m.Batches)
+	if m.Dense != nil {
+		st.denseFile = m.Dense.File
+	}
 	for _, b := range m.Batches {
 		chunks, err := decodeBatch(filepath.Join(dir, chunksDir, b))
 		if err != nil {
@@ -307,7 +330,23 @@ func loadState(dir string, m *manifest, emb retrieve.Embedder) (*state, error) {
 		return nil, fmt.Errorf("%w: manifest says %d chunks, batch files hold %d", ErrCorrupt, m.Docs, len(st.chunks))
 	}
 	st.computeDigest()
-	if emb != nil {
+	switch {
+	case emb == nil:
+	case m.Dense != nil && corpusFree(emb) && m.Dense.Embedder == emb.Identity():
+		path := filepath.Join(dir, m.Dense.File)
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		d, err := retrieve.DecodeDense(path, raw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		if !slices.Equal(d.IDs(), evidence.SortedKeys(st.chunks)) {
+			return nil, fmt.Errorf("%w: %s covers other chunks than the manifest's batches", ErrCorrupt, path)
+		}
+		st.dense = d
+	default: // no stored vectors, or another embedder's: embed again
 		dense, err := st.buildDense(context.Background(), emb, nil, nil)
 		if err != nil {
 			return nil, err

@@ -1,13 +1,19 @@
 package retrieve
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/bits"
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/zeebo/blake3"
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
@@ -330,3 +336,100 @@ func (d *Dense) Search(ctx context.Context, q []int8, admit func(id string) bool
 	}
 	return hits, scanned, nil
 }
+
+// denseMagic starts a stored dense index ("evpack-dense/1").
+const denseMagic = "EVPDNS1\n"
+
+// Encode writes the index in its stored form: magic, dims, count, then per
+// chunk (ID length, ID, has-vector flag, int8 components), then a BLAKE3-256
+// checksum of all of it.
+func (d *Dense) Encode() []byte {
+	dims := 0
+	for _, v := range d.vecs {
+		if v != nil {
+			dims = len(v)
+			break
+		}
+	}
+	var b bytes.Buffer
+	b.WriteString(denseMagic)
+	binary.Write(&b, binary.LittleEndian, uint32(dims))
+	binary.Write(&b, binary.LittleEndian, uint32(len(d.ids)))
+	for i, id := range d.ids {
+		binary.Write(&b, binary.LittleEndian, uint16(len(id)))
+		b.WriteString(id)
+		if d.vecs[i] == nil {
+			b.WriteByte(0)
+			continue
+		}
+		b.WriteByte(1)
+		for _, x := range d.vecs[i] {
+			b.WriteByte(byte(x))
+		}
+	}
+	sum := blake3.Sum256(b.Bytes())
+	b.Write(sum[:])
+	return b.Bytes()
+}
+
+// ErrDenseFormat reports a stored dense index that is truncated, corrupted
+// or not in this format.
+var ErrDenseFormat = errors.New("retrieve: bad dense index file")
+
+// DecodeDense reads a stored index; path names it in errors.
+func DecodeDense(path string, raw []byte) (*Dense, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrDenseFormat, path, fmt.Sprintf(format, args...))
+	}
+	if len(raw) < len(denseMagic)+8+32 || string(raw[:len(denseMagic)]) != denseMagic {
+		return nil, bad("not an evpack dense index")
+	}
+	body, sum := raw[:len(raw)-32], raw[len(raw)-32:]
+	if want := blake3.Sum256(body); !bytes.Equal(want[:], sum) {
+		return nil, bad("checksum mismatch (truncated or corrupted)")
+	}
+	r := bytes.NewReader(body[len(denseMagic):])
+	var dims, count uint32
+	binary.Read(r, binary.LittleEndian, &dims)
+	binary.Read(r, binary.LittleEndian, &count)
+	if uint64(count) > uint64(len(body)) {
+		return nil, bad("%d entries do not fit", count)
+	}
+	ids := make([]string, count)
+	vecs := make([][]int8, count)
+	for i := range ids {
+		var n uint16
+		if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
+			return nil, bad("entry %d: %v", i, err)
+		}
+		id := make([]byte, n)
+		if _, err := io.ReadFull(r, id); err != nil {
+			return nil, bad("entry %d: %v", i, err)
+		}
+		ids[i] = string(id)
+		has, err := r.ReadByte()
+		if err != nil {
+			return nil, bad("entry %d: %v", i, err)
+		}
+		if has == 1 {
+			row := make([]byte, dims)
+			if _, err := io.ReadFull(r, row); err != nil {
+				return nil, bad("entry %d: %v", i, err)
+			}
+			vecs[i] = make([]int8, dims)
+			for j, x := range row {
+				vecs[i][j] = int8(x)
+			}
+		}
+		if i > 0 && ids[i] <= ids[i-1] {
+			return nil, bad("entry %d out of order", i)
+		}
+	}
+	if r.Len() != 0 {
+		return nil, bad("%d bytes after the last entry", r.Len())
+	}
+	return NewDense(ids, vecs), nil
+}
+
+// IDs returns the indexed chunk IDs in ascending order.
+func (d *Dense) IDs() []string { return slices.Clone(d.ids) }

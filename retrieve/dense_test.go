@@ -2,6 +2,8 @@ package retrieve
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -79,5 +81,26 @@ func TestCosineOrderIsExact(t *testing.T) {
 	big := DenseHit{Score: 384 * 127 * 127, Norm2: 384 * 127 * 127}
 	if moreSimilar(big, DenseHit{Score: big.Score - 1, Norm2: big.Norm2}) != 1 {
 		t.Fatal("384 dimensions at full scale overflow 64 bits; the 128-bit compare holds")
+	}
+}
+
+func TestDenseEncodeDecode(t *testing.T) {
+	d := NewDense([]string{"b", "a", "c"}, [][]int8{{1, -2}, nil, {127, -128}})
+	raw := d.Encode()
+	got, err := DecodeDense("d.bin", raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		want, _ := d.Vector(id)
+		v, ok := got.Vector(id)
+		if !ok || fmt.Sprint(v) != fmt.Sprint(want) {
+			t.Fatalf("%s: %v, want %v", id, v, want)
+		}
+	}
+	for name, b := range map[string][]byte{"truncated": raw[:len(raw)-1], "garbage": []byte("EVPDNS1\nxx"), "empty": nil} {
+		if _, err := DecodeDense(name, b); !errors.Is(err, ErrDenseFormat) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
