@@ -3,13 +3,10 @@ package bert
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/rerank"
 )
-
-func sqrt(x float64) float64 { return math.Sqrt(x) }
 
 // CrossEncoder reranks with a BERT-family cross-encoder (output "logits",
 // [batch, 1]): each (question, passage) pair is scored jointly. Pairs are

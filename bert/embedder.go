@@ -3,6 +3,7 @@ package bert
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/evpack/evpack/retrieve"
 )
@@ -143,7 +144,7 @@ func pool(vals []float32, shape []int64, masks [][]int32, how string) [][]float3
 		if n2 == 0 {
 			continue
 		}
-		norm := sqrt(n2)
+		norm := math.Sqrt(n2)
 		for k := range v {
 			out[i][k] = float32(v[k] / norm)
 		}
