@@ -432,7 +432,6 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 		text, steps = st.rankingText(h.Question, h.Filters)
 	}
 	var lists []fuse.List
-	var legs []string
 	if strings.Contains(e.opts.Legs, "lexical") {
 		res, err := e.lex.Search(ctx, text, elig, st.bounds, e.opts.Pool, st.stats)
 		if err != nil {
@@ -448,7 +447,6 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 			ids[i] = hit.ID
 		}
 		lists = append(lists, fuse.List{Name: "lexical", Weight: e.opts.LexicalWeight, IDs: ids})
-		legs = append(legs, "lexical="+strconv.FormatFloat(e.opts.LexicalWeight, 'g', -1, 64))
 	}
 	if strings.Contains(e.opts.Legs, "dense") {
 		qs, err := e.emb.Embed(ctx, [][]int32{e.emb.Analyze(text)}, st.counts, true)
@@ -470,7 +468,6 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 			ids[i] = hit.ID
 		}
 		lists = append(lists, fuse.List{Name: "dense", Weight: e.opts.DenseWeight, IDs: ids})
-		legs = append(legs, "dense="+strconv.FormatFloat(e.opts.DenseWeight, 'g', -1, 64))
 	}
 	fused, err := fuse.RRF(e.opts.RRFK, lists...)
 	if err != nil {
@@ -479,7 +476,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 	if len(fused) > e.opts.Pool {
 		fused = fused[:e.opts.Pool]
 	}
-	steps = append(steps, fmt.Sprintf("fused %d (rrf k=%d %s)", len(fused), e.opts.RRFK, strings.Join(legs, " ")), fmt.Sprintf("pool %d", len(fused)))
+	steps = append(steps, fmt.Sprintf("fused %d (%s)", len(fused), e.fusionSetting()), fmt.Sprintf("pool %d", len(fused)))
 	cands := make([]rerank.Candidate, len(fused))
 	for i, f := range fused {
 		cands[i] = rerank.Candidate{ID: f.ID, Rank: i + 1}
