@@ -14,6 +14,7 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/fuse"
+	"github.com/evpack/evpack/internal/fsutil"
 	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
 )
@@ -109,10 +110,12 @@ func OpenMemory(opts Options) (*Engine, error) {
 	st := newState()
 	st.computeDigest()
 	if opts.Embedder != nil {
-		if st.dense, err = st.buildDense(context.Background(), opts.Embedder, nil, nil); err != nil {
+		dense, err := st.buildDense(context.Background(), opts.Embedder, nil, nil)
+		if err != nil {
 			lex.Close()
 			return nil, err
 		}
+		st.setDense(dense)
 	}
 	return &Engine{index: &index{lex: lex, emb: opts.Embedder, st: st}, opts: opts}, nil
 }
@@ -285,7 +288,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		if err != nil {
 			return rep, fmt.Errorf("evpack: ingest: %w", err)
 		}
-		if err := writeFileAtomic(filepath.Join(e.dir, chunksDir, batchName), raw); err != nil {
+		if err := fsutil.WriteAtomic(filepath.Join(e.dir, chunksDir, batchName), raw); err != nil {
 			return rep, fmt.Errorf("evpack: ingest: %w", err)
 		}
 	}
@@ -306,7 +309,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 			// A model's vectors are costly: store them with the generation
 			// so that Open loads them instead of embedding the corpus again.
 			m.Dense = &denseRef{File: fmt.Sprintf("dense-%08d.bin", gen), Embedder: e.emb.Identity()}
-			if err := writeFileAtomic(filepath.Join(e.dir, m.Dense.File), dense.Encode()); err != nil {
+			if err := fsutil.WriteAtomic(filepath.Join(e.dir, m.Dense.File), dense.Encode()); err != nil {
 				return rollback(fmt.Errorf("evpack: ingest: %w", err))
 			}
 		}
@@ -332,7 +335,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	st.batches = append(st.batches, batchName)
 	st.computeDigest()
 	if dense != nil {
-		st.dense = dense
+		st.setDense(dense)
 	}
 	rep.Added = len(add)
 	rep.Generation = gen
@@ -454,7 +457,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 			return nil, fmt.Errorf("evpack: embed question: %w", err)
 		}
 		q := qs[0]
-		hits, scanned, err := st.dense.Search(ctx, q, func(id string) bool { return elig.Admits(st.chunks[id]) }, e.opts.Pool)
+		hits, scanned, err := st.dense.Search(ctx, q, func(row int) bool { return elig.Admits(st.denseRows[row]) }, e.opts.Pool)
 		if err != nil {
 			return nil, err
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/fsutil"
 	"github.com/evpack/evpack/internal/terms"
 	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
@@ -77,8 +78,9 @@ type state struct {
 	feats     map[string][]int32
 	counts    *retrieve.Counts
 	dense     *retrieve.Dense
-	denseFile string // the stored dense index of this generation, if any
-	digest    string // corpus digest over (chunk ID, content hash)
+	denseRows []*evidence.Chunk // dense row -> chunk, for the eligibility check
+	denseFile string            // the stored dense index of this generation, if any
+	digest    string            // corpus digest over (chunk ID, content hash)
 	batches   []string
 }
 
@@ -155,6 +157,16 @@ func (s *state) buildDense(ctx context.Context, emb retrieve.Embedder, add []*ev
 		vecs[i] = got[k]
 	}
 	return retrieve.NewDense(ids, vecs), nil
+}
+
+// setDense installs d and the chunks of its rows. The chunks must already be
+// in s (buildDense embeds exactly s's chunks plus those being committed).
+func (s *state) setDense(d *retrieve.Dense) {
+	s.dense = d
+	s.denseRows = make([]*evidence.Chunk, d.Len())
+	for i := range s.denseRows {
+		s.denseRows[i] = s.chunks[d.ID(i)]
+	}
 }
 
 // computeDigest names the corpus: BLAKE3 over the sorted (ID, content hash)
@@ -292,7 +304,7 @@ func writeManifest(dir string, m *manifest) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, manifestName), append(raw, '\n'))
+	return fsutil.WriteAtomic(filepath.Join(dir, manifestName), append(raw, '\n'))
 }
 
 // loadState rebuilds the in-memory state from the manifest's batch files.
@@ -345,13 +357,13 @@ func loadState(dir string, m *manifest, emb retrieve.Embedder) (*state, error) {
 		if !slices.Equal(d.IDs(), evidence.SortedKeys(st.chunks)) {
 			return nil, fmt.Errorf("%w: %s covers other chunks than the manifest's batches", ErrCorrupt, path)
 		}
-		st.dense = d
+		st.setDense(d)
 	default: // no stored vectors, or another embedder's: embed again
 		dense, err := st.buildDense(context.Background(), emb, nil, nil)
 		if err != nil {
 			return nil, err
 		}
-		st.dense = dense
+		st.setDense(dense)
 	}
 	return st, nil
 }

@@ -47,9 +47,14 @@ func DateFromDays(n int64) Date { return Date{days: n, set: true} }
 
 // DateOf returns the UTC day of the instant t.
 func DateOf(t time.Time) Date {
-	u := t.UTC()
-	y, m, d := u.Date()
-	return DateFromDays(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400)
+	// A UTC day is floor(Unix seconds / 86400): no calendar arithmetic, which
+	// matters because eligibility is checked per chunk on the query path.
+	s := t.Unix()
+	days := s / 86400
+	if s%86400 < 0 {
+		days--
+	}
+	return DateFromDays(days)
 }
 
 // ParseDate reads a date written YYYY-MM-DD.

@@ -121,3 +121,16 @@ func TestResolveAnchor(t *testing.T) {
 		t.Fatalf("no declared field falls back: %+v", a)
 	}
 }
+
+func TestDateOfMatchesTheCalendar(t *testing.T) {
+	for _, s := range []string{"1969-12-31T23:59:59Z", "1970-01-01T00:00:00Z", "1000-01-01T12:00:00Z",
+		"2024-02-29T23:59:59+05:00", "2026-01-15T00:00:00-08:00", "9999-12-31T23:59:59Z"} {
+		tm, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := DateOf(tm).String(), tm.UTC().Format(time.DateOnly); got != want {
+			t.Errorf("DateOf(%s) = %s, want %s", s, got, want)
+		}
+	}
+}

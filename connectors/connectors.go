@@ -43,8 +43,6 @@ type Connector interface {
 	Read(ctx context.Context) ([]Record, error)
 }
 
-func fieldErr(where, id, field string, err error) error { return FieldError(where, id, field, err) }
-
 // FieldError reports a bad field value of chunk id (which may be empty) at
 // where, wrapping ErrField and err.
 func FieldError(where, id, field string, err error) error {

@@ -109,22 +109,22 @@ func (j *JSONL) chunk(where string, r *jsonlRecord) (evidence.Chunk, error) {
 	var err error
 	if r.RetrievedAt != "" {
 		if c.RetrievedAt, err = asof.ParseInstant(r.RetrievedAt); err != nil {
-			return c, fieldErr(where, r.ID, "retrieved_at", err)
+			return c, FieldError(where, r.ID, "retrieved_at", err)
 		}
 	}
 	if r.Anchor != "" {
 		if anchor, err = asof.ParseInstant(r.Anchor); err != nil {
-			return c, fieldErr(where, r.ID, "anchor", err)
+			return c, FieldError(where, r.ID, "anchor", err)
 		}
 	}
 	if r.ValidFrom != "" {
 		if c.Valid.From, err = asof.ParseDate(r.ValidFrom); err != nil {
-			return c, fieldErr(where, r.ID, "valid_from", err)
+			return c, FieldError(where, r.ID, "valid_from", err)
 		}
 	}
 	if r.ValidTo != "" {
 		if c.Valid.To, err = asof.ParseDate(r.ValidTo); err != nil {
-			return c, fieldErr(where, r.ID, "valid_to", err)
+			return c, FieldError(where, r.ID, "valid_to", err)
 		}
 	}
 	c.Anchor = asof.ResolveAnchor(j.AnchorField(), anchor, c.RetrievedAt)

@@ -180,7 +180,7 @@ func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 	retrieved := time.Time{}
 	if f.RetrievedAt != "" {
 		if retrieved, err = asof.ParseInstant(f.RetrievedAt); err != nil {
-			return nil, fieldErr(path, f.DocID, "retrieved_at", err)
+			return nil, FieldError(path, f.DocID, "retrieved_at", err)
 		}
 	}
 	var versions []statuteVersion
@@ -191,10 +191,10 @@ func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 			sv.url = f.SourceURL
 		}
 		if sv.published, err = asof.ParseInstant(v.Published); err != nil {
-			return nil, fieldErr(where, f.DocID, "published", err)
+			return nil, FieldError(where, f.DocID, "published", err)
 		}
 		if sv.inForce, err = asof.ParseDate(v.InForce); err != nil {
-			return nil, fieldErr(where, f.DocID, "in_force", err)
+			return nil, FieldError(where, f.DocID, "in_force", err)
 		}
 		if sv.label == "" {
 			sv.label = sv.inForce.String()
@@ -207,7 +207,7 @@ func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 	slices.SortStableFunc(versions, func(a, b statuteVersion) int { return int(a.inForce.Days() - b.inForce.Days()) })
 	for i := 1; i < len(versions); i++ {
 		if versions[i].inForce == versions[i-1].inForce {
-			return nil, fieldErr(path, f.DocID, "in_force", fmt.Errorf("versions %q and %q both enter into force on %s",
+			return nil, FieldError(path, f.DocID, "in_force", fmt.Errorf("versions %q and %q both enter into force on %s",
 				versions[i-1].label, versions[i].label, versions[i].inForce))
 		}
 	}
@@ -283,20 +283,20 @@ func (s *Statute) amend(path string, ai int, f *statuteFile, versions []statuteV
 	}
 	var err error
 	if v.published, err = asof.ParseInstant(am.Published); err != nil {
-		return v, fieldErr(where, f.DocID, "published", err)
+		return v, FieldError(where, f.DocID, "published", err)
 	}
 	if v.inForce, err = asof.ParseDate(am.InForce); err != nil {
-		return v, fieldErr(where, f.DocID, "in_force", err)
+		return v, FieldError(where, f.DocID, "in_force", err)
 	}
 	if v.label == "" {
 		v.label = v.inForce.String()
 	}
 	if len(versions) == 0 {
-		return v, fieldErr(where, f.DocID, "in_force", fmt.Errorf("no earlier version to amend"))
+		return v, FieldError(where, f.DocID, "in_force", fmt.Errorf("no earlier version to amend"))
 	}
 	base := versions[len(versions)-1]
 	if !base.inForce.Before(v.inForce) {
-		return v, fieldErr(where, f.DocID, "in_force", fmt.Errorf("%s is not after version %q (in force %s), which it amends",
+		return v, FieldError(where, f.DocID, "in_force", fmt.Errorf("%s is not after version %q (in force %s), which it amends",
 			v.inForce, base.label, base.inForce))
 	}
 	v.articles = slices.Clone(base.articles)

@@ -20,28 +20,16 @@ func (p *Pack) Bytes() []byte {
 	w.key("as_of")
 	w.str(p.AsOf.String())
 	w.key("citations")
-	w.b.WriteByte('[')
-	for i := range p.Citations {
-		if i > 0 {
-			w.b.WriteByte(',')
-		}
-		writeCitation(&w, &p.Citations[i])
-	}
-	w.b.WriteByte(']')
+	w.array(len(p.Citations), func(i int) { writeCitation(&w, &p.Citations[i]) })
 	w.key("filters")
-	w.b.WriteByte('[')
-	for i, f := range p.Filters {
-		if i > 0 {
-			w.b.WriteByte(',')
-		}
+	w.array(len(p.Filters), func(i int) {
 		w.begin()
 		w.key("key")
-		w.str(f.Key)
+		w.str(p.Filters[i].Key)
 		w.key("value")
-		w.str(f.Value)
+		w.str(p.Filters[i].Value)
 		w.end()
-	}
-	w.b.WriteByte(']')
+	})
 	w.key("fingerprint")
 	w.begin()
 	for _, s := range p.Fingerprint {
@@ -55,19 +43,14 @@ func (p *Pack) Bytes() []byte {
 	w.int(int64(p.K))
 	if len(p.Ledger) > 0 { // only packs of non-bit-stable rerankers carry one
 		w.key("ledger")
-		w.b.WriteByte('[')
-		for i, s := range p.Ledger {
-			if i > 0 {
-				w.b.WriteByte(',')
-			}
+		w.array(len(p.Ledger), func(i int) {
 			w.begin()
 			w.key("chunk_id")
-			w.str(s.ChunkID)
+			w.str(p.Ledger[i].ChunkID)
 			w.key("score")
-			w.int(s.Score)
+			w.int(p.Ledger[i].Score)
 			w.end()
-		}
-		w.b.WriteByte(']')
+		})
 	}
 	w.key("question")
 	w.str(p.Question)
@@ -76,28 +59,16 @@ func (p *Pack) Bytes() []byte {
 	w.key("trace")
 	w.begin()
 	w.key("dropped")
-	w.b.WriteByte('[')
-	for i, d := range p.Trace.Dropped {
-		if i > 0 {
-			w.b.WriteByte(',')
-		}
+	w.array(len(p.Trace.Dropped), func(i int) {
 		w.begin()
 		w.key("chunk_id")
-		w.str(d.ChunkID)
+		w.str(p.Trace.Dropped[i].ChunkID)
 		w.key("reason")
-		w.str(d.Reason)
+		w.str(p.Trace.Dropped[i].Reason)
 		w.end()
-	}
-	w.b.WriteByte(']')
+	})
 	w.key("steps")
-	w.b.WriteByte('[')
-	for i, s := range p.Trace.Steps {
-		if i > 0 {
-			w.b.WriteByte(',')
-		}
-		w.str(s)
-	}
-	w.b.WriteByte(']')
+	w.array(len(p.Trace.Steps), func(i int) { w.str(p.Trace.Steps[i]) })
 	w.end()
 	w.end()
 	return w.b.Bytes()
@@ -163,6 +134,18 @@ func (w *canon) key(k string) {
 }
 
 func (w *canon) int(n int64) { w.b.WriteString(strconv.FormatInt(n, 10)) }
+
+// array writes n elements, each by item, comma-separated in brackets.
+func (w *canon) array(n int, item func(i int)) {
+	w.b.WriteByte('[')
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			w.b.WriteByte(',')
+		}
+		item(i)
+	}
+	w.b.WriteByte(']')
+}
 
 // str writes s with the minimal escapes: quote, backslash, and control
 // characters (short forms for \b \t \n \f \r, \u00XX otherwise). Everything

@@ -213,12 +213,6 @@ type DenseHit struct {
 	Norm2 int64 // the chunk vector's squared norm
 }
 
-// Cosine returns the hit's cosine similarity to a query of squared norm q2,
-// for display; ordering never uses it.
-func (h DenseHit) Cosine(q2 int64) float64 {
-	return float64(h.Score) / math.Sqrt(float64(h.Norm2)) / math.Sqrt(float64(q2))
-}
-
 // moreSimilar reports whether a's cosine exceeds b's, exactly: for dots of
 // equal sign it compares a.Score²·b.Norm2 with b.Score²·a.Norm2 in 128 bits.
 func moreSimilar(a, b DenseHit) int {
@@ -295,10 +289,12 @@ func (d *Dense) Vector(id string) ([]int8, bool) {
 // Len returns the number of indexed chunks.
 func (d *Dense) Len() int { return len(d.ids) }
 
-// Search scans every chunk admit accepts and returns the n most similar to q,
-// by exact cosine descending then ID ascending, and how many chunks it scanned. It
-// never post-filters: ineligible chunks are never scored.
-func (d *Dense) Search(ctx context.Context, q []int8, admit func(id string) bool, n int) ([]DenseHit, int, error) {
+// Search scans every row admit accepts and returns the n most similar to q,
+// by exact cosine descending then ID ascending, and how many rows it scanned.
+// It never post-filters: ineligible chunks are never scored. admit gets the
+// row (see ID), so a caller can keep its per-chunk facts in a slice aligned
+// with the rows instead of looking each up by ID on every query.
+func (d *Dense) Search(ctx context.Context, q []int8, admit func(row int) bool, n int) ([]DenseHit, int, error) {
 	if q == nil || n <= 0 {
 		return nil, 0, nil
 	}
@@ -316,7 +312,7 @@ func (d *Dense) Search(ctx context.Context, q []int8, admit func(id string) bool
 				return nil, 0, err
 			}
 		}
-		if d.vecs[i] == nil || !admit(id) {
+		if d.vecs[i] == nil || !admit(i) {
 			continue
 		}
 		scanned++
@@ -430,6 +426,9 @@ func DecodeDense(path string, raw []byte) (*Dense, error) {
 	}
 	return NewDense(ids, vecs), nil
 }
+
+// ID returns the chunk ID of a row; rows are in ascending ID order.
+func (d *Dense) ID(row int) string { return d.ids[row] }
 
 // IDs returns the indexed chunk IDs in ascending order.
 func (d *Dense) IDs() []string { return slices.Clone(d.ids) }

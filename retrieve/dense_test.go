@@ -58,7 +58,7 @@ func TestSIFHandComputed(t *testing.T) {
 
 func TestDenseSearchOrderAndFilter(t *testing.T) {
 	d := NewDense([]string{"c", "a", "b", "z"}, [][]int8{{127, 0}, {127, 0}, {0, 127}, nil})
-	hits, scanned, err := d.Search(context.Background(), []int8{127, 0}, func(id string) bool { return id != "b" }, 5)
+	hits, scanned, err := d.Search(context.Background(), []int8{127, 0}, func(row int) bool { return d.ID(row) != "b" }, 5)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func int8Distance(a, b []float32) float32 {
 // a small k costs most of the recall; while fewer than n candidates are
 // eligible it asks for twice as many (up to every vector). It returns the
 // hits and the candidate count of the last round.
-func (h *HNSW) Search(ctx context.Context, q []int8, admit func(id string) bool, n int) ([]DenseHit, int, error) {
+func (h *HNSW) Search(ctx context.Context, q []int8, admit func(row int) bool, n int) ([]DenseHit, int, error) {
 	if q == nil || n <= 0 || h.g.Len() == 0 {
 		return nil, 0, nil
 	}
@@ -99,7 +99,7 @@ func (h *HNSW) Search(ctx context.Context, q []int8, admit func(id string) bool,
 		var hits []DenseHit
 		for _, node := range h.g.Search(qf, k) {
 			i := node.Key
-			if admit(h.d.ids[i]) {
+			if admit(int(i)) {
 				hits = append(hits, DenseHit{ID: h.d.ids[i], Score: Dot(q, h.d.vecs[i]), Norm2: h.d.norm2[i]})
 			}
 		}

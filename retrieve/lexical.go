@@ -373,23 +373,6 @@ func compareHits(a, b Hit) int {
 	return strings.Compare(a.ID, b.ID)
 }
 
-// Count returns how many chunks are eligible, whatever their text. It
-// applies every clause, whatever the bounds say, so tests can compare.
-func (l *Lexical) Count(ctx context.Context, elig Eligibility) (uint64, error) {
-	all := Bounds{Undated: true, MaxAnchorDay: openTo, MaxFrom: openTo, MinTo: openFrom}
-	var q query.Query = bleve.NewMatchAllQuery()
-	if cl := elig.clauses(all); len(cl) > 0 {
-		q = bleve.NewConjunctionQuery(cl...)
-	}
-	req := bleve.NewSearchRequestOptions(q, 0, 0, false)
-	req.Score = "none"
-	res, err := l.idx.SearchInContext(ctx, req)
-	if err != nil {
-		return 0, fmt.Errorf("%w: count: %v", ErrLexical, err)
-	}
-	return res.Total, nil
-}
-
 // Merge merges the on-disk index into one segment (a no-op for memory).
 func (l *Lexical) Merge(ctx context.Context) error {
 	adv, err := l.idx.Advanced()

@@ -163,7 +163,7 @@ func BenchmarkDenseVsChromem(b *testing.B) {
 	for i, q := range o.Questions {
 		queries[i] = embed1(b, emb, q.Text, counts)
 	}
-	all := func(string) bool { return true }
+	all := func(int) bool { return true }
 	same, compared := 0, 0
 	for _, q := range queries {
 		if q == nil {
@@ -229,7 +229,7 @@ func BenchmarkHNSWVsExact(b *testing.B) {
 	o, emb, counts, ids, vecs := gloveCorpus(b)
 	dense := retrieve.NewDense(ids, vecs)
 	ctx := context.Background()
-	all := func(string) bool { return true }
+	all := func(int) bool { return true }
 	var queries [][]int8
 	for _, q := range o.Questions {
 		if v := embed1(b, emb, q.Text, counts); v != nil {

@@ -24,9 +24,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 
 	"github.com/zeebo/blake3"
+
+	"github.com/evpack/evpack/internal/fsutil"
 )
 
 // FormatVersion names the file format.
@@ -106,31 +107,7 @@ func Write(path string, words []string, vecs [][]float64) error {
 	}
 	sum := blake3.Sum256(b.Bytes())
 	b.Write(sum[:])
-	return writeAtomic(path, b.Bytes())
-}
-
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return fsutil.WriteAtomic(path, b.Bytes())
 }
 
 // Load reads and verifies a vectors file.

@@ -1,4 +1,6 @@
-package evpack
+// Package fsutil writes files so that a crash leaves the old version or the
+// new one, never a torn file: every stored format of evpack goes through it.
+package fsutil
 
 import (
 	"fmt"
@@ -6,10 +8,10 @@ import (
 	"path/filepath"
 )
 
-// writeFileAtomic writes data to path so that a crash leaves either the old
+// WriteAtomic writes data to path so that a crash leaves either the old
 // file or the new one: a temp file in the same directory, fsync, rename, then
 // fsync of the directory so the rename itself is durable.
-func writeFileAtomic(path string, data []byte) error {
+func WriteAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
