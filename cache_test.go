@@ -11,6 +11,7 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/rerank"
+	"github.com/evpack/evpack/retrieve"
 )
 
 // TestCacheKeyCoversEveryField enumerates every field of Request and Options
@@ -84,6 +85,10 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 			o.KeepEntityNames = true
 		case "Analyzer":
 			o.Analyzer = "standard"
+		case "DenseIndex":
+			o.DenseIndex = "hnsw"
+		case "Graph": // against the same index kept with the default graph
+			o.DenseIndex, o.Graph = "hnsw", retrieve.GraphOptions{EfSearch: 64}
 		default:
 			t.Fatalf("Options.%s has no mutation here: add one (or tag it cachekey:\"-\" if it cannot change a pack)", f.Name)
 		}
@@ -92,8 +97,13 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 			r.K = 0 // Options.K is the default a request without K gets
 		}
 		baseKey := want
-		if f.Name == "K" {
+		switch f.Name {
+		case "K":
 			baseKey = keyFor(base, r)
+		case "Graph":
+			hnsw := base
+			hnsw.DenseIndex = "hnsw"
+			baseKey = keyFor(hnsw, r)
 		}
 		require.NotEqual(t, baseKey, keyFor(o, r), "changing Options.%s must change the key", f.Name)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -15,6 +16,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/retrieve"
 	"github.com/evpack/evpack/retrieve/vectors"
@@ -86,10 +88,22 @@ func TestGoldenPacksDense(t *testing.T) {
 }
 
 func TestDenseReplayAcrossProcessesAndShuffles(t *testing.T) {
-	ctx := context.Background()
 	vecs := testVectors(t)
+	t.Run("exact", func(t *testing.T) { denseReplay(t, vecs, Options{}, nil) })
+	// Every request walks the graph, which a fresh process rebuilds.
+	t.Run("hnsw", func(t *testing.T) {
+		denseReplay(t, vecs, Options{DenseIndex: "hnsw", Graph: retrieve.GraphOptions{ExactFactor: -1}}, []string{"EVPACK_REPLAY_HNSW=1"})
+	})
+}
+
+// denseReplay builds an index on disk with the dense leg configured by opts
+// and checks that a fresh process (GOMAXPROCS 1, env added) reopening it,
+// and a shuffled, batched ingest, give the same packs.
+func denseReplay(t *testing.T, vecs string, opts Options, env []string) {
+	ctx := context.Background()
 	dir := t.TempDir()
-	e, err := Open(dir, Options{Embedder: testEmbedder(t, vecs)})
+	opts.Embedder = testEmbedder(t, vecs)
+	e, err := Open(dir, opts)
 	require.NoError(t, err)
 	ingestCorpus(t, e)
 	want := packsFor(t, e)
@@ -101,7 +115,7 @@ func TestDenseReplayAcrossProcessesAndShuffles(t *testing.T) {
 
 	if !testing.Short() {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "EVPACK_REPLAY_DIR="+dir, "EVPACK_REPLAY_VECTORS="+vecs, "GOMAXPROCS=1")
+		cmd.Env = append(append(os.Environ(), "EVPACK_REPLAY_DIR="+dir, "EVPACK_REPLAY_VECTORS="+vecs, "GOMAXPROCS=1"), env...)
 		out, err := cmd.Output()
 		require.NoError(t, err, "%s", out)
 		got := map[string]string{}
@@ -115,7 +129,7 @@ func TestDenseReplayAcrossProcessesAndShuffles(t *testing.T) {
 	recs := corpusRecords(t)
 	rng := rand.New(rand.NewPCG(7, 7))
 	rng.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
-	s := memEngine(t, Options{Embedder: testEmbedder(t, vecs)})
+	s := memEngine(t, opts)
 	for i := 0; i < len(recs); i += 5 { // many small batches: SIF counts grow per batch
 		_, err := s.IngestRecords(ctx, recs[i:min(i+5, len(recs))])
 		require.NoError(t, err)
@@ -134,8 +148,16 @@ func TestNeverCitesTheFutureDense(t *testing.T) {
 		for _, r := range recs {
 			byID[r.Chunk.ID] = r.Chunk
 		}
-		for _, legs := range []string{"dense", "lexical,dense"} {
-			e := memEngine(t, Options{Embedder: emb, Legs: legs, Pool: 1 + rng.IntN(20)})
+		for _, o := range []Options{
+			{Legs: "dense"},
+			{Legs: "lexical,dense"},
+			// Always the graph walk (ExactFactor -1): eligibility must hold
+			// inside the walk too.
+			{Legs: "dense", DenseIndex: "hnsw", Graph: retrieve.GraphOptions{ExactFactor: -1}},
+			{Legs: "lexical,dense", DenseIndex: "hnsw"},
+		} {
+			o.Embedder, o.Pool = emb, 1+rng.IntN(20)
+			e := memEngine(t, o)
 			_, err := e.IngestRecords(ctx, recs)
 			require.NoError(t, err)
 			for q := 0; q < 40; q++ {
@@ -166,6 +188,76 @@ func TestDenseOptionsAndViews(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, p.Fingerprint.Get("dense"), "exact int8 scan, static sif")
 	require.Contains(t, p.Trace.Steps[0], "dense: exact scan of")
+}
+
+// TestHNSWDenseIndex: the graph path is chosen by the measured rule and
+// traced; on a corpus this small the walk finds what the exact scan finds, so
+// the citations are the golden ones and only the fingerprint and the trace's
+// dense line differ; packs replay; the options are validated.
+func TestHNSWDenseIndex(t *testing.T) {
+	ctx := context.Background()
+	vecs := testVectors(t)
+	emb := testEmbedder(t, vecs)
+	for _, tc := range []struct {
+		name, why string
+		opts      Options
+	}{
+		{"unknown-index", "only exact and hnsw exist", Options{Embedder: emb, DenseIndex: "ivf"}},
+		{"hnsw-without-embedder", "a graph needs vectors", Options{DenseIndex: "hnsw"}},
+		{"graph-options-without-hnsw", "settings that would do nothing are a mistake", Options{Embedder: emb, Graph: retrieve.GraphOptions{M: 8}}},
+		{"bad-graph-options", "M 1 cannot make a navigable graph", Options{Embedder: emb, DenseIndex: "hnsw", Graph: retrieve.GraphOptions{M: 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := OpenMemory(tc.opts)
+			require.ErrorIs(t, err, ErrBadOptions, tc.why)
+		})
+	}
+
+	exact := memEngine(t, Options{Embedder: emb})
+	ingestCorpus(t, exact)
+	walk := memEngine(t, Options{Embedder: emb, DenseIndex: "hnsw", Graph: retrieve.GraphOptions{ExactFactor: -1}})
+	ingestCorpus(t, walk)
+	scan := memEngine(t, Options{Embedder: emb, DenseIndex: "hnsw"})
+	ingestCorpus(t, scan)
+	reqs, err := loadRequests()
+	require.NoError(t, err)
+	for _, r := range reqs {
+		want, err := exact.Query(ctx, r.request())
+		require.NoError(t, err)
+		for _, tc := range []struct {
+			e    *Engine
+			step string
+		}{
+			{walk, "dense: hnsw walk, "},
+			{scan, "² < 2000 × "}, // a few dozen chunks: always below the threshold
+		} {
+			got, err := tc.e.Query(ctx, r.request())
+			require.NoError(t, err)
+			require.Equal(t, want.Citations, got.Citations, r.Name)
+			require.Contains(t, got.Fingerprint.Get("dense"), "hnsw m=16 ef_construction=128 ef_search=128 seed=1")
+			require.Contains(t, got.Fingerprint.Get("dense"), "(approximate;")
+			if len(got.Citations) > 0 {
+				require.Contains(t, strings.Join(got.Trace.Steps, "\n"), tc.step, r.Name)
+			}
+			again, err := tc.e.Query(ctx, r.request())
+			require.NoError(t, err)
+			require.Equal(t, got.Bytes(), again.Bytes())
+		}
+	}
+
+	_, err = exact.View(Options{DenseIndex: "hnsw"})
+	require.ErrorIs(t, err, ErrBadOptions, "a view cannot add a graph the index does not keep")
+	_, err = walk.View(Options{DenseIndex: "hnsw", Graph: retrieve.GraphOptions{M: 8, EfConstruction: 128, Seed: 1}})
+	require.ErrorIs(t, err, ErrBadOptions, "a view cannot change how the graph was built")
+	wide, err := walk.View(Options{DenseIndex: "hnsw", Graph: retrieve.GraphOptions{EfSearch: 256, ExactFactor: -1}})
+	require.NoError(t, err)
+	require.Equal(t, 256, wide.Options().Graph.EfSearch)
+	p, err := wide.Query(ctx, Request{Question: "retention period", AsOf: asof.MustDate("2026-02-01")})
+	require.NoError(t, err)
+	require.Contains(t, strings.Join(p.Trace.Steps, "\n"), "ef 256")
+	plain, err := walk.View(Options{})
+	require.NoError(t, err)
+	require.Equal(t, "exact", plain.Options().DenseIndex, "a view's options are its own")
 }
 
 // countingFree is a corpus-free embedder (as a model is) that counts the
@@ -229,4 +321,121 @@ func TestDenseIndexPersistsForCorpusFreeEmbedders(t *testing.T) {
 	_, err = Open(dir, Options{Embedder: &countingFree{Embedder: testEmbedder(t, vecs)}})
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.Contains(t, err.Error(), "checksum mismatch")
+}
+
+// TestGraphPersistsWithTheDenseIndex: with a corpus-free embedder the graph
+// is stored beside the vectors, each commit superseding the last; Open
+// loads it (a corrupted one fails the open); other build settings build a
+// new graph instead.
+func TestGraphPersistsWithTheDenseIndex(t *testing.T) {
+	vecs := testVectors(t)
+	dir := t.TempDir()
+	opts := func(g retrieve.GraphOptions) Options {
+		return Options{Embedder: &countingFree{Embedder: testEmbedder(t, vecs)}, DenseIndex: "hnsw", Graph: g}
+	}
+	walk := retrieve.GraphOptions{ExactFactor: -1}
+	e, err := Open(dir, opts(walk))
+	require.NoError(t, err)
+	ingestCorpus(t, e)
+	want := packsFor(t, e)
+	require.NoError(t, e.Close())
+	graphs, err := filepath.Glob(filepath.Join(dir, "graph-*.bin"))
+	require.NoError(t, err)
+	require.Len(t, graphs, 1, "a commit supersedes the previous generation's graph")
+	m, err := readManifest(dir)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Base(graphs[0]), m.Dense.Graph)
+	require.Equal(t, "m=16 ef_construction=128 seed=1", m.Dense.GraphBuild)
+
+	e2, err := Open(dir, opts(walk))
+	require.NoError(t, err)
+	require.Equal(t, want, packsFor(t, e2), "packs from the loaded graph")
+	require.NoError(t, e2.Close())
+
+	e3, err := Open(dir, opts(retrieve.GraphOptions{M: 8, ExactFactor: -1}))
+	require.NoError(t, err, "other build settings: built anew, not refused")
+	require.NoError(t, e3.Close())
+
+	raw, err := os.ReadFile(graphs[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(graphs[0], raw[:len(raw)-7], 0o644))
+	_, err = Open(dir, opts(walk))
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, err, retrieve.ErrGraphFormat)
+	require.Contains(t, err.Error(), graphs[0])
+}
+
+// wrongDims returns vectors one component short for texts containing word.
+type wrongDims struct {
+	retrieve.Embedder
+	word string
+}
+
+func (w wrongDims) Analyze(text string) []int32 {
+	f := w.Embedder.Analyze(text)
+	if strings.Contains(text, w.word) {
+		f = append(f, -1) // a marker Embed sees
+	}
+	return f
+}
+
+func (w wrongDims) Embed(ctx context.Context, f [][]int32, c *retrieve.Counts, query bool) ([][]int8, error) {
+	clean := make([][]int32, len(f))
+	for i, x := range f {
+		clean[i] = slices.DeleteFunc(slices.Clone(x), func(v int32) bool { return v < 0 })
+	}
+	vs, err := w.Embedder.Embed(ctx, clean, c, query)
+	for i, x := range f {
+		if slices.Contains(x, -1) && vs[i] != nil {
+			vs[i] = vs[i][1:]
+		}
+	}
+	return vs, err
+}
+
+// TestEmbedderOfWrongDimensions: a vector of the wrong size is an error
+// that names the chunk, at ingest (nothing committed) and at query time.
+func TestEmbedderOfWrongDimensions(t *testing.T) {
+	ctx := context.Background()
+	emb := wrongDims{Embedder: testEmbedder(t, testVectors(t)), word: "Penalties"}
+	e := memEngine(t, Options{Embedder: emb})
+	_, err := e.IngestRecords(ctx, corpusRecords(t))
+	require.ErrorIs(t, err, retrieve.ErrDims)
+	require.Contains(t, err.Error(), "chunk records-act/art-4@")
+	require.Zero(t, e.st.gen, "nothing committed")
+	q := wrongDims{Embedder: testEmbedder(t, testVectors(t)), word: "xyzzy"}
+	e2 := memEngine(t, Options{Embedder: q})
+	ingestCorpus(t, e2)
+	_, err = e2.Query(ctx, Request{Question: "xyzzy retention", AsOf: asof.MustDate("2026-02-01")})
+	require.ErrorIs(t, err, retrieve.ErrDims)
+}
+
+// TestChunkWithNoKnownWords: a chunk the embedder has no features for keeps
+// a row (without a vector) in the dense index, so a stored index and Check
+// agree with the store.
+func TestChunkWithNoKnownWords(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	emb := &countingFree{Embedder: testEmbedder(t, testVectors(t))}
+	e, err := Open(dir, Options{Embedder: emb, DenseIndex: "hnsw"})
+	require.NoError(t, err)
+	checked(t, e)
+	rec := corpusRecords(t)[0]
+	rec.Chunk.ID, rec.Chunk.Text = "qqq-1", "zzzqx vvvqy" // no word the vectors know
+	rec.Chunk.ContentHash = evidence.ContentHash(rec.Chunk.Text)
+	_, err = e.IngestRecords(ctx, append(corpusRecords(t), rec))
+	require.NoError(t, err)
+	require.NoError(t, e.Check())
+	require.NoError(t, e.Close())
+	e2, err := Open(dir, Options{Embedder: emb, DenseIndex: "hnsw"})
+	require.NoError(t, err, "the stored dense index covers every chunk")
+	more := rec
+	more.Chunk.ID = "qqq-2"
+	_, err = checked(t, e2).IngestRecords(ctx, []connectors.Record{more})
+	require.NoError(t, err)
+	require.NoError(t, e2.Check(), "a later commit keeps the row too")
+	require.NoError(t, e2.Close())
+	e3, err := Open(dir, Options{Embedder: emb, DenseIndex: "hnsw"})
+	require.NoError(t, err)
+	require.NoError(t, checked(t, e3).Check())
 }

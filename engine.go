@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,9 @@ type index struct {
 	dir string // "" for memory
 	lex *retrieve.Lexical
 	emb retrieve.Embedder // nil: no dense leg
+	// graph holds the HNSW build settings when the index keeps a graph over
+	// the dense vectors (Options.DenseIndex "hnsw" at Open); nil otherwise.
+	graph *retrieve.GraphOptions
 
 	ingestMu sync.Mutex   // one ingest at a time
 	mu       sync.RWMutex // guards st and closed; held for reading by queries
@@ -51,6 +55,19 @@ func (e *Engine) View(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("%w: a view cannot change the embedder", ErrBadOptions)
 	}
 	opts.Analyzer, opts.Embedder = e.lex.Analyzer(), e.emb
+	if opts.DenseIndex == "hnsw" {
+		if e.graph == nil {
+			return nil, fmt.Errorf("%w: a view cannot add an HNSW graph; open the index with DenseIndex \"hnsw\"", ErrBadOptions)
+		}
+		g := opts.Graph
+		if g.M == 0 && g.EfConstruction == 0 && g.Seed == 0 {
+			g.M, g.EfConstruction, g.Seed = e.graph.M, e.graph.EfConstruction, e.graph.Seed
+		}
+		if g.M != e.graph.M || g.EfConstruction != e.graph.EfConstruction || g.Seed != e.graph.Seed {
+			return nil, fmt.Errorf("%w: a view cannot change the graph's build settings (%s)", ErrBadOptions, e.graph)
+		}
+		opts.Graph = g
+	}
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -88,12 +105,12 @@ func Open(dir string, opts Options) (*Engine, error) {
 		lex.Close()
 		return nil, fmt.Errorf("evpack: open %s: recover: %w", dir, err)
 	}
-	st, err := loadState(dir, m, opts.Embedder)
-	if err != nil {
+	ix := &index{dir: dir, lex: lex, emb: opts.Embedder, graph: graphSettings(opts)}
+	if ix.st, err = loadState(dir, m, opts.Embedder, ix.graph); err != nil {
 		lex.Close()
 		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
 	}
-	return &Engine{index: &index{dir: dir, lex: lex, emb: opts.Embedder, st: st}, opts: opts}, nil
+	return &Engine{index: ix, opts: opts}, nil
 }
 
 // OpenMemory returns an engine whose index lives in memory only.
@@ -109,15 +126,42 @@ func OpenMemory(opts Options) (*Engine, error) {
 	opts.Analyzer = lex.Analyzer()
 	st := newState()
 	st.computeDigest()
+	ix := &index{lex: lex, emb: opts.Embedder, st: st, graph: graphSettings(opts)}
 	if opts.Embedder != nil {
 		dense, err := st.buildDense(context.Background(), opts.Embedder, nil, nil)
 		if err != nil {
 			lex.Close()
 			return nil, err
 		}
-		st.setDense(dense)
+		g, err := buildGraph(context.Background(), dense, ix.graph)
+		if err != nil {
+			lex.Close()
+			return nil, err
+		}
+		st.setDense(dense, g)
 	}
-	return &Engine{index: &index{lex: lex, emb: opts.Embedder, st: st}, opts: opts}, nil
+	return &Engine{index: ix, opts: opts}, nil
+}
+
+// graphSettings returns the graph build settings opts ask of a new index.
+func graphSettings(opts Options) *retrieve.GraphOptions {
+	if opts.DenseIndex != "hnsw" {
+		return nil
+	}
+	g := opts.Graph
+	return &g
+}
+
+// buildGraph builds the HNSW graph over d when the index keeps one.
+func buildGraph(ctx context.Context, d *retrieve.Dense, opts *retrieve.GraphOptions) (*retrieve.Graph, error) {
+	if opts == nil {
+		return nil, nil
+	}
+	g, err := retrieve.NewGraph(ctx, d, *opts)
+	if err != nil {
+		return nil, fmt.Errorf("evpack: build graph: %w", err)
+	}
+	return g, nil
 }
 
 // Options returns the engine's options with defaults filled in.
@@ -264,13 +308,17 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	// races with nothing.
 	var addFeats [][]int32
 	var dense *retrieve.Dense
+	var graph *retrieve.Graph
 	if e.emb != nil {
 		addFeats = make([][]int32, len(add))
 		for i, ch := range add {
-			addFeats[i] = e.emb.Analyze(ch.Text)
+			addFeats[i] = analyzeChunk(e.emb, ch.Text)
 		}
 		var err error
 		if dense, err = st.buildDense(ctx, e.emb, add, addFeats); err != nil {
+			return rep, err
+		}
+		if graph, err = buildGraph(ctx, dense, e.graph); err != nil {
 			return rep, err
 		}
 	}
@@ -312,16 +360,26 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 			if err := fsutil.WriteAtomic(filepath.Join(e.dir, m.Dense.File), dense.Encode()); err != nil {
 				return rollback(fmt.Errorf("evpack: ingest: %w", err))
 			}
+			if graph != nil { // and so is the graph over them
+				m.Dense.Graph, m.Dense.GraphBuild = fmt.Sprintf("graph-%08d.bin", gen), graphBuild(*e.graph)
+				if err := fsutil.WriteAtomic(filepath.Join(e.dir, m.Dense.Graph), graph.Encode()); err != nil {
+					return rollback(fmt.Errorf("evpack: ingest: %w", err))
+				}
+			}
 		}
 		if err := writeManifest(e.dir, m); err != nil {
 			return rollback(fmt.Errorf("evpack: ingest: %w", err))
 		}
-		if prev := st.denseFile; prev != "" && (m.Dense == nil || prev != m.Dense.File) {
-			os.Remove(filepath.Join(e.dir, prev)) // superseded; a leftover is harmless
+		// Files of the previous generation are superseded; a leftover (a
+		// crash right here) is harmless.
+		for _, prev := range st.denseFiles {
+			if m.Dense == nil || !slices.Contains(m.Dense.files(), prev) {
+				os.Remove(filepath.Join(e.dir, prev))
+			}
 		}
-		st.denseFile = ""
+		st.denseFiles = nil
 		if m.Dense != nil {
-			st.denseFile = m.Dense.File
+			st.denseFiles = m.Dense.files()
 		}
 	}
 	for i, ch := range add {
@@ -335,7 +393,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	st.batches = append(st.batches, batchName)
 	st.computeDigest()
 	if dense != nil {
-		st.setDense(dense)
+		st.setDense(dense, graph)
 	}
 	rep.Added = len(add)
 	rep.Generation = gen
@@ -453,19 +511,17 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 	}
 	if strings.Contains(e.opts.Legs, "dense") {
 		qs, err := e.emb.Embed(ctx, [][]int32{e.emb.Analyze(text)}, st.counts, true)
+		if err == nil {
+			err = retrieve.CheckVectors(qs, 1, e.emb.Dims())
+		}
 		if err != nil {
 			return nil, fmt.Errorf("evpack: embed question: %w", err)
 		}
-		q := qs[0]
-		hits, scanned, err := st.dense.Search(ctx, q, func(row int) bool { return elig.Admits(st.denseRows[row]) }, e.opts.Pool)
+		hits, step, err := e.denseSearch(ctx, st, st.dense.Project(qs[0]), elig, h.AsOf)
 		if err != nil {
 			return nil, err
 		}
-		if q == nil {
-			steps = append(steps, "dense: the question has no known words")
-		} else {
-			steps = append(steps, fmt.Sprintf("dense: exact scan of %d chunks eligible as of %s, kept %d", scanned, h.AsOf, len(hits)))
-		}
+		steps = append(steps, step)
 		ids := make([]string, len(hits))
 		for i, hit := range hits {
 			ids[i] = hit.ID
@@ -544,5 +600,48 @@ func (e *Engine) denseSetting() string {
 	if e.emb == nil || !strings.Contains(e.opts.Legs, "dense") {
 		return "off"
 	}
+	if e.opts.DenseIndex == "hnsw" {
+		return e.opts.Graph.String() + " (approximate; exact scan when eligible² < exact_factor × indexed), " + e.emb.Identity()
+	}
 	return "exact int8 scan, " + e.emb.Identity()
+}
+
+// denseSearch runs the dense leg for question vector q and returns its hits
+// and the trace line that says which path ran and why. The exact scan is the
+// default; with an HNSW graph, a request whose eligible set is small scans it
+// exactly (faster there, and exact), a larger one walks the graph, and a walk
+// that finds fewer hits than exist (a part of the graph it cannot reach
+// through eligible-poor regions) falls back to the exact scan.
+func (e *Engine) denseSearch(ctx context.Context, st *state, q []int8, elig retrieve.Eligibility, asOf asof.Date) ([]retrieve.DenseHit, string, error) {
+	admit := func(row int) bool { return elig.Admits(st.denseRows[row]) }
+	if q == nil {
+		return nil, "dense: the question has no known words", nil
+	}
+	exact := func(why string) ([]retrieve.DenseHit, string, error) {
+		hits, scanned, err := st.dense.Search(ctx, q, admit, e.opts.Pool)
+		if err != nil {
+			return nil, "", err
+		}
+		return hits, fmt.Sprintf("dense: exact scan of %d chunks eligible as of %s%s, kept %d", scanned, asOf, why, len(hits)), nil
+	}
+	if e.opts.DenseIndex != "hnsw" || st.graph == nil {
+		return exact("")
+	}
+	eligible, indexed := st.dense.Count(admit)
+	if e.opts.Graph.UseExact(eligible, indexed) {
+		return exact(fmt.Sprintf(" (%d² < %d × %d indexed)", eligible, e.opts.Graph.ExactFactor, indexed))
+	}
+	g, err := st.graph.WithEfSearch(e.opts.Graph.EfSearch)
+	if err != nil {
+		return nil, "", err
+	}
+	hits, gs, err := g.Search(ctx, q, admit, e.opts.Pool)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(hits) < min(e.opts.Pool, eligible) {
+		return exact(fmt.Sprintf(" (the hnsw walk found %d of %d)", len(hits), min(e.opts.Pool, eligible)))
+	}
+	return hits, fmt.Sprintf("dense: hnsw walk, %d of %d indexed chunks eligible as of %s (%d² >= %d × %d), ef %d, compared %d vectors, kept %d",
+		eligible, indexed, asOf, eligible, e.opts.Graph.ExactFactor, indexed, gs.Ef, gs.Visited, len(hits)), nil
 }

@@ -49,6 +49,9 @@ func replayHelper(dir string) error {
 		}
 		opts.Embedder = retrieve.NewSIF(tb)
 	}
+	if os.Getenv("EVPACK_REPLAY_HNSW") != "" { // the graph walk on every request
+		opts.DenseIndex, opts.Graph = "hnsw", retrieve.GraphOptions{ExactFactor: -1}
+	}
 	eng, err := Open(dir, opts)
 	if err != nil {
 		return err

@@ -40,6 +40,16 @@ type Options struct {
 	Legs string
 	// DenseWeight weighs the dense leg in fusion (0 means 1).
 	DenseWeight float64
+	// DenseIndex picks how the dense leg searches: "exact" (the default:
+	// every eligible vector scanned, exact and replayable) or "hnsw" (an HNSW
+	// graph, built when the index is opened and at every commit; faster on
+	// large corpora, approximate, and marked so in the pack fingerprint). The
+	// graph is deterministic, so its packs replay too.
+	DenseIndex string
+	// Graph configures the HNSW graph when DenseIndex is "hnsw" (zero fields
+	// take retrieve's defaults). Its build settings (M, EfConstruction,
+	// Seed) belong to the index; a view may change EfSearch and ExactFactor.
+	Graph retrieve.GraphOptions
 	// KeepEntityNames keeps a company's names in the ranking text when a
 	// request filters on EntityFilterKey (by default they are removed).
 	KeepEntityNames bool
@@ -81,6 +91,25 @@ func (o Options) withDefaults() (Options, error) {
 	default:
 		return o, fmt.Errorf("%w: legs %q (want lexical, dense or lexical,dense)", ErrBadOptions, o.Legs)
 	}
+	switch o.DenseIndex {
+	case "":
+		o.DenseIndex = "exact"
+		if o.Graph != (retrieve.GraphOptions{}) {
+			return o, fmt.Errorf("%w: graph options %s need DenseIndex \"hnsw\"", ErrBadOptions, o.Graph)
+		}
+	case "exact":
+	case "hnsw":
+		if o.Embedder == nil {
+			return o, fmt.Errorf("%w: DenseIndex \"hnsw\" needs an Embedder", ErrBadOptions)
+		}
+		g, err := o.Graph.WithDefaults()
+		if err != nil {
+			return o, fmt.Errorf("%w: %w", ErrBadOptions, err)
+		}
+		o.Graph = g
+	default:
+		return o, fmt.Errorf("%w: DenseIndex %q (want exact or hnsw)", ErrBadOptions, o.DenseIndex)
+	}
 	if o.Reranker == nil {
 		a, err := rerank.NewArithmetic(rerank.DefaultWeights)
 		if err != nil {
@@ -113,9 +142,13 @@ func (o Options) String() string {
 	if o.Embedder != nil {
 		emb = o.Embedder.Identity()
 	}
-	return fmt.Sprintf("k=%d pool=%d rrf_k=%d legs=%q lexical_weight=%s dense_weight=%s reranker=%q embedder=%q analyzer=%q keep_entity_names=%t",
+	dense := o.DenseIndex
+	if dense == "hnsw" {
+		dense = o.Graph.String()
+	}
+	return fmt.Sprintf("k=%d pool=%d rrf_k=%d legs=%q lexical_weight=%s dense_weight=%s dense_index=%q reranker=%q embedder=%q analyzer=%q keep_entity_names=%t",
 		o.K, o.Pool, o.RRFK, o.Legs, strconv.FormatFloat(o.LexicalWeight, 'g', -1, 64), strconv.FormatFloat(o.DenseWeight, 'g', -1, 64),
-		name, emb, o.Analyzer, o.KeepEntityNames)
+		dense, name, emb, o.Analyzer, o.KeepEntityNames)
 }
 
 // maxCandidates returns a reranker's candidate cap, or 0 for none.

@@ -53,6 +53,23 @@ type manifest struct {
 type denseRef struct {
 	File     string `json:"file"`
 	Embedder string `json:"embedder"`
+	// Graph is the HNSW graph over those vectors, when the index keeps one,
+	// and GraphBuild the settings it was built with (see graphBuild).
+	Graph      string `json:"graph,omitempty"`
+	GraphBuild string `json:"graph_build,omitempty"`
+}
+
+// files lists the files r names.
+func (r *denseRef) files() []string {
+	if r.Graph == "" {
+		return []string{r.File}
+	}
+	return []string{r.File, r.Graph}
+}
+
+// graphBuild names the settings that shape a graph's links.
+func graphBuild(o retrieve.GraphOptions) string {
+	return fmt.Sprintf("m=%d ef_construction=%d seed=%d", o.M, o.EfConstruction, o.Seed)
 }
 
 // corpusFree reports whether emb's vectors are independent of the corpus.
@@ -75,13 +92,14 @@ type state struct {
 	entities map[string][]string
 	// The dense leg, when the index has an embedder: features per chunk,
 	// corpus counts, and the vectors, rebuilt at every commit.
-	feats     map[string][]int32
-	counts    *retrieve.Counts
-	dense     *retrieve.Dense
-	denseRows []*evidence.Chunk // dense row -> chunk, for the eligibility check
-	denseFile string            // the stored dense index of this generation, if any
-	digest    string            // corpus digest over (chunk ID, content hash)
-	batches   []string
+	feats      map[string][]int32
+	counts     *retrieve.Counts
+	dense      *retrieve.Dense
+	graph      *retrieve.Graph   // over dense, when the index keeps one
+	denseRows  []*evidence.Chunk // dense row -> chunk, for the eligibility check
+	denseFiles []string          // the stored dense index (and graph) of this generation, if any
+	digest     string            // corpus digest over (chunk ID, content hash)
+	batches    []string
 }
 
 func newState() *state {
@@ -120,6 +138,16 @@ func (s *state) add(c *evidence.Chunk, tokens int, feats []int32) {
 	}
 }
 
+// analyzeChunk returns emb's features of a chunk's text, never nil: a chunk
+// with no features (no known words) still has a row in the dense index,
+// with no vector.
+func analyzeChunk(emb retrieve.Embedder, text string) []int32 {
+	if f := emb.Analyze(text); f != nil {
+		return f
+	}
+	return []int32{}
+}
+
 // buildDense embeds every chunk of s plus add (with features addFeats)
 // without changing s: SIF weights depend on corpus counts, so a commit
 // changes every vector, and rebuilding makes the vectors a function of the
@@ -153,16 +181,31 @@ func (s *state) buildDense(ctx context.Context, emb retrieve.Embedder, add []*ev
 	if err != nil {
 		return nil, fmt.Errorf("evpack: embed: %w", err)
 	}
+	if err := retrieve.CheckVectors(got, len(list), emb.Dims()); err != nil {
+		var at string
+		for k, v := range got {
+			if k < len(todo) && v != nil && len(v) != emb.Dims() {
+				at = " chunk " + ids[todo[k]] + ":"
+				break
+			}
+		}
+		return nil, fmt.Errorf("evpack: embed %s:%s %w", emb.Identity(), at, err)
+	}
 	for k, i := range todo {
 		vecs[i] = got[k]
 	}
-	return retrieve.NewDense(ids, vecs), nil
+	d := retrieve.NewDense(ids, vecs)
+	if r, ok := emb.(retrieve.ComponentRemover); ok && r.RemovesFirstComponent() && !corpusFree(emb) {
+		d = d.WithoutFirstComponent()
+	}
+	return d, nil
 }
 
-// setDense installs d and the chunks of its rows. The chunks must already be
-// in s (buildDense embeds exactly s's chunks plus those being committed).
-func (s *state) setDense(d *retrieve.Dense) {
-	s.dense = d
+// setDense installs d, its graph g (nil for none) and the chunks of its
+// rows. The chunks must already be in s (buildDense embeds exactly s's chunks
+// plus those being committed).
+func (s *state) setDense(d *retrieve.Dense, g *retrieve.Graph) {
+	s.dense, s.graph = d, g
 	s.denseRows = make([]*evidence.Chunk, d.Len())
 	for i := range s.denseRows {
 		s.denseRows[i] = s.chunks[d.ID(i)]
@@ -289,7 +332,7 @@ func readManifest(dir string) (*manifest, error) {
 	}
 	names := slices.Clone(m.Batches)
 	if m.Dense != nil {
-		names = append(names, m.Dense.File)
+		names = append(names, m.Dense.files()...)
 	}
 	for _, b := range names {
 		if b == "" || strings.ContainsAny(b, `/\`) || strings.HasPrefix(b, ".") {
@@ -308,16 +351,12 @@ func writeManifest(dir string, m *manifest) error {
 }
 
 // loadState rebuilds the in-memory state from the manifest's batch files.
-func loadState(dir string, m *manifest, emb retrieve.Embedder) (*state, error) {
-	var analyze func(string) []int32
-	if emb != nil {
-		analyze = emb.Analyze
-	}
+func loadState(dir string, m *manifest, emb retrieve.Embedder, graph *retrieve.GraphOptions) (*state, error) {
 	st := newState()
 	st.gen = m.Generation
 	st.batches = slices.Clone(m.Batches)
 	if m.Dense != nil {
-		st.denseFile = m.Dense.File
+		st.denseFiles = m.Dense.files()
 	}
 	for _, b := range m.Batches {
 		chunks, err := decodeBatch(filepath.Join(dir, chunksDir, b))
@@ -329,8 +368,8 @@ func loadState(dir string, m *manifest, emb retrieve.Embedder) (*state, error) {
 				return nil, fmt.Errorf("%w: %s: chunk %q stored twice", ErrCorrupt, b, c.ID)
 			}
 			var f []int32
-			if analyze != nil {
-				f = analyze(c.Text)
+			if emb != nil {
+				f = analyzeChunk(emb, c.Text)
 			}
 			st.add(c, 0, f)
 		}
@@ -357,13 +396,35 @@ func loadState(dir string, m *manifest, emb retrieve.Embedder) (*state, error) {
 		if !slices.Equal(d.IDs(), evidence.SortedKeys(st.chunks)) {
 			return nil, fmt.Errorf("%w: %s covers other chunks than the manifest's batches", ErrCorrupt, path)
 		}
-		st.setDense(d)
+		st.dense = d
+		if graph != nil && m.Dense.Graph != "" && m.Dense.GraphBuild == graphBuild(*graph) {
+			gpath := filepath.Join(dir, m.Dense.Graph)
+			raw, err := os.ReadFile(gpath)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			}
+			g, err := retrieve.DecodeGraph(gpath, raw, d, *graph)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+			}
+			st.setDense(d, g)
+			return st, nil
+		}
 	default: // no stored vectors, or another embedder's: embed again
 		dense, err := st.buildDense(context.Background(), emb, nil, nil)
 		if err != nil {
 			return nil, err
 		}
-		st.setDense(dense)
+		st.dense = dense
+	}
+	if emb != nil {
+		// No stored graph (or one built otherwise): the graph is a function
+		// of the vectors and its settings, so building it gives the same one.
+		g, err := buildGraph(context.Background(), st.dense, graph)
+		if err != nil {
+			return nil, err
+		}
+		st.setDense(st.dense, g)
 	}
 	return st, nil
 }

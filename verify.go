@@ -181,6 +181,14 @@ func (e *Engine) Check() error {
 	} else if n != uint64(len(st.chunks)) {
 		errs = append(errs, fmt.Errorf("lexical index holds %d documents, store %d chunks", n, len(st.chunks)))
 	}
+	if st.dense != nil && !slices.Equal(st.dense.IDs(), evidence.SortedKeys(st.chunks)) {
+		errs = append(errs, fmt.Errorf("dense index covers %d chunks, store holds %d", st.dense.Len(), len(st.chunks)))
+	}
+	if st.graph != nil {
+		if err := st.graph.Check(); err != nil {
+			errs = append(errs, fmt.Errorf("hnsw graph: %w", err))
+		}
+	}
 	digest := st.digest
 	cp := *st
 	cp.computeDigest()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/evpack/evpack/retrieve/vectors"
@@ -102,5 +103,34 @@ func TestDenseEncodeDecode(t *testing.T) {
 		if _, err := DecodeDense(name, b); !errors.Is(err, ErrDenseFormat) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestWithoutFirstComponent: four vectors sharing a strong x direction and
+// spread symmetrically in y and z: the first component is x exactly, and
+// removing it leaves the spread, hand-computed.
+func TestWithoutFirstComponent(t *testing.T) {
+	unit := func(x, y, z int64) []int8 { return normalize([]int64{x, y, z}) }
+	d := NewDense([]string{"a", "b", "c", "d"}, [][]int8{unit(100, 50, 0), unit(100, -50, 0), unit(100, 0, 50), unit(100, 0, -50)})
+	r := d.WithoutFirstComponent()
+	if want := []int64{componentScale, 0, 0}; !slices.Equal(r.pc, want) {
+		t.Fatalf("component %v, want %v", r.pc, want)
+	}
+	for i, want := range [][]int8{{0, 127, 0}, {0, -127, 0}, {0, 0, 127}, {0, 0, -127}} {
+		if got, _ := r.Vector(r.ID(i)); !slices.Equal(got, want) {
+			t.Fatalf("%s: %v, want %v", r.ID(i), got, want)
+		}
+	}
+	if got := r.Project(unit(90, 90, 0)); !slices.Equal(got, []int8{0, 127, 0}) {
+		t.Fatalf("question (1,1,0): %v, want [0 127 0]", got)
+	}
+	if got := r.Project(unit(1, 0, 0)); got != nil {
+		t.Fatalf("a question along the removed component has nothing left: %v", got)
+	}
+	if got := d.Project(unit(1, 2, 3)); !slices.Equal(got, unit(1, 2, 3)) {
+		t.Fatal("an index without a removed component changes questions")
+	}
+	if got := r.Project([]int8{1, 2}); got != nil {
+		t.Fatalf("a question of the wrong dimension: %v, want nil", got)
 	}
 }

@@ -2,7 +2,10 @@
 // the dense leg (HNSW and exact scan) joins it behind the same [Eligibility]
 // contract.
 //
-// Entry points: [OpenLexical], [Lexical.Search], [Eligibility].
+// Entry points: [OpenLexical], [Lexical.Search], [Eligibility]; for the
+// dense leg [NewSIF], [NewHTTPEmbedder] (and package bert's ONNX embedder),
+// [NewDense] and [Dense.Search] (the exact scan), [NewGraph] and
+// [Graph.Search] (HNSW).
 //
 // Invariant: a leg only ever ranks eligible chunks. The as-of, tenant,
 // metadata and generation restrictions are clauses of the index query itself,

@@ -90,7 +90,7 @@ func cmdEvalObliQA(ctx context.Context, args []string, stdout, stderr io.Writer)
 	rr := fs.String("reranker", "arithmetic", "arithmetic or none")
 	asJSON := fs.Bool("json", false, "print one JSON object on the last line")
 	perQ := fs.String("per-question", "", "write per-question results as JSONL to this file")
-	embedder, legs := embedderFlags(fs)
+	dense := denseFlags(fs)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
@@ -98,16 +98,17 @@ func cmdEvalObliQA(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	emb, err := embedder()
+	opts, err := dense()
 	if err != nil {
 		return err
 	}
+	opts.Pool, opts.Reranker = *pool, r
 	o, err := loadObliQA(*docs, *questions)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "indexing %d passages\n", len(o.Passages))
-	eng, err := obliqa.Build(ctx, o, evpack.Options{Pool: *pool, Reranker: r, Embedder: emb, Legs: *legs})
+	eng, err := obliqa.Build(ctx, o, opts)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/evpack/evpack/connectors/edgar"
 	"github.com/evpack/evpack/connectors/files"
 	"github.com/evpack/evpack/connectors/fred"
-	"github.com/evpack/evpack/retrieve"
 )
 
 func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -24,6 +23,7 @@ func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	dir := fs.String("index", "", "index directory (created if absent)")
 	conn := fs.String("connector", "", "jsonl, statute, edgar, fred or files")
 	retrievedAt := fs.String("retrieved-at", "", "retrieval time stamped on edgar and fred chunks (RFC 3339; default now)")
+	dense := denseFlags(fs)
 	paths, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -57,7 +57,11 @@ func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	default:
 		return usageErr("--connector %q: want jsonl, statute, edgar, fred or files", *conn)
 	}
-	eng, err := evpack.Open(*dir, evpack.Options{})
+	opts, err := dense()
+	if err != nil {
+		return err
+	}
+	eng, err := evpack.Open(*dir, opts)
 	if err != nil {
 		return err
 	}
@@ -94,7 +98,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	format := fs.String("format", "text", "json (the canonical bytes) or text")
 	var filters multiFlag
 	fs.Var(&filters, "filter", "KEY=VALUE metadata restriction (repeatable)")
-	embedder, legs := embedderFlags(fs)
+	dense := denseFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -120,7 +124,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *format != "json" && *format != "text" {
 		return usageErr("--format %q: want json or text", *format)
 	}
-	eng, err := openExisting(*dir, embedder, *legs)
+	eng, err := openExisting(*dir, dense)
 	if err != nil {
 		return err
 	}
@@ -140,7 +144,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify", stderr)
 	dir := fs.String("index", "", "index directory")
-	embedder, legs := embedderFlags(fs)
+	dense := denseFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -152,7 +156,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	eng, err := openExisting(*dir, embedder, *legs)
+	eng, err := openExisting(*dir, dense)
 	if err != nil {
 		return err
 	}
@@ -172,15 +176,15 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return &exitError{code: 1, err: fmt.Errorf("pack %s does not verify: %d problems", pos[0], len(rep.Problems))}
 }
 
-// openExisting opens an index that must already exist, with the embedder
-// and legs the flags name.
-func openExisting(dir string, embedder func() (retrieve.Embedder, error), legs string) (*evpack.Engine, error) {
+// openExisting opens an index that must already exist, with the options
+// the dense flags name.
+func openExisting(dir string, dense func() (evpack.Options, error)) (*evpack.Engine, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("--index %s: %w", dir, err)
 	}
-	emb, err := embedder()
+	opts, err := dense()
 	if err != nil {
 		return nil, err
 	}
-	return evpack.Open(dir, evpack.Options{Embedder: emb, Legs: legs})
+	return evpack.Open(dir, opts)
 }

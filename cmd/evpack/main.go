@@ -38,8 +38,8 @@ const usage = `usage:
   evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
   evpack vectors import --format wink-json IN OUT [--max-words N]
 
-query, verify and eval take --embedder static:PATH|onnx:MODEL_DIR|http://HOST (with --embedder-model, --embedder-dims)
-and --legs lexical|dense|lexical,dense;
+ingest, query, verify and eval take --embedder static:PATH|onnx:MODEL_DIR|http://HOST (with --embedder-model,
+--embedder-dims), --legs lexical|dense|lexical,dense and --dense-index exact|hnsw (with --ef-search N);
 eval obliqa takes --reranker arithmetic|none|cross-encoder:MODEL_DIR. ONNX models need EVPACK_ORT_LIB.
 `
 

