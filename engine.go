@@ -627,8 +627,10 @@ func (e *Engine) denseSearch(ctx context.Context, st *state, q []int8, elig retr
 	if e.opts.DenseIndex != "hnsw" || st.graph == nil {
 		return exact("")
 	}
-	eligible, indexed := st.dense.Count(admit)
-	if e.opts.Graph.UseExact(eligible, indexed) {
+	// Count eligible rows only as far as the threshold: past it the walk is
+	// decided, and a full count would cost more than the walk at scale.
+	indexed, below := st.dense.Indexed(), e.opts.Graph.ExactBelow(st.dense.Indexed())
+	if eligible := st.dense.CountUpTo(admit, below); eligible < below {
 		return exact(fmt.Sprintf(" (%d² < %d × %d indexed)", eligible, e.opts.Graph.ExactFactor, indexed))
 	}
 	g, err := st.graph.WithEfSearch(e.opts.Graph.EfSearch)
@@ -639,9 +641,11 @@ func (e *Engine) denseSearch(ctx context.Context, st *state, q []int8, elig retr
 	if err != nil {
 		return nil, "", err
 	}
-	if len(hits) < min(e.opts.Pool, eligible) {
-		return exact(fmt.Sprintf(" (the hnsw walk found %d of %d)", len(hits), min(e.opts.Pool, eligible)))
+	if len(hits) < e.opts.Pool {
+		if exist := st.dense.CountUpTo(admit, e.opts.Pool); len(hits) < exist {
+			return exact(fmt.Sprintf(" (the hnsw walk found %d of %d)", len(hits), exist))
+		}
 	}
-	return hits, fmt.Sprintf("dense: hnsw walk, %d of %d indexed chunks eligible as of %s (%d² >= %d × %d), ef %d, compared %d vectors, kept %d",
-		eligible, indexed, asOf, eligible, e.opts.Graph.ExactFactor, indexed, gs.Ef, gs.Visited, len(hits)), nil
+	return hits, fmt.Sprintf("dense: hnsw walk, at least %d of %d indexed chunks eligible as of %s (%d² >= %d × %d), ef %d, compared %d vectors, kept %d",
+		below, indexed, asOf, below, e.opts.Graph.ExactFactor, indexed, gs.Ef, gs.Visited, len(hits)), nil
 }

@@ -319,6 +319,8 @@ type Dense struct {
 	ids   []string // ascending
 	vecs  [][]int8 // nil where a chunk has no vector
 	norm2 []int64
+	// indexed counts the rows with a vector.
+	indexed int
 	// pc is the component removed from every vector (scaled to norm
 	// componentScale), which Project removes from questions; nil for none.
 	pc []int64
@@ -391,6 +393,9 @@ func (d *Dense) WithoutFirstComponent() *Dense {
 	for i, v := range d.vecs {
 		out.vecs[i] = removeComponent(v, u)
 		out.norm2[i] = Dot(out.vecs[i], out.vecs[i])
+		if out.vecs[i] != nil {
+			out.indexed++
+		}
 	}
 	return out
 }
@@ -433,6 +438,9 @@ func NewDense(ids []string, vecs [][]int8) *Dense {
 	d := &Dense{ids: make([]string, len(ids)), vecs: make([][]int8, len(ids)), norm2: make([]int64, len(ids))}
 	for k, i := range order {
 		d.ids[k], d.vecs[k], d.norm2[k] = ids[i], vecs[i], Dot(vecs[i], vecs[i])
+		if vecs[i] != nil {
+			d.indexed++
+		}
 	}
 	return d
 }
@@ -604,19 +612,24 @@ func DecodeDense(path string, raw []byte) (*Dense, error) {
 	return NewDense(ids, vecs), nil
 }
 
-// Count returns how many rows with a vector admit accepts, and how many rows
-// have a vector.
-func (d *Dense) Count(admit func(row int) bool) (eligible, indexed int) {
+// CountUpTo counts the rows with a vector that admit accepts, in row order,
+// stopping once it reaches limit: enough to decide a threshold without a
+// pass over every row.
+func (d *Dense) CountUpTo(admit func(row int) bool, limit int) int {
+	n := 0
 	for i, v := range d.vecs {
-		if v != nil {
-			indexed++
-			if admit(i) {
-				eligible++
-			}
+		if n >= limit {
+			break
+		}
+		if v != nil && admit(i) {
+			n++
 		}
 	}
-	return eligible, indexed
+	return n
 }
+
+// Indexed returns the number of rows that have a vector.
+func (d *Dense) Indexed() int { return d.indexed }
 
 // ID returns the chunk ID of a row; rows are in ascending ID order.
 func (d *Dense) ID(row int) string { return d.ids[row] }

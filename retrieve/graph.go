@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -29,7 +30,7 @@ type GraphOptions struct {
 	Seed uint64
 	// ExactFactor sets when a query scans its eligible chunks exactly
 	// instead of walking the graph: when eligible² < ExactFactor × indexed
-	// (see UseExact); -1 means never.
+	// (see ExactBelow); -1 means never.
 	ExactFactor int
 }
 
@@ -83,13 +84,25 @@ func (o GraphOptions) String() string {
 	return fmt.Sprintf("hnsw m=%d ef_construction=%d ef_search=%d seed=%d exact_factor=%d", o.M, o.EfConstruction, o.EfSearch, o.Seed, o.ExactFactor)
 }
 
-// UseExact reports whether a query with eligible of the indexed chunks
-// eligible should scan them exactly rather than walk the graph. The filtered
-// walk costs about ef/share vector comparisons and the scan share×indexed, so
-// they cross where eligible² is a constant times indexed; the constant is
-// measured (docs/benchmarks.md, "HNSW").
-func (o GraphOptions) UseExact(eligible, indexed int) bool {
-	return o.ExactFactor != -1 && int64(eligible)*int64(eligible) < int64(o.ExactFactor)*int64(indexed)
+// ExactBelow returns the eligible count below which a query over indexed
+// vectors should scan them exactly rather than walk the graph: the least E
+// with E² >= ExactFactor × indexed, or 0 when ExactFactor is -1 (never). The
+// filtered walk costs about ef/share vector comparisons and the scan
+// share×indexed, so they cross where eligible² is a constant times indexed;
+// the constant is measured (docs/benchmarks.md, "HNSW").
+func (o GraphOptions) ExactBelow(indexed int) int {
+	if o.ExactFactor == -1 {
+		return 0
+	}
+	p := int64(o.ExactFactor) * int64(indexed)
+	e := int64(math.Sqrt(float64(p)))
+	for e*e < p {
+		e++
+	}
+	for e > 0 && (e-1)*(e-1) >= p {
+		e--
+	}
+	return int(e)
 }
 
 // Graph is an HNSW index (Malkov and Yashunin, 2018) over the vectors of a

@@ -352,3 +352,23 @@ func TestGraphConcurrentSearch(t *testing.T) {
 		}
 	}
 }
+
+func TestExactBelow(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		factor, n, e int
+	}{
+		{"perfect-square", 2000, 20, 200}, // 200² = 2000×20 exactly: not below
+		{"just-above", 2000, 21, 205},     // 204² = 41616 < 42000 <= 205² = 42025
+		{"obliqa", 2000, 13012, 5102},     // 5101² = 26020201 < 26024000 <= 5102²
+		{"million", 2000, 1_000_000, 44722},
+		{"never", -1, 1_000_000, 0},
+		{"empty", 2000, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := (GraphOptions{ExactFactor: tc.factor}).ExactBelow(tc.n); got != tc.e {
+				t.Fatalf("ExactBelow(%d) with factor %d = %d, want %d", tc.n, tc.factor, got, tc.e)
+			}
+		})
+	}
+}
