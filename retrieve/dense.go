@@ -11,6 +11,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/zeebo/blake3"
@@ -321,6 +322,9 @@ type Dense struct {
 	norm2 []int64
 	// indexed counts the rows with a vector.
 	indexed int
+	// sum is the checksum of the stored form, computed at most once.
+	sumOnce sync.Once
+	sum     [32]byte
 	// pc is the component removed from every vector (scaled to norm
 	// componentScale), which Project removes from questions; nil for none.
 	pc []int64
@@ -515,16 +519,20 @@ const denseMagic = "EVPDNS1\n"
 // Sum is the checksum of the index's stored form: it names the vectors (a
 // stored graph records the Sum of the index it was built over).
 func (d *Dense) Sum() [32]byte {
-	raw := d.Encode()
-	var s [32]byte
-	copy(s[:], raw[len(raw)-32:])
-	return s
+	d.sumOnce.Do(func() { _, d.sum = d.encode() })
+	return d.sum
 }
 
 // Encode writes the index in its stored form: magic, dims, count, then per
 // chunk (ID length, ID, has-vector flag, int8 components), then a BLAKE3-256
 // checksum of all of it.
 func (d *Dense) Encode() []byte {
+	raw, sum := d.encode()
+	d.sumOnce.Do(func() { d.sum = sum }) // the index is immutable: one sum
+	return raw
+}
+
+func (d *Dense) encode() ([]byte, [32]byte) {
 	dims := 0
 	for _, v := range d.vecs {
 		if v != nil {
@@ -550,7 +558,7 @@ func (d *Dense) Encode() []byte {
 	}
 	sum := blake3.Sum256(b.Bytes())
 	b.Write(sum[:])
-	return b.Bytes()
+	return b.Bytes(), sum
 }
 
 // ErrDenseFormat reports a stored dense index that is truncated, corrupted
@@ -609,7 +617,9 @@ func DecodeDense(path string, raw []byte) (*Dense, error) {
 	if r.Len() != 0 {
 		return nil, bad("%d bytes after the last entry", r.Len())
 	}
-	return NewDense(ids, vecs), nil
+	d := NewDense(ids, vecs)
+	d.sumOnce.Do(func() { copy(d.sum[:], sum) }) // checked above: no need to encode again
+	return d, nil
 }
 
 // CountUpTo counts the rows with a vector that admit accepts, in row order,
