@@ -512,7 +512,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 	if strings.Contains(e.opts.Legs, "dense") {
 		qs, err := e.emb.Embed(ctx, [][]int32{e.emb.Analyze(text)}, st.counts, true)
 		if err == nil {
-			err = retrieve.CheckVectors(qs, 1, e.emb.Dims())
+			err = retrieve.CheckVectors(qs, 1, e.emb.Dims(), func(int) string { return "question" })
 		}
 		if err != nil {
 			return nil, fmt.Errorf("evpack: embed question: %w", err)

@@ -181,15 +181,8 @@ func (s *state) buildDense(ctx context.Context, emb retrieve.Embedder, add []*ev
 	if err != nil {
 		return nil, fmt.Errorf("evpack: embed: %w", err)
 	}
-	if err := retrieve.CheckVectors(got, len(list), emb.Dims()); err != nil {
-		var at string
-		for k, v := range got {
-			if k < len(todo) && v != nil && len(v) != emb.Dims() {
-				at = " chunk " + ids[todo[k]] + ":"
-				break
-			}
-		}
-		return nil, fmt.Errorf("evpack: embed %s:%s %w", emb.Identity(), at, err)
+	if err := retrieve.CheckVectors(got, len(list), emb.Dims(), func(k int) string { return "chunk " + ids[todo[k]] }); err != nil {
+		return nil, fmt.Errorf("evpack: embed %s: %w", emb.Identity(), err)
 	}
 	for k, i := range todo {
 		vecs[i] = got[k]

@@ -14,10 +14,9 @@ import (
 	"sync"
 	"unicode"
 
-	"github.com/zeebo/blake3"
-
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/fsutil"
 	"github.com/evpack/evpack/retrieve/vectors"
 )
 
@@ -217,14 +216,14 @@ func scaleTo(acc []int64, scale float64) []int64 {
 var ErrDims = errors.New("retrieve: dimension mismatch")
 
 // CheckVectors checks what an embedder returned for n inputs: n vectors,
-// each nil or of dims components. The error names the input.
-func CheckVectors(vecs [][]int8, n, dims int) error {
+// each nil or of dims components. The error names the input by name(i).
+func CheckVectors(vecs [][]int8, n, dims int, name func(i int) string) error {
 	if len(vecs) != n {
 		return fmt.Errorf("%w: %d vectors for %d inputs", ErrDims, len(vecs), n)
 	}
 	for i, v := range vecs {
 		if v != nil && len(v) != dims {
-			return fmt.Errorf("%w: input %d: %d dimensions, the embedder says %d", ErrDims, i, len(v), dims)
+			return fmt.Errorf("%s: %w: %d dimensions, the embedder says %d", name(i), ErrDims, len(v), dims)
 		}
 	}
 	return nil
@@ -556,9 +555,8 @@ func (d *Dense) encode() ([]byte, [32]byte) {
 			b.WriteByte(byte(x))
 		}
 	}
-	sum := blake3.Sum256(b.Bytes())
-	b.Write(sum[:])
-	return b.Bytes(), sum
+	raw := fsutil.Seal(b.Bytes())
+	return raw, [32]byte(raw[len(raw)-32:])
 }
 
 // ErrDenseFormat reports a stored dense index that is truncated, corrupted
@@ -570,18 +568,15 @@ func DecodeDense(path string, raw []byte) (*Dense, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrDenseFormat, path, fmt.Sprintf(format, args...))
 	}
-	if len(raw) < len(denseMagic)+8+32 || string(raw[:len(denseMagic)]) != denseMagic {
-		return nil, bad("not an evpack dense index")
+	payload, err := fsutil.Unseal(raw, denseMagic, 8)
+	if err != nil {
+		return nil, bad("evpack dense index: %v", err)
 	}
-	body, sum := raw[:len(raw)-32], raw[len(raw)-32:]
-	if want := blake3.Sum256(body); !bytes.Equal(want[:], sum) {
-		return nil, bad("checksum mismatch (truncated or corrupted)")
-	}
-	r := bytes.NewReader(body[len(denseMagic):])
+	r := bytes.NewReader(payload)
 	var dims, count uint32
 	binary.Read(r, binary.LittleEndian, &dims)
 	binary.Read(r, binary.LittleEndian, &count)
-	if uint64(count) > uint64(len(body)) {
+	if uint64(count) > uint64(len(payload)) {
 		return nil, bad("%d entries do not fit", count)
 	}
 	ids := make([]string, count)
@@ -618,7 +613,7 @@ func DecodeDense(path string, raw []byte) (*Dense, error) {
 		return nil, bad("%d bytes after the last entry", r.Len())
 	}
 	d := NewDense(ids, vecs)
-	d.sumOnce.Do(func() { copy(d.sum[:], sum) }) // checked above: no need to encode again
+	d.sumOnce.Do(func() { d.sum = [32]byte(raw[len(raw)-32:]) }) // checked above: no need to encode again
 	return d, nil
 }
 

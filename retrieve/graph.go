@@ -12,7 +12,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/zeebo/blake3"
+	"github.com/evpack/evpack/internal/fsutil"
 )
 
 // GraphOptions configure the HNSW graph. The zero value means the defaults;
@@ -205,12 +205,7 @@ func NewGraph(ctx context.Context, d *Dense, opts GraphOptions) (*Graph, error) 
 // free slot, or in place of that neighbour's farthest link whose target has
 // another inbound link. Orphans are taken in row order.
 func (g *Graph) adoptOrphans() {
-	in := make([]int32, len(g.level))
-	for r := range g.level {
-		for _, x := range g.links(int32(r), 0) {
-			in[x]++
-		}
-	}
+	in := g.inDegree0()
 	for r := range g.level {
 		o := int32(r)
 		if g.level[r] < 0 || in[o] > 0 || o == g.entry {
@@ -247,6 +242,17 @@ func (g *Graph) adoptOrphans() {
 			}
 		}
 	}
+}
+
+// inDegree0 counts the layer-0 links into each row. Links must be in range.
+func (g *Graph) inDegree0() []int32 {
+	in := make([]int32, len(g.level))
+	for r := range g.level {
+		for _, x := range g.links(int32(r), 0) {
+			in[x]++
+		}
+	}
+	return in
 }
 
 // WithEfSearch returns a graph that shares g's links and searches with beam
@@ -604,9 +610,7 @@ func (g *Graph) Encode() []byte {
 			binary.Write(&b, le, ls)
 		}
 	}
-	check := blake3.Sum256(b.Bytes())
-	b.Write(check[:])
-	return b.Bytes()
+	return fsutil.Seal(b.Bytes())
 }
 
 // DecodeGraph reads a stored graph over d with search settings from opts
@@ -619,14 +623,11 @@ func DecodeGraph(path string, raw []byte, d *Dense, opts GraphOptions) (*Graph, 
 	if err != nil {
 		return nil, err
 	}
-	if len(raw) < len(graphMagic)+32 || string(raw[:len(graphMagic)]) != graphMagic {
-		return nil, bad("not an evpack graph")
+	payload, err := fsutil.Unseal(raw, graphMagic, 0)
+	if err != nil {
+		return nil, bad("evpack graph: %v", err)
 	}
-	body, sum := raw[:len(raw)-32], raw[len(raw)-32:]
-	if want := blake3.Sum256(body); !bytes.Equal(want[:], sum) {
-		return nil, bad("checksum mismatch (truncated or corrupted)")
-	}
-	r := bytes.NewReader(body[len(graphMagic):])
+	r := bytes.NewReader(payload)
 	le := binary.LittleEndian
 	var m, efc, n, maxLevel uint32
 	var seed uint64
@@ -671,11 +672,6 @@ func DecodeGraph(path string, raw []byte, d *Dense, opts GraphOptions) (*Graph, 
 			if err := binary.Read(r, le, ls); err != nil {
 				return nil, bad("row %d layer %d: %v", row, l, err)
 			}
-			for _, x := range ls {
-				if x < 0 || x >= int32(n) || x == int32(row) {
-					return nil, bad("row %d layer %d: link to %d", row, l, x)
-				}
-			}
 			if l > 0 {
 				g.upper = append(g.upper, ls)
 			}
@@ -685,7 +681,7 @@ func DecodeGraph(path string, raw []byte, d *Dense, opts GraphOptions) (*Graph, 
 	if r.Len() != 0 {
 		return nil, bad("%d bytes after the last row", r.Len())
 	}
-	if err := g.Check(); err != nil {
+	if err := g.Check(); err != nil { // links, levels, entry, reach
 		return nil, fmt.Errorf("%w: %s: %w", ErrGraphFormat, path, err)
 	}
 	return g, nil
@@ -696,7 +692,6 @@ func DecodeGraph(path string, raw []byte, d *Dense, opts GraphOptions) (*Graph, 
 // the entry point on the top level; and an inbound layer-0 link for every
 // node but the entry, so that a walk can reach it.
 func (g *Graph) Check() error {
-	in := make([]int32, len(g.level))
 	for row, lvl := range g.level {
 		if (lvl >= 0) != (g.d.vecs[row] != nil) || int(lvl) > g.maxLevel {
 			return fmt.Errorf("row %d (%s): level %d", row, g.d.ids[row], lvl)
@@ -710,15 +705,13 @@ func (g *Graph) Check() error {
 				if x < 0 || int(x) >= len(g.level) || x == int32(row) || int(g.level[x]) < l {
 					return fmt.Errorf("row %d layer %d: link to %d, not a node of that layer", row, l, x)
 				}
-				if l == 0 {
-					in[x]++
-				}
 			}
 		}
 	}
 	if (g.entry < 0) != (g.nodes() == 0) || g.entry >= 0 && int(g.level[g.entry]) != g.maxLevel {
 		return fmt.Errorf("entry %d does not top the graph", g.entry)
 	}
+	in := g.inDegree0() // links are in range now
 	for row, lvl := range g.level {
 		if lvl >= 0 && in[row] == 0 && int32(row) != g.entry {
 			return fmt.Errorf("row %d (%s): no inbound link, unreachable", row, g.d.ids[row])

@@ -1,5 +1,7 @@
-// Package fsutil writes files so that a crash leaves the old version or the
-// new one, never a torn file: every stored format of evpack goes through it.
+// Package fsutil writes and checks evpack's stored files: a crash leaves the
+// old version or the new one, never a torn file (WriteAtomic), and a file
+// that was truncated or corrupted anyway is refused before it is read (Seal,
+// Unseal). Every stored format of evpack goes through it.
 package fsutil
 
 import (

@@ -105,9 +105,7 @@ func Write(path string, words []string, vecs [][]float64) error {
 			b.WriteByte(byte(x))
 		}
 	}
-	sum := blake3.Sum256(b.Bytes())
-	b.Write(sum[:])
-	return fsutil.WriteAtomic(path, b.Bytes())
+	return fsutil.WriteAtomic(path, fsutil.Seal(b.Bytes()))
 }
 
 // Load reads and verifies a vectors file.
@@ -124,19 +122,16 @@ func Parse(path string, raw []byte) (*Table, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrFormat, path, fmt.Sprintf(format, args...))
 	}
-	if len(raw) < len(magic)+8+32 || string(raw[:len(magic)]) != magic {
-		return nil, bad("not an %s file", FormatVersion)
+	payload, err := fsutil.Unseal(raw, magic, 8)
+	if err != nil {
+		return nil, bad("%s: %v", FormatVersion, err)
 	}
-	body, sum := raw[:len(raw)-32], raw[len(raw)-32:]
-	if want := blake3.Sum256(body); !bytes.Equal(want[:], sum) {
-		return nil, bad("checksum mismatch (truncated or corrupted)")
-	}
-	r := bytes.NewReader(body[len(magic):])
+	r := bytes.NewReader(payload)
 	var dims, count uint32
 	binary.Read(r, binary.LittleEndian, &dims)
 	binary.Read(r, binary.LittleEndian, &count)
-	if dims == 0 || dims > 4096 || count == 0 || uint64(count)*uint64(dims+4) > uint64(len(body)) {
-		return nil, bad("%d words of %d dimensions do not fit in %d bytes", count, dims, len(body))
+	if dims == 0 || dims > 4096 || count == 0 || uint64(count)*uint64(dims+4) > uint64(len(payload)) {
+		return nil, bad("%d words of %d dimensions do not fit in %d bytes", count, dims, len(payload))
 	}
 	t := &Table{Dims: int(dims), Words: make([]string, count), Scales: make([]float32, count),
 		Data: make([]int8, int(count)*int(dims)), index: make(map[string]int, count)}
