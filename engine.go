@@ -4,18 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/fuse"
-	"github.com/evpack/evpack/internal/fsutil"
+	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
 )
@@ -30,17 +29,24 @@ type Engine struct {
 
 // index is what views of one index share.
 type index struct {
-	dir string // "" for memory
-	lex *retrieve.Lexical
+	dir   string       // "" for memory
+	store *storage.Dir // nil for memory
+	lex   *retrieve.Lexical
 	emb retrieve.Embedder // nil: no dense leg
 	// graph holds the HNSW build settings when the index keeps a graph over
 	// the dense vectors (Options.DenseIndex "hnsw" at Open); nil otherwise.
 	graph *retrieve.GraphOptions
 
-	ingestMu sync.Mutex   // one ingest at a time
-	mu       sync.RWMutex // guards st and closed; held for reading by queries
-	st       *state
-	closed   bool
+	ingestMu sync.Mutex // one ingest at a time
+	// mu guards st, closed and broken. A query holds it for reading only
+	// while it searches the lexical index (whose statistics must be those
+	// of st); a commit holds it for writing only while it applies its batch
+	// to the lexical index, publishes the manifest and swaps st. No model or
+	// cache call ever runs under it.
+	mu     sync.RWMutex
+	st     *state
+	closed bool
+	broken error // why the engine refuses work (see ErrBroken)
 }
 
 // View returns an engine over the same index with other query options (K,
@@ -75,42 +81,73 @@ func (e *Engine) View(opts Options) (*Engine, error) {
 	return &Engine{index: e.index, opts: opts}, nil
 }
 
-// Open opens (or creates) the on-disk index in dir. A batch that reached the
-// lexical index but was never committed (a crash mid-ingest) is rolled back.
+// Open opens the on-disk index in dir, creating it when dir is missing or
+// empty. It takes the index's lock first (see Options.LockWait and
+// ErrLocked), then reads and checks the manifest and every batch file it
+// names. A commit that a crash interrupted is rolled back, or finished, as
+// its record says; nothing else is ever deleted: a directory that is not an
+// index is ErrNotIndex, and one whose files disagree is ErrCorrupt naming
+// the file.
 func Open(dir string, opts Options) (*Engine, error) {
+	return open(dir, opts, true)
+}
+
+func open(dir string, opts Options, create bool) (*Engine, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, chunksDir), 0o755); err != nil {
-		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
-	}
-	m, err := readManifest(dir)
+	d, err := storage.Open(dir, storage.Options{Create: create, LockWait: opts.LockWait})
 	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Engine, error) {
+		d.Close()
 		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
 	}
-	if m == nil {
-		m = &manifest{Format: IndexFormat}
-	}
-	lex, err := retrieve.OpenLexical(filepath.Join(dir, lexicalDir), retrieve.LexicalOptions{Analyzer: opts.Analyzer})
+	lex, err := retrieve.OpenLexical(filepath.Join(dir, storage.LexicalDir), retrieve.LexicalOptions{Analyzer: opts.Analyzer})
 	if err != nil {
-		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
+		return fail(err)
+	}
+	failLex := func(err error) (*Engine, error) {
+		lex.Close()
+		return fail(err)
 	}
 	if opts.Analyzer != "" && opts.Analyzer != lex.Analyzer() {
 		lex.Close()
+		d.Close()
 		return nil, fmt.Errorf("%w: index %s was made with analyzer %q, options ask %q", ErrBadOptions, dir, lex.Analyzer(), opts.Analyzer)
 	}
 	opts.Analyzer = lex.Analyzer()
-	if _, err := lex.DeleteAbove(context.Background(), m.Generation); err != nil {
-		lex.Close()
-		return nil, fmt.Errorf("evpack: open %s: recover: %w", dir, err)
+	gen := d.Manifest().Generation
+	above, err := lex.CountAbove(context.Background(), gen)
+	if err != nil {
+		return failLex(err)
 	}
-	ix := &index{dir: dir, lex: lex, emb: opts.Embedder, graph: graphSettings(opts)}
-	if ix.st, err = loadState(dir, m, opts.Embedder, ix.graph); err != nil {
-		lex.Close()
-		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
+	if _, err := d.Recover(int64(above), func() error {
+		_, err := lex.DeleteAbove(context.Background(), gen)
+		return err
+	}); err != nil {
+		return failLex(err)
+	}
+	if n, err := lex.DocCount(); err != nil {
+		return failLex(err)
+	} else if m := d.Manifest(); n != uint64(m.Docs) {
+		return failLex(fmt.Errorf("%w: %s holds %d documents, the manifest (generation %d) %d chunks",
+			ErrCorrupt, filepath.Join(dir, storage.LexicalDir), n, m.Generation, m.Docs))
+	}
+	ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts)}
+	if ix.st, err = loadState(d, opts.Embedder, ix.graph); err != nil {
+		return failLex(err)
 	}
 	return &Engine{index: ix, opts: opts}, nil
+}
+
+// OpenExisting is Open for a directory that must already hold an index: a
+// missing or empty one is ErrNotIndex instead of a new index. Read-only
+// tools (query, verify, check) use it so that a mistyped path is an error.
+func OpenExisting(dir string, opts Options) (*Engine, error) {
+	return open(dir, opts, false)
 }
 
 // OpenMemory returns an engine whose index lives in memory only.
@@ -177,7 +214,11 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
-	return e.lex.Close()
+	err := e.lex.Close()
+	if e.store != nil {
+		err = errors.Join(err, e.store.Close())
+	}
+	return err
 }
 
 // Merge compacts the lexical index into one segment. Rankings do not change:
@@ -185,7 +226,23 @@ func (e *Engine) Close() error {
 func (e *Engine) Merge(ctx context.Context) error {
 	e.ingestMu.Lock()
 	defer e.ingestMu.Unlock()
+	if _, err := e.snapshot(); err != nil {
+		return err
+	}
 	return e.lex.Merge(ctx)
+}
+
+// snapshot returns the committed state queries read, or why there is none.
+func (e *Engine) snapshot() (*state, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	switch {
+	case e.closed:
+		return nil, ErrClosed
+	case e.broken != nil:
+		return nil, e.broken
+	}
+	return e.st, nil
 }
 
 // Flag names a chunk that was ingested but can never be cited, and why.
@@ -246,11 +303,11 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	defer e.ingestMu.Unlock()
 	rep := IngestReport{Read: len(recs)}
 
-	e.mu.RLock()
-	st, closed := e.st, e.closed
-	e.mu.RUnlock()
-	if closed {
-		return rep, ErrClosed
+	// Only ingest (serialized by ingestMu) replaces st, so st stays the
+	// latest state until this commit swaps in the next.
+	st, err := e.snapshot()
+	if err != nil {
+		return rep, err
 	}
 	rep.Generation = st.gen
 
@@ -323,77 +380,12 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		}
 	}
 
-	// Commit. Queries wait while the lexical batch is applied, so every pack
-	// answers a committed state.
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return rep, ErrClosed
-	}
-	batchName := fmt.Sprintf("%08d.jsonl", gen)
-	if e.dir != "" {
-		raw, err := encodeBatch(add)
-		if err != nil {
-			return rep, fmt.Errorf("evpack: ingest: %w", err)
-		}
-		if err := fsutil.WriteAtomic(filepath.Join(e.dir, chunksDir, batchName), raw); err != nil {
-			return rep, fmt.Errorf("evpack: ingest: %w", err)
-		}
-	}
-	rollback := func(cause error) (IngestReport, error) {
-		// Generation gen never committed: remove whatever of it reached bleve.
-		if _, err := e.lex.DeleteAbove(context.WithoutCancel(ctx), st.gen); err != nil {
-			return rep, errors.Join(cause, err)
-		}
-		return rep, cause
-	}
-	if err := e.lex.Index(ctx, add, gen); err != nil {
-		return rollback(err)
-	}
-	if e.dir != "" {
-		m := &manifest{Format: IndexFormat, Generation: gen, Docs: st.stats.Docs + int64(len(add)),
-			Tokens: st.stats.Tokens + total, Batches: append(append([]string(nil), st.batches...), batchName)}
-		if dense != nil && corpusFree(e.emb) {
-			// A model's vectors are costly: store them with the generation
-			// so that Open loads them instead of embedding the corpus again.
-			m.Dense = &denseRef{File: fmt.Sprintf("dense-%08d.bin", gen), Embedder: e.emb.Identity()}
-			if err := fsutil.WriteAtomic(filepath.Join(e.dir, m.Dense.File), dense.Encode()); err != nil {
-				return rollback(fmt.Errorf("evpack: ingest: %w", err))
-			}
-			if graph != nil { // and so is the graph over them
-				m.Dense.Graph, m.Dense.GraphBuild = fmt.Sprintf("graph-%08d.bin", gen), graphBuild(*e.graph)
-				if err := fsutil.WriteAtomic(filepath.Join(e.dir, m.Dense.Graph), graph.Encode()); err != nil {
-					return rollback(fmt.Errorf("evpack: ingest: %w", err))
-				}
-			}
-		}
-		if err := writeManifest(e.dir, m); err != nil {
-			return rollback(fmt.Errorf("evpack: ingest: %w", err))
-		}
-		// Files of the previous generation are superseded; a leftover (a
-		// crash right here) is harmless.
-		for _, prev := range st.denseFiles {
-			if m.Dense == nil || !slices.Contains(m.Dense.files(), prev) {
-				os.Remove(filepath.Join(e.dir, prev))
-			}
-		}
-		st.denseFiles = nil
-		if m.Dense != nil {
-			st.denseFiles = m.Dense.files()
-		}
-	}
-	for i, ch := range add {
-		var f []int32
-		if addFeats != nil {
-			f = addFeats[i]
-		}
-		st.add(ch, tokens[i], f)
-	}
-	st.gen = gen
-	st.batches = append(st.batches, batchName)
-	st.computeDigest()
+	next := st.extend(gen, add, tokens, addFeats)
 	if dense != nil {
-		st.setDense(dense, graph)
+		next.setDense(dense, graph)
+	}
+	if err := e.commit(ctx, st, next, add, total, dense, graph); err != nil {
+		return rep, err
 	}
 	rep.Added = len(add)
 	rep.Generation = gen
@@ -405,6 +397,121 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	rep.Documents, rep.Versions = len(docs), len(versions)
 	progress(len(recs), len(recs))
 	return rep, nil
+}
+
+// commit makes next, which is st plus the chunks add (total tokens, and the
+// dense index and graph over all chunks when the index has a dense leg),
+// the committed state. Files are written before the write lock is taken;
+// under it, only the lexical batch, the manifest and the swap. On any error
+// the batch is rolled back and st stays the state.
+func (e *Engine) commit(ctx context.Context, st, next *state, add []*evidence.Chunk, total int64, dense *retrieve.Dense, graph *retrieve.Graph) error {
+	gen := next.gen
+	var c *storage.Commit
+	var m *storage.Manifest
+	if e.store != nil {
+		var err error
+		if c, m, err = e.writeFiles(gen, add, total, dense, graph); err != nil {
+			return err
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rollback := func(cause error) error {
+		// Generation gen never committed: remove whatever of it reached
+		// bleve, then the files it wrote. If bleve cannot be rolled back
+		// here, the commit's record stays for the next Open to finish the
+		// job, and this engine stops serving.
+		if _, err := e.lex.DeleteAbove(context.WithoutCancel(ctx), st.gen); err != nil {
+			e.broken = fmt.Errorf("%w: commit of generation %d failed (%v) and could not be rolled back: %v", ErrBroken, gen, cause, err)
+			return errors.Join(cause, e.broken)
+		}
+		if c != nil {
+			if err := c.Abort(); err != nil {
+				return errors.Join(cause, err)
+			}
+		}
+		return cause
+	}
+	if e.closed || e.broken != nil { // nothing reached bleve: only the files go
+		err := ErrClosed
+		if !e.closed {
+			err = e.broken
+		}
+		if c != nil {
+			err = errors.Join(err, c.Abort())
+		}
+		return err
+	}
+	if err := e.lex.Index(ctx, add, gen); err != nil {
+		return rollback(err)
+	}
+	if c != nil {
+		if err := c.Publish(m); err != nil {
+			return rollback(fmt.Errorf("evpack: ingest: %w", err))
+		}
+	}
+	e.st = next
+	return nil
+}
+
+// writeFiles starts the commit of generation gen in the index directory and
+// writes its files: the batch, and a corpus-free embedder's vectors and
+// graph. It returns the commit and the manifest that will publish it.
+func (e *Engine) writeFiles(gen int64, add []*evidence.Chunk, total int64, dense *retrieve.Dense, graph *retrieve.Graph) (*storage.Commit, *storage.Manifest, error) {
+	prev := e.store.Manifest()
+	m := prev.Clone()
+	m.Generation, m.Docs, m.Tokens = gen, prev.Docs+int64(len(add)), prev.Tokens+total
+	b := storage.Batch{Generation: gen, File: storage.BatchName(gen), Chunks: len(add),
+		CommittedAt: time.Now().UTC().Format(time.RFC3339)}
+	hdr := storage.BatchHeader{Generation: gen, CommittedAt: b.CommittedAt}
+	if len(prev.Batches) > 0 {
+		hdr.Prev = prev.Batches[len(prev.Batches)-1].Sum
+	}
+	raw, err := storage.EncodeBatch(hdr, add)
+	if err != nil {
+		return nil, nil, err
+	}
+	writes := []string{storage.ChunksDir + "/" + b.File}
+	m.Dense = nil
+	if dense != nil && corpusFree(e.emb) {
+		// A model's vectors are costly: store them with the generation so
+		// that Open loads them instead of embedding the corpus again.
+		m.Dense = &storage.Dense{File: fmt.Sprintf("dense-%08d.bin", gen), Embedder: e.emb.Identity()}
+		writes = append(writes, m.Dense.File)
+		if graph != nil { // and so is the graph over them
+			m.Dense.Graph, m.Dense.GraphBuild = fmt.Sprintf("graph-%08d.bin", gen), graphBuild(*e.graph)
+			writes = append(writes, m.Dense.Graph)
+		}
+	}
+	var obsolete []string
+	if prev.Dense != nil {
+		obsolete = append(obsolete, prev.Dense.File)
+		if prev.Dense.Graph != "" {
+			obsolete = append(obsolete, prev.Dense.Graph)
+		}
+	}
+	c, err := e.store.Begin(gen, writes, obsolete)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*storage.Commit, *storage.Manifest, error) {
+		return nil, nil, errors.Join(fmt.Errorf("evpack: ingest: %w", err), c.Abort())
+	}
+	if b.Sum, err = c.Write(writes[0], raw); err != nil {
+		return fail(err)
+	}
+	m.Batches = append(m.Batches, b)
+	if m.Dense != nil {
+		if m.Dense.Sum, err = c.Write(m.Dense.File, dense.Encode()); err != nil {
+			return fail(err)
+		}
+		if m.Dense.Graph != "" {
+			if m.Dense.GraphSum, err = c.Write(m.Dense.Graph, graph.Encode()); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	return c, m, nil
 }
 
 // Request asks for evidence. It is plain data; its canonical form (question
@@ -440,21 +547,35 @@ func (r Request) canonical(defaultK int) (evidence.Header, error) {
 	return h, nil
 }
 
-// Query answers r with an evidence pack.
+// Query answers r with an evidence pack. It reads one committed state from
+// start to end; a commit that lands meanwhile never mixes into the pack.
 func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 	h, err := r.canonical(e.opts.K)
 	if err != nil {
 		return nil, err
 	}
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if e.closed {
-		return nil, ErrClosed
+	for {
+		p, err := e.queryOnce(ctx, h)
+		if !errors.Is(err, errMoved) {
+			return p, err
+		}
+	}
+}
+
+// errMoved says a commit landed between a query's snapshot and its lexical
+// search; the query starts again on the new state. It never leaves the
+// package.
+var errMoved = errors.New("evpack: index moved during the query")
+
+func (e *Engine) queryOnce(ctx context.Context, h evidence.Header) (*evidence.Pack, error) {
+	st, err := e.snapshot()
+	if err != nil {
+		return nil, err
 	}
 	if e.opts.Cache == nil {
-		return e.query(ctx, h, e.st, e.opts.Reranker)
+		return e.query(ctx, h, st, e.opts.Reranker)
 	}
-	key, err := e.cacheKey(h, e.st)
+	key, err := e.cacheKey(h, st)
 	if err != nil {
 		return nil, err
 	}
@@ -464,12 +585,30 @@ func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 		}
 		// A store that hands back other bytes is not trusted: recompute.
 	}
-	p, err := e.query(ctx, h, e.st, e.opts.Reranker)
+	p, err := e.query(ctx, h, st, e.opts.Reranker)
 	if err != nil {
 		return nil, err
 	}
 	e.opts.Cache.Put(key, p.Bytes())
 	return p, nil
+}
+
+// searchLexical runs the lexical leg against st. bleve's term statistics
+// come from the whole lexical index, so the search must see exactly st's
+// documents: it runs under the read lock, and only if st is still the
+// committed state (else errMoved).
+func (e *Engine) searchLexical(ctx context.Context, st *state, text string, elig retrieve.Eligibility) (retrieve.Result, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	switch {
+	case e.closed:
+		return retrieve.Result{}, ErrClosed
+	case e.broken != nil:
+		return retrieve.Result{}, e.broken
+	case e.st != st:
+		return retrieve.Result{}, errMoved
+	}
+	return e.lex.Search(ctx, text, elig, st.bounds, e.opts.Pool, st.stats)
 }
 
 // CacheKey returns the key under which the pack for r is cached: the
@@ -479,9 +618,11 @@ func (e *Engine) CacheKey(r Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.cacheKey(h, e.st)
+	st, err := e.snapshot()
+	if err != nil {
+		return "", err
+	}
+	return e.cacheKey(h, st)
 }
 
 // query runs the pipeline with reranker rr (the engine's, or a ledger on
@@ -494,7 +635,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 	}
 	var lists []fuse.List
 	if strings.Contains(e.opts.Legs, "lexical") {
-		res, err := e.lex.Search(ctx, text, elig, st.bounds, e.opts.Pool, st.stats)
+		res, err := e.searchLexical(ctx, st, text, elig)
 		if err != nil {
 			return nil, err
 		}

@@ -40,12 +40,16 @@ func (s *state) addEntityNames(c *evidence.Chunk) {
 	if !ok {
 		return
 	}
+	// A copy: the slice may be shared with the state this one extends,
+	// which queries still read.
+	names := slices.Clone(s.entities[v])
 	for _, n := range entityNames(c) {
-		if !slices.Contains(s.entities[v], n) {
-			s.entities[v] = append(s.entities[v], n)
+		if !slices.Contains(names, n) {
+			names = append(names, n)
 		}
 	}
-	slices.SortFunc(s.entities[v], func(a, b string) int {
+	s.entities[v] = names
+	slices.SortFunc(names, func(a, b string) int {
 		if len(a) != len(b) {
 			return len(b) - len(a)
 		}

@@ -1,6 +1,10 @@
 package evpack
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/evpack/evpack/internal/storage"
+)
 
 // Sentinel errors of the engine. Errors from lower packages (asof.ErrBadDate,
 // evidence.ErrEmptyText, evidence.ErrDuplicateChunk, connectors.ErrSyntax, ...)
@@ -13,9 +17,29 @@ var (
 	ErrBadOptions = errors.New("evpack: bad options")
 	// ErrClosed: the engine was closed.
 	ErrClosed = errors.New("evpack: engine closed")
-	// ErrCorrupt: an index directory cannot be read (bad manifest, missing
-	// or unreadable batch file, unknown format version).
-	ErrCorrupt = errors.New("evpack: index corrupt")
+	// ErrCorrupt: an index directory cannot be read: a stored file fails its
+	// checksum or is missing, the manifest names what is not there, or the
+	// directory holds what no commit or crash explains (the error names the
+	// file). Nothing is deleted when it is returned.
+	ErrCorrupt = storage.ErrCorrupt
+	// ErrOldFormat: the index was written in a format this evpack no longer
+	// reads; the error says how to rebuild it.
+	ErrOldFormat = storage.ErrOldFormat
+	// ErrLocked: another process, or another Open in this one, has the index
+	// open; Open waited Options.LockWait. The error names the holder.
+	ErrLocked = storage.ErrLocked
+	// ErrNotIndex: Open was given a directory that is not empty and holds no
+	// evpack index (or, from the command line, one that does not exist).
+	// Nothing was written to it.
+	ErrNotIndex = storage.ErrNotIndex
+	// ErrUnstorable: a chunk would not read back from storage exactly as
+	// given (a field that is not valid UTF-8); nothing of its batch was
+	// written.
+	ErrUnstorable = storage.ErrUnstorable
+	// ErrBroken: a commit failed and could not be undone in this process;
+	// the engine refuses further work. Reopen the index: Open rolls the
+	// commit back from its record.
+	ErrBroken = errors.New("evpack: index needs reopening")
 	// ErrCheck: Engine.Check found a broken invariant.
 	ErrCheck = errors.New("evpack: check failed")
 )

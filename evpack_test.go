@@ -21,6 +21,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/retrieve"
 	"github.com/evpack/evpack/retrieve/vectors"
 )
@@ -331,19 +332,26 @@ func TestTamperedChunkIsDroppedAndVerifyFails(t *testing.T) {
 	require.NoError(t, e.Close())
 
 	// Someone edits the stored text after ingest: ten years becomes two.
+	// Edited alone, the batch file fails its checksum and Open refuses it.
 	batches, err := filepath.Glob(filepath.Join(dir, "chunks", "*.jsonl"))
 	require.NoError(t, err)
-	edited := false
 	for _, b := range batches {
 		raw, err := os.ReadFile(b)
 		require.NoError(t, err)
 		if bytes.Contains(raw, []byte("for ten years from the date")) {
-			raw = bytes.Replace(raw, []byte("for ten years from the date"), []byte("for two years from the date"), 1)
-			require.NoError(t, os.WriteFile(b, raw, 0o644))
-			edited = true
+			orig := bytes.Clone(raw)
+			require.NoError(t, os.WriteFile(b, bytes.Replace(raw, []byte("for ten years from the date"), []byte("for two years from the date"), 1), 0o644))
+			_, err := Open(dir, Options{})
+			require.ErrorIs(t, err, ErrCorrupt)
+			require.Contains(t, err.Error(), b)
+			require.NoError(t, os.WriteFile(b, orig, 0o644))
 		}
 	}
-	require.True(t, edited)
+	// A forger who re-seals every file and the manifest gets past Open, but
+	// not past the content hash taken at ingest.
+	require.True(t, forgeBatches(t, dir, func(body []byte) []byte {
+		return bytes.Replace(body, []byte("for ten years from the date"), []byte("for two years from the date"), 1)
+	}))
 
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
@@ -437,26 +445,53 @@ func TestBadRequests(t *testing.T) {
 	require.ErrorIs(t, err, ErrBadOptions)
 }
 
-// TestUncommittedBatchIsRolledBackOnOpen simulates a crash after a batch
-// reached the lexical index but before the manifest named it.
+// TestUncommittedBatchIsRolledBackOnOpen stops a commit dead in the window
+// between the lexical batch and the manifest (the ingest goroutine exits
+// there, running no rollback, as a killed process would), then reopens: the
+// recorded commit is rolled back and the packs are those of before.
 func TestUncommittedBatchIsRolledBackOnOpen(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	ingestCorpus(t, e)
 	want := packsFor(t, e)
-	stray := &evidence.Chunk{ID: "stray", DocID: "x", Text: "licensed firm retain records client transactions forever",
-		SourceURL: "u", Connector: "c", RetrievedAt: asof.MustDate("2000-01-01").Start(),
-		Anchor: asof.Anchor{At: asof.MustDate("2000-01-01").Start(), Field: "retrieved_at"}}
-	require.NoError(t, stray.Prepare())
-	require.NoError(t, e.lex.Index(ctx, []*evidence.Chunk{stray}, e.st.gen+1))
-	require.NoError(t, e.lex.Close()) // the "crash": no manifest, no state
+	crashInCommit(t, e, strayRecord(t))
+	above, err := e.lex.CountAbove(context.Background(), e.st.gen)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, above, "the stray reached the lexical index")
+	require.FileExists(t, filepath.Join(dir, storage.PendingName))
+	require.NoError(t, e.lex.Close()) // what the kernel does for a dead process
+	require.NoError(t, e.store.Close())
 
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
 	checked(t, e)
 	require.Equal(t, want, packsFor(t, e))
+	require.NoFileExists(t, filepath.Join(dir, storage.PendingName))
+	require.NoFileExists(t, filepath.Join(dir, storage.ChunksDir, storage.BatchName(e.st.gen+1)))
+}
+
+// strayRecord is one chunk the test corpus does not hold.
+func strayRecord(t *testing.T) connectors.Record {
+	t.Helper()
+	return connectors.Record{Chunk: evidence.Chunk{ID: "stray", DocID: "x", Text: "licensed firm retain records client transactions forever",
+		SourceURL: "u", Connector: "c", RetrievedAt: asof.MustDate("2000-01-01").Start(),
+		Anchor: asof.Anchor{At: asof.MustDate("2000-01-01").Start(), Field: "retrieved_at"}}}
+}
+
+// crashInCommit ingests recs and stops the ingest goroutine dead just before
+// the manifest would be written: no rollback, no unlock of the directory.
+func crashInCommit(t *testing.T, e *Engine, recs ...connectors.Record) {
+	t.Helper()
+	e.store.Hooks.BeforeManifest = func() error { runtime.Goexit(); return nil }
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.IngestRecords(context.Background(), recs)
+		t.Error("ingest returned: the hook did not stop it")
+	}()
+	<-done
+	e.store.Hooks.BeforeManifest = nil
 }
 
 func TestConcurrentQueriesDuringIngest(t *testing.T) {
@@ -541,13 +576,18 @@ func TestCorruptIndexFilesAreRefused(t *testing.T) {
 		{"truncated batch file", func(dir string) {
 			raw, _ := os.ReadFile(batch(dir))
 			os.WriteFile(batch(dir), raw[:len(raw)/2], 0o644)
-		}, ".jsonl:"},
+		}, ".jsonl hashes to"},
 		{"batch file missing", func(dir string) { os.Remove(batch(dir)) }, "no such file"},
 		{"manifest of another format version", func(dir string) {
-			raw, _ := os.ReadFile(filepath.Join(dir, manifestName))
-			os.WriteFile(filepath.Join(dir, manifestName), bytes.Replace(raw, []byte(IndexFormat), []byte("evpack-index/9"), 1), 0o644)
+			m := readManifest(t, dir)
+			m.Format = "evpack-index/9"
+			writeManifest(t, dir, m) // sealed anew: only the version is wrong
 		}, "evpack-index/9"},
-		{"manifest not JSON", func(dir string) { os.WriteFile(filepath.Join(dir, manifestName), []byte("{"), 0o644) }, manifestName},
+		{"manifest edited", func(dir string) {
+			raw, _ := os.ReadFile(filepath.Join(dir, storage.ManifestName))
+			os.WriteFile(filepath.Join(dir, storage.ManifestName), bytes.Replace(raw, []byte(`"generation": 1`), []byte(`"generation": 0`), 1), 0o644)
+		}, "checksum mismatch"},
+		{"manifest not JSON", func(dir string) { os.WriteFile(filepath.Join(dir, storage.ManifestName), []byte("{"), 0o644) }, storage.ManifestName},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

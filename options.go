@@ -3,6 +3,7 @@ package evpack
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/evpack/evpack/fuse"
 	"github.com/evpack/evpack/rerank"
@@ -57,6 +58,10 @@ type Options struct {
 	// Engine.CacheKey); a hit returns the identical bytes. It is not part of
 	// the key.
 	Cache Cache `cachekey:"-"`
+	// LockWait bounds how long Open waits for another holder of the index
+	// (another process, or another Open in this one) before failing with
+	// ErrLocked: 0 means 2 s, a negative value means do not wait.
+	LockWait time.Duration `cachekey:"-"`
 	// Analyzer is the lexical analyzer used when an index is created
 	// ("en" or "standard"); an existing index keeps its own.
 	Analyzer string

@@ -1,71 +1,19 @@
 package evpack
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/zeebo/blake3"
 
-	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
-	"github.com/evpack/evpack/internal/fsutil"
+	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/internal/terms"
 	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
 )
-
-// Stored format versions. A reader refuses any other version.
-const (
-	IndexFormat = "evpack-index/1"
-	chunkFormat = "evpack-chunks/1"
-)
-
-// Layout of an index directory.
-const (
-	manifestName = "MANIFEST.json"
-	chunksDir    = "chunks"
-	lexicalDir   = "lexical"
-)
-
-// manifest is the commit point: a batch exists once the manifest names it.
-type manifest struct {
-	Format     string    `json:"format"`
-	Generation int64     `json:"generation"`
-	Docs       int64     `json:"docs"`
-	Tokens     int64     `json:"tokens"`
-	Batches    []string  `json:"batches"`
-	Dense      *denseRef `json:"dense,omitempty"`
-}
-
-// denseRef names the stored dense index of a generation and the embedder
-// that made it: only a corpus-free embedder's vectors are stored (SIF's
-// depend on the whole corpus and are cheap to rebuild).
-type denseRef struct {
-	File     string `json:"file"`
-	Embedder string `json:"embedder"`
-	// Graph is the HNSW graph over those vectors, when the index keeps one,
-	// and GraphBuild the settings it was built with (see graphBuild).
-	Graph      string `json:"graph,omitempty"`
-	GraphBuild string `json:"graph_build,omitempty"`
-}
-
-// files lists the files r names.
-func (r *denseRef) files() []string {
-	if r.Graph == "" {
-		return []string{r.File}
-	}
-	return []string{r.File, r.Graph}
-}
 
 // graphBuild names the settings that shape a graph's links.
 func graphBuild(o retrieve.GraphOptions) string {
@@ -78,8 +26,12 @@ func corpusFree(emb retrieve.Embedder) bool {
 	return ok && f.CorpusFree()
 }
 
-// state is everything a query reads besides the bleve index. It is replaced
-// or extended only under Engine.mu held for writing.
+// state is everything a query reads besides the bleve index.
+//
+// Invariant: a state is never changed once an Engine holds it. A commit
+// builds the next state from a copy (extend) and swaps it in, so a query
+// that took a state reads it without any lock, through model calls of any
+// length.
 type state struct {
 	gen    int64
 	chunks map[string]*evidence.Chunk
@@ -96,10 +48,8 @@ type state struct {
 	counts     *retrieve.Counts
 	dense      *retrieve.Dense
 	graph      *retrieve.Graph   // over dense, when the index keeps one
-	denseRows  []*evidence.Chunk // dense row -> chunk, for the eligibility check
-	denseFiles []string          // the stored dense index (and graph) of this generation, if any
-	digest     string            // corpus digest over (chunk ID, content hash)
-	batches    []string
+	denseRows []*evidence.Chunk // dense row -> chunk, for the eligibility check
+	digest    string            // corpus digest over (chunk ID, content hash)
 }
 
 func newState() *state {
@@ -113,6 +63,27 @@ func (s *state) DocCount() int { return len(s.chunks) }
 
 // DocFreq implements rerank.Stats.
 func (s *state) DocFreq(term string) int { return s.df[term] }
+
+// extend returns a new state: s plus the chunks add (with their token
+// counts and dense features) at generation gen. s is not changed.
+func (s *state) extend(gen int64, add []*evidence.Chunk, tokens []int, feats [][]int32) *state {
+	n := &state{
+		gen: gen, chunks: maps.Clone(s.chunks), stats: s.stats, bounds: s.bounds.Clone(),
+		df: maps.Clone(s.df), terms: maps.Clone(s.terms), intern: maps.Clone(s.intern),
+		entities: maps.Clone(s.entities), feats: maps.Clone(s.feats),
+		counts: &retrieve.Counts{N: maps.Clone(s.counts.N), Total: s.counts.Total},
+		dense: s.dense, graph: s.graph, denseRows: s.denseRows,
+	}
+	for i, c := range add {
+		var f []int32
+		if feats != nil {
+			f = feats[i]
+		}
+		n.add(c, tokens[i], f)
+	}
+	n.computeDigest()
+	return n
+}
 
 func (s *state) add(c *evidence.Chunk, tokens int, feats []int32) {
 	if feats != nil {
@@ -216,149 +187,20 @@ func (s *state) computeDigest() {
 	s.digest = evidence.HashPrefix + fmt.Sprintf("%x", h.Sum(nil))
 }
 
-// storedChunk is one line of a batch file.
-type storedChunk struct {
-	ID          string            `json:"id"`
-	DocID       string            `json:"doc_id"`
-	Version     string            `json:"version"`
-	Text        string            `json:"text"`
-	SourceURL   string            `json:"source_url"`
-	Connector   string            `json:"connector"`
-	RetrievedAt string            `json:"retrieved_at"`
-	Anchor      string            `json:"anchor"`
-	AnchorField string            `json:"anchor_field"`
-	ValidFrom   string            `json:"valid_from"`
-	ValidTo     string            `json:"valid_to"`
-	Tenant      string            `json:"tenant"`
-	ContentHash string            `json:"content_hash"`
-	Meta        map[string]string `json:"meta,omitempty"`
-}
-
-func encodeBatch(chunks []*evidence.Chunk) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(map[string]string{"format": chunkFormat}); err != nil {
-		return nil, err
-	}
-	for _, c := range chunks {
-		sc := storedChunk{ID: c.ID, DocID: c.DocID, Version: c.Version, Text: c.Text, SourceURL: c.SourceURL,
-			Connector: c.Connector, RetrievedAt: asof.FormatInstant(c.RetrievedAt),
-			Anchor: asof.FormatInstant(c.Anchor.At), AnchorField: c.Anchor.Field,
-			ValidFrom: c.Valid.From.String(), ValidTo: c.Valid.To.String(), Tenant: c.Tenant,
-			ContentHash: c.ContentHash, Meta: c.Meta}
-		if err := enc.Encode(&sc); err != nil {
-			return nil, fmt.Errorf("chunk %q: %w", c.ID, err)
-		}
-	}
-	return b.Bytes(), nil
-}
-
-func decodeBatch(path string) ([]*evidence.Chunk, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
-	var out []*evidence.Chunk
-	for line := 1; sc.Scan(); line++ {
-		where := fmt.Sprintf("%s:%d", path, line)
-		if line == 1 {
-			var h map[string]string
-			if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h["format"] != chunkFormat {
-				return nil, fmt.Errorf("%w: %s: want header {\"format\":%q}", ErrCorrupt, where, chunkFormat)
-			}
-			continue
-		}
-		var s storedChunk
-		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, where, err)
-		}
-		c := &evidence.Chunk{ID: s.ID, DocID: s.DocID, Version: s.Version, Text: s.Text, SourceURL: s.SourceURL,
-			Connector: s.Connector, Tenant: s.Tenant, ContentHash: s.ContentHash, Meta: s.Meta,
-			Anchor: asof.Anchor{Field: s.AnchorField}}
-		errs := []error{}
-		if s.RetrievedAt != "" {
-			c.RetrievedAt, err = asof.ParseInstant(s.RetrievedAt)
-			errs = append(errs, err)
-		}
-		if s.Anchor != "" {
-			c.Anchor.At, err = asof.ParseInstant(s.Anchor)
-			errs = append(errs, err)
-		}
-		if s.ValidFrom != "" {
-			c.Valid.From, err = asof.ParseDate(s.ValidFrom)
-			errs = append(errs, err)
-		}
-		if s.ValidTo != "" {
-			c.Valid.To, err = asof.ParseDate(s.ValidTo)
-			errs = append(errs, err)
-		}
-		if err := errors.Join(errs...); err != nil {
-			return nil, fmt.Errorf("%w: %s: chunk %q: %w", ErrCorrupt, where, s.ID, err)
-		}
-		out = append(out, c)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
-	}
-	return out, nil
-}
-
-func readManifest(dir string) (*manifest, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, manifestName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	var m manifest
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, manifestName, err)
-	}
-	if m.Format != IndexFormat {
-		return nil, fmt.Errorf("%w: %s: format %q, this evpack reads %q", ErrCorrupt, manifestName, m.Format, IndexFormat)
-	}
-	names := slices.Clone(m.Batches)
-	if m.Dense != nil {
-		names = append(names, m.Dense.files()...)
-	}
-	for _, b := range names {
-		if b == "" || strings.ContainsAny(b, `/\`) || strings.HasPrefix(b, ".") {
-			return nil, fmt.Errorf("%w: %s: bad file name %q", ErrCorrupt, manifestName, b)
-		}
-	}
-	return &m, nil
-}
-
-func writeManifest(dir string, m *manifest) error {
-	raw, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	return fsutil.WriteAtomic(filepath.Join(dir, manifestName), append(raw, '\n'))
-}
-
-// loadState rebuilds the in-memory state from the manifest's batch files.
-func loadState(dir string, m *manifest, emb retrieve.Embedder, graph *retrieve.GraphOptions) (*state, error) {
+// loadState rebuilds the in-memory state from the batch files the manifest
+// names, each checked against the manifest before a byte is used.
+func loadState(d *storage.Dir, emb retrieve.Embedder, graph *retrieve.GraphOptions) (*state, error) {
+	m := d.Manifest()
 	st := newState()
 	st.gen = m.Generation
-	st.batches = slices.Clone(m.Batches)
-	if m.Dense != nil {
-		st.denseFiles = m.Dense.files()
-	}
 	for _, b := range m.Batches {
-		chunks, err := decodeBatch(filepath.Join(dir, chunksDir, b))
+		chunks, err := d.ReadBatch(b)
 		if err != nil {
 			return nil, err
 		}
 		for _, c := range chunks {
 			if _, dup := st.chunks[c.ID]; dup {
-				return nil, fmt.Errorf("%w: %s: chunk %q stored twice", ErrCorrupt, b, c.ID)
+				return nil, fmt.Errorf("%w: %s: chunk %q stored twice", ErrCorrupt, b.File, c.ID)
 			}
 			var f []int32
 			if emb != nil {
@@ -370,37 +212,32 @@ func loadState(dir string, m *manifest, emb retrieve.Embedder, graph *retrieve.G
 	// Token totals come from the manifest: recomputing them needs the
 	// analyzer, and Check compares the two.
 	st.stats = retrieve.BM25Stats{Docs: m.Docs, Tokens: m.Tokens}
-	if int64(len(st.chunks)) != m.Docs {
-		return nil, fmt.Errorf("%w: manifest says %d chunks, batch files hold %d", ErrCorrupt, m.Docs, len(st.chunks))
-	}
 	st.computeDigest()
 	switch {
 	case emb == nil:
 	case m.Dense != nil && corpusFree(emb) && m.Dense.Embedder == emb.Identity():
-		path := filepath.Join(dir, m.Dense.File)
-		raw, err := os.ReadFile(path)
+		raw, err := d.ReadFile(m.Dense.File, m.Dense.Sum)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return nil, err
 		}
-		d, err := retrieve.DecodeDense(path, raw)
+		dn, err := retrieve.DecodeDense(m.Dense.File, raw)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
-		if !slices.Equal(d.IDs(), evidence.SortedKeys(st.chunks)) {
-			return nil, fmt.Errorf("%w: %s covers other chunks than the manifest's batches", ErrCorrupt, path)
+		if !slices.Equal(dn.IDs(), evidence.SortedKeys(st.chunks)) {
+			return nil, fmt.Errorf("%w: %s covers other chunks than the manifest's batches", ErrCorrupt, m.Dense.File)
 		}
-		st.dense = d
+		st.dense = dn
 		if graph != nil && m.Dense.Graph != "" && m.Dense.GraphBuild == graphBuild(*graph) {
-			gpath := filepath.Join(dir, m.Dense.Graph)
-			raw, err := os.ReadFile(gpath)
+			raw, err := d.ReadFile(m.Dense.Graph, m.Dense.GraphSum)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+				return nil, err
 			}
-			g, err := retrieve.DecodeGraph(gpath, raw, d, *graph)
+			g, err := retrieve.DecodeGraph(m.Dense.Graph, raw, dn, *graph)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 			}
-			st.setDense(d, g)
+			st.setDense(dn, g)
 			return st, nil
 		}
 	default: // no stored vectors, or another embedder's: embed again

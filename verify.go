@@ -27,18 +27,25 @@ func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
 // query cannot run; every way in which a readable pack fails to hold is a
 // Problem in the report.
 func (e *Engine) Verify(ctx context.Context, raw []byte) (*VerifyReport, error) {
+	for {
+		rep, err := e.verify(ctx, raw)
+		if !errors.Is(err, errMoved) {
+			return rep, err
+		}
+	}
+}
+
+func (e *Engine) verify(ctx context.Context, raw []byte) (*VerifyReport, error) {
 	p, err := evidence.Parse(raw)
 	if err != nil {
 		return nil, err
 	}
 	rep := &VerifyReport{Hash: evidence.Sum(raw)}
 	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K}
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if e.closed {
-		return nil, ErrClosed
+	st, err := e.snapshot()
+	if err != nil {
+		return nil, err
 	}
-	st := e.st
 	for _, c := range p.Citations {
 		stored, ok := st.chunks[c.ChunkID]
 		switch {
@@ -107,9 +114,16 @@ func (e *Engine) Replay(ctx context.Context, raw []byte, checkModel bool) (*Repl
 		return nil, err
 	}
 	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K}
-	e.mu.RLock()
-	fresh, err := e.query(ctx, h, e.st, e.opts.Reranker)
-	e.mu.RUnlock()
+	var fresh *evidence.Pack
+	for {
+		var st *state
+		if st, err = e.snapshot(); err == nil {
+			fresh, err = e.query(ctx, h, st, e.opts.Reranker)
+		}
+		if !errors.Is(err, errMoved) {
+			break
+		}
+	}
 	if err != nil {
 		rep.Problems = append(rep.Problems, "model check: "+err.Error())
 		return rep, nil
@@ -146,57 +160,4 @@ func firstDifference(want, got *evidence.Pack) string {
 func citationBytes(p *evidence.Pack, i int) []byte {
 	one := &evidence.Pack{Citations: p.Citations[i : i+1]}
 	return one.Bytes()
-}
-
-// Check tests the index's invariants: every stored chunk hashes to its
-// content hash, the statistics and corpus digest match a recount, and the
-// lexical index holds exactly the committed chunks. Tests run it in
-// t.Cleanup; a service can run it after a restore. It returns nil or an error
-// wrapping ErrCheck that lists every violation.
-func (e *Engine) Check() error {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if e.closed {
-		return ErrClosed
-	}
-	st := e.st
-	var errs []error
-	var tokens int64
-	for _, id := range evidence.SortedKeys(st.chunks) {
-		c := st.chunks[id]
-		if got := evidence.ContentHash(c.Text); got != c.ContentHash {
-			errs = append(errs, fmt.Errorf("chunk %q: text hashes to %s, stored content hash is %s", id, got, c.ContentHash))
-		}
-		tokens += int64(e.lex.TokenCount(c.Text))
-	}
-	if st.stats.Docs != int64(len(st.chunks)) {
-		errs = append(errs, fmt.Errorf("bm25 doc count %d, store holds %d chunks", st.stats.Docs, len(st.chunks)))
-	}
-	if st.stats.Tokens != tokens {
-		errs = append(errs, fmt.Errorf("bm25 token total %d, recount gives %d", st.stats.Tokens, tokens))
-	}
-	n, err := e.lex.DocCount()
-	if err != nil {
-		errs = append(errs, err)
-	} else if n != uint64(len(st.chunks)) {
-		errs = append(errs, fmt.Errorf("lexical index holds %d documents, store %d chunks", n, len(st.chunks)))
-	}
-	if st.dense != nil && !slices.Equal(st.dense.IDs(), evidence.SortedKeys(st.chunks)) {
-		errs = append(errs, fmt.Errorf("dense index covers %d chunks, store holds %d", st.dense.Len(), len(st.chunks)))
-	}
-	if st.graph != nil {
-		if err := st.graph.Check(); err != nil {
-			errs = append(errs, fmt.Errorf("hnsw graph: %w", err))
-		}
-	}
-	digest := st.digest
-	cp := *st
-	cp.computeDigest()
-	if cp.digest != digest {
-		errs = append(errs, fmt.Errorf("corpus digest %s, recount gives %s", digest, cp.digest))
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%w: %w", ErrCheck, errors.Join(errs...))
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -33,6 +34,9 @@ const (
 	fieldTo        = "valid_to"
 	fieldGen       = "gen"
 	fieldMeta      = "meta"
+	// fieldSum holds the chunk's content hash, stored, so that Check can
+	// compare each lexical document with the chunk it was built from.
+	fieldSum = "sum"
 )
 
 // Open interval ends are stored as day numbers far outside the supported
@@ -136,10 +140,16 @@ func newMapping(an string) *mapping.IndexMappingImpl {
 	}
 	for _, f := range []string{fieldAnchorDay, fieldFrom, fieldTo, fieldGen} {
 		num := bleve.NewNumericFieldMapping()
-		num.Store = false
+		num.Store = f == fieldGen
 		num.DocValues = false
 		doc.AddFieldMappingsAt(f, num)
 	}
+	sum := bleve.NewKeywordFieldMapping()
+	sum.Analyzer = keyword.Name
+	sum.Store = true
+	sum.Index = false
+	sum.DocValues = false
+	doc.AddFieldMappingsAt(fieldSum, sum)
 	m.DefaultMapping = doc
 	return m
 }
@@ -154,7 +164,8 @@ func (l *Lexical) TokenCount(text string) int {
 }
 
 // Index adds chunks to the index as generation gen, in one atomic batch.
-func (l *Lexical) Index(ctx context.Context, chunks []*evidence.Chunk, gen int64) error {
+func (l *Lexical) Index(ctx context.Context, chunks []*evidence.Chunk, gen int64) (err error) {
+	defer recoverBleve(&err, "index")
 	b := l.idx.NewBatch()
 	for i, c := range chunks {
 		if i%256 == 0 {
@@ -194,7 +205,7 @@ func docOf(c *evidence.Chunk, gen int64) map[string]any {
 	}
 	return map[string]any{
 		fieldText: c.Text, fieldTenant: tenant, fieldMeta: meta,
-		fieldAnchorDay: anchor, fieldFrom: from, fieldTo: to, fieldGen: float64(gen),
+		fieldAnchorDay: anchor, fieldFrom: from, fieldTo: to, fieldGen: float64(gen), fieldSum: c.ContentHash,
 	}
 }
 
@@ -215,6 +226,12 @@ type Bounds struct {
 	MaxFrom      int64          // latest set valid_from, openFrom if none
 	MinTo        int64          // earliest set valid_to, openTo if none
 	Tenants      map[string]int // chunks per tenant
+}
+
+// Clone returns a copy of b that shares nothing with it.
+func (b Bounds) Clone() Bounds {
+	b.Tenants = maps.Clone(b.Tenants)
+	return b
 }
 
 // NewBounds returns the bounds of an empty index.
@@ -373,8 +390,19 @@ func compareHits(a, b Hit) int {
 	return strings.Compare(a.ID, b.ID)
 }
 
+// recoverBleve turns a panic inside bleve into an error. bleve's segment
+// writer panics on some write failures instead of returning them (on a full
+// disk zapx assigns into a nil map); evpack must report those as errors and
+// roll the batch back, not crash the service that embeds it.
+func recoverBleve(err *error, op string) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: %s: bleve panicked (a full disk or a failed write?): %v", ErrLexical, op, r)
+	}
+}
+
 // Merge merges the on-disk index into one segment (a no-op for memory).
-func (l *Lexical) Merge(ctx context.Context) error {
+func (l *Lexical) Merge(ctx context.Context) (err error) {
+	defer recoverBleve(&err, "merge")
 	adv, err := l.idx.Advanced()
 	if err != nil {
 		return fmt.Errorf("%w: merge: %v", ErrLexical, err)
@@ -396,12 +424,12 @@ func (l *Lexical) Close() error { return l.idx.Close() }
 // DeleteAbove removes every document of a generation after gen: the residue
 // of a batch that reached the index but was never committed (a crash, or a
 // failure after Index). It returns how many it removed.
-func (l *Lexical) DeleteAbove(ctx context.Context, gen int64) (int, error) {
+func (l *Lexical) DeleteAbove(ctx context.Context, gen int64) (removed int, err error) {
+	defer recoverBleve(&err, "delete")
 	min := float64(gen)
 	no := false
 	q := bleve.NewNumericRangeInclusiveQuery(&min, nil, &no, nil)
 	q.SetField(fieldGen)
-	removed := 0
 	for {
 		req := bleve.NewSearchRequestOptions(q, 1000, 0, false)
 		req.Score = "none"
@@ -426,3 +454,58 @@ func (l *Lexical) DeleteAbove(ctx context.Context, gen int64) (int, error) {
 
 // DocCount returns the number of documents in the index, committed or not.
 func (l *Lexical) DocCount() (uint64, error) { return l.idx.DocCount() }
+
+// CountAbove returns how many documents carry a generation after gen.
+func (l *Lexical) CountAbove(ctx context.Context, gen int64) (uint64, error) {
+	min := float64(gen)
+	no := false
+	q := bleve.NewNumericRangeInclusiveQuery(&min, nil, &no, nil)
+	q.SetField(fieldGen)
+	req := bleve.NewSearchRequestOptions(q, 0, 0, false)
+	req.Score = "none"
+	res, err := l.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return 0, fmt.Errorf("%w: count above %d: %v", ErrLexical, gen, err)
+	}
+	return res.Total, nil
+}
+
+// StoredDoc is what the lexical index records of a chunk besides its
+// searchable fields: enough to tell which chunk, and which commit, it was
+// built from.
+type StoredDoc struct {
+	ID          string
+	ContentHash string
+	Generation  int64
+}
+
+// Docs calls fn for every document of the index in chunk ID order.
+func (l *Lexical) Docs(ctx context.Context, fn func(StoredDoc) error) error {
+	const page = 1000
+	var after []string
+	for {
+		req := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), page, 0, false)
+		req.Score = "none"
+		req.Fields = []string{fieldSum, fieldGen}
+		req.SortBy([]string{"_id"})
+		req.SearchAfter = after
+		res, err := l.idx.SearchInContext(ctx, req)
+		if err != nil {
+			return fmt.Errorf("%w: list documents: %v", ErrLexical, err)
+		}
+		for _, h := range res.Hits {
+			d := StoredDoc{ID: h.ID}
+			d.ContentHash, _ = h.Fields[fieldSum].(string)
+			if g, ok := h.Fields[fieldGen].(float64); ok {
+				d.Generation = int64(g)
+			}
+			if err := fn(d); err != nil {
+				return err
+			}
+		}
+		if len(res.Hits) < page {
+			return nil
+		}
+		after = []string{res.Hits[len(res.Hits)-1].ID}
+	}
+}

@@ -177,14 +177,53 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // openExisting opens an index that must already exist, with the options
-// the dense flags name.
+// the dense flags name: a missing, empty or foreign directory is
+// evpack.ErrNotIndex, never a new index.
 func openExisting(dir string, dense func() (evpack.Options, error)) (*evpack.Engine, error) {
-	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("--index %s: %w", dir, err)
-	}
 	opts, err := dense()
 	if err != nil {
 		return nil, err
 	}
-	return evpack.Open(dir, opts)
+	return evpack.OpenExisting(dir, opts)
+}
+
+func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("check", stderr)
+	dir := fs.String("index", "", "index directory")
+	dense := denseFlags(fs)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if *dir == "" || len(pos) != 0 {
+		return usageErr("need --index DIR and nothing else")
+	}
+	eng, err := openExisting(*dir, dense)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	rep, err := eng.CheckIndex(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "index %s: generation %d, %d chunks\n", *dir, rep.Generation, rep.Chunks)
+	for _, f := range rep.Files {
+		if f.Chunks > 0 {
+			fmt.Fprintf(stdout, "file %s %s (%d chunks)\n", f.Name, f.Sum, f.Chunks)
+		} else {
+			fmt.Fprintf(stdout, "file %s %s\n", f.Name, f.Sum)
+		}
+	}
+	for _, s := range rep.Strays {
+		fmt.Fprintf(stdout, "stray %s (not named by the manifest; left alone)\n", s)
+	}
+	if rep.OK() {
+		fmt.Fprintln(stdout, "ok: every file matches its checksum, every chunk its content hash, the lexical index the chunks")
+		return nil
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintf(stdout, "problem: %s\n", p)
+	}
+	return &exitError{code: 1, err: fmt.Errorf("index %s: %d problems", *dir, len(rep.Problems))}
 }

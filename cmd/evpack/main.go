@@ -4,12 +4,15 @@
 //	evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] PATH...
 //	evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--format json|text] QUESTION
 //	evpack verify --index DIR PACK.json
+//	evpack check  --index DIR
 //	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json]
 //	evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
 //	evpack vectors import --format wink-json IN OUT [--max-words N]
 //	evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
 //
-// Exit status: 0 success; 1 a pack that does not verify; 2 bad usage or input.
+// Exit status: 0 success; 1 a pack or an index that does not verify; 2 bad
+// usage or input (an --index path that holds no index included); 3 an index
+// that is corrupt, locked by another process or unreadable.
 package main
 
 import (
@@ -18,9 +21,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
+
+	"github.com/evpack/evpack"
 )
 
 func main() {
@@ -33,6 +39,7 @@ const usage = `usage:
   evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] PATH...
   evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--format json|text] QUESTION
   evpack verify --index DIR PACK.json
+  evpack check  --index DIR
   evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]
   evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
   evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
@@ -41,6 +48,9 @@ const usage = `usage:
 ingest, query, verify and eval take --embedder static:PATH|onnx:MODEL_DIR|http://HOST (with --embedder-model,
 --embedder-dims), --legs lexical|dense|lexical,dense and --dense-index exact|hnsw (with --ef-search N);
 eval obliqa takes --reranker arithmetic|none|cross-encoder:MODEL_DIR. ONNX models need EVPACK_ORT_LIB.
+
+exit status: 0 success; 1 a pack or index that does not verify; 2 bad usage or input (a path
+that holds no index included); 3 an index that is corrupt, locked by another process, or unreadable.
 `
 
 // exitError carries an exit status out of a subcommand.
@@ -68,6 +78,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdQuery(ctx, args[1:], stdout, stderr)
 	case "verify":
 		err = cmdVerify(ctx, args[1:], stdout, stderr)
+	case "check":
+		err = cmdCheck(ctx, args[1:], stdout, stderr)
 	case "eval":
 		err = cmdEval(ctx, args[1:], stdout, stderr)
 	case "vectors":
@@ -82,12 +94,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "evpack %s: %v\n", args[0], err)
+	return exitCode(err)
+}
+
+// exitCode maps an error to the documented exit status.
+func exitCode(err error) int {
 	var ee *exitError
-	if errors.As(err, &ee) {
+	switch {
+	case errors.As(err, &ee):
 		return ee.code
-	}
-	if errors.Is(err, flag.ErrHelp) {
+	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, evpack.ErrCorrupt), errors.Is(err, evpack.ErrOldFormat), errors.Is(err, evpack.ErrLocked),
+		errors.Is(err, evpack.ErrBroken), errors.Is(err, fs.ErrPermission):
+		return 3
 	}
 	return 2
 }

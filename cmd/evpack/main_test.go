@@ -54,17 +54,18 @@ func TestQueryJSONIsTheCanonicalBytes(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, out, "replays byte-identically")
 
-	// Tamper with the stored text of the first citation.
+	// Tamper with the stored text of the first citation: the batch file no
+	// longer matches its checksum, so the index is refused as corrupt.
 	batches, _ := filepath.Glob(filepath.Join(dir, "chunks", "*.jsonl"))
 	for _, b := range batches {
 		raw, _ := os.ReadFile(b)
 		raw = bytes.Replace(raw, []byte("for ten years"), []byte("for two years"), 1)
 		require.NoError(t, os.WriteFile(b, raw, 0o644))
 	}
-	code, out, _ = runCLI(t, "verify", "--index", dir, pack)
-	require.Equal(t, 1, code)
-	require.Contains(t, out, "FAILED")
-	require.Contains(t, out, "records-act/art-2@2025: stored text no longer hashes to its content hash")
+	code, _, errs = runCLI(t, "verify", "--index", dir, pack)
+	require.Equal(t, 3, code, errs)
+	require.Contains(t, errs, "index corrupt")
+	require.Contains(t, errs, "00000001.jsonl hashes to")
 }
 
 func TestCLIBadInput(t *testing.T) {

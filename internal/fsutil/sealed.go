@@ -2,6 +2,7 @@ package fsutil
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 
 	"github.com/zeebo/blake3"
@@ -40,4 +41,40 @@ func Unseal(raw []byte, magic string, minPayload int) ([]byte, error) {
 		return nil, ErrChecksum
 	}
 	return body[len(magic):], nil
+}
+
+// Text formats (the manifest, batch files) are sealed so that they stay
+// readable: the body, whose last byte is a newline, then one line
+// "blake3:<hex>" holding the BLAKE3-256 of the body.
+const textSumPrefix = "blake3:"
+
+// SealText appends the checksum line to body, which must end with '\n'.
+func SealText(body []byte) []byte {
+	sum := blake3.Sum256(body)
+	out := make([]byte, 0, len(body)+len(textSumPrefix)+2*sumSize+1)
+	out = append(out, body...)
+	out = append(out, textSumPrefix...)
+	out = hex.AppendEncode(out, sum[:])
+	return append(out, '\n')
+}
+
+// UnsealText checks the checksum line that ends raw and returns the body
+// before it.
+func UnsealText(raw []byte) ([]byte, error) {
+	if len(raw) == 0 || raw[len(raw)-1] != '\n' {
+		return nil, ErrChecksum
+	}
+	cut := bytes.LastIndexByte(raw[:len(raw)-1], '\n') + 1 // start of the last line
+	body, last := raw[:cut], raw[cut:len(raw)-1]
+	if !bytes.HasPrefix(last, []byte(textSumPrefix)) {
+		return nil, ErrChecksum
+	}
+	got, err := hex.DecodeString(string(last[len(textSumPrefix):]))
+	if err != nil || len(got) != sumSize {
+		return nil, ErrChecksum
+	}
+	if want := blake3.Sum256(body); !bytes.Equal(want[:], got) {
+		return nil, ErrChecksum
+	}
+	return body, nil
 }

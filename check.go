@@ -1,0 +1,177 @@
+package evpack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/retrieve"
+)
+
+// CheckReport says what CheckIndex verified and what it found wrong.
+type CheckReport struct {
+	Generation int64         // the committed generation checked
+	Chunks     int           // committed chunks
+	Files      []CheckedFile // every stored file the manifest names, in manifest order
+	// Strays are files in the index directory that the manifest does not
+	// name (a temp file left by a crash, say): harmless, reported, never
+	// deleted.
+	Strays   []string
+	Problems []string // empty iff the index is healthy
+}
+
+// CheckedFile is a stored file whose bytes were read and found to hash to
+// the checksum the manifest records.
+type CheckedFile struct {
+	Name   string // relative to the index directory
+	Sum    string // "blake3:<hex>"
+	Chunks int    // for batch files, how many chunks it holds
+}
+
+// OK reports whether no problem was found.
+func (r *CheckReport) OK() bool { return len(r.Problems) == 0 }
+
+// Check tests the index's invariants and returns nil, or an error wrapping
+// ErrCheck that lists every violation (see CheckIndex). Tests run it in
+// t.Cleanup; a service can run it after a restore.
+func (e *Engine) Check() error {
+	rep, err := e.CheckIndex(context.Background())
+	if err != nil {
+		return err
+	}
+	if !rep.OK() {
+		errs := make([]error, len(rep.Problems))
+		for i, p := range rep.Problems {
+			errs[i] = errors.New(p)
+		}
+		return fmt.Errorf("%w: %w", ErrCheck, errors.Join(errs...))
+	}
+	return nil
+}
+
+// CheckIndex reads the whole index back and compares its parts: every batch
+// file against its checksum in the manifest and against the chunks in
+// memory, every chunk against its content hash, the BM25 statistics and
+// corpus digest against a recount, and every lexical document against the
+// chunk and generation it was built from. It holds off commits while it
+// runs. It returns an error only when the check cannot run.
+func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	st := e.st
+	rep := &CheckReport{Generation: st.gen, Chunks: len(st.chunks)}
+	bad := func(format string, args ...any) { rep.Problems = append(rep.Problems, fmt.Sprintf(format, args...)) }
+	if e.broken != nil {
+		bad("%v", e.broken)
+	}
+
+	var tokens int64
+	for _, id := range evidence.SortedKeys(st.chunks) {
+		c := st.chunks[id]
+		if got := evidence.ContentHash(c.Text); got != c.ContentHash {
+			bad("chunk %q: hashes to %s, stored content hash is %s", id, got, c.ContentHash)
+		}
+		tokens += int64(e.lex.TokenCount(c.Text))
+	}
+	if st.stats.Docs != int64(len(st.chunks)) {
+		bad("bm25 doc count %d, store holds %d chunks", st.stats.Docs, len(st.chunks))
+	}
+	if st.stats.Tokens != tokens {
+		bad("bm25 token total %d, recount gives %d", st.stats.Tokens, tokens)
+	}
+	if st.dense != nil && !slices.Equal(st.dense.IDs(), evidence.SortedKeys(st.chunks)) {
+		bad("dense index covers %d chunks, store holds %d", st.dense.Len(), len(st.chunks))
+	}
+	if st.graph != nil {
+		if err := st.graph.Check(); err != nil {
+			bad("hnsw graph: %v", err)
+		}
+	}
+	cp := *st
+	cp.computeDigest()
+	if cp.digest != st.digest {
+		bad("corpus digest %s, recount gives %s", st.digest, cp.digest)
+	}
+
+	// Which generation committed each chunk: from the batch files when the
+	// index is on disk; a memory index has no files to read it from.
+	genOf := map[string]int64{}
+	if e.store != nil {
+		e.checkFiles(st, rep, genOf, bad)
+	}
+	seen := 0
+	err := e.lex.Docs(ctx, func(d retrieve.StoredDoc) error {
+		seen++
+		c, ok := st.chunks[d.ID]
+		switch {
+		case !ok:
+			bad("lexical document %q: no such committed chunk (generation %d)", d.ID, d.Generation)
+		case d.ContentHash != c.ContentHash:
+			bad("lexical document %q: built from content hash %s, the chunk's is %s", d.ID, d.ContentHash, c.ContentHash)
+		case e.store != nil && d.Generation != genOf[d.ID]:
+			bad("lexical document %q: generation %d, its batch is generation %d", d.ID, d.Generation, genOf[d.ID])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if seen != len(st.chunks) {
+		bad("lexical index holds %d documents, store %d chunks", seen, len(st.chunks))
+	}
+	return rep, nil
+}
+
+// checkFiles re-reads every file the manifest names and compares the batch
+// files' chunks with st's.
+func (e *Engine) checkFiles(st *state, rep *CheckReport, genOf map[string]int64, bad func(string, ...any)) {
+	m := e.store.Manifest()
+	if m.Generation != st.gen {
+		bad("manifest at generation %d, engine at %d", m.Generation, st.gen)
+	}
+	inBatches := 0
+	for _, b := range m.Batches {
+		chunks, err := e.store.ReadBatch(b)
+		if err != nil {
+			bad("%v", err)
+			continue
+		}
+		rep.Files = append(rep.Files, CheckedFile{Name: storage.ChunksDir + "/" + b.File, Sum: b.Sum, Chunks: len(chunks)})
+		for _, c := range chunks {
+			inBatches++
+			genOf[c.ID] = b.Generation
+			mem, ok := st.chunks[c.ID]
+			if !ok {
+				bad("%s: chunk %q is not in the engine's state", b.File, c.ID)
+			} else if f := storage.Differs(c, mem); f != "" {
+				bad("%s: chunk %q: stored %s differs from the engine's", b.File, c.ID, f)
+			}
+		}
+	}
+	if inBatches != len(st.chunks) {
+		bad("batch files hold %d chunks, the engine %d", inBatches, len(st.chunks))
+	}
+	if d := m.Dense; d != nil {
+		for _, f := range [][2]string{{d.File, d.Sum}, {d.Graph, d.GraphSum}} {
+			if f[0] == "" {
+				continue
+			}
+			if _, err := e.store.ReadFile(f[0], f[1]); err != nil {
+				bad("%v", err)
+			} else {
+				rep.Files = append(rep.Files, CheckedFile{Name: f[0], Sum: f[1]})
+			}
+		}
+	}
+	strays, err := e.store.Strays()
+	if err != nil {
+		bad("list %s: %v", e.dir, err)
+	}
+	rep.Strays = strays
+}

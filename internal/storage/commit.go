@@ -1,0 +1,217 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/fsutil"
+)
+
+// Commit is one generation on its way to the manifest. The protocol:
+//
+//  1. Begin records in PENDING.json the generation and every file it will
+//     write or make obsolete;
+//  2. the caller writes those files (Write) and applies the batch to the
+//     lexical index;
+//  3. Publish writes the manifest, the commit point, then removes the
+//     obsolete files and PENDING.json.
+//
+// Abort (or, after a crash, Recover at the next Open) undoes a commit that
+// never reached step 3, guided by PENDING.json alone.
+type Commit struct {
+	d    *Dir
+	p    pending
+	done bool
+}
+
+// Begin starts committing generation gen (the manifest's plus one), which
+// will write the files in writes and then remove those in obsolete (paths
+// relative to the index directory).
+func (d *Dir) Begin(gen int64, writes, obsolete []string) (*Commit, error) {
+	if d.pending != nil && d.pending.Generation == d.m.Generation {
+		if err := d.finish(d.pending); err != nil {
+			return nil, err
+		}
+	}
+	if d.pending != nil {
+		return nil, fmt.Errorf("evpack: commit: %s records an unfinished commit of generation %d; reopen the index to recover it", PendingName, d.pending.Generation)
+	}
+	if gen != d.m.Generation+1 {
+		return nil, fmt.Errorf("evpack: commit: generation %d after %d", gen, d.m.Generation)
+	}
+	for _, f := range append(slices.Clone(writes), obsolete...) {
+		if !ownFile(f) {
+			return nil, fmt.Errorf("evpack: commit: %q is no data file of an index", f)
+		}
+	}
+	c := &Commit{d: d, p: pending{Format: pendingFormat, Generation: gen, Writes: slices.Clone(writes), Obsolete: slices.Clone(obsolete)}}
+	raw, err := json.MarshalIndent(&c.p, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := fsutil.WriteAtomic(filepath.Join(d.path, PendingName), fsutil.SealText(append(raw, '\n'))); err != nil {
+		d.removePending() // a partial temp file is removed by WriteAtomic; the record itself may not exist
+		return nil, fmt.Errorf("evpack: commit: %w", err)
+	}
+	d.pending = &c.p
+	return c, nil
+}
+
+// Write stores data as name, which Begin must have listed, and returns its
+// checksum for the manifest.
+func (c *Commit) Write(name string, data []byte) (string, error) {
+	if c.done || !slices.Contains(c.p.Writes, name) {
+		return "", fmt.Errorf("evpack: commit: %s was not announced", name)
+	}
+	if err := fsutil.WriteAtomic(filepath.Join(c.d.path, name), data); err != nil {
+		return "", fmt.Errorf("evpack: commit: %w", err)
+	}
+	return evidence.Sum(data), nil
+}
+
+// Publish makes m, which must be the next generation, the committed
+// manifest. An error before the manifest is written leaves the commit to
+// Abort; once it is written the generation is committed, and failing to
+// tidy up after it is left to the next Begin or Open.
+func (c *Commit) Publish(m *Manifest) error {
+	if c.done {
+		return errors.New("evpack: commit: already finished")
+	}
+	if m.Generation != c.p.Generation {
+		return fmt.Errorf("evpack: commit: manifest of generation %d for commit %d", m.Generation, c.p.Generation)
+	}
+	if err := m.validate(); err != nil {
+		return fmt.Errorf("evpack: commit: %w", err)
+	}
+	if h := c.d.Hooks.BeforeManifest; h != nil {
+		if err := h(); err != nil {
+			return err
+		}
+	}
+	if err := c.d.writeManifest(m); err != nil {
+		return fmt.Errorf("evpack: commit: %w", err)
+	}
+	c.done = true
+	c.d.m = m.Clone()
+	c.d.finish(&c.p) // best effort: a leftover record is finished later
+	return nil
+}
+
+// Abort undoes a commit that was not published: it removes the files the
+// commit wrote and its record. The caller first removes the batch from the
+// lexical index; if that fails, it must not call Abort, so that the next
+// Open finds the record and rolls the lexical index back.
+func (c *Commit) Abort() error {
+	if c.done {
+		return nil
+	}
+	c.done = true
+	return c.d.undo(&c.p)
+}
+
+// Recover settles a commit that a crash interrupted, before anything else
+// reads the index. above is how many lexical documents carry a generation
+// after the manifest's; rollback removes them. It returns what it did, ""
+// when there was nothing to do.
+//
+// It deletes only what PENDING.json proves an unfinished commit wrote: a
+// record of the next generation (rolled back) or of the manifest's own
+// (published, tidied). Lexical documents above the manifest with no such
+// record, or a record of any other generation, are ErrCorrupt and nothing
+// is deleted.
+func (d *Dir) Recover(above int64, rollback func() error) (string, error) {
+	p, gen := d.pending, d.m.Generation
+	switch {
+	case p == nil && above == 0:
+		return "", nil
+	case p == nil:
+		return "", fmt.Errorf("%w: %s: the lexical index holds %d documents of generations after %d and no unfinished commit (%s) explains them; nothing was deleted",
+			ErrCorrupt, d.path, above, gen, PendingName)
+	case p.Generation == gen && above == 0:
+		return fmt.Sprintf("generation %d was committed; tidied up after it", gen), d.finish(p)
+	case p.Generation == gen+1:
+		if above > 0 {
+			if err := rollback(); err != nil {
+				return "", fmt.Errorf("evpack: recover generation %d: %w", p.Generation, err)
+			}
+		}
+		return fmt.Sprintf("rolled back the unfinished commit of generation %d (%d lexical documents)", p.Generation, above), d.undo(p)
+	}
+	return "", fmt.Errorf("%w: %s records a commit of generation %d, the manifest is at %d and the lexical index holds %d documents after it; nothing was deleted",
+		ErrCorrupt, filepath.Join(d.path, PendingName), p.Generation, gen, above)
+}
+
+// finish tidies up after a published commit.
+func (d *Dir) finish(p *pending) error {
+	named := d.m.Files()
+	for _, f := range p.Obsolete {
+		if !slices.Contains(named, f) {
+			if err := os.Remove(filepath.Join(d.path, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("evpack: commit: %w", err)
+			}
+		}
+	}
+	return d.removePending()
+}
+
+// undo removes what an unpublished commit wrote.
+func (d *Dir) undo(p *pending) error {
+	named := d.m.Files()
+	var errs []error
+	for _, f := range p.Writes {
+		if !slices.Contains(named, f) {
+			if err := os.Remove(filepath.Join(d.path, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("evpack: undo generation %d: %w", p.Generation, err)
+	}
+	return d.removePending()
+}
+
+func (d *Dir) removePending() error {
+	err := os.Remove(filepath.Join(d.path, PendingName))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("evpack: commit: %w", err)
+	}
+	d.pending = nil
+	if dir, err := os.Open(d.path); err == nil { // make the removal durable
+		dir.Sync()
+		dir.Close()
+	}
+	return nil
+}
+
+// Strays lists the files of the index directory that the manifest does
+// not name and that are not the index's own (LOCK, the manifest, the
+// lexical directory, the record of a commit in progress): leftovers such as
+// a crashed write's temp file. Check reports them; nothing deletes them.
+func (d *Dir) Strays() ([]string, error) {
+	named := d.m.Files()
+	var out []string
+	for _, sub := range []string{".", ChunksDir} {
+		entries, err := os.ReadDir(filepath.Join(d.path, sub))
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			n := e.Name()
+			if sub != "." {
+				n = sub + "/" + n
+			}
+			own := n == LockName || n == ManifestName || n == LexicalDir || n == ChunksDir || (n == PendingName && d.pending != nil)
+			if !own && !slices.Contains(named, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out, nil
+}

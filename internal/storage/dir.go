@@ -1,0 +1,278 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/fsutil"
+)
+
+// DefaultLockWait is how long Open waits for another holder of the index
+// to let go when Options.LockWait is 0.
+const DefaultLockWait = 2 * time.Second
+
+// Options configure Open.
+type Options struct {
+	// Create makes a new index when the directory is missing or empty.
+	// Without it such a directory is ErrNotIndex.
+	Create bool
+	// LockWait bounds the wait for the lock: 0 means DefaultLockWait, a
+	// negative value means do not wait.
+	LockWait time.Duration
+}
+
+// Hooks let tests stop a commit at a chosen point. Each runs, when set, at
+// the point its name says; an error it returns fails the commit there, as a
+// crash or a full disk would.
+type Hooks struct {
+	// BeforeManifest runs after the batch reached the lexical index and
+	// every data file was written, before the manifest names them: the
+	// window a rollback must close.
+	BeforeManifest func() error
+}
+
+// Dir is an open, locked index directory. It is not safe for concurrent
+// use: the engine serializes commits.
+type Dir struct {
+	path    string
+	lock    *os.File
+	m       *Manifest
+	pending *pending
+	// Hooks are for tests; the zero value does nothing.
+	Hooks Hooks
+}
+
+// pending is PENDING.json: what a commit in progress writes and what it will
+// make obsolete. Its presence after a crash is the only evidence on which
+// Open deletes anything.
+type pending struct {
+	Format     string   `json:"format"`
+	Generation int64    `json:"generation"`
+	Writes     []string `json:"writes"`   // files the commit creates
+	Obsolete   []string `json:"obsolete"` // files it removes once published
+}
+
+// Exists reports whether dir holds an evpack index (a manifest).
+func Exists(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, ManifestName))
+	return err == nil
+}
+
+// Open locks the index in path and reads its manifest. With opts.Create, a
+// missing or empty directory becomes a new index (generation 0). A non-empty
+// directory without a manifest is ErrNotIndex, or ErrCorrupt when it holds an
+// index's files (its manifest was lost): nothing is written to either.
+func Open(path string, opts Options) (*Dir, error) {
+	wait := opts.LockWait
+	if wait == 0 {
+		wait = DefaultLockWait
+	}
+	wait = max(wait, 0)
+	fresh, err := inspect(path, opts.Create)
+	if err != nil {
+		return nil, err
+	}
+	if fresh {
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			return nil, fmt.Errorf("evpack: create %s: %w", path, err)
+		}
+	}
+	lock, err := lockFile(filepath.Join(path, LockName), wait)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dir{path: path, lock: lock}
+	fail := func(err error) (*Dir, error) {
+		releaseLock(lock)
+		return nil, err
+	}
+	// Look again under the lock: another process may have created the
+	// index, or removed it, since inspect.
+	if fresh, err = inspect(path, opts.Create); err != nil {
+		return fail(err)
+	}
+	if fresh {
+		d.m = &Manifest{Format: Format}
+		if err := os.MkdirAll(filepath.Join(path, ChunksDir), 0o755); err != nil {
+			return fail(fmt.Errorf("evpack: create %s: %w", path, err))
+		}
+		if err := d.writeManifest(d.m); err != nil {
+			return fail(err)
+		}
+		return d, nil
+	}
+	name := filepath.Join(path, ManifestName)
+	raw, err := os.ReadFile(name)
+	if err != nil {
+		return fail(fmt.Errorf("%w: %v", ErrCorrupt, err))
+	}
+	if d.m, err = DecodeManifest(name, raw); err != nil {
+		return fail(err)
+	}
+	if d.pending, err = d.readPending(); err != nil {
+		return fail(err)
+	}
+	return d, nil
+}
+
+// inspect decides whether path is a new index to create (true), an existing
+// index (false, nil), or neither (an error). Only the lock file and the
+// temporary files of an interrupted manifest write may precede a manifest.
+func inspect(path string, create bool) (bool, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if !create {
+			return false, fmt.Errorf("%w: %s does not exist", ErrNotIndex, path)
+		}
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("evpack: open %s: %w", path, err)
+	case !fi.IsDir():
+		return false, fmt.Errorf("%w: %s is not a directory", ErrNotIndex, path)
+	}
+	if Exists(path) {
+		return false, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return false, fmt.Errorf("evpack: open %s: %w", path, err)
+	}
+	var ours, foreign []string
+	for _, e := range entries {
+		n := e.Name()
+		switch {
+		case n == LockName || strings.HasPrefix(n, "."+ManifestName+".tmp-"):
+		case n == ChunksDir || n == LexicalDir || n == PendingName || strings.HasPrefix(n, "dense-") || strings.HasPrefix(n, "graph-"):
+			ours = append(ours, n)
+		default:
+			foreign = append(foreign, n)
+		}
+	}
+	switch {
+	case len(ours) > 0:
+		return false, fmt.Errorf("%w: %s: %s is missing but the directory holds an index's files (%s); nothing was changed",
+			ErrCorrupt, path, ManifestName, strings.Join(ours, ", "))
+	case len(foreign) > 0:
+		return false, fmt.Errorf("%w: %s is not empty and has no %s (it holds %s); refusing to write into it",
+			ErrNotIndex, path, ManifestName, strings.Join(foreign[:min(3, len(foreign))], ", "))
+	case !create:
+		return false, fmt.Errorf("%w: %s is empty", ErrNotIndex, path)
+	}
+	return true, nil
+}
+
+// Path returns the index directory.
+func (d *Dir) Path() string { return d.path }
+
+// Manifest returns a copy of the committed manifest.
+func (d *Dir) Manifest() *Manifest { return d.m.Clone() }
+
+// Close releases the lock. The Dir must not be used after.
+func (d *Dir) Close() error {
+	if d.lock == nil {
+		return nil
+	}
+	err := releaseLock(d.lock)
+	d.lock = nil
+	return err
+}
+
+// ReadBatch reads the batch file b names and checks it against the manifest
+// entry: the file's checksum, its seal, its generation, its link to the
+// batch before it, and its chunk count.
+func (d *Dir) ReadBatch(b Batch) ([]*evidence.Chunk, error) {
+	i := int(b.Generation) - 1
+	if i < 0 || i >= len(d.m.Batches) || d.m.Batches[i] != b {
+		return nil, fmt.Errorf("%w: batch %s is not in the manifest", ErrCorrupt, b.File)
+	}
+	name := filepath.Join(d.path, ChunksDir, b.File)
+	raw, err := d.readSummed(name, b.Sum)
+	if err != nil {
+		return nil, err
+	}
+	h, chunks, err := DecodeBatch(name, raw)
+	if err != nil {
+		return nil, err
+	}
+	prev := ""
+	if i > 0 {
+		prev = d.m.Batches[i-1].Sum
+	}
+	switch {
+	case h.Generation != b.Generation || h.Prev != prev || h.CommittedAt != b.CommittedAt:
+		return nil, fmt.Errorf("%w: %s: header (generation %d, prev %q, committed %s) does not match the manifest (generation %d, prev %q, committed %s)",
+			ErrCorrupt, name, h.Generation, h.Prev, h.CommittedAt, b.Generation, prev, b.CommittedAt)
+	case len(chunks) != b.Chunks:
+		return nil, fmt.Errorf("%w: %s holds %d chunks, the manifest says %d", ErrCorrupt, name, len(chunks), b.Chunks)
+	}
+	return chunks, nil
+}
+
+// ReadFile reads a data file the manifest names (the dense vectors or the
+// graph) and checks it against the checksum recorded there.
+func (d *Dir) ReadFile(name, sum string) ([]byte, error) {
+	if !slices.Contains(d.m.Files(), name) {
+		return nil, fmt.Errorf("%w: %s is not in the manifest", ErrCorrupt, name)
+	}
+	return d.readSummed(filepath.Join(d.path, name), sum)
+}
+
+func (d *Dir) readSummed(path, sum string) ([]byte, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if got := evidence.Sum(raw); got != sum {
+		return nil, fmt.Errorf("%w: %s hashes to %s, the manifest records %s", ErrCorrupt, path, got, sum)
+	}
+	return raw, nil
+}
+
+func (d *Dir) writeManifest(m *Manifest) error {
+	raw, err := EncodeManifest(m)
+	if err != nil {
+		return err
+	}
+	return fsutil.WriteAtomic(filepath.Join(d.path, ManifestName), raw)
+}
+
+func (d *Dir) readPending() (*pending, error) {
+	name := filepath.Join(d.path, PendingName)
+	raw, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	body, err := fsutil.UnsealText(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
+	}
+	var p pending
+	if err := strictJSON(body, &p); err != nil || p.Format != pendingFormat {
+		return nil, fmt.Errorf("%w: %s: not a %s record", ErrCorrupt, name, pendingFormat)
+	}
+	for _, f := range append(slices.Clone(p.Writes), p.Obsolete...) {
+		if !ownFile(f) {
+			return nil, fmt.Errorf("%w: %s names %q, which is no file of an index", ErrCorrupt, name, f)
+		}
+	}
+	return &p, nil
+}
+
+// ownFile reports whether name is a data file a commit may write or remove.
+func ownFile(name string) bool {
+	if b, ok := strings.CutPrefix(name, ChunksDir+"/"); ok {
+		return plainName(b)
+	}
+	return plainName(name) && (strings.HasPrefix(name, "dense-") || strings.HasPrefix(name, "graph-"))
+}

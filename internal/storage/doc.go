@@ -1,0 +1,35 @@
+// Package storage owns an evpack index directory: who may open it, which
+// files make up a committed generation, and how a commit is made and undone.
+// The engine wires it to the lexical and dense indexes; nothing here knows
+// bleve.
+//
+// Why a package of its own: every promise that "nothing committed is ever
+// lost" and "an edited file is refused" rests on a few rules that must hold
+// together, and they are easier to check in one place.
+//
+// Layout of an index directory:
+//
+//	LOCK                      flock()ed by the one process that has the index open
+//	MANIFEST.json             the commit point, sealed: generation, totals, every batch and its checksum
+//	PENDING.json              present only while a commit runs (or after a crash in one), sealed
+//	chunks/NNNNNNNN.jsonl     one sealed batch of chunks per generation, chained to the one before
+//	dense-NNNNNNNN.bin, graph-NNNNNNNN.bin   stored vectors and graph, when the index keeps them
+//	lexical/                  the bleve index (package retrieve)
+//
+// Entry points: [Open] takes the lock and reads the manifest; [Dir.Begin]
+// starts a commit, [Commit.Publish] makes it durable, [Commit.Abort] undoes
+// it; [Dir.Recover] finishes or undoes a commit that a crash interrupted;
+// [Dir.ReadBatch] and [Dir.ReadFile] return stored bytes only after checking
+// them against the manifest.
+//
+// Invariant: a generation exists iff MANIFEST.json names it; every file the
+// manifest names hashes to the checksum it records.
+//
+// Invariant: Open deletes nothing except what PENDING.json proves an
+// unfinished commit wrote; anything else it cannot explain is ErrCorrupt
+// naming the file.
+//
+// Invariant: one process at a time has an index open (an OS lock on LOCK,
+// taken before the manifest is read); a second Open waits at most
+// Options.LockWait and then fails with ErrLocked.
+package storage

@@ -1,0 +1,26 @@
+package storage
+
+import "errors"
+
+// Sentinel errors. Each is wrapped with the file (and line, for batch files)
+// it concerns.
+var (
+	// ErrCorrupt: a stored file fails its checksum, names what does not
+	// exist, or the directory holds what no commit or crash explains.
+	ErrCorrupt = errors.New("evpack: index corrupt")
+	// ErrLocked: another process (or another Open in this one) holds the
+	// index.
+	ErrLocked = errors.New("evpack: index locked")
+	// ErrNotIndex: the directory exists, is not empty and is not an evpack
+	// index, or does not exist and creating it was not asked for.
+	ErrNotIndex = errors.New("evpack: not an evpack index")
+	// ErrOldFormat: the index was written by an earlier evpack whose format
+	// this one does not read. It wraps ErrCorrupt's meaning for callers that
+	// only check that, and says how to rebuild.
+	ErrOldFormat = errors.New("evpack: index format too old")
+)
+
+// ErrUnstorable: a chunk would not read back from its batch file exactly as
+// given (a field that is not valid UTF-8, say). It is bad input, found
+// before anything is written.
+var ErrUnstorable = errors.New("evpack: chunk cannot be stored unchanged")

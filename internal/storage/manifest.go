@@ -1,0 +1,184 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/evpack/evpack/internal/fsutil"
+)
+
+// Stored format versions. A reader refuses any other.
+const (
+	// Format is the index format named in MANIFEST.json.
+	Format = "evpack-index/2"
+	// oldFormat is the unsealed format of evpack before storage was sealed.
+	oldFormat = "evpack-index/1"
+	// BatchFormat is the format of a batch file's header line.
+	BatchFormat = "evpack-chunks/2"
+	// pendingFormat is the format of PENDING.json.
+	pendingFormat = "evpack-pending/1"
+)
+
+// Names in an index directory.
+const (
+	ManifestName = "MANIFEST.json"
+	PendingName  = "PENDING.json"
+	LockName     = "LOCK"
+	ChunksDir    = "chunks"
+	LexicalDir   = "lexical"
+)
+
+// Manifest is the commit point: a generation exists once the manifest names
+// it. It is stored sealed (fsutil.SealText).
+type Manifest struct {
+	Format     string  `json:"format"`
+	Generation int64   `json:"generation"`
+	Docs       int64   `json:"docs"`   // chunks over all batches
+	Tokens     int64   `json:"tokens"` // analyzed tokens over all chunks (BM25's field length)
+	Batches    []Batch `json:"batches"`
+	Dense      *Dense  `json:"dense,omitempty"`
+}
+
+// Batch names one generation's batch file and its checksum.
+type Batch struct {
+	Generation  int64  `json:"generation"`
+	File        string `json:"file"`         // under chunks/
+	Sum         string `json:"sum"`          // BLAKE3 of the whole stored file
+	Chunks      int    `json:"chunks"`       // lines after the header
+	CommittedAt string `json:"committed_at"` // RFC 3339, UTC, seconds
+}
+
+// Dense names the stored vectors of the latest generation, the embedder
+// that made them and, when kept, the HNSW graph over them with the settings
+// it was built with.
+type Dense struct {
+	File       string `json:"file"`
+	Sum        string `json:"sum"`
+	Embedder   string `json:"embedder"`
+	Graph      string `json:"graph,omitempty"`
+	GraphSum   string `json:"graph_sum,omitempty"`
+	GraphBuild string `json:"graph_build,omitempty"`
+}
+
+// BatchName is the file name of generation gen's batch.
+func BatchName(gen int64) string { return fmt.Sprintf("%08d.jsonl", gen) }
+
+// Clone returns a deep copy of m.
+func (m *Manifest) Clone() *Manifest {
+	cp := *m
+	cp.Batches = slices.Clone(m.Batches)
+	if m.Dense != nil {
+		d := *m.Dense
+		cp.Dense = &d
+	}
+	return &cp
+}
+
+// Files lists every file m names, relative to the index directory, in a
+// fixed order.
+func (m *Manifest) Files() []string {
+	var out []string
+	for _, b := range m.Batches {
+		out = append(out, ChunksDir+"/"+b.File)
+	}
+	if m.Dense != nil {
+		out = append(out, m.Dense.File)
+		if m.Dense.Graph != "" {
+			out = append(out, m.Dense.Graph)
+		}
+	}
+	return out
+}
+
+// EncodeManifest returns the sealed bytes of m.
+func EncodeManifest(m *Manifest) ([]byte, error) {
+	raw, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return fsutil.SealText(append(raw, '\n')), nil
+}
+
+// DecodeManifest checks and parses a stored manifest. name is used in
+// errors.
+func DecodeManifest(name string, raw []byte) (*Manifest, error) {
+	body, err := fsutil.UnsealText(raw)
+	if err != nil {
+		var old struct{ Format string }
+		if json.Unmarshal(raw, &old) == nil && old.Format == oldFormat {
+			return nil, fmt.Errorf("%w: %s: format %s predates sealed storage (%s); rebuild the index by ingesting its sources into a new directory",
+				ErrOldFormat, name, oldFormat, Format)
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
+	}
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: %s: data after the manifest", ErrCorrupt, name)
+	}
+	if err := m.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
+	}
+	return &m, nil
+}
+
+// validate checks what a manifest must say of itself: its format, one batch
+// per generation 1..Generation in order, and plain file names.
+func (m *Manifest) validate() error {
+	if m.Format != Format {
+		return fmt.Errorf("format %q, this evpack reads %q", m.Format, Format)
+	}
+	if m.Generation < 0 || m.Docs < 0 || m.Tokens < 0 {
+		return fmt.Errorf("negative generation or totals")
+	}
+	if int64(len(m.Batches)) != m.Generation {
+		return fmt.Errorf("generation %d but %d batches", m.Generation, len(m.Batches))
+	}
+	var chunks int64
+	for i, b := range m.Batches {
+		switch {
+		case b.Generation != int64(i+1):
+			return fmt.Errorf("batch %d names generation %d", i+1, b.Generation)
+		case b.File != BatchName(b.Generation):
+			return fmt.Errorf("batch of generation %d is %q, want %q", b.Generation, b.File, BatchName(b.Generation))
+		case !validSum(b.Sum):
+			return fmt.Errorf("batch %s: bad checksum %q", b.File, b.Sum)
+		case b.Chunks < 1:
+			return fmt.Errorf("batch %s: %d chunks", b.File, b.Chunks)
+		}
+		chunks += int64(b.Chunks)
+	}
+	if chunks != m.Docs {
+		return fmt.Errorf("docs %d but the batches hold %d chunks", m.Docs, chunks)
+	}
+	if d := m.Dense; d != nil {
+		if !plainName(d.File) || !validSum(d.Sum) || (d.Graph != "" && (!plainName(d.Graph) || !validSum(d.GraphSum))) {
+			return fmt.Errorf("dense: bad file name or checksum")
+		}
+	}
+	return nil
+}
+
+func plainName(s string) bool {
+	return s != "" && !strings.ContainsAny(s, `/\`) && !strings.HasPrefix(s, ".")
+}
+
+func validSum(s string) bool {
+	h, ok := strings.CutPrefix(s, "blake3:")
+	if !ok || len(h) != 64 {
+		return false
+	}
+	for _, r := range h {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
