@@ -70,6 +70,8 @@ func TestQueryJSONIsTheCanonicalBytes(t *testing.T) {
 
 func TestCLIBadInput(t *testing.T) {
 	dir := ingestTestCorpus(t)
+	foreign := t.TempDir() // someone's directory: evpack must not write into it
+	require.NoError(t, os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644))
 	cases := []struct {
 		name string
 		args []string
@@ -80,7 +82,9 @@ func TestCLIBadInput(t *testing.T) {
 		{"bad filter", []string{"query", "--index", dir, "--as-of", "2026-01-15", "--filter", "novalue", "q"}, "want KEY=VALUE"},
 		{"unknown connector", []string{"ingest", "--index", dir, "--connector", "ftp", "x"}, "want jsonl, statute, edgar, fred or files"},
 		{"unknown command", []string{"serve"}, "unknown command"},
-		{"missing index", []string{"query", "--index", filepath.Join(dir, "nope"), "--as-of", "2026-01-15", "q"}, "no such file"},
+		{"missing index", []string{"query", "--index", filepath.Join(dir, "nope"), "--as-of", "2026-01-15", "q"}, "nope does not exist"},
+		{"a directory that is not an index", []string{"query", "--index", foreign, "--as-of", "2026-01-15", "q"}, "is not empty and has no MANIFEST.json"},
+		{"an empty directory", []string{"check", "--index", t.TempDir()}, "is empty"},
 		{"ef-search without hnsw", []string{"query", "--index", dir, "--as-of", "2026-01-15", "--ef-search", "64", "q"}, "--ef-search needs --dense-index hnsw"},
 		{"hnsw without an embedder", []string{"query", "--index", dir, "--as-of", "2026-01-15", "--dense-index", "hnsw", "q"}, `DenseIndex "hnsw" needs an Embedder`},
 		{"unknown dense index", []string{"query", "--index", dir, "--as-of", "2026-01-15", "--dense-index", "ivf", "q"}, `DenseIndex "ivf"`},
@@ -90,6 +94,9 @@ func TestCLIBadInput(t *testing.T) {
 		require.Equal(t, 2, code, c.name)
 		require.Contains(t, errs, c.want, c.name)
 	}
+	entries, err := os.ReadDir(foreign)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "nothing was written into the foreign directory")
 
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"id":"n1","doc_id":"d","text":"new","source_url":"u","retrieved_at":"2026-01-01T00:00:00Z"}`+"\n{oops\n"), 0o644))
