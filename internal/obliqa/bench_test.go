@@ -427,3 +427,68 @@ func overlap(exact, approx []retrieve.DenseHit) int {
 	}
 	return n
 }
+
+// BenchmarkQueryTurns times what a caller pays for one pack (the query, the
+// canonical bytes and the BLAKE3 hash) against a bare bleve match query (top
+// 10, BM25) on the same on-disk, merged corpus, the two taking turns
+// question by question so that the machine's drift hits both alike. One op
+// is one question for each system; the ratio of the p50s is the figure.
+//
+//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench QueryTurns -benchtime 2788x -count 3
+func BenchmarkQueryTurns(b *testing.B) {
+	o := dataset(b)
+	recs, _ := Records(o)
+	ctx := context.Background()
+	qs := o.Questions
+	dir := b.TempDir()
+	eng, err := evpack.Open(filepath.Join(dir, "evpack"), evpack.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	if _, err := eng.IngestRecords(ctx, recs); err != nil {
+		b.Fatal(err)
+	}
+	if err := eng.Merge(ctx); err != nil {
+		b.Fatal(err)
+	}
+	idx := bareBleve(b, filepath.Join(dir, "bleve"))
+	defer idx.Close()
+	batch := idx.NewBatch()
+	for _, r := range recs {
+		batch.Index(r.Chunk.ID, map[string]any{"text": r.Chunk.Text})
+	}
+	if err := idx.Batch(batch); err != nil {
+		b.Fatal(err)
+	}
+	adv, _ := idx.Advanced()
+	opts := mergeplan.SingleSegmentMergePlanOptions
+	if err := adv.(*scorch.Scorch).ForceMerge(ctx, &opts); err != nil {
+		b.Fatal(err)
+	}
+	var ev, bl []time.Duration
+	i := 0
+	for b.Loop() {
+		q := qs[i%len(qs)].Text
+		start := time.Now()
+		p, err := eng.Query(ctx, evpack.Request{Question: q, AsOf: AsOf})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = p.Hash() // renders the canonical bytes and hashes them
+		mid := time.Now()
+		mq := bleve.NewMatchQuery(q)
+		mq.SetField("text")
+		if _, err := idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(mq, 10, 0, false)); err != nil {
+			b.Fatal(err)
+		}
+		end := time.Now()
+		ev, bl = append(ev, mid.Sub(start)), append(bl, end.Sub(mid))
+		i++
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(Percentile(ev, 0.5)), "evpack-p50-ms")
+	b.ReportMetric(ms(Percentile(bl, 0.5)), "bleve-p50-ms")
+	b.ReportMetric(ms(Percentile(ev, 0.5))/ms(Percentile(bl, 0.5)), "p50-ratio")
+	b.ReportMetric(ms(Percentile(ev, 0.99))/ms(Percentile(bl, 0.99)), "p99-ratio")
+}
