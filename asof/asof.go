@@ -23,7 +23,7 @@ type DateError struct {
 
 // Error implements error.
 func (e *DateError) Error() string {
-	return fmt.Sprintf("asof: cannot read %q as a date (want %s)", e.Input, e.Want)
+	return fmt.Sprintf("asof: cannot read %q as a date (want %s, in the years %d-%d)", e.Input, e.Want, minYear, maxYear)
 }
 
 // Unwrap lets errors.Is(err, ErrBadDate) match.

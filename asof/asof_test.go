@@ -1,6 +1,7 @@
 package asof
 
 import (
+	"fmt"
 	"errors"
 	"testing"
 	"time"
@@ -30,6 +31,9 @@ func TestParseDate(t *testing.T) {
 			var de *DateError
 			if !errors.Is(err, ErrBadDate) || !errors.As(err, &de) || de.Input != c.in {
 				t.Fatalf("%s (%s): want *DateError wrapping ErrBadDate, got %v", c.in, c.why, err)
+			}
+			if want := fmt.Sprintf("asof: cannot read %q as a date (want YYYY-MM-DD, in the years 1000-9999)", c.in); err.Error() != want {
+				t.Fatalf("%s (%s): error %q, want %q (it names the supported range)", c.in, c.why, err, want)
 			}
 			continue
 		}
