@@ -1,8 +1,8 @@
 package asof
 
 import (
-	"fmt"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
