@@ -18,6 +18,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/storagetest"
 	"github.com/evpack/evpack/retrieve"
 	"github.com/evpack/evpack/retrieve/vectors"
 )
@@ -342,7 +343,7 @@ func TestGraphPersistsWithTheDenseIndex(t *testing.T) {
 	graphs, err := filepath.Glob(filepath.Join(dir, "graph-*.bin"))
 	require.NoError(t, err)
 	require.Len(t, graphs, 1, "a commit supersedes the previous generation's graph")
-	m := readManifest(t, dir)
+	m := storagetest.ReadManifest(t, dir)
 	require.Equal(t, filepath.Base(graphs[0]), m.Dense.Graph)
 	require.Equal(t, "m=16 ef_construction=128 seed=1", m.Dense.GraphBuild)
 

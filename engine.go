@@ -120,11 +120,8 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	}
 	opts.Analyzer = lex.Analyzer()
 	gen := d.Manifest().Generation
-	above, err := lex.CountAbove(context.Background(), gen)
-	if err != nil {
-		return failLex(err)
-	}
-	if _, err := d.Recover(int64(above), func() error {
+	above := func(g int64) (uint64, error) { return lex.CountAbove(context.Background(), g) }
+	if _, err := d.Recover(above, func() error {
 		_, err := lex.DeleteAbove(context.Background(), gen)
 		return err
 	}); err != nil {

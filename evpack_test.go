@@ -22,6 +22,7 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/internal/storagetest"
 	"github.com/evpack/evpack/retrieve"
 	"github.com/evpack/evpack/retrieve/vectors"
 )
@@ -352,7 +353,7 @@ func TestTamperedChunkIsDroppedAndVerifyFails(t *testing.T) {
 	}
 	// A forger who re-seals every file and the manifest gets past Open, but
 	// not past the content hash taken at ingest.
-	require.True(t, forgeBatches(t, dir, func(body []byte) []byte {
+	require.True(t, storagetest.ForgeBatches(t, dir, func(body []byte) []byte {
 		return bytes.Replace(body, []byte("for ten years from the date"), []byte("for two years from the date"), 1)
 	}))
 
@@ -582,9 +583,9 @@ func TestCorruptIndexFilesAreRefused(t *testing.T) {
 		}, ".jsonl hashes to"},
 		{"batch file missing", func(dir string) { os.Remove(batch(dir)) }, "no such file"},
 		{"manifest of another format version", func(dir string) {
-			m := readManifest(t, dir)
+			m := storagetest.ReadManifest(t, dir)
 			m.Format = "evpack-index/9"
-			writeManifest(t, dir, m) // sealed anew: only the version is wrong
+			storagetest.WriteManifest(t, dir, m) // sealed anew: only the version is wrong
 		}, "evpack-index/9"},
 		{"manifest edited", func(dir string) {
 			raw, _ := os.ReadFile(filepath.Join(dir, storage.ManifestName))

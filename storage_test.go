@@ -20,6 +20,7 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/internal/storagetest"
 	"github.com/evpack/evpack/rerank"
 )
 
@@ -173,7 +174,7 @@ func TestOpenDeletesNothingItCannotExplain(t *testing.T) {
 	name := filepath.Join(dir, storage.ManifestName)
 	orig, err := os.ReadFile(name)
 	require.NoError(t, err)
-	m := readManifest(t, dir)
+	m := storagetest.ReadManifest(t, dir)
 	require.Greater(t, m.Generation, int64(1))
 
 	cases := []struct {
@@ -189,7 +190,7 @@ func TestOpenDeletesNothingItCannotExplain(t *testing.T) {
 				low.Generation--
 				low.Docs -= int64(low.Batches[len(low.Batches)-1].Chunks)
 				low.Batches = low.Batches[:len(low.Batches)-1]
-				writeManifest(t, dir, low)
+				storagetest.WriteManifest(t, dir, low)
 			}, "no unfinished commit (PENDING.json) explains them; nothing was deleted"},
 		{"manifest edited by hand", "an edit without re-sealing fails the checksum",
 			func() {
@@ -322,7 +323,7 @@ func TestInputThatGrowsInStorage(t *testing.T) {
 	require.NotContains(t, e.st.chunks, "stray", "nothing of the batch was committed")
 	gen := e.st.gen
 	require.NoError(t, e.Close())
-	require.Equal(t, gen, readManifest(t, dir).Generation)
+	require.Equal(t, gen, storagetest.ReadManifest(t, dir).Generation)
 }
 
 // blockingReranker holds every Rerank call until release is closed,

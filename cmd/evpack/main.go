@@ -48,6 +48,7 @@ const usage = `usage:
 ingest, query, verify and eval take --embedder static:PATH|onnx:MODEL_DIR|http://HOST (with --embedder-model,
 --embedder-dims), --legs lexical|dense|lexical,dense and --dense-index exact|hnsw (with --ef-search N);
 eval obliqa takes --reranker arithmetic|none|cross-encoder:MODEL_DIR. ONNX models need EVPACK_ORT_LIB.
+Commands that open an index take --lock-wait DURATION (default 2s; 0: fail at once if another process has it).
 
 exit status: 0 success; 1 a pack or index that does not verify; 2 bad usage or input (a path
 that holds no index included); 3 an index that is corrupt, locked by another process, or unreadable.

@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zeebo/blake3"
 
+	"github.com/evpack/evpack"
 	"github.com/evpack/evpack/bert"
+	"github.com/evpack/evpack/internal/storagetest"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -234,4 +236,38 @@ func TestEveryConnectorDeclaresItsAnchorInThePack(t *testing.T) {
 			require.Equal(t, c.anchor, cit.AnchorField, c.filter)
 		}
 	}
+}
+
+// TestCheckCommand: evpack check prints what it verified and exits 0 on a
+// healthy index, 1 when a forged batch (re-sealed, so Open accepts it)
+// fails its content hashes, 3 when the index is corrupt or locked.
+func TestCheckCommand(t *testing.T) {
+	dir := ingestTestCorpus(t)
+	m := storagetest.ReadManifest(t, dir)
+	code, out, errs := runCLI(t, "check", "--index", dir)
+	require.Equal(t, 0, code, errs)
+	want := fmt.Sprintf("index %s: generation 2, 18 chunks\n", dir) +
+		fmt.Sprintf("file chunks/00000001.jsonl %s (11 chunks)\n", m.Batches[0].Sum) +
+		fmt.Sprintf("file chunks/00000002.jsonl %s (7 chunks)\n", m.Batches[1].Sum) +
+		"ok: every file matches its checksum, every chunk its content hash, the lexical index the chunks\n"
+	require.Equal(t, want, out)
+
+	eng, err := evpack.Open(dir, evpack.Options{})
+	require.NoError(t, err)
+	code, _, errs = runCLI(t, "check", "--index", dir, "--lock-wait", "0")
+	require.Equal(t, 3, code, "locked: %s", errs)
+	require.Contains(t, errs, "index locked")
+	require.NoError(t, eng.Close())
+
+	require.True(t, storagetest.ForgeBatches(t, dir, func(lines []byte) []byte {
+		return bytes.Replace(lines, []byte("for ten years"), []byte("for two years"), 1)
+	}))
+	code, out, _ = runCLI(t, "check", "--index", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, `problem: chunk "records-act/art-2@2025": hashes to`)
+
+	require.NoError(t, os.Remove(filepath.Join(dir, "chunks", "00000002.jsonl")))
+	code, _, errs = runCLI(t, "check", "--index", dir)
+	require.Equal(t, 3, code)
+	require.Contains(t, errs, "00000002.jsonl: no such file")
 }

@@ -64,6 +64,7 @@ func denseFlags(fs *flag.FlagSet) func() (evpack.Options, error) {
 	legs := fs.String("legs", "", "recall legs: lexical, dense or lexical,dense (default: every configured leg)")
 	index := fs.String("dense-index", "", "dense search: exact (default; exact and replayable) or hnsw (approximate, faster on large corpora, replayable)")
 	ef := fs.Int("ef-search", 0, "hnsw beam width (default 128)")
+	lockWait := fs.Duration("lock-wait", 2*time.Second, "how long to wait for another process that has the index open (0: do not wait)")
 	embedder := func() (retrieve.Embedder, error) {
 		if *spec == "" {
 			return nil, nil
@@ -93,7 +94,10 @@ func denseFlags(fs *flag.FlagSet) func() (evpack.Options, error) {
 		if err != nil {
 			return evpack.Options{}, err
 		}
-		o := evpack.Options{Embedder: emb, Legs: *legs, DenseIndex: *index}
+		o := evpack.Options{Embedder: emb, Legs: *legs, DenseIndex: *index, LockWait: *lockWait}
+		if *lockWait <= 0 {
+			o.LockWait = -1 // Options: negative means no wait, 0 the default
+		}
 		if *ef != 0 {
 			if *index != "hnsw" {
 				return o, usageErr("--ef-search needs --dense-index hnsw")

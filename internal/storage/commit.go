@@ -116,35 +116,46 @@ func (c *Commit) Abort() error {
 }
 
 // Recover settles a commit that a crash interrupted, before anything else
-// reads the index. above is how many lexical documents carry a generation
-// after the manifest's; rollback removes them. It returns what it did, ""
-// when there was nothing to do.
+// reads the index. above(g) counts the lexical documents that carry a
+// generation after g; rollback removes those after the manifest's. It
+// returns what it did, "" when there was nothing to do.
 //
 // It deletes only what PENDING.json proves an unfinished commit wrote: a
-// record of the next generation (rolled back) or of the manifest's own
-// (published, tidied). Lexical documents above the manifest with no such
-// record, or a record of any other generation, are ErrCorrupt and nothing
-// is deleted.
-func (d *Dir) Recover(above int64, rollback func() error) (string, error) {
+// record of the next generation, whose documents are the only ones above
+// the manifest (rolled back), or of the manifest's own generation
+// (published; tidied). Lexical documents above the manifest with no such
+// record, or any of a later generation than the record's, are ErrCorrupt,
+// and nothing is deleted.
+func (d *Dir) Recover(above func(gen int64) (uint64, error), rollback func() error) (string, error) {
 	p, gen := d.pending, d.m.Generation
+	n, err := above(gen)
+	if err != nil {
+		return "", err
+	}
+	var beyond uint64
+	if p != nil && p.Generation == gen+1 && n > 0 {
+		if beyond, err = above(p.Generation); err != nil {
+			return "", err
+		}
+	}
 	switch {
-	case p == nil && above == 0:
+	case p == nil && n == 0:
 		return "", nil
 	case p == nil:
 		return "", fmt.Errorf("%w: %s: the lexical index holds %d documents of generations after %d and no unfinished commit (%s) explains them; nothing was deleted",
-			ErrCorrupt, d.path, above, gen, PendingName)
-	case p.Generation == gen && above == 0:
+			ErrCorrupt, d.path, n, gen, PendingName)
+	case p.Generation == gen && n == 0:
 		return fmt.Sprintf("generation %d was committed; tidied up after it", gen), d.finish(p)
-	case p.Generation == gen+1:
-		if above > 0 {
+	case p.Generation == gen+1 && beyond == 0:
+		if n > 0 {
 			if err := rollback(); err != nil {
 				return "", fmt.Errorf("evpack: recover generation %d: %w", p.Generation, err)
 			}
 		}
-		return fmt.Sprintf("rolled back the unfinished commit of generation %d (%d lexical documents)", p.Generation, above), d.undo(p)
+		return fmt.Sprintf("rolled back the unfinished commit of generation %d (%d lexical documents)", p.Generation, n), d.undo(p)
 	}
 	return "", fmt.Errorf("%w: %s records a commit of generation %d, the manifest is at %d and the lexical index holds %d documents after it; nothing was deleted",
-		ErrCorrupt, filepath.Join(d.path, PendingName), p.Generation, gen, above)
+		ErrCorrupt, filepath.Join(d.path, PendingName), p.Generation, gen, n)
 }
 
 // finish tidies up after a published commit.
