@@ -2,19 +2,28 @@
 // passages that answer it, each with a stable citation number, rendered in one
 // canonical byte form and named by its BLAKE3 hash.
 //
-// Its users sign what is written from those packs, so the engine keeps four
+// Its users sign what is written from those packs, so the engine keeps five
 // promises: the same request gives the same bytes on every replay and every
 // machine; a pack as of a date never cites what appeared after it; a chunk
-// nobody can check never reaches the reasoner; and one tenant's evidence
-// never appears in another's pack.
+// nobody can check never reaches the reasoner; one tenant's evidence never
+// appears in another's pack; and nothing committed is lost or changed
+// unseen.
 //
-// Entry points: [Open] and [OpenMemory] make an [Engine]; [Engine.Ingest]
-// adds a connector's chunks; [Engine.Query] answers a [Request]; [Verify]
-// replays a pack and says whether it still holds; [Engine.Check] tests the
-// index's invariants.
+// Entry points: [Open] (or [OpenExisting], and [OpenMemory]) makes an
+// [Engine]; [Engine.Ingest] adds a connector's chunks; [Engine.Query]
+// answers a [Request]; [Engine.Verify] replays a pack and says whether it
+// still holds; [Engine.Check] and [Engine.CheckIndex] read the index back
+// and test its invariants.
 //
-// The pipeline (see DESIGN.md): eligibility (as-of, tenant, filters) inside
-// the index query → lexical BM25 (and later dense) legs → Reciprocal Rank
-// Fusion → a pool reranked by the bit-stable arithmetic reranker → the
-// citation gate → the canonical pack.
+// The pipeline: eligibility (as-of, tenant, filters) inside the index query →
+// lexical BM25 and, with an embedder, dense legs → Reciprocal Rank Fusion →
+// a pool reranked by the bit-stable arithmetic reranker → the citation gate
+// → the canonical pack. The index directory (its lock, sealed manifest and
+// batch files, and crash recovery) is package internal/storage's; the engine
+// only wires the stages together.
+//
+// Concurrency: an Engine serves concurrent queries while one ingest runs.
+// Each query reads one committed state, which no commit changes, and holds
+// the engine's lock only while bleve searches; no model call or cache call
+// runs under it.
 package evpack
