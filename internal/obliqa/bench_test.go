@@ -17,6 +17,7 @@ import (
 	"github.com/philippgille/chromem-go"
 
 	"github.com/evpack/evpack"
+	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/eval"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/retrieve"
@@ -491,4 +492,32 @@ func BenchmarkQueryTurns(b *testing.B) {
 	b.ReportMetric(ms(Percentile(bl, 0.5)), "bleve-p50-ms")
 	b.ReportMetric(ms(Percentile(ev, 0.5))/ms(Percentile(bl, 0.5)), "p50-ratio")
 	b.ReportMetric(ms(Percentile(ev, 0.99))/ms(Percentile(bl, 0.99)), "p99-ratio")
+}
+
+// BenchmarkSmallCommit times a one-chunk commit onto an on-disk index that
+// holds the ObliQA corpus: what a daily mirror pays per small batch. One op
+// is one commit.
+//
+//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench SmallCommit -benchtime 50x
+func BenchmarkSmallCommit(b *testing.B) {
+	o := dataset(b)
+	recs, _ := Records(o)
+	ctx := context.Background()
+	eng, err := evpack.Open(filepath.Join(b.TempDir(), "evpack"), evpack.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	if _, err := eng.IngestRecords(ctx, recs); err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		r := recs[i%len(recs)]
+		r.Chunk.ID = fmt.Sprintf("extra-%d", i)
+		if _, err := eng.IngestRecords(ctx, []connectors.Record{r}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
 }
