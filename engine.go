@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -105,7 +106,17 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		d.Close()
 		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
 	}
-	lex, err := retrieve.OpenLexical(filepath.Join(dir, storage.LexicalDir), retrieve.LexicalOptions{Analyzer: opts.Analyzer})
+	lexDir := filepath.Join(dir, storage.LexicalDir)
+	lex, err := retrieve.OpenLexical(lexDir, retrieve.LexicalOptions{Analyzer: opts.Analyzer})
+	if err != nil && d.Manifest().Generation == 0 {
+		// Nothing was ever committed, so the lexical directory holds at most
+		// the empty index a crash interrupted while creating it: make it
+		// again rather than refuse a new index forever.
+		if rerr := os.RemoveAll(lexDir); rerr != nil {
+			return fail(errors.Join(err, rerr))
+		}
+		lex, err = retrieve.OpenLexical(lexDir, retrieve.LexicalOptions{Analyzer: opts.Analyzer})
+	}
 	if err != nil {
 		return fail(err)
 	}

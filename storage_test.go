@@ -399,3 +399,21 @@ func TestFailedCommitLeavesNoTrace(t *testing.T) {
 	require.Equal(t, gen+1, rep.Generation)
 	require.Equal(t, gen+1, e.store.Manifest().Generation)
 }
+
+// TestHalfCreatedIndexIsMadeAgain: a crash while bleve was creating the
+// lexical directory of a new index (nothing committed yet) does not make the
+// index unopenable.
+func TestHalfCreatedIndexIsMadeAgain(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	lexDir := filepath.Join(dir, storage.LexicalDir)
+	require.NoError(t, os.RemoveAll(lexDir))
+	require.NoError(t, os.MkdirAll(lexDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(lexDir, "index_meta.json"), []byte(`{"storage":"sco`), 0o644))
+	e, err = Open(dir, Options{})
+	require.NoError(t, err)
+	checked(t, e)
+	ingestCorpus(t, e)
+}
