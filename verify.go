@@ -46,8 +46,8 @@ func (e *Engine) Verify(ctx context.Context, raw []byte) (*VerifyReport, error) 
 			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: chunk not in the index", c.Index, c.ChunkID))
 		case stored.ContentHash != c.ContentHash:
 			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: stored content hash %s differs from the pack's %s", c.Index, c.ChunkID, stored.ContentHash, c.ContentHash))
-		case evidence.ContentHash(stored.Text) != stored.ContentHash:
-			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: stored text no longer hashes to its content hash (edited after ingest)", c.Index, c.ChunkID))
+		case stored.ComputeHash() != stored.ContentHash:
+			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: stored chunk no longer hashes to its content hash (edited after ingest)", c.Index, c.ChunkID))
 		case stored.Text != c.Text:
 			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: pack text differs from the stored text", c.Index, c.ChunkID))
 		}
@@ -164,8 +164,8 @@ func (e *Engine) Check() error {
 	var tokens int64
 	for _, id := range evidence.SortedKeys(st.chunks) {
 		c := st.chunks[id]
-		if got := evidence.ContentHash(c.Text); got != c.ContentHash {
-			errs = append(errs, fmt.Errorf("chunk %q: text hashes to %s, stored content hash is %s", id, got, c.ContentHash))
+		if got := c.ComputeHash(); got != c.ContentHash {
+			errs = append(errs, fmt.Errorf("chunk %q: fields hash to %s, stored content hash is %s", id, got, c.ContentHash))
 		}
 		tokens += int64(e.lex.TokenCount(c.Text))
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -27,7 +28,7 @@ type Chunk struct {
 	Anchor      asof.Anchor       // when the chunk became citable
 	Valid       asof.Interval     // the days the version is in force
 	Tenant      string            // the owner; "" is the shared tenant
-	ContentHash string            // ContentHash(Text), stored at ingest
+	ContentHash string            // ComputeHash() at ingest: covers every field above and Meta
 	Meta        map[string]string // filterable metadata
 }
 
@@ -52,8 +53,47 @@ func Sum(b []byte) string {
 	return HashPrefix + hex.EncodeToString(h[:])
 }
 
-// ContentHash returns the hash of Normalize(text).
-func ContentHash(text string) string { return Sum([]byte(Normalize(text))) }
+// ChunkHashVersion opens the bytes a chunk's content hash is computed over.
+// It changes whenever those bytes would change for an unchanged chunk.
+const ChunkHashVersion = "evpack-chunk-hash/1"
+
+// ComputeHash returns the chunk's content hash: Sum of the version tag
+// ChunkHashVersion followed by every field that decides whether and how the
+// chunk is eligible and cited, in this order: ID, DocID, Version, Text,
+// SourceURL, Connector, RetrievedAt, Anchor.At, Anchor.Field, Valid.From,
+// Valid.To, Tenant, then the number of Meta entries and each key and value in
+// ascending key order. Instants are written RFC 3339 in UTC with nanoseconds
+// ("" when zero), dates YYYY-MM-DD ("" when unset). Every field is written
+// length-prefixed ("<bytes>:<field>,"), so no two different chunks encode
+// alike. Only ContentHash itself is not covered. The text is hashed as stored:
+// Prepare normalizes it first.
+func (c *Chunk) ComputeHash() string {
+	var b strings.Builder
+	field := func(s string) {
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+		b.WriteByte(',')
+	}
+	instant := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	field(ChunkHashVersion)
+	for _, s := range []string{c.ID, c.DocID, c.Version, c.Text, c.SourceURL, c.Connector,
+		instant(c.RetrievedAt), instant(c.Anchor.At), c.Anchor.Field,
+		c.Valid.From.String(), c.Valid.To.String(), c.Tenant} {
+		field(s)
+	}
+	field(strconv.Itoa(len(c.Meta)))
+	for _, k := range SortedKeys(c.Meta) {
+		field(k)
+		field(c.Meta[k])
+	}
+	return Sum([]byte(b.String()))
+}
 
 // Citable reports why a chunk may not reach a reasoner, or "" when it may.
 // The reasons are fixed phrases: they appear in pack traces.
@@ -65,14 +105,15 @@ func (c *Chunk) Citable() string {
 		return "missing connector"
 	case c.RetrievedAt.IsZero():
 		return "missing retrieval time"
-	case c.ContentHash != ContentHash(c.Text):
+	case c.ContentHash != c.ComputeHash():
 		return "content hash mismatch"
 	}
 	return ""
 }
 
-// Prepare normalizes the chunk's text, fills its content hash and checks the
-// fields an index cannot do without. A chunk that is merely uncitable (no
+// Prepare normalizes the chunk's text and instants, checks the fields an
+// index cannot do without, then fills its content hash (ComputeHash, over the
+// prepared fields). A chunk that is merely uncitable (no
 // source URL, say) passes: the citation gate keeps it out of packs.
 func (c *Chunk) Prepare() error {
 	fail := func(err error) error { return &ChunkError{ChunkID: c.ID, Err: err} }
@@ -96,7 +137,7 @@ func (c *Chunk) Prepare() error {
 	}
 	c.RetrievedAt = truncate(c.RetrievedAt)
 	c.Anchor.At = truncate(c.Anchor.At)
-	c.ContentHash = ContentHash(c.Text)
+	c.ContentHash = c.ComputeHash()
 	return nil
 }
 

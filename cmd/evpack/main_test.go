@@ -64,7 +64,7 @@ func TestQueryJSONIsTheCanonicalBytes(t *testing.T) {
 	code, out, _ = runCLI(t, "verify", "--index", dir, pack)
 	require.Equal(t, 1, code)
 	require.Contains(t, out, "FAILED")
-	require.Contains(t, out, "records-act/art-2@2025: stored text no longer hashes to its content hash")
+	require.Contains(t, out, "records-act/art-2@2025: stored chunk no longer hashes to its content hash")
 }
 
 func TestCLIBadInput(t *testing.T) {
