@@ -431,9 +431,19 @@ func (r Request) canonical(defaultK int) (evidence.Header, error) {
 	case h.K < 1 || h.K > MaxK:
 		return h, fmt.Errorf("%w: k %d not in [1, %d]", ErrBadRequest, h.K, MaxK)
 	}
+	// Names obey the ingest rules (evidence.CheckTenant, CheckMetaKey,
+	// CheckMetaValue): a request can name anything stored, nothing else, and
+	// its pack always parses back.
+	if err := evidence.CheckTenant(r.Tenant); err != nil {
+		return h, fmt.Errorf("%w: tenant: %w", ErrBadRequest, err)
+	}
 	for _, k := range evidence.SortedKeys(r.Filters) {
-		if k == "" || strings.ContainsRune(k, '=') {
-			return h, fmt.Errorf("%w: filter key %q", ErrBadRequest, k)
+		err := evidence.CheckMetaKey(k)
+		if err == nil {
+			err = evidence.CheckMetaValue(k, r.Filters[k])
+		}
+		if err != nil {
+			return h, fmt.Errorf("%w: filter: %w", ErrBadRequest, err)
 		}
 		h.Filters = append(h.Filters, evidence.Filter{Key: k, Value: r.Filters[k]})
 	}

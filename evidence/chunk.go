@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/zeebo/blake3"
@@ -130,9 +131,15 @@ func (c *Chunk) Prepare() error {
 	if err := c.Valid.Validate(); err != nil {
 		return fail(err)
 	}
+	if err := CheckTenant(c.Tenant); err != nil {
+		return fail(err)
+	}
 	for _, k := range SortedKeys(c.Meta) {
-		if !validMetaKey(k) {
-			return fail(fmt.Errorf("%w: %q", ErrBadMeta, k))
+		if err := CheckMetaKey(k); err != nil {
+			return fail(err)
+		}
+		if err := CheckMetaValue(k, c.Meta[k]); err != nil {
+			return fail(err)
 		}
 	}
 	c.RetrievedAt = truncate(c.RetrievedAt)
@@ -146,6 +153,63 @@ func truncate(t time.Time) time.Time {
 		return t
 	}
 	return t.UTC().Truncate(time.Second)
+}
+
+// Limits on names, in bytes.
+const (
+	MaxTenantLen    = 256  // longest tenant name
+	MaxMetaKeyLen   = 256  // longest metadata key
+	MaxMetaValueLen = 1024 // longest metadata value
+)
+
+// CheckTenant returns nil when name may name a tenant: "" (the shared
+// tenant), or valid UTF-8 of at most MaxTenantLen bytes without control
+// characters (unicode.IsControl). Otherwise it returns an error wrapping
+// ErrBadTenant that quotes the name. Ingest (Chunk.Prepare) and requests
+// apply the same rule, so that a request can name every stored tenant and no
+// name can spell an index's internal terms (which use control characters).
+func CheckTenant(name string) error {
+	if why := nameProblem(name, MaxTenantLen); why != "" {
+		return fmt.Errorf("%w: %q %s", ErrBadTenant, name, why)
+	}
+	return nil
+}
+
+// CheckMetaKey returns nil when k may be a metadata (or filter) key: 1 to
+// MaxMetaKeyLen bytes of [a-z0-9_.-]. Otherwise it returns an error wrapping
+// ErrBadMeta that quotes the key.
+func CheckMetaKey(k string) error {
+	if len(k) > MaxMetaKeyLen || !validMetaKey(k) {
+		return fmt.Errorf("%w: key %q: want 1 to %d bytes of [a-z0-9_.-]", ErrBadMeta, k, MaxMetaKeyLen)
+	}
+	return nil
+}
+
+// CheckMetaValue returns nil when v may be the metadata (or filter) value of
+// key k: valid UTF-8 of at most MaxMetaValueLen bytes without control
+// characters; "" is allowed. Otherwise it returns an error wrapping
+// ErrBadMeta that quotes the key and the value.
+func CheckMetaValue(k, v string) error {
+	if why := nameProblem(v, MaxMetaValueLen); why != "" {
+		return fmt.Errorf("%w: key %q: value %q %s", ErrBadMeta, k, v, why)
+	}
+	return nil
+}
+
+// nameProblem says why s cannot be a name of at most max bytes, or "".
+func nameProblem(s string, max int) string {
+	if len(s) > max {
+		return fmt.Sprintf("is longer than %d bytes", max)
+	}
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return fmt.Sprintf("holds the control character %U", r)
+		}
+	}
+	return ""
 }
 
 func validMetaKey(k string) bool {

@@ -14,8 +14,13 @@ var (
 	ErrMissingID = errors.New("evidence: missing id")
 	// ErrDuplicateChunk: two chunks share an ID but not their text.
 	ErrDuplicateChunk = errors.New("evidence: duplicate chunk id with different text")
-	// ErrBadMeta: a metadata key is empty or uses characters outside [a-z0-9_.-].
-	ErrBadMeta = errors.New("evidence: bad metadata key")
+	// ErrBadMeta: a metadata key is empty, longer than MaxMetaKeyLen or uses
+	// characters outside [a-z0-9_.-]; or a metadata value is not valid UTF-8,
+	// holds a control character or is longer than MaxMetaValueLen.
+	ErrBadMeta = errors.New("evidence: bad metadata")
+	// ErrBadTenant: a tenant name is not valid UTF-8, holds a control
+	// character (unicode.IsControl) or is longer than MaxTenantLen.
+	ErrBadTenant = errors.New("evidence: bad tenant name")
 	// ErrNotCanonical: bytes offered as a pack are not in canonical form.
 	ErrNotCanonical = errors.New("evidence: pack bytes are not canonical")
 	// ErrBadPack: bytes offered as a pack cannot be read as one.
