@@ -557,6 +557,12 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 	if err != nil {
 		return nil, fmt.Errorf("evpack: rerank: %w", err)
 	}
+	// A reranker orders its pool and adds nothing to it: an output that is
+	// not a permutation of the candidates (another tenant's chunk, a repeat,
+	// a lost candidate) is an error, never a pack.
+	if err := rerank.CheckPermutation(cands, ranked); err != nil {
+		return nil, fmt.Errorf("evpack: rerank: reranker %q: %w", rr.Name(), err)
+	}
 	steps = append(steps, fmt.Sprintf("reranked %d", len(ranked)))
 	lookup := func(id string) (*evidence.Chunk, bool) { c, ok := st.chunks[id]; return c, ok }
 	p := evidence.Assemble(h, ranked, lookup, steps, e.fingerprint(st, rr))

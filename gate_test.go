@@ -12,6 +12,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/rerank"
 )
 
 // citableRecord returns a record that is citable as of any day from
@@ -147,6 +148,67 @@ func TestRequestNamesAreValidated(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, p.Bytes(), back.Bytes())
 			require.Equal(t, r.Tenant, back.Tenant)
+		})
+	}
+}
+
+// forgingReranker wraps the engine's reranker and edits its output as a
+// faulty or hostile custom reranker would.
+type forgingReranker struct {
+	inner rerank.Reranker
+	edit  func([]evidence.Scored) []evidence.Scored
+}
+
+func (f forgingReranker) Name() string { return "forging/1" }
+
+func (f forgingReranker) Rerank(ctx context.Context, q string, cands []rerank.Candidate, st rerank.Stats) ([]evidence.Scored, error) {
+	out, err := f.inner.Rerank(ctx, q, cands, st)
+	if err != nil {
+		return nil, err
+	}
+	return f.edit(out), nil
+}
+
+// TestRerankerOutputMustBePermutation: a reranker that returns an ID it was
+// not given (another tenant's chunk), repeats one or leaves one out is an
+// error naming the reranker and the chunk; nothing is cited.
+func TestRerankerOutputMustBePermutation(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name, reason, id string
+		edit             func([]evidence.Scored) []evidence.Scored
+	}{
+		{"adds another tenant's chunk", "acme must never see globex's policy", "globex-policy-1", func(s []evidence.Scored) []evidence.Scored {
+			return append([]evidence.Scored{{ChunkID: "globex-policy-1", Score: 2 * evidence.ScoreScale}}, s...)
+		}},
+		{"adds a chunk from the future", "the pool held only chunks eligible as of the request", "gn-2026-01", func(s []evidence.Scored) []evidence.Scored {
+			return append([]evidence.Scored{{ChunkID: "gn-2026-01", Score: 2 * evidence.ScoreScale}}, s...)
+		}},
+		{"repeats a candidate", "a chunk cited twice", "acme-policy-1", func(s []evidence.Scored) []evidence.Scored {
+			return append([]evidence.Scored{{ChunkID: "acme-policy-1", Score: 2 * evidence.ScoreScale}}, s...)
+		}},
+		{"drops a candidate", "the interface returns all candidates scored", "acme-policy-1", func(s []evidence.Scored) []evidence.Scored {
+			var out []evidence.Scored
+			for _, x := range s {
+				if x.ChunkID != "acme-policy-1" {
+					out = append(out, x)
+				}
+			}
+			return out
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := memEngine(t, Options{})
+			ingestCorpus(t, e)
+			v, err := e.View(Options{Reranker: forgingReranker{inner: e.Options().Reranker, edit: tc.edit}})
+			require.NoError(t, err)
+			p, err := v.Query(ctx, Request{Question: "How long does the firm retain client transaction records under its internal policy?",
+				AsOf: asof.MustDate("2025-06-01"), Tenant: "acme"})
+			require.ErrorIs(t, err, rerank.ErrNotPermutation, tc.reason)
+			require.Nil(t, p)
+			require.Contains(t, err.Error(), `"forging/1"`)
+			require.Contains(t, err.Error(), fmt.Sprintf("%q", tc.id))
 		})
 	}
 }

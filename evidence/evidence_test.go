@@ -278,3 +278,56 @@ func TestContentHashCoversEveryField(t *testing.T) {
 		})
 	}
 }
+
+// TestAssembleRechecksEligibility hands Assemble chunks the request may not
+// see, as a faulty reranker or lookup would: each is dropped with its reason.
+func TestAssembleRechecksEligibility(t *testing.T) {
+	day := func(s string) time.Time { return asof.MustDate(s).Start() }
+	mk := func(id string, f func(*Chunk)) *Chunk {
+		c := &Chunk{ID: id, DocID: "d", Text: "text of " + id, SourceURL: "u", Connector: "c", RetrievedAt: day("2025-01-01"),
+			Anchor: asof.Anchor{At: day("2025-01-01"), Field: "published"}, Tenant: "acme",
+			Meta: map[string]string{"kind": "policy"}}
+		if f != nil {
+			f(c)
+		}
+		if err := c.Prepare(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	h := Header{Question: "q", AsOf: asof.MustDate("2025-06-01"), Tenant: "acme", Filters: []Filter{{Key: "kind", Value: "policy"}}, K: 10}
+	cases := []struct {
+		name, reason string
+		chunk        *Chunk
+		want         string // the drop reason, "" when cited
+	}{
+		{"eligible", "own tenant, knowable, in force, filter matched", mk("ok", nil), ""},
+		{"other tenant", "tenants are sealed", mk("globex", func(c *Chunk) { c.Tenant = "globex" }), "outside the request's tenant scope"},
+		{"shared tenant", "the engine's scope is the request's tenant exactly", mk("shared", func(c *Chunk) { c.Tenant = "" }), "outside the request's tenant scope"},
+		{"anchored after the as-of day", "never cites the future", mk("future", func(c *Chunk) { c.Anchor.At = day("2025-06-02") }), "not yet knowable as of the request"},
+		{"anchored on the as-of day", "the anchor day itself is knowable", mk("sameday", func(c *Chunk) { c.Anchor.At = day("2025-06-01").Add(23 * time.Hour) }), ""},
+		{"undated", "an undated chunk is never eligible", mk("undated", func(c *Chunk) { c.Anchor.At = time.Time{} }), "undated: never eligible"},
+		{"not yet in force", "valid_from after the as-of day", mk("notyet", func(c *Chunk) { c.Valid.From = asof.MustDate("2025-06-02") }), "not in force on the as-of day"},
+		{"no longer in force", "valid_to is the first day it no longer is", mk("superseded", func(c *Chunk) { c.Valid.To = asof.MustDate("2025-06-01") }), "not in force on the as-of day"},
+		{"filter value differs", "filters are exact", mk("faq", func(c *Chunk) { c.Meta["kind"] = "faq" }), "filter kind=policy not matched"},
+		{"filter key missing", "a chunk without the key never matches", mk("nokind", func(c *Chunk) { c.Meta = nil }), "filter kind=policy not matched"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			lookup := func(id string) (*Chunk, bool) { return tc.chunk, id == tc.chunk.ID }
+			p := Assemble(h, []Scored{{ChunkID: tc.chunk.ID, Score: 1}}, lookup, nil, nil)
+			if tc.want == "" {
+				if len(p.Citations) != 1 || len(p.Trace.Dropped) != 0 {
+					t.Fatalf("%s: want cited, got citations %+v, dropped %+v", tc.reason, p.Citations, p.Trace.Dropped)
+				}
+				return
+			}
+			if diff := cmp.Diff([]Drop{{ChunkID: tc.chunk.ID, Reason: tc.want}}, p.Trace.Dropped); diff != "" || len(p.Citations) != 0 {
+				t.Fatalf("%s: citations %d, dropped diff %s", tc.reason, len(p.Citations), diff)
+			}
+			if want := "dropped 1 (" + tc.want + ": " + tc.chunk.ID + ")"; p.Trace.Steps[0] != want {
+				t.Fatalf("trace step %q, want %q", p.Trace.Steps[0], want)
+			}
+		})
+	}
+}
