@@ -212,3 +212,43 @@ func TestRerankerOutputMustBePermutation(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyChecksTheRerankerIdentity: a pack made with another reranker (here
+// an external one named "forger", whose scores ride in the pack's ledger) does
+// not verify on an engine that runs the arithmetic reranker.
+func TestVerifyChecksTheRerankerIdentity(t *testing.T) {
+	ctx := context.Background()
+	e := memEngine(t, Options{})
+	ingestCorpus(t, e)
+	forger, err := rerank.NewExternal("forger", func(_ context.Context, _ string, texts []string) ([]float64, error) {
+		out := make([]float64, len(texts))
+		for i, s := range texts {
+			out[i] = float64(len(s)) // longest first: any order the forger likes
+		}
+		return out, nil
+	})
+	require.NoError(t, err)
+	v, err := e.View(Options{Reranker: forger})
+	require.NoError(t, err)
+	req := Request{Question: "How long must a licensed firm retain records of client transactions?", AsOf: asof.MustDate("2026-02-01")}
+	forged, err := v.Query(ctx, req)
+	require.NoError(t, err)
+	require.NotEmpty(t, forged.Ledger)
+
+	rep, err := e.Verify(ctx, forged.Bytes())
+	require.NoError(t, err)
+	require.False(t, rep.OK(), "a pack the arithmetic reranker did not rank must not verify")
+	require.Contains(t, rep.Problems, fmt.Sprintf("reranker: pack says %q, this engine runs %q", "external/forger", e.Options().Reranker.Name()))
+	require.Contains(t, rep.Problems, `reranker_bit_stable: pack says "false", this engine's reranker gives "true"`)
+
+	// The forger's own engine still verifies its pack, and the arithmetic
+	// engine its own.
+	rep, err = v.Verify(ctx, forged.Bytes())
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", rep.Problems)
+	own, err := e.Query(ctx, req)
+	require.NoError(t, err)
+	rep, err = e.Verify(ctx, own.Bytes())
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", rep.Problems)
+}
