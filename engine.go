@@ -567,7 +567,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 	lookup := func(id string) (*evidence.Chunk, bool) { c, ok := st.chunks[id]; return c, ok }
 	p := evidence.Assemble(h, ranked, lookup, steps, e.fingerprint(st, rr))
 	if !bitStable(rr) {
-		p.Ledger = ranked
+		p.Ledger = slices.Clone(ranked) // not the reranker's slice
 	}
 	return p, nil
 }

@@ -252,3 +252,30 @@ func TestVerifyChecksTheRerankerIdentity(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", rep.Problems)
 }
+
+// TestPacksOwnTheirData: a caller that edits a returned pack (its citations'
+// metadata, its filters, trace and fingerprint) changes neither the index nor
+// later packs.
+func TestPacksOwnTheirData(t *testing.T) {
+	ctx := context.Background()
+	e := memEngine(t, Options{})
+	ingestCorpus(t, e)
+	req := Request{Question: "retention period records", AsOf: asof.MustDate("2026-02-01"), Filters: map[string]string{"kind": "guidance"}, K: 5}
+	p, err := e.Query(ctx, req)
+	require.NoError(t, err)
+	want := p.Bytes()
+	require.NotEmpty(t, p.Citations)
+	for i := range p.Citations {
+		require.Equal(t, "guidance", p.Citations[i].Meta["kind"])
+		p.Citations[i].Meta["kind"] = "edited by the caller"
+		p.Citations[i].Meta["added"] = "x"
+	}
+	p.Filters[0].Value = "edited"
+	p.Trace.Steps[0] = "edited"
+	p.Fingerprint[0].Value = "edited"
+
+	again, err := e.Query(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(again.Bytes()), "a later pack is unchanged")
+	require.NoError(t, e.Check(), "the index is unchanged")
+}

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -183,7 +184,8 @@ func (h Header) exclusion(c *Chunk) (exclusion, int) {
 // drops any that is missing from the store, outside the request's eligibility
 // (see Header.Excludes) or not citable (see Chunk.Citable), whatever ranked
 // it, and numbers the first h.K survivors 1..K. steps are copied into the trace,
-// followed by the gate's own lines.
+// followed by the gate's own lines. The pack shares no map or slice with its
+// arguments or the chunks: a caller may edit it freely.
 func Assemble(h Header, ranked []Scored, lookup func(id string) (*Chunk, bool), steps []string, fp Fingerprint) *Pack {
 	p := &Pack{
 		Question:    h.Question,
@@ -192,7 +194,7 @@ func Assemble(h Header, ranked []Scored, lookup func(id string) (*Chunk, bool), 
 		Filters:     slices.Clone(h.Filters),
 		K:           h.K,
 		Trace:       Trace{Steps: slices.Clone(steps)},
-		Fingerprint: fp,
+		Fingerprint: slices.Clone(fp),
 	}
 	for _, s := range ranked {
 		if len(p.Citations) == h.K {
@@ -212,7 +214,8 @@ func Assemble(h Header, ranked []Scored, lookup func(id string) (*Chunk, bool), 
 		p.Citations = append(p.Citations, Citation{
 			Index: len(p.Citations) + 1, ChunkID: c.ID, DocID: c.DocID, Version: c.Version,
 			Text: c.Text, SourceURL: c.SourceURL, Connector: c.Connector, RetrievedAt: c.RetrievedAt,
-			Anchor: c.Anchor, Valid: c.Valid, ContentHash: c.ContentHash, Score: s.Score, Meta: c.Meta,
+			Anchor: c.Anchor, Valid: c.Valid, ContentHash: c.ContentHash, Score: s.Score,
+			Meta: maps.Clone(c.Meta), // the pack owns its data: never the store's map
 		})
 	}
 	p.Trace.Steps = append(p.Trace.Steps, dropLine(p.Trace.Dropped), fmt.Sprintf("cited %d", len(p.Citations)))
