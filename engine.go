@@ -469,10 +469,11 @@ func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 		return nil, err
 	}
 	if raw, ok := e.opts.Cache.Get(key); ok {
-		if p, err := evidence.Parse(raw); err == nil {
+		if p, err := evidence.Parse(raw); err == nil && answers(p, h, e.fingerprint(e.st, e.opts.Reranker)) {
 			return p, nil
 		}
-		// A store that hands back other bytes is not trusted: recompute.
+		// A store that hands back other bytes, or another request's pack, or
+		// one this engine would not make now, is not trusted: recompute.
 	}
 	p, err := e.query(ctx, h, e.st, e.opts.Reranker)
 	if err != nil {

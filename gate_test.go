@@ -279,3 +279,60 @@ func TestPacksOwnTheirData(t *testing.T) {
 	require.Equal(t, string(want), string(again.Bytes()), "a later pack is unchanged")
 	require.NoError(t, e.Check(), "the index is unchanged")
 }
+
+// lyingCache answers every key with the same bytes: a valid pack, but not
+// necessarily the one for the key.
+type lyingCache struct{ pack []byte }
+
+func (c *lyingCache) Get(string) ([]byte, bool) { return c.pack, true }
+func (c *lyingCache) Put(string, []byte)        {}
+
+// TestCacheHitIsCheckedAgainstTheRequest: a cached pack is served only when
+// its header is the request's and its fingerprint is what this engine would
+// write now; otherwise the pack is recomputed.
+func TestCacheHitIsCheckedAgainstTheRequest(t *testing.T) {
+	ctx := context.Background()
+	e := memEngine(t, Options{})
+	ingestCorpus(t, e)
+	day := asof.MustDate("2026-02-01")
+	q := "How long does the firm retain client transaction records under its internal policy?"
+	acmeReq := Request{Question: q, AsOf: day, Tenant: "acme"}
+	pack := func(e *Engine, r Request) []byte {
+		p, err := e.Query(ctx, r)
+		require.NoError(t, err)
+		return p.Bytes()
+	}
+	stale := pack(e, acmeReq)
+	_, err := e.IngestRecords(ctx, []connectors.Record{citableRecord("acme-policy-2", "acme", "ACME retains client transaction records for nine years.")})
+	require.NoError(t, err)
+	want := pack(e, acmeReq)
+	require.NotEqual(t, string(stale), string(want))
+	none, err := e.View(Options{Reranker: rerank.None{}})
+	require.NoError(t, err)
+
+	cases := []struct {
+		name, reason string
+		cached       []byte
+	}{
+		{"another tenant's pack", "tenants are sealed: never serve globex's pack to acme", pack(e, Request{Question: q, AsOf: day, Tenant: "globex"})},
+		{"the shared tenant's pack", "the shared scope is another scope", pack(e, Request{Question: q, AsOf: day})},
+		{"another as-of day", "the header must be the request's", pack(e, Request{Question: q, AsOf: asof.MustDate("2025-02-01"), Tenant: "acme"})},
+		{"another question", "the header must be the request's", pack(e, Request{Question: "records", AsOf: day, Tenant: "acme"})},
+		{"another k", "the header must be the request's", pack(e, Request{Question: q, AsOf: day, Tenant: "acme", K: 3})},
+		{"a filter more", "the header must be the request's", pack(e, Request{Question: q, AsOf: day, Tenant: "acme", Filters: map[string]string{"kind": "policy"}})},
+		{"another reranker", "same header, but this engine would not rank it so", pack(none, acmeReq)},
+		{"an earlier generation", "same header, but the corpus has changed since", stale},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := e.View(Options{Cache: &lyingCache{pack: tc.cached}})
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(pack(v, acmeReq)), tc.reason)
+		})
+	}
+	t.Run("the right pack is served", func(t *testing.T) {
+		v, err := e.View(Options{Cache: &lyingCache{pack: want}})
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(pack(v, acmeReq)))
+	})
+}
