@@ -336,3 +336,22 @@ func TestCacheHitIsCheckedAgainstTheRequest(t *testing.T) {
 		require.Equal(t, string(want), string(pack(v, acmeReq)))
 	})
 }
+
+// TestSameIDOtherTenantIsADuplicate: the content hash covers the tenant, so a
+// chunk ID re-ingested with the same text under another tenant is a
+// conflicting claim (evidence.ErrDuplicateChunk), never silently skipped.
+func TestSameIDOtherTenantIsADuplicate(t *testing.T) {
+	ctx := context.Background()
+	e := memEngine(t, Options{})
+	rec := citableRecord("policy-1", "acme", "Records are retained for eight years.")
+	_, err := e.IngestRecords(ctx, []connectors.Record{rec})
+	require.NoError(t, err)
+	rep, err := e.IngestRecords(ctx, []connectors.Record{rec})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Unchanged, "the identical record is skipped")
+	rec.Chunk.Tenant = "globex"
+	_, err = e.IngestRecords(ctx, []connectors.Record{rec})
+	require.ErrorIs(t, err, evidence.ErrDuplicateChunk)
+	require.Contains(t, err.Error(), `mem:policy-1: chunk "policy-1"`)
+	require.Equal(t, "acme", e.st.chunks["policy-1"].Tenant)
+}

@@ -12,8 +12,9 @@ var (
 	ErrEmptyText = errors.New("evidence: empty text")
 	// ErrMissingID: a chunk has no chunk ID or no document ID.
 	ErrMissingID = errors.New("evidence: missing id")
-	// ErrDuplicateChunk: two chunks share an ID but not their text.
-	ErrDuplicateChunk = errors.New("evidence: duplicate chunk id with different text")
+	// ErrDuplicateChunk: two chunks share an ID but not their content hash
+	// (their text or any other field Chunk.ComputeHash covers).
+	ErrDuplicateChunk = errors.New("evidence: duplicate chunk id with different content")
 	// ErrBadMeta: a metadata key is empty, longer than MaxMetaKeyLen or uses
 	// characters outside [a-z0-9_.-]; or a metadata value is not valid UTF-8,
 	// holds a control character or is longer than MaxMetaValueLen.
