@@ -180,3 +180,13 @@ func (c *MemoryCache) Len() (entries int, bytes int64) {
 	defer c.mu.Unlock()
 	return c.order.Len(), c.bytes
 }
+
+// answers reports whether pack p, read from a cache, answers the request
+// whose canonical header is h on an engine whose fingerprint is now fp: the
+// same question, as-of day, tenant, filters and K, and the same fingerprint
+// (corpus digest, retrievers, reranker). The cache key covers all of these,
+// but a cache is storage, not proof: a hit is checked before it is served.
+func answers(p *evidence.Pack, h evidence.Header, fp evidence.Fingerprint) bool {
+	return p.Question == h.Question && p.AsOf == h.AsOf && p.Tenant == h.Tenant && p.K == h.K &&
+		slices.Equal(p.Filters, h.Filters) && slices.Equal(p.Fingerprint, fp)
+}

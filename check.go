@@ -74,8 +74,8 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 	var tokens int64
 	for _, id := range evidence.SortedKeys(st.chunks) {
 		c := st.chunks[id]
-		if got := evidence.ContentHash(c.Text); got != c.ContentHash {
-			bad("chunk %q: hashes to %s, stored content hash is %s", id, got, c.ContentHash)
+		if got := c.ComputeHash(); got != c.ContentHash {
+			bad("chunk %q: fields hash to %s, stored content hash is %s", id, got, c.ContentHash)
 		}
 		tokens += int64(e.lex.TokenCount(c.Text))
 	}

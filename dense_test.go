@@ -421,7 +421,7 @@ func TestChunkWithNoKnownWords(t *testing.T) {
 	checked(t, e)
 	rec := corpusRecords(t)[0]
 	rec.Chunk.ID, rec.Chunk.Text = "qqq-1", "zzzqx vvvqy" // no word the vectors know
-	rec.Chunk.ContentHash = evidence.ContentHash(rec.Chunk.Text)
+	rec.Chunk.ContentHash = rec.Chunk.ComputeHash()
 	_, err = e.IngestRecords(ctx, append(corpusRecords(t), rec))
 	require.NoError(t, err)
 	require.NoError(t, e.Check())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -279,8 +280,10 @@ type IngestOptions struct {
 
 // Ingest reads every record of c and commits the new chunks as one batch:
 // all of them or, on any error, none. A record whose ID is already stored
-// with the same text is skipped; with different text it is an error
-// (evidence.ErrDuplicateChunk): a new version needs a new chunk ID.
+// as the same evidence (evidence.SameEvidence: every field alike but the
+// time it was fetched) is skipped and the stored chunk kept; one that
+// differs in anything else is an error (evidence.ErrDuplicateChunk): a new
+// version needs a new chunk ID.
 //
 // Ingest is resumable: after a failure, running it again adds what is
 // missing and skips what was committed.
@@ -342,7 +345,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 			prev, ok = batch[ch.ID]
 		}
 		if ok {
-			if prev.ContentHash != ch.ContentHash {
+			if prev.ContentHash != ch.ContentHash && !evidence.SameEvidence(prev, &ch) {
 				return rep, &evidence.ChunkError{ChunkID: ch.ID, Where: recs[i].Where, Err: evidence.ErrDuplicateChunk}
 			}
 			rep.Unchanged++
@@ -546,9 +549,19 @@ func (r Request) canonical(defaultK int) (evidence.Header, error) {
 	case h.K < 1 || h.K > MaxK:
 		return h, fmt.Errorf("%w: k %d not in [1, %d]", ErrBadRequest, h.K, MaxK)
 	}
+	// Names obey the ingest rules (evidence.CheckTenant, CheckMetaKey,
+	// CheckMetaValue): a request can name anything stored, nothing else, and
+	// its pack always parses back.
+	if err := evidence.CheckTenant(r.Tenant); err != nil {
+		return h, fmt.Errorf("%w: tenant: %w", ErrBadRequest, err)
+	}
 	for _, k := range evidence.SortedKeys(r.Filters) {
-		if k == "" || strings.ContainsRune(k, '=') {
-			return h, fmt.Errorf("%w: filter key %q", ErrBadRequest, k)
+		err := evidence.CheckMetaKey(k)
+		if err == nil {
+			err = evidence.CheckMetaValue(k, r.Filters[k])
+		}
+		if err != nil {
+			return h, fmt.Errorf("%w: filter: %w", ErrBadRequest, err)
 		}
 		h.Filters = append(h.Filters, evidence.Filter{Key: k, Value: r.Filters[k]})
 	}
@@ -588,10 +601,11 @@ func (e *Engine) queryOnce(ctx context.Context, h evidence.Header) (*evidence.Pa
 		return nil, err
 	}
 	if raw, ok := e.opts.Cache.Get(key); ok {
-		if p, err := evidence.Parse(raw); err == nil {
+		if p, err := evidence.Parse(raw); err == nil && answers(p, h, e.fingerprint(st, e.opts.Reranker)) {
 			return p, nil
 		}
-		// A store that hands back other bytes is not trusted: recompute.
+		// A store that hands back other bytes, or another request's pack, or
+		// one this engine would not make now, is not trusted: recompute.
 	}
 	p, err := e.query(ctx, h, st, e.opts.Reranker)
 	if err != nil {
@@ -696,11 +710,17 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 	if err != nil {
 		return nil, fmt.Errorf("evpack: rerank: %w", err)
 	}
+	// A reranker orders its pool and adds nothing to it: an output that is
+	// not a permutation of the candidates (another tenant's chunk, a repeat,
+	// a lost candidate) is an error, never a pack.
+	if err := rerank.CheckPermutation(cands, ranked); err != nil {
+		return nil, fmt.Errorf("evpack: rerank: reranker %q: %w", rr.Name(), err)
+	}
 	steps = append(steps, fmt.Sprintf("reranked %d", len(ranked)))
 	lookup := func(id string) (*evidence.Chunk, bool) { c, ok := st.chunks[id]; return c, ok }
 	p := evidence.Assemble(h, ranked, lookup, steps, e.fingerprint(st, rr))
 	if !bitStable(rr) {
-		p.Ledger = ranked
+		p.Ledger = slices.Clone(ranked) // not the reranker's slice
 	}
 	return p, nil
 }

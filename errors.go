@@ -11,7 +11,8 @@ import (
 // pass through wrapped, so errors.Is matches them too.
 var (
 	// ErrBadRequest: a Request is not valid (empty question, no as-of date,
-	// K out of range, a malformed filter).
+	// K out of range, a malformed tenant name or filter: those also wrap
+	// evidence.ErrBadTenant or evidence.ErrBadMeta).
 	ErrBadRequest = errors.New("evpack: bad request")
 	// ErrBadOptions: Options are not valid.
 	ErrBadOptions = errors.New("evpack: bad options")

@@ -368,7 +368,54 @@ func TestTamperedChunkIsDroppedAndVerifyFails(t *testing.T) {
 	rep, err = e.Verify(ctx, p.Bytes())
 	require.NoError(t, err)
 	require.False(t, rep.OK())
-	require.Contains(t, strings.Join(rep.Problems, "\n"), "records-act/art-2@2025: stored text no longer hashes to its content hash")
+	require.Contains(t, strings.Join(rep.Problems, "\n"), "records-act/art-2@2025: stored chunk no longer hashes to its content hash")
+}
+
+// TestEditedStoredFieldsAreCaught edits one field (not the text) of a stored
+// chunk in its batch file and re-seals it: Check must fail and the gate must
+// drop the chunk.
+func TestEditedStoredFieldsAreCaught(t *testing.T) {
+	ctx := context.Background()
+	const id = "records-act/art-2@2025"
+	req := Request{Question: "How long must a licensed firm retain records of client transactions?", AsOf: asof.MustDate("2026-01-15")}
+	cases := []struct {
+		name, reason, from, to string
+	}{
+		{"meta", "a filter would match a kind the source never gave", `"kind":"statute"`, `"kind":"guidance"`},
+		{"source url", "the citation would send a reader elsewhere", `"source_url":"https://laws.example.org/records-act/2025"`, `"source_url":"https://evil.example.org/"`},
+		{"connector", "the connector vouches for the anchor", `"connector":"statute"`, `"connector":"jsonl"`},
+		{"valid from", "the version would be in force on other days", `"valid_from":"2026-01-01"`, `"valid_from":"2025-06-01"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			e, err := Open(dir, Options{})
+			require.NoError(t, err)
+			ingestCorpus(t, e)
+			require.NoError(t, e.Close())
+			// A forger who re-seals the files gets past Open's checksums;
+			// the content hash still catches the edit.
+			edited := 0
+			storagetest.ForgeBatches(t, dir, func(body []byte) []byte {
+				lines := bytes.Split(body, []byte("\n"))
+				for i, l := range lines {
+					if bytes.Contains(l, []byte(`"id":"`+id+`"`)) && bytes.Contains(l, []byte(tc.from)) {
+						lines[i] = bytes.Replace(l, []byte(tc.from), []byte(tc.to), 1)
+						edited++
+					}
+				}
+				return bytes.Join(lines, []byte("\n"))
+			})
+			require.Equal(t, 1, edited, "the batch line of %s holds %s", id, tc.from)
+			e, err = Open(dir, Options{})
+			require.NoError(t, err)
+			defer e.Close()
+			require.ErrorIs(t, e.Check(), ErrCheck, tc.reason)
+			p, err := e.Query(ctx, req)
+			require.NoError(t, err)
+			require.NotContains(t, citedIDs(p), id, tc.reason)
+		})
+	}
 }
 
 func TestBadInputIsRefusedWhole(t *testing.T) {

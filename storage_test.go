@@ -318,8 +318,8 @@ func TestInputThatGrowsInStorage(t *testing.T) {
 	bad.Chunk.ID = "doc\xff-1"
 	_, err = e.IngestRecords(ctx, []connectors.Record{strayRecord(t), bad})
 	require.Error(t, err)
-	require.ErrorIs(t, err, ErrUnstorable)
-	require.Contains(t, err.Error(), `chunk "doc\xff-1": its id would read back changed`)
+	require.ErrorIs(t, err, evidence.ErrNotUTF8, "refused at Prepare, before storage would have changed it")
+	require.Contains(t, err.Error(), `id "doc\xff-1"`)
 	require.NotContains(t, e.st.chunks, "stray", "nothing of the batch was committed")
 	gen := e.st.gen
 	require.NoError(t, e.Close())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/rerank"
@@ -53,18 +54,34 @@ func (e *Engine) verify(ctx context.Context, raw []byte) (*VerifyReport, error) 
 			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: chunk not in the index", c.Index, c.ChunkID))
 		case stored.ContentHash != c.ContentHash:
 			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: stored content hash %s differs from the pack's %s", c.Index, c.ChunkID, stored.ContentHash, c.ContentHash))
-		case evidence.ContentHash(stored.Text) != stored.ContentHash:
-			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: stored text no longer hashes to its content hash (edited after ingest)", c.Index, c.ChunkID))
+		case stored.ComputeHash() != stored.ContentHash:
+			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: stored chunk no longer hashes to its content hash (edited after ingest)", c.Index, c.ChunkID))
 		case stored.Text != c.Text:
 			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: pack text differs from the stored text", c.Index, c.ChunkID))
 		}
 	}
-	rr := e.opts.Reranker
-	if len(p.Ledger) > 0 { // replay the recorded scores; never call the model
+	// The pack must have been ranked by the reranker this engine runs: a
+	// ledger replays recorded scores under the pack's own reranker name, so
+	// without this check any reranker's pack (a forger's) would verify.
+	own := e.opts.Reranker
+	identity := map[string]string{"reranker": own.Name(), "reranker_bit_stable": strconv.FormatBool(bitStable(own))}
+	if got := p.Fingerprint.Get("reranker"); got != identity["reranker"] {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("reranker: pack says %q, this engine runs %q", got, identity["reranker"]))
+	}
+	if got := p.Fingerprint.Get("reranker_bit_stable"); got != identity["reranker_bit_stable"] {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("reranker_bit_stable: pack says %q, this engine's reranker gives %q", got, identity["reranker_bit_stable"]))
+	}
+	rr := own
+	// Replay the recorded scores, never calling the model; a bit-stable
+	// reranker is always run again, so a ledger cannot stand in for it.
+	if len(p.Ledger) > 0 && !bitStable(own) {
 		rr = rerank.NewLedger(p.Fingerprint.Get("reranker"), p.Ledger)
 	}
 	now := e.fingerprint(st, rr)
 	for _, s := range p.Fingerprint {
+		if _, checked := identity[s.Key]; checked {
+			continue
+		}
 		if v := now.Get(s.Key); v != s.Value {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("setting %s: pack %q, engine now %q", s.Key, s.Value, v))
 		}

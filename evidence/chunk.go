@@ -4,8 +4,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/zeebo/blake3"
@@ -27,7 +29,7 @@ type Chunk struct {
 	Anchor      asof.Anchor       // when the chunk became citable
 	Valid       asof.Interval     // the days the version is in force
 	Tenant      string            // the owner; "" is the shared tenant
-	ContentHash string            // ContentHash(Text), stored at ingest
+	ContentHash string            // ComputeHash() at ingest: covers every field above and Meta
 	Meta        map[string]string // filterable metadata
 }
 
@@ -52,8 +54,61 @@ func Sum(b []byte) string {
 	return HashPrefix + hex.EncodeToString(h[:])
 }
 
-// ContentHash returns the hash of Normalize(text).
-func ContentHash(text string) string { return Sum([]byte(Normalize(text))) }
+// ChunkHashVersion opens the bytes a chunk's content hash is computed over.
+// It changes whenever those bytes would change for an unchanged chunk.
+const ChunkHashVersion = "evpack-chunk-hash/1"
+
+// ComputeHash returns the chunk's content hash: Sum of the version tag
+// ChunkHashVersion followed by every field that decides whether and how the
+// chunk is eligible and cited, in this order: ID, DocID, Version, Text,
+// SourceURL, Connector, RetrievedAt, Anchor.At, Anchor.Field, Valid.From,
+// Valid.To, Tenant, then the number of Meta entries and each key and value in
+// ascending key order. Instants are written RFC 3339 in UTC with nanoseconds
+// ("" when zero), dates YYYY-MM-DD ("" when unset). Every field is written
+// length-prefixed ("<bytes>:<field>,"), so no two different chunks encode
+// alike. Only ContentHash itself is not covered. The text is hashed as stored:
+// Prepare normalizes it first.
+func (c *Chunk) ComputeHash() string {
+	var b strings.Builder
+	field := func(s string) {
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+		b.WriteByte(',')
+	}
+	instant := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	field(ChunkHashVersion)
+	for _, s := range []string{c.ID, c.DocID, c.Version, c.Text, c.SourceURL, c.Connector,
+		instant(c.RetrievedAt), instant(c.Anchor.At), c.Anchor.Field,
+		c.Valid.From.String(), c.Valid.To.String(), c.Tenant} {
+		field(s)
+	}
+	field(strconv.Itoa(len(c.Meta)))
+	for _, k := range SortedKeys(c.Meta) {
+		field(k)
+		field(c.Meta[k])
+	}
+	return Sum([]byte(b.String()))
+}
+
+// SameEvidence reports whether a and b are the same evidence fetched at
+// different times: equal in every hashed field except the retrieval time,
+// and except the anchor when it falls back to the retrieval time. A source
+// fetched again unchanged is that; the stored chunk, fetched first, stays
+// (it was knowable earlier).
+func SameEvidence(a, b *Chunk) bool {
+	ca, cb := *a, *b
+	ca.RetrievedAt, cb.RetrievedAt = time.Time{}, time.Time{}
+	if ca.Anchor.Field == asof.RetrievedAtField && cb.Anchor.Field == asof.RetrievedAtField {
+		ca.Anchor.At, cb.Anchor.At = time.Time{}, time.Time{}
+	}
+	return ca.ComputeHash() == cb.ComputeHash()
+}
 
 // Citable reports why a chunk may not reach a reasoner, or "" when it may.
 // The reasons are fixed phrases: they appear in pack traces.
@@ -65,14 +120,15 @@ func (c *Chunk) Citable() string {
 		return "missing connector"
 	case c.RetrievedAt.IsZero():
 		return "missing retrieval time"
-	case c.ContentHash != ContentHash(c.Text):
+	case c.ContentHash != c.ComputeHash():
 		return "content hash mismatch"
 	}
 	return ""
 }
 
-// Prepare normalizes the chunk's text, fills its content hash and checks the
-// fields an index cannot do without. A chunk that is merely uncitable (no
+// Prepare normalizes the chunk's text and instants, checks the fields an
+// index cannot do without, then fills its content hash (ComputeHash, over the
+// prepared fields). A chunk that is merely uncitable (no
 // source URL, say) passes: the citation gate keeps it out of packs.
 func (c *Chunk) Prepare() error {
 	fail := func(err error) error { return &ChunkError{ChunkID: c.ID, Err: err} }
@@ -82,6 +138,12 @@ func (c *Chunk) Prepare() error {
 	if strings.TrimSpace(c.DocID) == "" {
 		return fail(fmt.Errorf("%w: doc_id is empty", ErrMissingID))
 	}
+	for _, f := range [...]struct{ name, v string }{{"id", c.ID}, {"doc_id", c.DocID}, {"version", c.Version},
+		{"source_url", c.SourceURL}, {"connector", c.Connector}, {"anchor_field", c.Anchor.Field}} {
+		if !utf8.ValidString(f.v) {
+			return fail(fmt.Errorf("%w: %s %q", ErrNotUTF8, f.name, f.v))
+		}
+	}
 	c.Text = Normalize(c.Text)
 	if c.Text == "" {
 		return fail(ErrEmptyText)
@@ -89,14 +151,20 @@ func (c *Chunk) Prepare() error {
 	if err := c.Valid.Validate(); err != nil {
 		return fail(err)
 	}
+	if err := CheckTenant(c.Tenant); err != nil {
+		return fail(err)
+	}
 	for _, k := range SortedKeys(c.Meta) {
-		if !validMetaKey(k) {
-			return fail(fmt.Errorf("%w: %q", ErrBadMeta, k))
+		if err := CheckMetaKey(k); err != nil {
+			return fail(err)
+		}
+		if err := CheckMetaValue(k, c.Meta[k]); err != nil {
+			return fail(err)
 		}
 	}
 	c.RetrievedAt = truncate(c.RetrievedAt)
 	c.Anchor.At = truncate(c.Anchor.At)
-	c.ContentHash = ContentHash(c.Text)
+	c.ContentHash = c.ComputeHash()
 	return nil
 }
 
@@ -105,6 +173,63 @@ func truncate(t time.Time) time.Time {
 		return t
 	}
 	return t.UTC().Truncate(time.Second)
+}
+
+// Limits on names, in bytes.
+const (
+	MaxTenantLen    = 256  // longest tenant name
+	MaxMetaKeyLen   = 256  // longest metadata key
+	MaxMetaValueLen = 1024 // longest metadata value
+)
+
+// CheckTenant returns nil when name may name a tenant: "" (the shared
+// tenant), or valid UTF-8 of at most MaxTenantLen bytes without control
+// characters (unicode.IsControl). Otherwise it returns an error wrapping
+// ErrBadTenant that quotes the name. Ingest (Chunk.Prepare) and requests
+// apply the same rule, so that a request can name every stored tenant and no
+// name can spell an index's internal terms (which use control characters).
+func CheckTenant(name string) error {
+	if why := nameProblem(name, MaxTenantLen); why != "" {
+		return fmt.Errorf("%w: %q %s", ErrBadTenant, name, why)
+	}
+	return nil
+}
+
+// CheckMetaKey returns nil when k may be a metadata (or filter) key: 1 to
+// MaxMetaKeyLen bytes of [a-z0-9_.-]. Otherwise it returns an error wrapping
+// ErrBadMeta that quotes the key.
+func CheckMetaKey(k string) error {
+	if len(k) > MaxMetaKeyLen || !validMetaKey(k) {
+		return fmt.Errorf("%w: key %q: want 1 to %d bytes of [a-z0-9_.-]", ErrBadMeta, k, MaxMetaKeyLen)
+	}
+	return nil
+}
+
+// CheckMetaValue returns nil when v may be the metadata (or filter) value of
+// key k: valid UTF-8 of at most MaxMetaValueLen bytes without control
+// characters; "" is allowed. Otherwise it returns an error wrapping
+// ErrBadMeta that quotes the key and the value.
+func CheckMetaValue(k, v string) error {
+	if why := nameProblem(v, MaxMetaValueLen); why != "" {
+		return fmt.Errorf("%w: key %q: value %q %s", ErrBadMeta, k, v, why)
+	}
+	return nil
+}
+
+// nameProblem says why s cannot be a name of at most max bytes, or "".
+func nameProblem(s string, max int) string {
+	if len(s) > max {
+		return fmt.Sprintf("is longer than %d bytes", max)
+	}
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return fmt.Sprintf("holds the control character %U", r)
+		}
+	}
+	return ""
 }
 
 func validMetaKey(k string) bool {

@@ -12,10 +12,20 @@ var (
 	ErrEmptyText = errors.New("evidence: empty text")
 	// ErrMissingID: a chunk has no chunk ID or no document ID.
 	ErrMissingID = errors.New("evidence: missing id")
-	// ErrDuplicateChunk: two chunks share an ID but not their text.
-	ErrDuplicateChunk = errors.New("evidence: duplicate chunk id with different text")
-	// ErrBadMeta: a metadata key is empty or uses characters outside [a-z0-9_.-].
-	ErrBadMeta = errors.New("evidence: bad metadata key")
+	// ErrDuplicateChunk: two chunks share an ID but not their content hash
+	// (their text or any other field Chunk.ComputeHash covers).
+	ErrDuplicateChunk = errors.New("evidence: duplicate chunk id with different content")
+	// ErrBadMeta: a metadata key is empty, longer than MaxMetaKeyLen or uses
+	// characters outside [a-z0-9_.-]; or a metadata value is not valid UTF-8,
+	// holds a control character or is longer than MaxMetaValueLen.
+	ErrBadMeta = errors.New("evidence: bad metadata")
+	// ErrBadTenant: a tenant name is not valid UTF-8, holds a control
+	// character (unicode.IsControl) or is longer than MaxTenantLen.
+	ErrBadTenant = errors.New("evidence: bad tenant name")
+	// ErrNotUTF8: a chunk's ID, document ID, version, source URL, connector
+	// or anchor field is not valid UTF-8 (the text is normalized instead:
+	// bad bytes there become U+FFFD).
+	ErrNotUTF8 = errors.New("evidence: field is not valid UTF-8")
 	// ErrNotCanonical: bytes offered as a pack are not in canonical form.
 	ErrNotCanonical = errors.New("evidence: pack bytes are not canonical")
 	// ErrBadPack: bytes offered as a pack cannot be read as one.

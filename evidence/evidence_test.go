@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,9 @@ func TestNormalize(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
 		}
 	}
-	if ContentHash("caf\u0065\u0301\r\n") != ContentHash("caf\u00e9") {
+	a := Chunk{ID: "x", DocID: "d", Text: "caf\u0065\u0301\r\n"}
+	b := Chunk{ID: "x", DocID: "d", Text: "caf\u00e9"}
+	if a.Prepare() != nil || b.Prepare() != nil || a.ContentHash != b.ContentHash {
 		t.Fatal("content hash is over normalized text")
 	}
 	// BLAKE3-256 of "abc", from the BLAKE3 test vectors.
@@ -197,7 +200,7 @@ func TestPrepare(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	c.Meta = map[string]string{"ok_key.1": "v"}
-	if err := c.Prepare(); err != nil || c.Text != "a\nb" || c.ContentHash != ContentHash("a\nb") {
+	if err := c.Prepare(); err != nil || c.Text != "a\nb" || c.ContentHash != c.ComputeHash() {
 		t.Fatalf("prepare: %v %q %s", err, c.Text, c.ContentHash)
 	}
 }
@@ -216,5 +219,115 @@ func TestLedgerRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff(p.Ledger, q.Ledger); diff != "" {
 		t.Fatal(diff)
+	}
+}
+
+// TestContentHashCoversEveryField edits one field of a prepared chunk at a
+// time, as someone editing a stored batch file would: each edit must make the
+// chunk uncitable with "content hash mismatch".
+func TestContentHashCoversEveryField(t *testing.T) {
+	base := func() Chunk {
+		c := Chunk{
+			ID: "c1", DocID: "d1", Version: "2024-06-01", Text: "Records are kept ten years.",
+			SourceURL: "https://example.test/d1", Connector: "jsonl",
+			RetrievedAt: time.Date(2024, 6, 2, 3, 4, 5, 0, time.UTC),
+			Anchor:      asof.Anchor{Field: "published", At: time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)},
+			Valid:       asof.Interval{From: asof.MustDate("2024-07-01"), To: asof.MustDate("2025-07-01")},
+			Tenant:      "acme", Meta: map[string]string{"kind": "statute", "lang": "en"},
+		}
+		if err := c.Prepare(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := base(); c.Citable() != "" {
+		t.Fatalf("unedited chunk: %q", c.Citable())
+	}
+	cases := []struct {
+		name, reason string
+		edit         func(c *Chunk)
+	}{
+		{"id", "a chunk cited under another ID is another chunk", func(c *Chunk) { c.ID = "c2" }},
+		{"doc_id", "the citation names the document", func(c *Chunk) { c.DocID = "d2" }},
+		{"version", "the citation names the version", func(c *Chunk) { c.Version = "2025-01-01" }},
+		{"text", "the evidence itself", func(c *Chunk) { c.Text = "Records are kept two years." }},
+		{"source_url", "where a person checks the text", func(c *Chunk) { c.SourceURL = "https://evil.test/d1" }},
+		{"connector", "which connector vouches for it", func(c *Chunk) { c.Connector = "files" }},
+		{"retrieved_at", "the conservative anchor fallback reads it", func(c *Chunk) { c.RetrievedAt = c.RetrievedAt.Add(time.Second) }},
+		{"anchor instant", "decides when the chunk is knowable", func(c *Chunk) { c.Anchor.At = c.Anchor.At.AddDate(-1, 0, 0) }},
+		{"anchor field", "says which date anchored it", func(c *Chunk) { c.Anchor.Field = "retrieved_at" }},
+		{"valid from", "decides when it is in force", func(c *Chunk) { c.Valid.From = asof.MustDate("2020-01-01") }},
+		{"valid to", "decides when it stops being in force", func(c *Chunk) { c.Valid.To = asof.Date{} }},
+		{"tenant", "decides who may see it", func(c *Chunk) { c.Tenant = "globex" }},
+		{"tenant to shared", "the shared tenant is seen by its own scope", func(c *Chunk) { c.Tenant = "" }},
+		{"meta value", "filters match on it", func(c *Chunk) { c.Meta["kind"] = "guidance" }},
+		{"meta key added", "a filter could now match", func(c *Chunk) { c.Meta["extra"] = "x" }},
+		{"meta key removed", "a filter could no longer match", func(c *Chunk) { delete(c.Meta, "lang") }},
+		{"meta key and value swapped", "an ambiguous encoding would hash both alike", func(c *Chunk) {
+			c.Meta = map[string]string{"kind": "statute", "lang": "", "en": ""}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base()
+			c.Meta = maps.Clone(c.Meta)
+			tc.edit(&c)
+			if got := c.Citable(); got != "content hash mismatch" {
+				t.Fatalf("%s (%s): Citable() = %q, want \"content hash mismatch\"", tc.name, tc.reason, got)
+			}
+		})
+	}
+}
+
+// TestAssembleRechecksEligibility hands Assemble chunks the request may not
+// see, as a faulty reranker or lookup would: each is dropped with its reason.
+func TestAssembleRechecksEligibility(t *testing.T) {
+	day := func(s string) time.Time { return asof.MustDate(s).Start() }
+	mk := func(id string, f func(*Chunk)) *Chunk {
+		c := &Chunk{ID: id, DocID: "d", Text: "text of " + id, SourceURL: "u", Connector: "c", RetrievedAt: day("2025-01-01"),
+			Anchor: asof.Anchor{At: day("2025-01-01"), Field: "published"}, Tenant: "acme",
+			Meta: map[string]string{"kind": "policy"}}
+		if f != nil {
+			f(c)
+		}
+		if err := c.Prepare(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	h := Header{Question: "q", AsOf: asof.MustDate("2025-06-01"), Tenant: "acme", Filters: []Filter{{Key: "kind", Value: "policy"}}, K: 10}
+	cases := []struct {
+		name, reason string
+		chunk        *Chunk
+		want         string // the drop reason, "" when cited
+	}{
+		{"eligible", "own tenant, knowable, in force, filter matched", mk("ok", nil), ""},
+		{"other tenant", "tenants are sealed", mk("globex", func(c *Chunk) { c.Tenant = "globex" }), "outside the request's tenant scope"},
+		{"shared tenant", "the engine's scope is the request's tenant exactly", mk("shared", func(c *Chunk) { c.Tenant = "" }), "outside the request's tenant scope"},
+		{"anchored after the as-of day", "never cites the future", mk("future", func(c *Chunk) { c.Anchor.At = day("2025-06-02") }), "not yet knowable as of the request"},
+		{"anchored on the as-of day", "the anchor day itself is knowable", mk("sameday", func(c *Chunk) { c.Anchor.At = day("2025-06-01").Add(23 * time.Hour) }), ""},
+		{"undated", "an undated chunk is never eligible", mk("undated", func(c *Chunk) { c.Anchor.At = time.Time{} }), "undated: never eligible"},
+		{"not yet in force", "valid_from after the as-of day", mk("notyet", func(c *Chunk) { c.Valid.From = asof.MustDate("2025-06-02") }), "not in force on the as-of day"},
+		{"no longer in force", "valid_to is the first day it no longer is", mk("superseded", func(c *Chunk) { c.Valid.To = asof.MustDate("2025-06-01") }), "not in force on the as-of day"},
+		{"filter value differs", "filters are exact", mk("faq", func(c *Chunk) { c.Meta["kind"] = "faq" }), "filter kind=policy not matched"},
+		{"filter key missing", "a chunk without the key never matches", mk("nokind", func(c *Chunk) { c.Meta = nil }), "filter kind=policy not matched"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			lookup := func(id string) (*Chunk, bool) { return tc.chunk, id == tc.chunk.ID }
+			p := Assemble(h, []Scored{{ChunkID: tc.chunk.ID, Score: 1}}, lookup, nil, nil)
+			if tc.want == "" {
+				if len(p.Citations) != 1 || len(p.Trace.Dropped) != 0 {
+					t.Fatalf("%s: want cited, got citations %+v, dropped %+v", tc.reason, p.Citations, p.Trace.Dropped)
+				}
+				return
+			}
+			if diff := cmp.Diff([]Drop{{ChunkID: tc.chunk.ID, Reason: tc.want}}, p.Trace.Dropped); diff != "" || len(p.Citations) != 0 {
+				t.Fatalf("%s: citations %d, dropped diff %s", tc.reason, len(p.Citations), diff)
+			}
+			if want := "dropped 1 (" + tc.want + ": " + tc.chunk.ID + ")"; p.Trace.Steps[0] != want {
+				t.Fatalf("trace step %q, want %q", p.Trace.Steps[0], want)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -110,10 +111,81 @@ type Header struct {
 	K        int
 }
 
+// Excludes says why a request with header h may not see chunk c, or "" when
+// it may. It is the one definition of eligibility: the retrieval legs compile
+// the same predicate into their index queries (retrieve.Eligibility), and
+// Assemble re-checks it whatever it is handed. A chunk is eligible when it is
+// owned by the request's tenant (exactly: "" is a scope of its own),
+// asof.Eligible as of h.AsOf (dated, anchor day on or before the as-of day,
+// in force on it), and its metadata matches every filter. The reasons are
+// fixed phrases, checked in this order: "outside the request's tenant scope",
+// "undated: never eligible", "not yet knowable as of the request", "not in
+// force on the as-of day", "filter KEY=VALUE not matched" (the first filter,
+// in h.Filters order, that fails).
+func (h Header) Excludes(c *Chunk) string {
+	switch why, f := h.exclusion(c); why {
+	case excludedTenant:
+		return "outside the request's tenant scope"
+	case excludedUndated:
+		return "undated: never eligible"
+	case excludedFuture:
+		return "not yet knowable as of the request"
+	case excludedNotInForce:
+		return "not in force on the as-of day"
+	case excludedFilter:
+		return "filter " + h.Filters[f].Key + "=" + h.Filters[f].Value + " not matched"
+	}
+	return ""
+}
+
+// Admits reports whether a request with header h may see chunk c: Excludes
+// is "". It allocates nothing, for scans over every indexed chunk.
+func (h Header) Admits(c *Chunk) bool {
+	why, _ := h.exclusion(c)
+	return why == admitted
+}
+
+type exclusion int
+
+const (
+	admitted exclusion = iota
+	excludedTenant
+	excludedUndated
+	excludedFuture
+	excludedNotInForce
+	excludedFilter
+)
+
+// exclusion decides eligibility (see Excludes); for excludedFilter it also
+// returns the index of the failed filter.
+func (h Header) exclusion(c *Chunk) (exclusion, int) {
+	if c.Tenant != h.Tenant {
+		return excludedTenant, 0
+	}
+	if !asof.Eligible(c.Anchor, c.Valid, h.AsOf) {
+		switch {
+		case c.Anchor.At.IsZero():
+			return excludedUndated, 0
+		case h.AsOf.IsZero() || h.AsOf.Before(c.Anchor.Day()):
+			return excludedFuture, 0
+		default:
+			return excludedNotInForce, 0
+		}
+	}
+	for i, f := range h.Filters {
+		if v, ok := c.Meta[f.Key]; !ok || v != f.Value {
+			return excludedFilter, i
+		}
+	}
+	return admitted, 0
+}
+
 // Assemble is the citation gate. It walks ranked in order, looks each chunk up,
-// drops any that is not citable (see Chunk.Citable) or missing from the store,
-// and numbers the first h.K survivors 1..K. steps are copied into the trace,
-// followed by the gate's own lines.
+// drops any that is missing from the store, outside the request's eligibility
+// (see Header.Excludes) or not citable (see Chunk.Citable), whatever ranked
+// it, and numbers the first h.K survivors 1..K. steps are copied into the trace,
+// followed by the gate's own lines. The pack shares no map or slice with its
+// arguments or the chunks: a caller may edit it freely.
 func Assemble(h Header, ranked []Scored, lookup func(id string) (*Chunk, bool), steps []string, fp Fingerprint) *Pack {
 	p := &Pack{
 		Question:    h.Question,
@@ -122,7 +194,7 @@ func Assemble(h Header, ranked []Scored, lookup func(id string) (*Chunk, bool), 
 		Filters:     slices.Clone(h.Filters),
 		K:           h.K,
 		Trace:       Trace{Steps: slices.Clone(steps)},
-		Fingerprint: fp,
+		Fingerprint: slices.Clone(fp),
 	}
 	for _, s := range ranked {
 		if len(p.Citations) == h.K {
@@ -131,7 +203,9 @@ func Assemble(h Header, ranked []Scored, lookup func(id string) (*Chunk, bool), 
 		c, ok := lookup(s.ChunkID)
 		reason := "not in store"
 		if ok {
-			reason = c.Citable()
+			if reason = h.Excludes(c); reason == "" {
+				reason = c.Citable()
+			}
 		}
 		if reason != "" {
 			p.Trace.Dropped = append(p.Trace.Dropped, Drop{ChunkID: s.ChunkID, Reason: reason})
@@ -140,7 +214,8 @@ func Assemble(h Header, ranked []Scored, lookup func(id string) (*Chunk, bool), 
 		p.Citations = append(p.Citations, Citation{
 			Index: len(p.Citations) + 1, ChunkID: c.ID, DocID: c.DocID, Version: c.Version,
 			Text: c.Text, SourceURL: c.SourceURL, Connector: c.Connector, RetrievedAt: c.RetrievedAt,
-			Anchor: c.Anchor, Valid: c.Valid, ContentHash: c.ContentHash, Score: s.Score, Meta: c.Meta,
+			Anchor: c.Anchor, Valid: c.Valid, ContentHash: c.ContentHash, Score: s.Score,
+			Meta: maps.Clone(c.Meta), // the pack owns its data: never the store's map
 		})
 	}
 	p.Trace.Steps = append(p.Trace.Steps, dropLine(p.Trace.Dropped), fmt.Sprintf("cited %d", len(p.Citations)))

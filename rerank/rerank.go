@@ -2,6 +2,8 @@ package rerank
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -30,13 +32,46 @@ type Stats interface {
 	DocFreq(term string) int
 }
 
+// ErrNotPermutation reports a reranker whose output is not a permutation of
+// the candidates it was given: an ID it was not handed, one it repeated, or
+// one it left out. The engine refuses such an output; the wrapping error names
+// the reranker and the chunk ID.
+var ErrNotPermutation = errors.New("rerank: output is not a permutation of the candidates")
+
+// CheckPermutation returns nil when out holds every candidate's ID exactly
+// once and nothing else; otherwise an error wrapping ErrNotPermutation that
+// names the first offending chunk ID (in output order, then candidate order).
+func CheckPermutation(cands []Candidate, out []evidence.Scored) error {
+	given := make(map[string]bool, len(cands))
+	for _, c := range cands {
+		given[c.ID] = true
+	}
+	returned := make(map[string]bool, len(out))
+	for _, s := range out {
+		switch {
+		case !given[s.ChunkID]:
+			return fmt.Errorf("%w: returned %q, which was not a candidate", ErrNotPermutation, s.ChunkID)
+		case returned[s.ChunkID]:
+			return fmt.Errorf("%w: returned %q twice", ErrNotPermutation, s.ChunkID)
+		}
+		returned[s.ChunkID] = true
+	}
+	for _, c := range cands {
+		if !returned[c.ID] {
+			return fmt.Errorf("%w: left out candidate %q", ErrNotPermutation, c.ID)
+		}
+	}
+	return nil
+}
+
 // Reranker orders a candidate pool for a question.
 type Reranker interface {
 	// Name identifies the reranker and every setting that changes its order;
 	// it is written into each pack's fingerprint.
 	Name() string
 	// Rerank returns all candidates scored (evidence.ScoreScale fixed point),
-	// best first, ties by chunk ID.
+	// best first, ties by chunk ID: a permutation of cands (CheckPermutation),
+	// which the engine checks.
 	Rerank(ctx context.Context, question string, cands []Candidate, stats Stats) ([]evidence.Scored, error)
 }
 

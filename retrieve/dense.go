@@ -14,7 +14,6 @@ import (
 	"sync"
 	"unicode"
 
-	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/fsutil"
 	"github.com/evpack/evpack/retrieve/vectors"
@@ -248,18 +247,11 @@ func Dot(a, b []int8) int64 {
 	return s0 + s1 + s2 + s3
 }
 
-// Admits reports whether chunk c is in the eligible set: the same predicate
-// the lexical leg compiles into its index query (see Eligibility).
+// Admits reports whether chunk c is in the eligible set: evidence.Header's
+// predicate (the one definition, which the citation gate re-checks), and the
+// same one the lexical leg compiles into its index query (see Eligibility).
 func (e Eligibility) Admits(c *evidence.Chunk) bool {
-	if c.Tenant != e.Tenant || !asof.Eligible(c.Anchor, c.Valid, e.AsOf) {
-		return false
-	}
-	for _, f := range e.Filters {
-		if v, ok := c.Meta[f.Key]; !ok || v != f.Value {
-			return false
-		}
-	}
-	return true
+	return evidence.Header{AsOf: e.AsOf, Tenant: e.Tenant, Filters: e.Filters}.Admits(c)
 }
 
 // DenseHit is one dense result. Hits are ordered by the exact cosine of the

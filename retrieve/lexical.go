@@ -47,6 +47,11 @@ const (
 )
 
 // noTenant stands for the shared tenant "" (bleve indexes no empty terms).
+// Every other tenant is indexed under its own name, and no name can equal
+// noTenant: evidence.CheckTenant refuses control characters (and so the
+// leading NUL) at ingest and in requests. The term is kept rather than a
+// prefixed encoding of every name, because changing it would change the terms
+// of every existing lexical index.
 const noTenant = "\x00shared"
 
 // ScoreQuantum is the resolution at which BM25 scores are compared. bleve

@@ -264,7 +264,7 @@ func TestCheckCommand(t *testing.T) {
 	}))
 	code, out, _ = runCLI(t, "check", "--index", dir)
 	require.Equal(t, 1, code)
-	require.Contains(t, out, `problem: chunk "records-act/art-2@2025": hashes to`)
+	require.Contains(t, out, `problem: chunk "records-act/art-2@2025": fields hash to`)
 
 	require.NoError(t, os.Remove(filepath.Join(dir, "chunks", "00000002.jsonl")))
 	code, _, errs = runCLI(t, "check", "--index", dir)
