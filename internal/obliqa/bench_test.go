@@ -74,18 +74,19 @@ func bareBleve(tb testing.TB, dir string) bleve.Index {
 	return idx
 }
 
-func BenchmarkQuery(b *testing.B) {
+// queryFixture builds the ObliQA corpus twice on disk, merged to one
+// segment each: in evpack, and in bare bleve (text only, BM25, en), the peer
+// of the query benchmarks. It returns both and the dev questions.
+func queryFixture(b *testing.B) (*evpack.Engine, bleve.Index, []eval.Question) {
 	o := dataset(b)
 	recs, _ := Records(o)
 	ctx := context.Background()
-	qs := o.Questions
-
 	dir := b.TempDir()
 	eng, err := evpack.Open(filepath.Join(dir, "evpack"), evpack.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer eng.Close()
+	b.Cleanup(func() { eng.Close() })
 	if _, err := eng.IngestRecords(ctx, recs); err != nil {
 		b.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func BenchmarkQuery(b *testing.B) {
 		b.Fatal(err)
 	}
 	idx := bareBleve(b, filepath.Join(dir, "bleve"))
-	defer idx.Close()
+	b.Cleanup(func() { idx.Close() })
 	batch := idx.NewBatch()
 	for _, r := range recs {
 		batch.Index(r.Chunk.ID, map[string]any{"text": r.Chunk.Text})
@@ -106,6 +107,12 @@ func BenchmarkQuery(b *testing.B) {
 	if err := adv.(*scorch.Scorch).ForceMerge(ctx, &opts); err != nil {
 		b.Fatal(err)
 	}
+	return eng, idx, o.Questions
+}
+
+func BenchmarkQuery(b *testing.B) {
+	eng, idx, qs := queryFixture(b)
+	ctx := context.Background()
 
 	measure := func(b *testing.B, one func(q string) error) {
 		lat := make([]time.Duration, 0, b.N)
@@ -437,36 +444,8 @@ func overlap(exact, approx []retrieve.DenseHit) int {
 //
 //	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench QueryTurns -benchtime 2788x -count 3
 func BenchmarkQueryTurns(b *testing.B) {
-	o := dataset(b)
-	recs, _ := Records(o)
+	eng, idx, qs := queryFixture(b)
 	ctx := context.Background()
-	qs := o.Questions
-	dir := b.TempDir()
-	eng, err := evpack.Open(filepath.Join(dir, "evpack"), evpack.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer eng.Close()
-	if _, err := eng.IngestRecords(ctx, recs); err != nil {
-		b.Fatal(err)
-	}
-	if err := eng.Merge(ctx); err != nil {
-		b.Fatal(err)
-	}
-	idx := bareBleve(b, filepath.Join(dir, "bleve"))
-	defer idx.Close()
-	batch := idx.NewBatch()
-	for _, r := range recs {
-		batch.Index(r.Chunk.ID, map[string]any{"text": r.Chunk.Text})
-	}
-	if err := idx.Batch(batch); err != nil {
-		b.Fatal(err)
-	}
-	adv, _ := idx.Advanced()
-	opts := mergeplan.SingleSegmentMergePlanOptions
-	if err := adv.(*scorch.Scorch).ForceMerge(ctx, &opts); err != nil {
-		b.Fatal(err)
-	}
 	var ev, bl []time.Duration
 	i := 0
 	for b.Loop() {
