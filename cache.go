@@ -22,21 +22,23 @@ type Cache interface {
 
 // cacheKey names the ranking: BLAKE3 over a canonical encoding of the
 // canonical request, every field of the effective options, and the index
-// state (corpus digest and generation). The encoding walks the structs by
+// scope's state (the request's Generation is its scope's, and the scope's
+// corpus digest), so a commit to another tenant leaves the entry valid. The
+// encoding walks the structs by
 // reflection, so a field added to Request or Options later is in the key
 // without anyone remembering to add it; a field of a kind it cannot encode is
 // an error, not a silent omission. Tenant is part of the request, so two
 // tenants can never share an entry.
-func (e *Engine) cacheKey(h evidence.Header, st *state) (string, error) {
+func (e *Engine) cacheKey(h evidence.Header, sc scope) (string, error) {
 	var b bytes.Buffer
-	b.WriteString("evpack-cache/1\n")
+	b.WriteString("evpack-cache/2\n")
 	if err := encodeKey(&b, "request", reflect.ValueOf(h)); err != nil {
 		return "", err
 	}
 	if err := encodeKey(&b, "options", reflect.ValueOf(e.opts)); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(&b, "index.corpus=%s\nindex.generation=%d\n", st.digest, st.gen)
+	fmt.Fprintf(&b, "scope.corpus=%s\nscope.generation=%d\n", sc.digest(), sc.gen)
 	return evidence.Sum(b.Bytes()), nil
 }
 
@@ -187,6 +189,6 @@ func (c *MemoryCache) Len() (entries int, bytes int64) {
 // (corpus digest, retrievers, reranker). The cache key covers all of these,
 // but a cache is storage, not proof: a hit is checked before it is served.
 func answers(p *evidence.Pack, h evidence.Header, fp evidence.Fingerprint) bool {
-	return p.Question == h.Question && p.AsOf == h.AsOf && p.Tenant == h.Tenant && p.K == h.K &&
+	return p.Question == h.Question && p.AsOf == h.AsOf && p.Tenant == h.Tenant && p.K == h.K && p.Generation == h.Generation &&
 		slices.Equal(p.Filters, h.Filters) && slices.Equal(p.Fingerprint, fp)
 }

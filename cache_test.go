@@ -6,10 +6,12 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
 )
@@ -48,6 +50,10 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 			r.Filters = map[string]string{"kind": "policy", "year": "2024"}
 		case "K":
 			r.K++
+		case "Generation":
+			r.Generation = 1 // the corpus is two commits: an earlier state of the scope
+		case "KnownAt":
+			r.KnownAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) // before any commit
 		default:
 			t.Fatalf("Request.%s has no mutation here: add one", f.Name)
 		}
@@ -109,17 +115,36 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 	}
 }
 
+// TestCacheKeyFollowsTheIndex: the key names the request's scope at its
+// generation, so a commit to the scope changes it and a commit to another
+// tenant leaves it (and the cached pack) valid.
 func TestCacheKeyFollowsTheIndex(t *testing.T) {
-	e := memEngine(t, Options{})
-	ingestCorpus(t, e)
-	r := Request{Question: "retention", AsOf: asof.MustDate("2026-02-01")}
-	k1, err := e.CacheKey(r)
-	require.NoError(t, err)
-	_, err = e.IngestRecords(context.Background(), randomCorpus(randSource(1))[:1])
-	require.NoError(t, err)
-	k2, err := e.CacheKey(r)
-	require.NoError(t, err)
-	require.NotEqual(t, k1, k2, "every ingest changes the key")
+	cases := []struct {
+		name, why     string
+		reqTenant     string
+		ingestTenant  string
+		wantKeyChange bool
+	}{
+		{"shared commit, shared request", "the shared corpus is the request's scope", "", "", true},
+		{"shared commit, tenant request", "a tenant's scope includes the shared corpus", "acme", "", true},
+		{"own commit", "the tenant's own chunks", "acme", "acme", true},
+		{"another tenant's commit", "tenants are sealed: another's ingest moves nothing", "acme", "globex", false},
+		{"a tenant's commit, shared request", "the shared scope does not see tenants", "", "globex", false},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := memEngine(t, Options{})
+			ingestCorpus(t, e)
+			r := Request{Question: "retention", AsOf: asof.MustDate("2026-02-01"), Tenant: tc.reqTenant}
+			k1, err := e.CacheKey(r)
+			require.NoError(t, err)
+			_, err = e.IngestRecords(context.Background(), []connectors.Record{citableRecord(fmt.Sprintf("new-%d", i), tc.ingestTenant, "retention of records")})
+			require.NoError(t, err)
+			k2, err := e.CacheKey(r)
+			require.NoError(t, err)
+			require.Equal(t, tc.wantKeyChange, k1 != k2, tc.why)
+		})
+	}
 }
 
 // countingCache counts hits over a MemoryCache.

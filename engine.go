@@ -146,7 +146,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 			ErrCorrupt, filepath.Join(dir, storage.LexicalDir), n, m.Generation, m.Docs))
 	}
 	ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts)}
-	if ix.st, err = loadState(d, opts.Embedder, ix.graph); err != nil {
+	if ix.st, err = loadState(d, lex, opts.Embedder, ix.graph); err != nil {
 		return failLex(err)
 	}
 	return &Engine{index: ix, opts: opts}, nil
@@ -171,7 +171,6 @@ func OpenMemory(opts Options) (*Engine, error) {
 	}
 	opts.Analyzer = lex.Analyzer()
 	st := newState()
-	st.computeDigest()
 	ix := &index{lex: lex, emb: opts.Embedder, st: st, graph: graphSettings(opts)}
 	if opts.Embedder != nil {
 		dense, err := st.buildDense(context.Background(), opts.Embedder, nil, nil)
@@ -364,23 +363,22 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		return rep, nil
 	}
 	gen := st.gen + 1
-	tokens := make([]int, len(add))
+	an := make([]analyzed, len(add))
 	var total int64
 	for i, ch := range add {
-		tokens[i] = e.lex.TokenCount(ch.Text)
-		total += int64(tokens[i])
+		an[i] = analyze(e.lex, e.emb, ch.Text)
+		total += int64(an[i].tokens)
 	}
 
 	// Embed before taking the write lock: a model may be slow, and only
 	// ingest (serialized by ingestMu) ever changes st, so reading it here
 	// races with nothing.
-	var addFeats [][]int32
 	var dense *retrieve.Dense
 	var graph *retrieve.Graph
 	if e.emb != nil {
-		addFeats = make([][]int32, len(add))
-		for i, ch := range add {
-			addFeats[i] = analyzeChunk(e.emb, ch.Text)
+		addFeats := make([][]int32, len(add))
+		for i := range add {
+			addFeats[i] = an[i].feats
 		}
 		var err error
 		if dense, err = st.buildDense(ctx, e.emb, add, addFeats); err != nil {
@@ -391,7 +389,9 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		}
 	}
 
-	next := st.extend(gen, add, tokens, addFeats)
+	// The commit time: whole seconds, UTC, as the manifest records it.
+	at := time.Now().UTC().Truncate(time.Second)
+	next := st.extend(gen, at, add, an)
 	if dense != nil {
 		next.setDense(dense, graph)
 	}
@@ -421,7 +421,7 @@ func (e *Engine) commit(ctx context.Context, st, next *state, add []*evidence.Ch
 	var m *storage.Manifest
 	if e.store != nil {
 		var err error
-		if c, m, err = e.writeFiles(gen, add, total, dense, graph); err != nil {
+		if c, m, err = e.writeFiles(gen, next.commits[gen-1], add, total, dense, graph); err != nil {
 			return err
 		}
 	}
@@ -468,12 +468,12 @@ func (e *Engine) commit(ctx context.Context, st, next *state, add []*evidence.Ch
 // writeFiles starts the commit of generation gen in the index directory and
 // writes its files: the batch, and a corpus-free embedder's vectors and
 // graph. It returns the commit and the manifest that will publish it.
-func (e *Engine) writeFiles(gen int64, add []*evidence.Chunk, total int64, dense *retrieve.Dense, graph *retrieve.Graph) (*storage.Commit, *storage.Manifest, error) {
+func (e *Engine) writeFiles(gen int64, at time.Time, add []*evidence.Chunk, total int64, dense *retrieve.Dense, graph *retrieve.Graph) (*storage.Commit, *storage.Manifest, error) {
 	prev := e.store.Manifest()
 	m := prev.Clone()
 	m.Generation, m.Docs, m.Tokens = gen, prev.Docs+int64(len(add)), prev.Tokens+total
 	b := storage.Batch{Generation: gen, File: storage.BatchName(gen), Chunks: len(add),
-		CommittedAt: time.Now().UTC().Format(time.RFC3339)}
+		CommittedAt: at.Format(time.RFC3339)}
 	hdr := storage.BatchHeader{Generation: gen, CommittedAt: b.CommittedAt}
 	if len(prev.Batches) > 0 {
 		hdr.Prev = prev.Batches[len(prev.Batches)-1].Sum
@@ -527,12 +527,46 @@ func (e *Engine) writeFiles(gen int64, add []*evidence.Chunk, total int64, dense
 
 // Request asks for evidence. It is plain data; its canonical form (question
 // normalized, filters sorted, K resolved) is what packs and cache keys use.
+//
+// A request reads its tenant's chunks and the shared corpus (tenant "");
+// a request of "" reads the shared corpus alone. It reads the latest
+// committed state of the index, or an earlier one: Generation names a
+// generation, KnownAt the last generation committed at or before an
+// instant ("what would we have cited then"); at most one may be set.
 type Request struct {
-	Question string
-	AsOf     asof.Date
-	Tenant   string
-	Filters  map[string]string
-	K        int // 0: the engine's default
+	Question   string
+	AsOf       asof.Date
+	Tenant     string
+	Filters    map[string]string
+	K          int       // 0: the engine's default
+	Generation int64     // 0: the latest
+	KnownAt    time.Time // zero: the latest
+}
+
+// reads is the state of the index a request reads: a generation, an
+// instant, or (both zero) the latest.
+type reads struct {
+	gen     int64
+	knownAt time.Time
+}
+
+// resolve returns the index generation r names in st.
+func (st *state) resolve(r reads) (int64, error) {
+	switch {
+	case r.gen > st.gen:
+		return 0, fmt.Errorf("%w: generation %d is not committed (the latest is %d)", ErrBadRequest, r.gen, st.gen)
+	case r.gen > 0:
+		return r.gen, nil
+	case r.knownAt.IsZero():
+		return st.gen, nil
+	}
+	var g int64
+	for i, at := range st.commits {
+		if !at.After(r.knownAt) {
+			g = int64(i + 1)
+		}
+	}
+	return g, nil
 }
 
 // canonical validates r and returns the pack header it asks for.
@@ -548,6 +582,10 @@ func (r Request) canonical(defaultK int) (evidence.Header, error) {
 		return h, fmt.Errorf("%w: as-of date is not set", ErrBadRequest)
 	case h.K < 1 || h.K > MaxK:
 		return h, fmt.Errorf("%w: k %d not in [1, %d]", ErrBadRequest, h.K, MaxK)
+	case r.Generation < 0:
+		return h, fmt.Errorf("%w: generation %d < 0", ErrBadRequest, r.Generation)
+	case r.Generation > 0 && !r.KnownAt.IsZero():
+		return h, fmt.Errorf("%w: set a generation or a known-at instant, not both", ErrBadRequest)
 	}
 	// Names obey the ingest rules (evidence.CheckTenant, CheckMetaKey,
 	// CheckMetaValue): a request can name anything stored, nothing else, and
@@ -576,7 +614,7 @@ func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 		return nil, err
 	}
 	for {
-		p, err := e.queryOnce(ctx, h)
+		p, err := e.queryOnce(ctx, h, reads{gen: r.Generation, knownAt: r.KnownAt})
 		if !errors.Is(err, errMoved) {
 			return p, err
 		}
@@ -588,26 +626,30 @@ func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 // package.
 var errMoved = errors.New("evpack: index moved during the query")
 
-func (e *Engine) queryOnce(ctx context.Context, h evidence.Header) (*evidence.Pack, error) {
+func (e *Engine) queryOnce(ctx context.Context, h evidence.Header, at reads) (*evidence.Pack, error) {
 	st, err := e.snapshot()
 	if err != nil {
 		return nil, err
 	}
-	if e.opts.Cache == nil {
-		return e.query(ctx, h, st, e.opts.Reranker)
+	sc, err := st.scopeOf(&h, at)
+	if err != nil {
+		return nil, err
 	}
-	key, err := e.cacheKey(h, st)
+	if e.opts.Cache == nil {
+		return e.query(ctx, h, sc, e.opts.Reranker)
+	}
+	key, err := e.cacheKey(h, sc)
 	if err != nil {
 		return nil, err
 	}
 	if raw, ok := e.opts.Cache.Get(key); ok {
-		if p, err := evidence.Parse(raw); err == nil && answers(p, h, e.fingerprint(st, e.opts.Reranker)) {
+		if p, err := evidence.Parse(raw); err == nil && answers(p, h, e.fingerprint(sc, e.opts.Reranker)) {
 			return p, nil
 		}
 		// A store that hands back other bytes, or another request's pack, or
 		// one this engine would not make now, is not trusted: recompute.
 	}
-	p, err := e.query(ctx, h, st, e.opts.Reranker)
+	p, err := e.query(ctx, h, sc, e.opts.Reranker)
 	if err != nil {
 		return nil, err
 	}
@@ -615,11 +657,23 @@ func (e *Engine) queryOnce(ctx context.Context, h evidence.Header) (*evidence.Pa
 	return p, nil
 }
 
-// searchLexical runs the lexical leg against st. bleve's term statistics
-// come from the whole lexical index, so the search must see exactly st's
-// documents: it runs under the read lock, and only if st is still the
-// committed state (else errMoved).
-func (e *Engine) searchLexical(ctx context.Context, st *state, text string, elig retrieve.Eligibility) (retrieve.Result, error) {
+// scopeOf resolves what h reads in st: the index generation at names, then
+// the scope's generation there, which becomes h's Generation.
+func (st *state) scopeOf(h *evidence.Header, at reads) (scope, error) {
+	upTo, err := st.resolve(at)
+	if err != nil {
+		return scope{}, err
+	}
+	sc := st.scope(h.Tenant, upTo)
+	h.Generation = sc.gen
+	return sc, nil
+}
+
+// searchLexical runs the lexical leg against st with the scope's statistics.
+// A commit in flight holds documents in bleve that st does not know, which
+// no clause of st's would keep out: the search runs under the read lock, and
+// only if st is still the committed state (else errMoved).
+func (e *Engine) searchLexical(ctx context.Context, st *state, text string, elig retrieve.Eligibility, stats retrieve.BM25Stats) (retrieve.Result, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	switch {
@@ -630,7 +684,7 @@ func (e *Engine) searchLexical(ctx context.Context, st *state, text string, elig
 	case e.st != st:
 		return retrieve.Result{}, errMoved
 	}
-	return e.lex.Search(ctx, text, elig, st.bounds, e.opts.Pool, st.stats)
+	return e.lex.Search(ctx, text, elig, st.bounds, e.opts.Pool, stats)
 }
 
 // CacheKey returns the key under which the pack for r is cached: the
@@ -644,20 +698,26 @@ func (e *Engine) CacheKey(r Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return e.cacheKey(h, st)
+	sc, err := st.scopeOf(&h, reads{gen: r.Generation, knownAt: r.KnownAt})
+	if err != nil {
+		return "", err
+	}
+	return e.cacheKey(h, sc)
 }
 
 // query runs the pipeline with reranker rr (the engine's, or a ledger on
 // replay).
-func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rerank.Reranker) (*evidence.Pack, error) {
-	elig := retrieve.Eligibility{AsOf: h.AsOf, Tenant: h.Tenant, Filters: h.Filters}
+func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rerank.Reranker) (*evidence.Pack, error) {
+	st := sc.st
+	elig := sc.eligibility(h)
 	text, steps := h.Question, []string(nil)
 	if !e.opts.KeepEntityNames {
 		text, steps = st.rankingText(h.Question, h.Filters)
 	}
 	var lists []fuse.List
 	if strings.Contains(e.opts.Legs, "lexical") {
-		res, err := e.searchLexical(ctx, st, text, elig)
+		terms, _ := e.lex.Terms(text)
+		res, err := e.searchLexical(ctx, st, text, elig, sc.bm25(terms))
 		if err != nil {
 			return nil, err
 		}
@@ -680,7 +740,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 		if err != nil {
 			return nil, fmt.Errorf("evpack: embed question: %w", err)
 		}
-		hits, step, err := e.denseSearch(ctx, st, st.dense.Project(qs[0]), elig, h.AsOf)
+		hits, step, err := e.denseSearch(ctx, sc, st.dense.Project(qs[0]), elig, h.AsOf)
 		if err != nil {
 			return nil, err
 		}
@@ -706,7 +766,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 			cands[i].Text, cands[i].Terms = c.Text, st.terms[f.ID]
 		}
 	}
-	ranked, err := rr.Rerank(ctx, text, cands, st)
+	ranked, err := rr.Rerank(ctx, text, cands, sc)
 	if err != nil {
 		return nil, fmt.Errorf("evpack: rerank: %w", err)
 	}
@@ -717,8 +777,9 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, st *state, rr rer
 		return nil, fmt.Errorf("evpack: rerank: reranker %q: %w", rr.Name(), err)
 	}
 	steps = append(steps, fmt.Sprintf("reranked %d", len(ranked)))
-	lookup := func(id string) (*evidence.Chunk, bool) { c, ok := st.chunks[id]; return c, ok }
-	p := evidence.Assemble(h, ranked, lookup, steps, e.fingerprint(st, rr))
+	// The gate sees only what the scope's generation had committed.
+	lookup := func(id string) (*evidence.Chunk, bool) { c, ok := st.chunks[id]; return c, ok && sc.admits(id) }
+	p := evidence.Assemble(h, ranked, lookup, steps, e.fingerprint(sc, rr))
 	if !bitStable(rr) {
 		p.Ledger = slices.Clone(ranked) // not the reranker's slice
 	}
@@ -733,9 +794,9 @@ func bitStable(rr rerank.Reranker) bool {
 
 // fingerprint lists every setting that shaped a pack from state st with
 // reranker rr.
-func (e *Engine) fingerprint(st *state, rr rerank.Reranker) evidence.Fingerprint {
+func (e *Engine) fingerprint(sc scope, rr rerank.Reranker) evidence.Fingerprint {
 	return evidence.NewFingerprint(
-		evidence.Setting{Key: "corpus", Value: st.digest},
+		evidence.Setting{Key: "corpus", Value: sc.digest()},
 		evidence.Setting{Key: "legs", Value: e.opts.Legs},
 		evidence.Setting{Key: "lexical", Value: fmt.Sprintf("bleve bm25 analyzer=%s quantum=1e-9 corpus_stats=true", e.lex.Analyzer())},
 		evidence.Setting{Key: "fusion", Value: e.fusionSetting()},
@@ -781,8 +842,12 @@ func (e *Engine) denseSetting() string {
 // exactly (faster there, and exact), a larger one walks the graph, and a walk
 // that finds fewer hits than exist (a part of the graph it cannot reach
 // through eligible-poor regions) falls back to the exact scan.
-func (e *Engine) denseSearch(ctx context.Context, st *state, q []int8, elig retrieve.Eligibility, asOf asof.Date) ([]retrieve.DenseHit, string, error) {
+func (e *Engine) denseSearch(ctx context.Context, sc scope, q []int8, elig retrieve.Eligibility, asOf asof.Date) ([]retrieve.DenseHit, string, error) {
+	st := sc.st
 	admit := func(row int) bool { return elig.Admits(st.denseRows[row]) }
+	if !sc.latest { // a pinned request: only what its generation had committed
+		admit = func(row int) bool { c := st.denseRows[row]; return elig.Admits(c) && sc.admits(c.ID) }
+	}
 	if q == nil {
 		return nil, "dense: the question has no known words", nil
 	}

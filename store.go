@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-
-	"github.com/zeebo/blake3"
+	"time"
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/storage"
@@ -33,13 +32,17 @@ func corpusFree(emb retrieve.Embedder) bool {
 // that took a state reads it without any lock, through model calls of any
 // length.
 type state struct {
-	gen    int64
-	chunks map[string]*evidence.Chunk
-	stats  retrieve.BM25Stats
-	bounds retrieve.Bounds
-	df     map[string]int      // reranker term document frequencies
-	terms  map[string][]string // reranker terms per chunk ID, interned
-	intern map[string]string
+	gen     int64
+	commits []time.Time // commit time of generation i+1
+	chunks  map[string]*evidence.Chunk
+	// committed maps a chunk ID to the generation that committed it.
+	committed map[string]int64
+	// tenants holds each tenant's corpus figures over generations (scope.go).
+	tenants map[string]*tenantStats
+	stats   retrieve.BM25Stats  // the whole index's totals (the manifest's)
+	bounds  retrieve.Bounds
+	terms   map[string][]string // reranker terms per chunk ID, interned
+	intern  map[string]string
 	// entities maps an EntityFilterKey value to its company's names.
 	entities map[string][]string
 	// The dense leg, when the index has an embedder: features per chunk,
@@ -49,50 +52,52 @@ type state struct {
 	dense     *retrieve.Dense
 	graph     *retrieve.Graph   // over dense, when the index keeps one
 	denseRows []*evidence.Chunk // dense row -> chunk, for the eligibility check
-	digest    string            // corpus digest over (chunk ID, content hash)
 }
 
 func newState() *state {
-	return &state{chunks: map[string]*evidence.Chunk{}, df: map[string]int{}, terms: map[string][]string{},
-		intern: map[string]string{}, entities: map[string][]string{}, feats: map[string][]int32{},
+	return &state{chunks: map[string]*evidence.Chunk{}, committed: map[string]int64{}, tenants: map[string]*tenantStats{},
+		terms: map[string][]string{}, intern: map[string]string{}, entities: map[string][]string{}, feats: map[string][]int32{},
 		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds()}
 }
 
-// DocCount implements rerank.Stats.
-func (s *state) DocCount() int { return len(s.chunks) }
+// analyzed is what a commit computes of a chunk before it is added: its
+// distinct lexical terms and token count (the lexical index's analyzer) and
+// its dense features (nil without a dense leg).
+type analyzed struct {
+	lex    []string
+	tokens int
+	feats  []int32
+}
 
-// DocFreq implements rerank.Stats.
-func (s *state) DocFreq(term string) int { return s.df[term] }
-
-// extend returns a new state: s plus the chunks add (with their token
-// counts and dense features) at generation gen. s is not changed.
-func (s *state) extend(gen int64, add []*evidence.Chunk, tokens []int, feats [][]int32) *state {
+// extend returns a new state: s plus the chunks add (analyzed as an) as
+// generation gen, committed at at. s is not changed.
+func (s *state) extend(gen int64, at time.Time, add []*evidence.Chunk, an []analyzed) *state {
 	n := &state{
-		gen: gen, chunks: maps.Clone(s.chunks), stats: s.stats, bounds: s.bounds.Clone(),
-		df: maps.Clone(s.df), terms: maps.Clone(s.terms), intern: maps.Clone(s.intern),
+		gen: gen, commits: append(s.commits, at), chunks: maps.Clone(s.chunks), committed: maps.Clone(s.committed),
+		tenants: maps.Clone(s.tenants), stats: s.stats, bounds: s.bounds.Clone(),
+		terms: maps.Clone(s.terms), intern: maps.Clone(s.intern),
 		entities: maps.Clone(s.entities), feats: maps.Clone(s.feats),
 		counts: &retrieve.Counts{N: maps.Clone(s.counts.N), Total: s.counts.Total},
 		dense:  s.dense, graph: s.graph, denseRows: s.denseRows,
 	}
+	own := map[string]bool{} // tenants whose figures n already copied
 	for i, c := range add {
-		var f []int32
-		if feats != nil {
-			f = feats[i]
-		}
-		n.add(c, tokens[i], f)
+		n.add(gen, c, an[i], own)
 	}
-	n.computeDigest()
 	return n
 }
 
-func (s *state) add(c *evidence.Chunk, tokens int, feats []int32) {
-	if feats != nil {
-		s.feats[c.ID] = feats
-		s.counts.Add(feats)
+// add counts chunk c, committed at generation gen. own names the tenants
+// whose figures s already owns (copied from the state it extends, or new).
+func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, own map[string]bool) {
+	if an.feats != nil {
+		s.feats[c.ID] = an.feats
+		s.counts.Add(an.feats)
 	}
 	s.chunks[c.ID] = c
+	s.committed[c.ID] = gen
 	s.stats.Docs++
-	s.stats.Tokens += int64(tokens)
+	s.stats.Tokens += int64(an.tokens)
 	s.bounds.Add(c)
 	s.addEntityNames(c)
 	ts := rerank.Terms(c.Text)
@@ -104,9 +109,27 @@ func (s *state) add(c *evidence.Chunk, tokens int, feats []int32) {
 		}
 	}
 	s.terms[c.ID] = ts
-	for _, t := range terms.Distinct(ts) {
-		s.df[t]++
+	tenant := s.tenants[c.Tenant]
+	switch {
+	case tenant == nil:
+		tenant = newTenantStats()
+		s.tenants[c.Tenant] = tenant
+	case !own[c.Tenant]:
+		tenant = tenant.clone()
+		s.tenants[c.Tenant] = tenant
 	}
+	own[c.Tenant] = true
+	tenant.add(gen, c, an.lex, terms.Distinct(ts), an.tokens)
+}
+
+// analyze computes what state.add needs of a chunk's text.
+func analyze(lex *retrieve.Lexical, emb retrieve.Embedder, text string) analyzed {
+	var an analyzed
+	an.lex, an.tokens = lex.Terms(text)
+	if emb != nil {
+		an.feats = analyzeChunk(emb, text)
+	}
+	return an
 }
 
 // analyzeChunk returns emb's features of a chunk's text, never nil: a chunk
@@ -176,43 +199,33 @@ func (s *state) setDense(d *retrieve.Dense, g *retrieve.Graph) {
 	}
 }
 
-// computeDigest names the corpus: BLAKE3 over the sorted (ID, content hash)
-// pairs, so it is the same whatever order or batching built the index.
-func (s *state) computeDigest() {
-	ids := evidence.SortedKeys(s.chunks)
-	h := blake3.New()
-	for _, id := range ids {
-		fmt.Fprintf(h, "%s\t%s\n", id, s.chunks[id].ContentHash)
-	}
-	s.digest = evidence.HashPrefix + fmt.Sprintf("%x", h.Sum(nil))
-}
-
 // loadState rebuilds the in-memory state from the batch files the manifest
 // names, each checked against the manifest before a byte is used.
-func loadState(d *storage.Dir, emb retrieve.Embedder, graph *retrieve.GraphOptions) (*state, error) {
+func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, graph *retrieve.GraphOptions) (*state, error) {
 	m := d.Manifest()
 	st := newState()
-	st.gen = m.Generation
+	own := map[string]bool{}
 	for _, b := range m.Batches {
 		chunks, err := d.ReadBatch(b)
 		if err != nil {
 			return nil, err
 		}
+		at, err := time.Parse(time.RFC3339, b.CommittedAt)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: batch %s: committed_at: %v", ErrCorrupt, storage.ManifestName, b.File, err)
+		}
+		st.gen, st.commits = b.Generation, append(st.commits, at)
 		for _, c := range chunks {
 			if _, dup := st.chunks[c.ID]; dup {
 				return nil, fmt.Errorf("%w: %s: chunk %q stored twice", ErrCorrupt, b.File, c.ID)
 			}
-			var f []int32
-			if emb != nil {
-				f = analyzeChunk(emb, c.Text)
-			}
-			st.add(c, 0, f)
+			st.add(b.Generation, c, analyze(lex, emb, c.Text), own)
 		}
 	}
-	// Token totals come from the manifest: recomputing them needs the
-	// analyzer, and Check compares the two.
-	st.stats = retrieve.BM25Stats{Docs: m.Docs, Tokens: m.Tokens}
-	st.computeDigest()
+	if st.stats.Docs != m.Docs || st.stats.Tokens != m.Tokens {
+		return nil, fmt.Errorf("%w: %s records %d chunks and %d tokens, the batch files analyze to %d and %d",
+			ErrCorrupt, storage.ManifestName, m.Docs, m.Tokens, st.stats.Docs, st.stats.Tokens)
+	}
 	switch {
 	case emb == nil:
 	case m.Dense != nil && corpusFree(emb) && m.Dense.Embedder == emb.Identity():

@@ -47,6 +47,14 @@ func (e *Engine) verify(ctx context.Context, raw []byte) (*VerifyReport, error) 
 	if err != nil {
 		return nil, err
 	}
+	// Replay at the pack's own generation: later commits, to any scope, do
+	// not change what it read.
+	if p.Generation > st.gen {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("generation %d: the index has committed only %d (a pack of another index?)", p.Generation, st.gen))
+		return rep, nil
+	}
+	sc := st.scope(h.Tenant, p.Generation)
+	h.Generation = sc.gen
 	for _, c := range p.Citations {
 		stored, ok := st.chunks[c.ChunkID]
 		switch {
@@ -77,7 +85,7 @@ func (e *Engine) verify(ctx context.Context, raw []byte) (*VerifyReport, error) 
 	if len(p.Ledger) > 0 && !bitStable(own) {
 		rr = rerank.NewLedger(p.Fingerprint.Get("reranker"), p.Ledger)
 	}
-	now := e.fingerprint(st, rr)
+	now := e.fingerprint(sc, rr)
 	for _, s := range p.Fingerprint {
 		if _, checked := identity[s.Key]; checked {
 			continue
@@ -86,7 +94,7 @@ func (e *Engine) verify(ctx context.Context, raw []byte) (*VerifyReport, error) 
 			rep.Problems = append(rep.Problems, fmt.Sprintf("setting %s: pack %q, engine now %q", s.Key, s.Value, v))
 		}
 	}
-	replay, err := e.query(ctx, h, st, rr)
+	replay, err := e.query(ctx, h, sc, rr)
 	if err != nil {
 		if errors.Is(err, rerank.ErrLedger) {
 			rep.Problems = append(rep.Problems, "the index no longer returns the pool the ledger scored: "+err.Error())
@@ -135,7 +143,13 @@ func (e *Engine) Replay(ctx context.Context, raw []byte, checkModel bool) (*Repl
 	for {
 		var st *state
 		if st, err = e.snapshot(); err == nil {
-			fresh, err = e.query(ctx, h, st, e.opts.Reranker)
+			if p.Generation > st.gen {
+				err = fmt.Errorf("generation %d is not committed here", p.Generation)
+				break
+			}
+			sc := st.scope(h.Tenant, p.Generation)
+			h.Generation = sc.gen
+			fresh, err = e.query(ctx, h, sc, e.opts.Reranker)
 		}
 		if !errors.Is(err, errMoved) {
 			break

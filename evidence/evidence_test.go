@@ -40,7 +40,7 @@ func TestNormalize(t *testing.T) {
 func samplePack() *Pack {
 	at := time.Date(2025, 11, 20, 0, 0, 0, 0, time.UTC)
 	return &Pack{
-		Question: "Is <b> & \"quoted\" ok?\nYes\u2028", AsOf: asof.MustDate("2026-01-15"), Tenant: "acme",
+		Question: "Is <b> & \"quoted\" ok?\nYes\u2028", AsOf: asof.MustDate("2026-01-15"), Tenant: "acme", Generation: 7,
 		Filters: []Filter{{Key: "kind", Value: "statute"}}, K: 2,
 		Citations: []Citation{{
 			Index: 1, ChunkID: "c1", DocID: "d", Version: "2025", Text: "Article 2\ttabbed\u0001", SourceURL: "https://x/y?a=1&b=2",
@@ -58,8 +58,8 @@ func TestCanonicalBytes(t *testing.T) {
 		`"connector":"statute","content_hash":"blake3:00","doc_id":"d","index":1,"meta":{"a":"2","z":"1"},` +
 		`"retrieved_at":"2025-11-20T00:00:00Z","score":123456,"source_url":"https://x/y?a=1&b=2",` +
 		`"text":"Article 2\ttabbed\u0001","valid_from":"2026-01-01","valid_to":"","version":"2025"}],` +
-		`"filters":[{"key":"kind","value":"statute"}],"fingerprint":{"legs":"lexical","pool":"50"},"format":"evpack-pack/1",` +
-		`"k":2,"question":"Is <b> & \"quoted\" ok?\nYes` + "\u2028" + `","tenant":"acme",` +
+		`"filters":[{"key":"kind","value":"statute"}],"fingerprint":{"legs":"lexical","pool":"50"},"format":"evpack-pack/2",` +
+		`"generation":7,"k":2,"question":"Is <b> & \"quoted\" ok?\nYes` + "\u2028" + `","tenant":"acme",` +
 		`"trace":{"dropped":[{"chunk_id":"c0","reason":"missing source URL"}],"steps":["lexical: 1 hits","cited 1"]}}`
 	got := samplePack().Bytes()
 	if string(got) != want {
@@ -303,7 +303,7 @@ func TestAssembleRechecksEligibility(t *testing.T) {
 	}{
 		{"eligible", "own tenant, knowable, in force, filter matched", mk("ok", nil), ""},
 		{"other tenant", "tenants are sealed", mk("globex", func(c *Chunk) { c.Tenant = "globex" }), "outside the request's tenant scope"},
-		{"shared tenant", "the engine's scope is the request's tenant exactly", mk("shared", func(c *Chunk) { c.Tenant = "" }), "outside the request's tenant scope"},
+		{"shared tenant", "a named tenant's scope includes the shared corpus", mk("shared", func(c *Chunk) { c.Tenant = "" }), ""},
 		{"anchored after the as-of day", "never cites the future", mk("future", func(c *Chunk) { c.Anchor.At = day("2025-06-02") }), "not yet knowable as of the request"},
 		{"anchored on the as-of day", "the anchor day itself is knowable", mk("sameday", func(c *Chunk) { c.Anchor.At = day("2025-06-01").Add(23 * time.Hour) }), ""},
 		{"undated", "an undated chunk is never eligible", mk("undated", func(c *Chunk) { c.Anchor.At = time.Time{} }), "undated: never eligible"},

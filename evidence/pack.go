@@ -12,7 +12,7 @@ import (
 
 // FormatVersion names the canonical pack form. It changes whenever the bytes
 // of an otherwise identical pack would change.
-const FormatVersion = "evpack-pack/1"
+const FormatVersion = "evpack-pack/2"
 
 // ScoreScale is the fixed-point scale of Citation.Score: a score of 1_000_000
 // means 1.0.
@@ -82,9 +82,14 @@ type Trace struct {
 // Pack is an evidence pack: the request it answers, its citations, its trace
 // and the fingerprint of the settings that shaped it.
 type Pack struct {
-	Question    string
-	AsOf        asof.Date
-	Tenant      string
+	Question string
+	AsOf     asof.Date
+	Tenant   string
+	// Generation is the state of the request's scope (its tenant and the
+	// shared corpus) the pack was made from: the last commit at or before
+	// the index generation asked for that added to the scope. Replaying the
+	// request at it gives the same pack after any later commit.
+	Generation  int64
 	Filters     []Filter // sorted by key, then value
 	K           int
 	Citations   []Citation
@@ -104,18 +109,20 @@ type Scored struct {
 
 // Header is the request part of a pack.
 type Header struct {
-	Question string
-	AsOf     asof.Date
-	Tenant   string
-	Filters  []Filter
-	K        int
+	Question   string
+	AsOf       asof.Date
+	Tenant     string
+	Filters    []Filter
+	K          int
+	Generation int64 // the scope's generation the pack reads (see Pack)
 }
 
 // Excludes says why a request with header h may not see chunk c, or "" when
 // it may. It is the one definition of eligibility: the retrieval legs compile
 // the same predicate into their index queries (retrieve.Eligibility), and
 // Assemble re-checks it whatever it is handed. A chunk is eligible when it is
-// owned by the request's tenant (exactly: "" is a scope of its own),
+// in the request's scope (owned by its tenant, or by the shared tenant "";
+// a request of "" sees only ""),
 // asof.Eligible as of h.AsOf (dated, anchor day on or before the as-of day,
 // in force on it), and its metadata matches every filter. The reasons are
 // fixed phrases, checked in this order: "outside the request's tenant scope",
@@ -159,7 +166,7 @@ const (
 // exclusion decides eligibility (see Excludes); for excludedFilter it also
 // returns the index of the failed filter.
 func (h Header) exclusion(c *Chunk) (exclusion, int) {
-	if c.Tenant != h.Tenant {
+	if c.Tenant != h.Tenant && c.Tenant != "" {
 		return excludedTenant, 0
 	}
 	if !asof.Eligible(c.Anchor, c.Valid, h.AsOf) {
@@ -191,6 +198,7 @@ func Assemble(h Header, ranked []Scored, lookup func(id string) (*Chunk, bool), 
 		Question:    h.Question,
 		AsOf:        h.AsOf,
 		Tenant:      h.Tenant,
+		Generation:  h.Generation,
 		Filters:     slices.Clone(h.Filters),
 		K:           h.K,
 		Trace:       Trace{Steps: slices.Clone(steps)},

@@ -39,6 +39,8 @@ func (p *Pack) Bytes() []byte {
 	w.end()
 	w.key("format")
 	w.str(FormatVersion)
+	w.key("generation")
+	w.int(p.Generation)
 	w.key("k")
 	w.int(int64(p.K))
 	if len(p.Ledger) > 0 { // only packs of non-bit-stable rerankers carry one
@@ -188,6 +190,7 @@ type wirePack struct {
 	Filters     []wireKV          `json:"filters"`
 	Fingerprint map[string]string `json:"fingerprint"`
 	Format      string            `json:"format"`
+	Generation  int64             `json:"generation"`
 	K           int               `json:"k"`
 	Ledger      []struct {
 		ChunkID string `json:"chunk_id"`
@@ -239,9 +242,9 @@ func Parse(b []byte) (*Pack, error) {
 		return nil, fmt.Errorf("%w: %v", ErrBadPack, err)
 	}
 	if w.Format != FormatVersion {
-		return nil, fmt.Errorf("%w: format %q, want %q", ErrBadPack, w.Format, FormatVersion)
+		return nil, fmt.Errorf("%w: format %q, want %q (a pack of another format cannot be verified here; run its request again)", ErrBadPack, w.Format, FormatVersion)
 	}
-	p := &Pack{Question: w.Question, Tenant: w.Tenant, K: w.K}
+	p := &Pack{Question: w.Question, Tenant: w.Tenant, K: w.K, Generation: w.Generation}
 	var err error
 	if p.AsOf, err = asof.ParseDate(w.AsOf); err != nil {
 		return nil, fmt.Errorf("%w: as_of: %w", ErrBadPack, err)

@@ -168,6 +168,18 @@ func (l *Lexical) TokenCount(text string) int {
 	return len(l.analyzer.Analyze([]byte(text)))
 }
 
+// Terms returns the distinct terms the index's analyzer makes of text, in
+// ascending order, and how many tokens it makes (TokenCount).
+func (l *Lexical) Terms(text string) ([]string, int) {
+	ts := l.analyzer.Analyze([]byte(text))
+	out := make([]string, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, string(t.Term))
+	}
+	slices.Sort(out)
+	return slices.Compact(out), len(ts)
+}
+
 // Index adds chunks to the index as generation gen, in one atomic batch.
 func (l *Lexical) Index(ctx context.Context, chunks []*evidence.Chunk, gen int64) (err error) {
 	defer recoverBleve(&err, "index")
@@ -216,10 +228,17 @@ func docOf(c *evidence.Chunk, gen int64) map[string]any {
 
 // Eligibility is the set of chunks a request may see: owned by Tenant,
 // matching every filter, and eligible as of AsOf (asof.Eligible).
+//
+// A request of a named tenant also sees the shared tenant "": its scope is
+// the two of them (evidence.Header.Admits is the one definition). With
+// Pinned, documents committed after generation UpTo are kept out: a request
+// that reads an earlier state of the index.
 type Eligibility struct {
 	AsOf    asof.Date
 	Tenant  string
 	Filters []evidence.Filter
+	Pinned  bool
+	UpTo    int64
 }
 
 // Bounds summarize the committed chunks exactly, so that a query can leave
@@ -267,14 +286,25 @@ func (e Eligibility) clauses(b Bounds) []query.Query {
 	asOf := float64(day)
 	yes, no := true, false
 	var qs []query.Query
-	if len(b.Tenants) != 1 || b.Tenants[e.Tenant] == 0 {
-		tenant := e.Tenant
-		if tenant == "" {
-			tenant = noTenant
+	if outside := len(b.Tenants) - b.inScope(e.Tenant); outside > 0 {
+		var scope []query.Query
+		for _, t := range scopeTerms(e.Tenant) {
+			tq := bleve.NewTermQuery(t)
+			tq.SetField(fieldTenant)
+			tq.SetBoost(0)
+			scope = append(scope, tq)
 		}
-		tq := bleve.NewTermQuery(tenant)
-		tq.SetField(fieldTenant)
-		qs = append(qs, tq)
+		if len(scope) == 1 {
+			qs = append(qs, scope[0])
+		} else {
+			qs = append(qs, bleve.NewDisjunctionQuery(scope...))
+		}
+	}
+	if e.Pinned {
+		upTo := float64(e.UpTo)
+		gen := bleve.NewNumericRangeInclusiveQuery(nil, &upTo, nil, &yes)
+		gen.SetField(fieldGen)
+		qs = append(qs, gen)
 	}
 	if b.Undated || b.MaxAnchorDay > day {
 		anchor := bleve.NewNumericRangeInclusiveQuery(nil, &asOf, nil, &yes)
@@ -304,11 +334,36 @@ func (e Eligibility) clauses(b Bounds) []query.Query {
 	return qs
 }
 
-// BM25Stats are the true corpus statistics of the text field, kept by the
-// caller per index generation so that segment layout cannot change a score.
+// scopeTerms are the tenant field's terms a request of tenant may see.
+func scopeTerms(tenant string) []string {
+	if tenant == "" {
+		return []string{noTenant}
+	}
+	return []string{tenant, noTenant}
+}
+
+// inScope counts the tenants of b that a request of tenant may see.
+func (b Bounds) inScope(tenant string) int {
+	n := 0
+	if b.Tenants[tenant] > 0 {
+		n++
+	}
+	if tenant != "" && b.Tenants[""] > 0 {
+		n++
+	}
+	return n
+}
+
+// BM25Stats are the true corpus statistics of the text field for the
+// request's scope (its tenant and the shared one) at the generation it reads,
+// kept by the caller so that neither segment layout, nor another tenant's
+// chunks, nor later commits can change a score.
 type BM25Stats struct {
-	Docs   int64 // chunks in the committed index
+	Docs   int64 // chunks in the scope
 	Tokens int64 // analyzed tokens over all of them
+	// DocFreq, when set, gives each analyzed question term's document
+	// frequency in the scope; bleve would take it from the whole index.
+	DocFreq map[string]uint64
 }
 
 // Hit is one lexical result.
@@ -332,8 +387,11 @@ func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b B
 	mq := bleve.NewMatchQuery(text)
 	mq.SetField(fieldText)
 	var q query.Query = mq
+	if stats.DocFreq != nil {
+		q = &scopedMatch{MatchQuery: mq, df: stats.DocFreq}
+	}
 	if cl := elig.clauses(b); len(cl) > 0 {
-		q = bleve.NewConjunctionQuery(append([]query.Query{mq}, cl...)...)
+		q = bleve.NewConjunctionQuery(append([]query.Query{q}, cl...)...)
 	}
 	var pre map[string]any
 	if stats.Docs > 0 {

@@ -1,0 +1,239 @@
+package evpack
+
+import (
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/retrieve"
+)
+
+// A request reads a scope: its tenant and the shared tenant "" (a request of
+// "" reads "" alone), as of one generation of the index. Every corpus figure
+// a ranking uses (BM25's document count, token total and term document
+// frequencies, the reranker's document frequencies, the corpus digest in the
+// fingerprint) is the scope's at that generation, so neither another
+// tenant's chunks nor a later commit can move a pack. The figures are kept
+// per tenant as series over generations and summed over the scope's tenants
+// when a request asks.
+//
+// Invariant: a series only grows at its end, and only while a commit builds
+// the next state; a state's series are never changed once it is published
+// (see state.extend).
+
+// point is a cumulative count as of the generation that last changed it.
+type point struct{ gen, n int64 }
+
+// series is a count's history: points in ascending generation order.
+type series []point
+
+// at returns the count as of generation g.
+func (s series) at(g int64) int64 {
+	i := sort.Search(len(s), func(i int) bool { return s[i].gen > g })
+	if i == 0 {
+		return 0
+	}
+	return s[i-1].n
+}
+
+// add returns s with d added from generation g on; g is at least the last
+// generation in s. The backing array may be shared with the state s came
+// from, which never reads past its own length.
+func (s series) add(g, d int64) series {
+	if n := len(s); n > 0 && s[n-1].gen == g {
+		s[n-1].n += d
+		return s
+	}
+	return append(s, point{gen: g, n: s.at(g) + d})
+}
+
+// lanes is an order-free digest of a set of chunks: the lane-wise sum
+// (mod 2^64) of each chunk's BLAKE3(ID, content hash), so it can be kept
+// incrementally and is the same whatever order or batching built the set.
+type lanes [4]uint64
+
+func chunkLanes(c *evidence.Chunk) lanes {
+	sum := blake3.Sum256([]byte(c.ID + "\x00" + c.ContentHash))
+	var l lanes
+	for i := range l {
+		l[i] = binary.LittleEndian.Uint64(sum[8*i:])
+	}
+	return l
+}
+
+func (l lanes) plus(m lanes) lanes {
+	for i := range l {
+		l[i] += m[i]
+	}
+	return l
+}
+
+// lanePoint is a tenant's digest as of a generation.
+type lanePoint struct {
+	gen int64
+	l   lanes
+}
+
+// tenantStats are one tenant's corpus figures over generations.
+type tenantStats struct {
+	docs, tokens series
+	digest       []lanePoint
+	lexDF        map[string]series // analyzed (bleve) term -> chunks holding it
+	rrDF         map[string]series // reranker term -> chunks holding it
+}
+
+// add counts chunk c, committed at generation gen, with its distinct
+// lexical and reranker terms and its token count. ts must be a copy owned by
+// the state being built (see state.touch).
+func (ts *tenantStats) add(gen int64, c *evidence.Chunk, lexTerms, rrTerms []string, tokens int) {
+	ts.docs = ts.docs.add(gen, 1)
+	ts.tokens = ts.tokens.add(gen, int64(tokens))
+	if n := len(ts.digest); n > 0 && ts.digest[n-1].gen == gen {
+		ts.digest[n-1].l = ts.digest[n-1].l.plus(chunkLanes(c))
+	} else {
+		var prev lanes
+		if n > 0 {
+			prev = ts.digest[n-1].l
+		}
+		ts.digest = append(ts.digest, lanePoint{gen: gen, l: prev.plus(chunkLanes(c))})
+	}
+	for _, t := range lexTerms {
+		ts.lexDF[t] = ts.lexDF[t].add(gen, 1)
+	}
+	for _, t := range rrTerms {
+		ts.rrDF[t] = ts.rrDF[t].add(gen, 1)
+	}
+}
+
+// digestAt returns the tenant's digest as of generation g.
+func (ts *tenantStats) digestAt(g int64) lanes {
+	i := sort.Search(len(ts.digest), func(i int) bool { return ts.digest[i].gen > g })
+	if i == 0 {
+		return lanes{}
+	}
+	return ts.digest[i-1].l
+}
+
+// clone returns a copy of ts whose maps can be written without touching ts.
+func (ts *tenantStats) clone() *tenantStats {
+	cp := *ts
+	cp.lexDF, cp.rrDF = maps.Clone(ts.lexDF), maps.Clone(ts.rrDF)
+	return &cp
+}
+
+func newTenantStats() *tenantStats {
+	return &tenantStats{lexDF: map[string]series{}, rrDF: map[string]series{}}
+}
+
+// scope is what one request reads: the tenants it sees, as of the scope's
+// generation. It implements rerank.Stats.
+type scope struct {
+	st      *state
+	tenants []*tenantStats // in scopeTenants order; nil for a tenant with no chunks
+	names   []string
+	gen     int64 // the scope's generation: its last change at or before the index generation asked
+	latest  bool  // no chunk of the scope was committed after gen
+}
+
+// scopeTenants lists the tenants a request of tenant sees, in a fixed order.
+func scopeTenants(tenant string) []string {
+	if tenant == "" {
+		return []string{""}
+	}
+	return []string{tenant, ""}
+}
+
+// scope returns the scope of a request of tenant reading index generation
+// upTo (which must not exceed st.gen).
+func (st *state) scope(tenant string, upTo int64) scope {
+	sc := scope{st: st, names: scopeTenants(tenant), latest: true}
+	for _, name := range sc.names {
+		ts := st.tenants[name]
+		sc.tenants = append(sc.tenants, ts)
+		if ts == nil {
+			continue
+		}
+		i := sort.Search(len(ts.docs), func(i int) bool { return ts.docs[i].gen > upTo })
+		if i > 0 {
+			sc.gen = max(sc.gen, ts.docs[i-1].gen)
+		}
+		if i < len(ts.docs) {
+			sc.latest = false
+		}
+	}
+	return sc
+}
+
+// sum adds f over the scope's tenants.
+func (s scope) sum(f func(ts *tenantStats) int64) int64 {
+	var n int64
+	for _, ts := range s.tenants {
+		if ts != nil {
+			n += f(ts)
+		}
+	}
+	return n
+}
+
+// bm25 returns the lexical statistics of the scope for a question whose
+// analyzed terms are terms.
+func (s scope) bm25(terms []string) retrieve.BM25Stats {
+	df := make(map[string]uint64, len(terms))
+	for _, t := range terms {
+		df[t] = uint64(s.sum(func(ts *tenantStats) int64 { return ts.lexDF[t].at(s.gen) }))
+	}
+	return retrieve.BM25Stats{
+		Docs:    s.sum(func(ts *tenantStats) int64 { return ts.docs.at(s.gen) }),
+		Tokens:  s.sum(func(ts *tenantStats) int64 { return ts.tokens.at(s.gen) }),
+		DocFreq: df,
+	}
+}
+
+// DocCount implements rerank.Stats: chunks in the scope.
+func (s scope) DocCount() int {
+	return int(s.sum(func(ts *tenantStats) int64 { return ts.docs.at(s.gen) }))
+}
+
+// DocFreq implements rerank.Stats: chunks of the scope holding term.
+func (s scope) DocFreq(term string) int {
+	return int(s.sum(func(ts *tenantStats) int64 { return ts.rrDF[term].at(s.gen) }))
+}
+
+// digest names the scope's chunks: BLAKE3 over the scope's tenants and
+// their set digests at the scope's generation.
+func (s scope) digest() string {
+	h := blake3.New()
+	for i, name := range s.names {
+		var l lanes
+		if ts := s.tenants[i]; ts != nil {
+			l = ts.digestAt(s.gen)
+		}
+		fmt.Fprintf(h, "%q %x %x %x %x\n", name, l[0], l[1], l[2], l[3])
+	}
+	return evidence.HashPrefix + fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// admits reports whether chunk id was committed by the scope's generation.
+func (s scope) admits(id string) bool {
+	g, ok := s.st.committed[id]
+	return ok && g <= s.gen
+}
+
+// eligibility returns the lexical leg's restriction for h in this scope:
+// a generation clause only when some chunk of the scope is newer than the
+// scope's generation.
+func (s scope) eligibility(h evidence.Header) retrieve.Eligibility {
+	return retrieve.Eligibility{AsOf: h.AsOf, Tenant: h.Tenant, Filters: h.Filters, Pinned: !s.latest, UpTo: s.gen}
+}
+
+// tenantNames lists the tenants with chunks, sorted: Check walks them.
+func (st *state) tenantNames() []string {
+	names := slices.Collect(maps.Keys(st.tenants))
+	slices.Sort(names)
+	return names
+}
