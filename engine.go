@@ -712,7 +712,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 	elig := sc.eligibility(h)
 	text, steps := h.Question, []string(nil)
 	if !e.opts.KeepEntityNames {
-		text, steps = st.rankingText(h.Question, h.Filters)
+		text, steps = sc.rankingText(h.Question, h.Filters)
 	}
 	var lists []fuse.List
 	if strings.Contains(e.opts.Legs, "lexical") {

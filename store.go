@@ -43,8 +43,9 @@ type state struct {
 	bounds  retrieve.Bounds
 	terms   map[string][]string // reranker terms per chunk ID, interned
 	intern  map[string]string
-	// entities maps an EntityFilterKey value to its company's names.
-	entities map[string][]string
+	// entities maps a tenant and EntityFilterKey value (entityKey) to the
+	// company's names.
+	entities map[string][]entityName
 	// The dense leg, when the index has an embedder: features per chunk,
 	// corpus counts, and the vectors, rebuilt at every commit.
 	feats     map[string][]int32
@@ -56,7 +57,7 @@ type state struct {
 
 func newState() *state {
 	return &state{chunks: map[string]*evidence.Chunk{}, committed: map[string]int64{}, tenants: map[string]*tenantStats{},
-		terms: map[string][]string{}, intern: map[string]string{}, entities: map[string][]string{}, feats: map[string][]int32{},
+		terms: map[string][]string{}, intern: map[string]string{}, entities: map[string][]entityName{}, feats: map[string][]int32{},
 		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds()}
 }
 
@@ -99,7 +100,7 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, own map[string]bo
 	s.stats.Docs++
 	s.stats.Tokens += int64(an.tokens)
 	s.bounds.Add(c)
-	s.addEntityNames(c)
+	s.addEntityNames(c, gen)
 	ts := rerank.Terms(c.Text)
 	for i, t := range ts {
 		if interned, ok := s.intern[t]; ok {

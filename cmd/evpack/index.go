@@ -96,6 +96,8 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tenant := fs.String("tenant", "", "tenant whose evidence may be cited")
 	k := fs.Int("k", 0, "citations (default 10)")
 	format := fs.String("format", "text", "json (the canonical bytes) or text")
+	generation := fs.Int64("generation", 0, "answer from this generation of the index (default: the latest)")
+	knownAt := fs.String("known-at", "", "answer from the last generation committed at or before this instant (RFC 3339): what would we have cited then")
 	var filters multiFlag
 	fs.Var(&filters, "filter", "KEY=VALUE metadata restriction (repeatable)")
 	dense := denseFlags(fs)
@@ -110,7 +112,12 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("--as-of: %w", err)}
 	}
-	req := evpack.Request{Question: strings.Join(pos, " "), AsOf: day, Tenant: *tenant, K: *k}
+	req := evpack.Request{Question: strings.Join(pos, " "), AsOf: day, Tenant: *tenant, K: *k, Generation: *generation}
+	if *knownAt != "" {
+		if req.KnownAt, err = asof.ParseInstant(*knownAt); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("--known-at: %w", err)}
+		}
+	}
 	for _, f := range filters {
 		key, val, ok := strings.Cut(f, "=")
 		if !ok || key == "" {

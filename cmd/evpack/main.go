@@ -2,7 +2,7 @@
 // evidence packs, verifies packs by replay, and evaluates rankings.
 //
 //	evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] PATH...
-//	evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--format json|text] QUESTION
+//	evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--format json|text] QUESTION
 //	evpack verify --index DIR PACK.json
 //	evpack check  --index DIR
 //	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json]
@@ -37,7 +37,7 @@ func main() {
 
 const usage = `usage:
   evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] PATH...
-  evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--format json|text] QUESTION
+  evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--format json|text] QUESTION
   evpack verify --index DIR PACK.json
   evpack check  --index DIR
   evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]

@@ -271,3 +271,33 @@ func TestCheckCommand(t *testing.T) {
 	require.Equal(t, 3, code)
 	require.Contains(t, errs, "00000002.jsonl: no such file")
 }
+
+// TestQueryAtAnEarlierGeneration: --generation and --known-at answer from an
+// earlier state, and a pack made then verifies after a later ingest.
+func TestQueryAtAnEarlierGeneration(t *testing.T) {
+	dir := ingestTestCorpus(t) // generations 1 (statute) and 2 (guidance)
+	q := "What guidance applies to retention of client records?"
+	code, first, errs := runCLI(t, "query", "--index", dir, "--as-of", "2026-02-01", "--generation", "1", "--format", "json", q)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, first, `"generation":1,`)
+	require.NotContains(t, first, `"doc_id":"guidance-note-`, "guidance came in generation 2")
+	code, latest, _ := runCLI(t, "query", "--index", dir, "--as-of", "2026-02-01", "--format", "json", q)
+	require.Equal(t, 0, code)
+	require.Contains(t, latest, `"generation":2,`)
+	code, early, _ := runCLI(t, "query", "--index", dir, "--as-of", "2026-02-01", "--known-at", "2000-01-01T00:00:00Z", "--format", "json", q)
+	require.Equal(t, 0, code)
+	require.Contains(t, early, `"citations":[]`)
+
+	pack := filepath.Join(t.TempDir(), "pack.json")
+	require.NoError(t, os.WriteFile(pack, []byte(first), 0o644))
+	extra := filepath.Join(t.TempDir(), "extra.jsonl")
+	require.NoError(t, os.WriteFile(extra, []byte(`{"id":"late","doc_id":"late","text":"retention of client records guidance","source_url":"u","retrieved_at":"2026-01-01T00:00:00Z"}`+"\n"), 0o644))
+	code, _, errs = runCLI(t, "ingest", "--index", dir, "--connector", "jsonl", extra)
+	require.Equal(t, 0, code, errs)
+	code, out, errs := runCLI(t, "verify", "--index", dir, pack)
+	require.Equal(t, 0, code, "%s %s", out, errs)
+
+	code, _, errs = runCLI(t, "query", "--index", dir, "--as-of", "2026-02-01", "--generation", "9", q)
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "generation 9 is not committed")
+}
