@@ -181,7 +181,9 @@ func checkTenants(st, fresh *state, bad func(string, ...any)) {
 		bad("tenants %q, recount gives %q", got, want)
 		return
 	}
-	sameDF := func(a, b map[string]series) bool { return maps.EqualFunc(a, b, func(x, y series) bool { return slices.Equal(x, y) }) }
+	sameDF := func(a, b map[string]series) bool {
+		return maps.EqualFunc(a, b, func(x, y series) bool { return slices.Equal(x, y) })
+	}
 	for _, name := range st.tenantNames() {
 		a, b := st.tenants[name], fresh.tenants[name]
 		switch {

@@ -39,7 +39,7 @@ type state struct {
 	committed map[string]int64
 	// tenants holds each tenant's corpus figures over generations (scope.go).
 	tenants map[string]*tenantStats
-	stats   retrieve.BM25Stats  // the whole index's totals (the manifest's)
+	stats   retrieve.BM25Stats // the whole index's totals (the manifest's)
 	bounds  retrieve.Bounds
 	terms   map[string][]string // reranker terms per chunk ID, interned
 	intern  map[string]string
