@@ -32,7 +32,7 @@ type index struct {
 	dir   string       // "" for memory
 	store *storage.Dir // nil for memory
 	lex   *retrieve.Lexical
-	emb retrieve.Embedder // nil: no dense leg
+	emb   retrieve.Embedder // nil: no dense leg
 	// graph holds the HNSW build settings when the index keeps a graph over
 	// the dense vectors (Options.DenseIndex "hnsw" at Open); nil otherwise.
 	graph *retrieve.GraphOptions

@@ -44,10 +44,10 @@ type state struct {
 	entities map[string][]string
 	// The dense leg, when the index has an embedder: features per chunk,
 	// corpus counts, and the vectors, rebuilt at every commit.
-	feats      map[string][]int32
-	counts     *retrieve.Counts
-	dense      *retrieve.Dense
-	graph      *retrieve.Graph   // over dense, when the index keeps one
+	feats     map[string][]int32
+	counts    *retrieve.Counts
+	dense     *retrieve.Dense
+	graph     *retrieve.Graph   // over dense, when the index keeps one
 	denseRows []*evidence.Chunk // dense row -> chunk, for the eligibility check
 	digest    string            // corpus digest over (chunk ID, content hash)
 }
@@ -72,7 +72,7 @@ func (s *state) extend(gen int64, add []*evidence.Chunk, tokens []int, feats [][
 		df: maps.Clone(s.df), terms: maps.Clone(s.terms), intern: maps.Clone(s.intern),
 		entities: maps.Clone(s.entities), feats: maps.Clone(s.feats),
 		counts: &retrieve.Counts{N: maps.Clone(s.counts.N), Total: s.counts.Total},
-		dense: s.dense, graph: s.graph, denseRows: s.denseRows,
+		dense:  s.dense, graph: s.graph, denseRows: s.denseRows,
 	}
 	for i, c := range add {
 		var f []int32
