@@ -7,19 +7,27 @@
 // machine; a pack as of a date never cites what appeared after it; a chunk
 // nobody can check never reaches the reasoner; one tenant's evidence never
 // appears in another's pack; and nothing committed is lost or changed
-// unseen.
+// unseen. docs/design.md states the full contract, says where the code
+// stands against it, and describes the stored formats and the recovery
+// rules.
 //
 // Entry points: [Open] (or [OpenExisting], and [OpenMemory]) makes an
-// [Engine]; [Engine.Ingest] adds a connector's chunks; [Engine.Query]
-// answers a [Request]; [Engine.Verify] replays a pack and says whether it
-// still holds; [Engine.Check] and [Engine.CheckIndex] read the index back
-// and test its invariants.
+// [Engine]; [Engine.Ingest] (and [Engine.IngestWith],
+// [Engine.IngestRecords]) adds a connector's chunks; [Engine.Query] answers
+// a [Request]; [Engine.Verify] replays a pack and says whether it still
+// holds; [Engine.Replay] does so for a pack a model reranked, from its
+// score ledger, without the model; [Engine.Check] and [Engine.CheckIndex]
+// read the index back and test its invariants; [Engine.View] queries the
+// same index with other query options; [NewMemoryCache] (or any [Cache])
+// serves repeated requests. Package evpacktest pins packs in golden files
+// from a user's tests; examples/service serves packs over HTTP.
 //
 // The pipeline: eligibility (as-of, tenant, filters) inside the index query →
 // lexical BM25 and, with an embedder, dense legs → Reciprocal Rank Fusion →
-// a pool reranked by the bit-stable arithmetic reranker → the citation gate
-// → the canonical pack. The index directory (its lock, sealed manifest and
-// batch files, and crash recovery) is package internal/storage's; the engine
+// a pool reranked by the bit-stable arithmetic reranker (or a model, whose
+// scores the pack records in its ledger) → the citation gate → the
+// canonical pack. The index directory (its lock, sealed manifest and batch
+// files, and crash recovery) is package internal/storage's; the engine
 // only wires the stages together.
 //
 // Concurrency: an Engine serves concurrent queries while one ingest runs.

@@ -10,7 +10,7 @@ import (
 	"github.com/evpack/evpack/retrieve"
 )
 
-// Defaults. Pool and K follow DESIGN.md; the RRF constant is the paper's.
+// Defaults. Pool and K follow docs/design.md; the RRF constant is the paper's.
 const (
 	DefaultK    = 10
 	DefaultPool = 50

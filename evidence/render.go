@@ -250,7 +250,7 @@ func Parse(b []byte) (*Pack, error) {
 		return nil, fmt.Errorf("%w: as_of: %w", ErrBadPack, err)
 	}
 	for _, f := range w.Filters {
-		p.Filters = append(p.Filters, Filter{Key: f.Key, Value: f.Value})
+		p.Filters = append(p.Filters, Filter(f)) // same fields; the wire type only adds JSON tags
 	}
 	for _, k := range SortedKeys(w.Fingerprint) {
 		p.Fingerprint = append(p.Fingerprint, Setting{Key: k, Value: w.Fingerprint[k]})

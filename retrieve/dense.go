@@ -21,31 +21,65 @@ import (
 
 // Embedder makes the dense leg's vectors. Vectors are int8 of unit length
 // scaled to 127, so that a similarity is an exact integer dot product: the
-// same on every CPU, whatever the compiler fuses.
+// same on every CPU, whatever the compiler fuses. A model that outputs
+// float32 vectors converts each with [Quantize].
+//
+// The engine calls an Embedder in two steps, so that a text is tokenized
+// once and never again:
+//
+//   - Analyze(text) turns a text into features: a []int32 whose meaning is
+//     the embedder's own business. It runs once per chunk when the chunk is
+//     ingested (and once per chunk when an on-disk index is opened), and
+//     once per question. The engine keeps every chunk's features and counts
+//     them over the corpus into [Counts].
+//   - Embed(features) turns features into vectors, in batches: the new
+//     chunks of a commit, every chunk when the vectors depend on the corpus
+//     (see [CorpusFree]), or one question.
+//
+// What the features are depends on the embedder:
+//
+//   - word vectors ([SIF]): the table rows of the text's known words, whose
+//     corpus frequencies (counts) weight them;
+//   - a local model (package bert): the tokenizer's WordPiece IDs;
+//   - a text model behind an API ([HTTPEmbedder]): the text itself, as
+//     runes. Analyze returns []int32(text) and Embed recovers the text with
+//     string(features[i]). Any model that takes text fits this way without
+//     knowing anything else about the engine.
 //
 // Contract: Analyze and Embed are deterministic and pure for a given
 // Identity (a model that is not bit-stable across CPUs says so in its
-// Identity); Embed returns one vector of Dims() components per input, or nil
-// for a text it cannot embed (no known words), or an error (a model that
-// failed to run).
+// Identity); Embed returns exactly one entry per input, each a vector of
+// Dims() components or nil for a text it cannot embed (no known words), or
+// an error (a model that failed to run); the engine checks this with
+// [CheckVectors]. A model whose vectors do not depend on counts should
+// implement [CorpusFree]: a commit then embeds only its new chunks, and an
+// on-disk index stores the vectors instead of embedding its corpus again at
+// every Open.
 type Embedder interface {
 	// Identity names the embedder, its settings and a hash of its model
-	// files; it is written into every pack's fingerprint.
+	// files; it is written into every pack's fingerprint and is part of
+	// the cache key. It must change whenever the vectors could change.
 	Identity() string
+	// Dims is the number of components of every vector Embed returns.
 	Dims() int
-	// Analyze returns what Embed needs of a text (for word vectors, the rows
-	// of its known words). It is called once per chunk, at ingest.
+	// Analyze returns the features of text that Embed needs (see above):
+	// word-vector rows, token IDs, or the text's runes. nil or empty means
+	// the text has no features: Embed still receives the empty entry and
+	// should return a nil vector for it (the chunk is kept, without one).
 	Analyze(text string) []int32
-	// Embed turns analyzed texts into vectors; counts are the corpus's
-	// feature counts (SIF weighting needs word frequencies); query marks
-	// question embedding, for models that embed questions differently. A
-	// remote or slow embedder stops when ctx is done.
+	// Embed turns analyzed texts into vectors, one per entry of features,
+	// in order. counts are the corpus's feature counts (SIF weighting needs
+	// word frequencies; a model ignores them); query is true when the
+	// single input is a question, for models that embed questions
+	// differently (an instruction prefix, another pooling). A remote or
+	// slow embedder stops when ctx is done.
 	Embed(ctx context.Context, features [][]int32, counts *Counts, query bool) ([][]int8, error)
 }
 
 // CorpusFree is implemented by embedders whose vectors do not depend on
 // corpus counts (models, unlike SIF): a commit then embeds only its new
-// chunks and keeps the vectors of the others.
+// chunks and keeps the vectors of the others, and an on-disk index stores
+// them with the generation.
 type CorpusFree interface {
 	CorpusFree() bool
 }

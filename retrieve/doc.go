@@ -5,7 +5,9 @@
 // Entry points: [OpenLexical], [Lexical.Search], [Eligibility]; for the
 // dense leg [NewSIF], [NewHTTPEmbedder] (and package bert's ONNX embedder),
 // [NewDense] and [Dense.Search] (the exact scan), [NewGraph] and
-// [Graph.Search] (HNSW).
+// [Graph.Search] (HNSW). To plug in a model of your own, implement
+// [Embedder] (its documentation says what Analyze's features are for; the
+// package example shows a text model's shape).
 //
 // Invariant: a leg only ever ranks eligible chunks. The as-of, tenant,
 // metadata and generation restrictions are clauses of the index query itself,

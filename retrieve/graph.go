@@ -118,14 +118,15 @@ func (o GraphOptions) ExactBelow(indexed int) int {
 // descending, then chunk ID); it may miss chunks the exact scan finds, never
 // the other way round, and never returns a chunk its admit func refuses.
 //
-// Why not github.com/coder/hnsw, which DESIGN.md chose: through its public
-// API it cannot be made replayable or accurate. Its layers are entered at
-// whichever node a Go map range yields first, in Add and in Search, and its
-// walk stops at the first expansion that does not improve the single best
-// hit; on the ObliQA vectors it reaches recall@10 0.42 against the exact
-// scan at k=256 and 0.66 at k=1024 (then slower than the scan), where this
-// graph reaches 0.998 in 0.31 of the scan's time (docs/benchmarks.md). It
-// remains the named peer in BenchmarkCoderHNSWVsExact.
+// Why not github.com/coder/hnsw, which the original design chose
+// (docs/design.md, section 6): through its public API it cannot be made
+// replayable or accurate. Its layers are entered at whichever node a Go map
+// range yields first, in Add and in Search, and its walk stops at the first
+// expansion that does not improve the single best hit; on the ObliQA
+// vectors it reaches recall@10 0.42 against the exact scan at k=256 and
+// 0.66 at k=1024 (then slower than the scan), where this graph reaches
+// 0.998 in 0.31 of the scan's time (docs/benchmarks.md). It remains the
+// named peer in BenchmarkCoderHNSWVsExact.
 //
 // A Graph is immutable once built; Search is safe for concurrent use.
 type Graph struct {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/evpack/evpack"
 	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/bert"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/connectors/edgar"
 	"github.com/evpack/evpack/connectors/files"
@@ -101,6 +104,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var filters multiFlag
 	fs.Var(&filters, "filter", "KEY=VALUE metadata restriction (repeatable)")
 	dense := denseFlags(fs)
+	model := modelFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -131,10 +135,11 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *format != "json" && *format != "text" {
 		return usageErr("--format %q: want json or text", *format)
 	}
-	eng, err := openExisting(*dir, dense)
+	eng, closeModel, err := openWithModel(*dir, dense, model)
 	if err != nil {
 		return err
 	}
+	defer closeModel()
 	defer eng.Close()
 	p, err := eng.Query(ctx, req)
 	if err != nil {
@@ -152,6 +157,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("verify", stderr)
 	dir := fs.String("index", "", "index directory")
 	dense := denseFlags(fs)
+	model := modelFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -163,17 +169,29 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	eng, err := openExisting(*dir, dense)
+	eng, closeModel, err := openWithModel(*dir, dense, model)
 	if err != nil {
 		return err
 	}
+	defer closeModel()
 	defer eng.Close()
-	rep, err := eng.Verify(ctx, raw)
+	// A pack a model reranked replays from its ledger without the model;
+	// with --cross-encoder the model also runs once, to say whether a fresh
+	// run would cite the same chunks in the same order.
+	rep, err := eng.Replay(ctx, raw, model.set())
 	if err != nil {
 		return err
 	}
 	if rep.OK() {
 		fmt.Fprintf(stdout, "ok: %s replays byte-identically\n", rep.Hash)
+		switch {
+		case !rep.ModelChecked:
+		case rep.ModelAgrees:
+			fmt.Fprintln(stdout, "model check: a fresh run of the cross-encoder cites the same chunks in the same order")
+		default:
+			fmt.Fprintf(stdout, "model check: a fresh run of the cross-encoder would cite %s (the pack stands on its ledger)\n",
+				strings.Join(rep.ModelOrder, ", "))
+		}
 		return nil
 	}
 	fmt.Fprintf(stdout, "FAILED: %s (replay gives %s)\n", rep.Hash, rep.ReplayHash)
@@ -181,6 +199,63 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "- %s\n", p)
 	}
 	return &exitError{code: 1, err: fmt.Errorf("pack %s does not verify: %d problems", pos[0], len(rep.Problems))}
+}
+
+// modelOptions are the flags that put a cross-encoder in the pipeline.
+type modelOptions struct {
+	dir  *string
+	cuda *bool
+}
+
+// modelFlags registers --cross-encoder and --cuda (query and verify).
+func modelFlags(fs *flag.FlagSet) modelOptions {
+	return modelOptions{
+		dir: fs.String("cross-encoder", "", "MODEL_DIR of a cross-encoder (model.onnx + tokenizer.json or vocab.txt; needs $EVPACK_ORT_LIB) "+
+			"that reranks the pool; its scores are recorded in the pack's ledger, so the pack verifies without it"),
+		cuda: fs.Bool("cuda", false, "run the cross-encoder on CUDA (an error, never a silent CPU fallback, if CUDA is unavailable)"),
+	}
+}
+
+// set reports whether a cross-encoder was asked for.
+func (m modelOptions) set() bool { return *m.dir != "" }
+
+// reranker loads the cross-encoder the flags name, or returns nil for none.
+func (m modelOptions) reranker() (*bert.CrossEncoder, error) {
+	if !m.set() {
+		if *m.cuda {
+			return nil, usageErr("--cuda needs --cross-encoder MODEL_DIR")
+		}
+		return nil, nil
+	}
+	ce, err := bert.NewCrossEncoder(filepath.Base(filepath.Clean(*m.dir)), bert.Options{Dir: *m.dir, CUDA: *m.cuda})
+	if err != nil {
+		return nil, fmt.Errorf("--cross-encoder %s: %w", *m.dir, err)
+	}
+	return ce, nil
+}
+
+// openWithModel opens an existing index with the options the dense flags
+// name and the cross-encoder the model flags name as its reranker. The
+// returned func releases the model.
+func openWithModel(dir string, dense func() (evpack.Options, error), model modelOptions) (*evpack.Engine, func() error, error) {
+	opts, err := dense()
+	if err != nil {
+		return nil, nil, err
+	}
+	ce, err := model.reranker()
+	if err != nil {
+		return nil, nil, err
+	}
+	release := func() error { return nil }
+	if ce != nil {
+		opts.Reranker, release = ce, ce.Close
+	}
+	eng, err := evpack.OpenExisting(dir, opts)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return eng, release, nil
 }
 
 // openExisting opens an index that must already exist, with the options

@@ -2,8 +2,8 @@
 // evidence packs, verifies packs by replay, and evaluates rankings.
 //
 //	evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] PATH...
-//	evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--format json|text] QUESTION
-//	evpack verify --index DIR PACK.json
+//	evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--format json|text] [--cross-encoder MODEL_DIR [--cuda]] QUESTION
+//	evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
 //	evpack check  --index DIR
 //	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json]
 //	evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
@@ -37,8 +37,8 @@ func main() {
 
 const usage = `usage:
   evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] PATH...
-  evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--format json|text] QUESTION
-  evpack verify --index DIR PACK.json
+  evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--format json|text] [--cross-encoder MODEL_DIR [--cuda]] QUESTION
+  evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
   evpack check  --index DIR
   evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]
   evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
@@ -48,6 +48,9 @@ const usage = `usage:
 ingest, query, verify and eval take --embedder static:PATH|onnx:MODEL_DIR|http://HOST (with --embedder-model,
 --embedder-dims), --legs lexical|dense|lexical,dense and --dense-index exact|hnsw (with --ef-search N);
 eval obliqa takes --reranker arithmetic|none|cross-encoder:MODEL_DIR. ONNX models need EVPACK_ORT_LIB.
+query --cross-encoder reranks the pool with the model and records its scores in the pack's ledger; verify replays
+such a pack from its ledger without the model, and with --cross-encoder also runs the model once to say whether a
+fresh run would cite the same chunks. --cuda runs the cross-encoder on CUDA (an error if unavailable).
 Commands that open an index take --lock-wait DURATION (default 2s; 0: fail at once if another process has it).
 
 exit status: 0 success; 1 a pack or index that does not verify; 2 bad usage or input (a path

@@ -15,6 +15,7 @@ import (
 
 	"github.com/evpack/evpack"
 	"github.com/evpack/evpack/bert"
+	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/storagetest"
 )
 
@@ -300,4 +301,82 @@ func TestQueryAtAnEarlierGeneration(t *testing.T) {
 	code, _, errs = runCLI(t, "query", "--index", dir, "--as-of", "2026-02-01", "--generation", "9", q)
 	require.Equal(t, 2, code)
 	require.Contains(t, errs, "generation 9 is not committed")
+}
+
+// TestCrossEncoderFlags: --cuda alone is a usage error, and a model
+// directory that cannot be loaded is named in the error; neither opens the
+// index.
+func TestCrossEncoderFlags(t *testing.T) {
+	dir := ingestTestCorpus(t)
+	code, _, errs := runCLI(t, "query", "--index", dir, "--as-of", "2026-01-15", "--cuda", "retention")
+	require.Equal(t, 2, code, errs)
+	require.Equal(t, "evpack query: --cuda needs --cross-encoder MODEL_DIR\n", errs)
+
+	missing := filepath.Join(t.TempDir(), "no-model")
+	for _, args := range [][]string{
+		{"query", "--index", dir, "--as-of", "2026-01-15", "--cross-encoder", missing, "retention"},
+		{"verify", "--index", dir, "--cross-encoder", missing, corpus("guidance.jsonl")},
+	} {
+		code, _, errs = runCLI(t, args...)
+		require.Equal(t, 2, code, errs)
+		require.True(t, strings.HasPrefix(errs, "evpack "+args[0]+": --cross-encoder "+missing+": bert: "), errs)
+	}
+}
+
+// TestCrossEncoderQueryAndVerify: query --cross-encoder writes a pack with a
+// ledger; verify replays it without the model, and with --cross-encoder
+// also checks that a fresh model run agrees.
+func TestCrossEncoderQueryAndVerify(t *testing.T) {
+	if !bert.Available() {
+		t.Skip("built without cgo: ONNX models need onnxruntime through cgo")
+	}
+	if os.Getenv("EVPACK_ORT_LIB") == "" {
+		if os.Getenv("EVPACK_REQUIRE_DATA") == "1" {
+			t.Fatal("EVPACK_ORT_LIB is not set")
+		}
+		t.Skip("EVPACK_ORT_LIB is not set: point it at libonnxruntime.so.1 to run the cross-encoder CLI test")
+	}
+	model := t.TempDir()
+	td := filepath.Join("..", "..", "testdata", "onnx")
+	for src, dst := range map[string]string{"tiny-bert-cross-encoder.onnx": "model.onnx", "vocab.txt": "vocab.txt"} {
+		raw, err := os.ReadFile(filepath.Join(td, src))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(model, dst), raw, 0o644))
+	}
+	dir := ingestTestCorpus(t)
+	q := "How long must a licensed firm retain records of client transactions?"
+	code, js, errs := runCLI(t, "query", "--index", dir, "--as-of", "2026-01-15", "--format", "json", "--cross-encoder", model, q)
+	require.Equal(t, 0, code, errs)
+	p, err := evidence.Parse([]byte(js))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(p.Fingerprint.Get("reranker"), "cross-encoder/"+filepath.Base(model)+" "), p.Fingerprint.Get("reranker"))
+	require.Equal(t, "false", p.Fingerprint.Get("reranker_bit_stable"))
+	require.NotEmpty(t, p.Ledger)
+
+	pack := filepath.Join(t.TempDir(), "pack.json")
+	require.NoError(t, os.WriteFile(pack, []byte(js), 0o644))
+	sum := blake3.Sum256([]byte(js))
+	code, out, errs := runCLI(t, "verify", "--index", dir, pack)
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, fmt.Sprintf("ok: blake3:%x replays byte-identically\n", sum), out)
+
+	code, out, errs = runCLI(t, "verify", "--index", dir, "--cross-encoder", model, pack)
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, fmt.Sprintf("ok: blake3:%x replays byte-identically\n", sum)+
+		"model check: a fresh run of the cross-encoder cites the same chunks in the same order\n", out)
+
+	// --cuda asks for the CUDA execution provider: where the onnxruntime
+	// library has none (the CPU build CI uses) it is an error, never a
+	// silent run on the CPU.
+	if os.Getenv("EVPACK_CUDA") == "" {
+		code, _, errs = runCLI(t, "query", "--index", dir, "--as-of", "2026-01-15", "--cross-encoder", model, "--cuda", q)
+		require.Equal(t, 2, code, errs)
+		require.Contains(t, errs, bert.ErrCUDA.Error())
+		return
+	}
+	code, js2, errs := runCLI(t, "query", "--index", dir, "--as-of", "2026-01-15", "--format", "json", "--cross-encoder", model, "--cuda", q)
+	require.Equal(t, 0, code, errs)
+	p2, err := evidence.Parse([]byte(js2))
+	require.NoError(t, err)
+	require.NotEmpty(t, p2.Ledger)
 }

@@ -232,12 +232,13 @@ func toFloat(v []int8) []float32 {
 	return f
 }
 
-// BenchmarkCoderHNSWVsExact measures the peer named in DESIGN.md,
-// github.com/coder/hnsw v0.6.1 through its public API (seeded Rng, nodes in
-// chunk-ID order, cosine on the int8 vectors as floats), against the exact
-// scan on the ObliQA GloVe SIF vectors: recall@10 and latency. Its search
-// stops at the first expansion that does not improve the best hit, so k (the
-// result size) is what buys recall; k is widened here.
+// BenchmarkCoderHNSWVsExact measures the peer the original design named
+// (docs/design.md), github.com/coder/hnsw v0.6.1 through its public API
+// (seeded Rng, nodes in chunk-ID order, cosine on the int8 vectors as
+// floats), against the exact scan on the ObliQA GloVe SIF vectors: recall@10
+// and latency. Its search stops at the first expansion that does not improve
+// the best hit, so k (the result size) is what buys recall; k is widened
+// here.
 func BenchmarkCoderHNSWVsExact(b *testing.B) {
 	dense, queries := projectedCorpus(b)
 	ctx := context.Background()

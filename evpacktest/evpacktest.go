@@ -1,0 +1,173 @@
+// Package evpacktest pins evidence packs in golden files from a user's own
+// tests, in one line:
+//
+//	func TestRetentionPack(t *testing.T) {
+//		pack, err := eng.Query(ctx, req)
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		evpacktest.Golden(t, "testdata/golden/retention.json", pack)
+//	}
+//
+// Golden compares the pack's canonical bytes with the file. On a mismatch it
+// reports what changed, field by field (a go-cmp diff of the two parsed
+// packs: a citation that moved, a score, a trace line), and the two hashes.
+//
+// To record or rewrite golden files, run the tests with -update:
+//
+//	go test ./... -run TestRetentionPack -update
+//
+// or set EVPACK_UPDATE_GOLDEN=1 in the environment (useful where the flag
+// cannot reach every package, as in go test ./... over packages that do not
+// import evpacktest). Review the rewritten files in the diff before
+// committing them: a golden file is a promise that citation 4 stays
+// citation 4.
+//
+// The -update flag is the package's one piece of global state: importing
+// evpacktest registers a bool flag named "update" on flag.CommandLine, as
+// go test's flags are, unless something initialized earlier already
+// registered one (then evpacktest reads that one). A test package that
+// imports evpacktest must not define its own -update flag (the flag package
+// would panic on the second definition); use [Update] to ask for the
+// decision instead.
+package evpacktest
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/evidence"
+)
+
+// EnvUpdate is the environment variable that, set to a true value ("1",
+// "true"), rewrites golden files as -update does.
+const EnvUpdate = "EVPACK_UPDATE_GOLDEN"
+
+// flagName is the flag registered on flag.CommandLine.
+const flagName = "update"
+
+func init() {
+	if flag.Lookup(flagName) == nil {
+		flag.Bool(flagName, false, "rewrite golden files (evpacktest; also "+EnvUpdate+"=1)")
+	}
+}
+
+// Update reports whether golden files are to be rewritten: the -update flag
+// is set, or EnvUpdate holds a true value. An EnvUpdate value that is not a
+// boolean is an error naming it.
+func Update() (bool, error) {
+	if f := flag.Lookup(flagName); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if on, ok := g.Get().(bool); ok && on {
+				return true, nil
+			}
+		}
+	}
+	v, ok := os.LookupEnv(EnvUpdate)
+	if !ok || v == "" {
+		return false, nil
+	}
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("evpacktest: %s=%q: want a boolean (1, true, 0, false): %w", EnvUpdate, v, err)
+	}
+	return on, nil
+}
+
+// Golden checks that pack's canonical bytes equal the golden file at path
+// (relative to the test's package directory). With -update or EnvUpdate it
+// writes the file instead, creating its directory. A mismatch or a missing
+// file is reported with t.Errorf, so one test can check several packs; the
+// report names the file, both hashes, and a diff of the parsed packs
+// (- golden, + got).
+func Golden(t testing.TB, path string, pack *evidence.Pack) {
+	t.Helper()
+	if pack == nil {
+		t.Errorf("evpacktest: golden %s: pack is nil", path)
+		return
+	}
+	GoldenBytes(t, path, pack.Bytes())
+}
+
+// GoldenBytes is Golden for a pack's canonical bytes as a service holds
+// them (a response body, a stored pack).
+func GoldenBytes(t testing.TB, path string, got []byte) {
+	t.Helper()
+	update, err := Update()
+	if err != nil {
+		t.Errorf("%v", err)
+		return
+	}
+	if update {
+		if err := write(path, got); err != nil {
+			t.Errorf("evpacktest: %v", err)
+			return
+		}
+		t.Logf("evpacktest: wrote %s (%s)", path, evidence.Sum(got))
+		return
+	}
+	want, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("evpacktest: golden file %s does not exist; run the test with -update (or %s=1) to record it", path, EnvUpdate)
+		return
+	}
+	if err != nil {
+		t.Errorf("evpacktest: read golden file: %v", err)
+		return
+	}
+	if bytes.Equal(want, got) {
+		return
+	}
+	t.Errorf("evpacktest: pack differs from golden file %s\ngolden %s\ngot    %s\n%s\nIf the change is intended, rerun with -update (or %s=1) and review the diff.",
+		path, evidence.Sum(want), evidence.Sum(got), Diff(want, got), EnvUpdate)
+}
+
+// Diff describes how two packs' canonical bytes differ, for a person: a
+// go-cmp diff of the parsed packs (- want, + got), or, when either does not
+// parse as a pack, why not. Equal bytes give "".
+func Diff(want, got []byte) string {
+	if bytes.Equal(want, got) {
+		return ""
+	}
+	wp, err := evidence.Parse(want)
+	if err != nil {
+		return fmt.Sprintf("the golden bytes are not a pack: %v", err)
+	}
+	gp, err := evidence.Parse(got)
+	if err != nil {
+		return fmt.Sprintf("the bytes under test are not a pack: %v", err)
+	}
+	d := cmp.Diff(wp, gp, packOptions())
+	if d == "" {
+		// Same pack, other bytes: a non-canonical rendering (spacing, key
+		// order) of one of them.
+		return "the parsed packs are equal but the bytes are not: one of them is not in canonical form"
+	}
+	return "diff (-golden +got):\n" + d
+}
+
+// packOptions let go-cmp compare and print packs: dates as YYYY-MM-DD.
+func packOptions() cmp.Option {
+	return cmp.Comparer(func(a, b asof.Date) bool { return a == b })
+}
+
+// write writes b to path, creating its directory.
+func write(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write golden file %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("write golden file %s: %w", path, err)
+	}
+	return nil
+}
