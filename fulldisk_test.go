@@ -89,13 +89,18 @@ func within(t *testing.T, what string, d time.Duration, f func()) {
 	}
 }
 
-// bigBatch is a batch of 32 chunks of about 25 KB of varied words each.
+// bigBatch is a batch of 32 chunks of about 25 KB of varied words each
+// (with -short, 8 of about 10 KB: the race detector makes bleve slow).
 func bigBatch() []connectors.Record {
 	rng := rand.New(rand.NewPCG(48, 40))
 	day := asof.MustDate("2025-06-01").Start()
-	recs := make([]connectors.Record, 32)
+	n, size := 32, 3500
+	if testing.Short() {
+		n, size = 8, 1500
+	}
+	recs := make([]connectors.Record, n)
 	for c := range recs {
-		words := make([]string, 3500)
+		words := make([]string, size)
 		for i := range words {
 			words[i] = crashWords[rng.IntN(len(crashWords))] + crashWords[rng.IntN(len(crashWords))][:2]
 		}
