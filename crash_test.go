@@ -22,6 +22,7 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/retrieve"
 )
 
 var crashSeedFlag = flag.Uint64("crash.seed", 0, "seed of TestCrashLoop's kill delays (0: EVPACK_CRASH_SEED, else the time)")
@@ -325,4 +326,43 @@ func TestCrashLoop(t *testing.T) {
 	}
 	t.Logf("crash loop, seed %d: %d rounds, %d fresh indexes; kills landed in %v; %d reopened with a commit in progress (PENDING.json)",
 		seed, rounds, fresh, phases, inCommit)
+}
+
+// TestLexicalIsCreatedAtomically: bleve writes a new index's metadata in
+// place, without a rename, so a crash while creating lexical/ in place
+// would leave a directory bleve refuses for ever. The lexical index is
+// built beside it and renamed into place: what a crash leaves is a
+// temporary directory, a stray that Check reports and Open ignores.
+func TestLexicalIsCreatedAtomically(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	tmps, err := filepath.Glob(filepath.Join(dir, ".lexical.tmp-*"))
+	require.NoError(t, err)
+	require.Empty(t, tmps, "nothing of the creation is left")
+	require.NoError(t, e.Close())
+
+	// What a crash in the middle of the creation leaves: the manifest of
+	// generation 0, no lexical/, and a half-made one in its temporary
+	// directory (bleve's metadata file created, not yet written).
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, storage.LexicalDir)))
+	half := filepath.Join(dir, ".lexical.tmp-123", storage.LexicalDir)
+	require.NoError(t, os.MkdirAll(half, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(half, "index_meta.json"), nil, 0o644))
+	e, err = Open(dir, Options{})
+	require.NoError(t, err)
+	checked(t, e)
+	rep, err := e.CheckIndex(context.Background())
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", rep.Problems)
+	require.Equal(t, []string{".lexical.tmp-123"}, rep.Strays)
+	ingestCorpus(t, e)
+	require.NoError(t, e.Close())
+
+	// Why: the same half-made index in place is refused by bleve.
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, storage.LexicalDir)))
+	require.NoError(t, os.Rename(half, filepath.Join(dir, storage.LexicalDir)))
+	_, err = Open(dir, Options{})
+	require.ErrorIs(t, err, retrieve.ErrLexical)
+	require.Contains(t, err.Error(), "metadata corrupt")
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -137,7 +139,9 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 	default:
 		idx, err = bleve.Open(dir)
 		if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
-			idx, err = bleve.NewUsing(dir, newMapping(an), scorch.Name, scorch.Name, nil)
+			if err = createLexical(dir, an); err == nil {
+				idx, err = bleve.Open(dir)
+			}
 		}
 	}
 	if err != nil {
@@ -154,6 +158,58 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 		return nil, fmt.Errorf("%w: analyzer %q unavailable", ErrLexical, im.DefaultAnalyzer)
 	}
 	return &Lexical{idx: idx, analyzer: a, name: im.DefaultAnalyzer}, nil
+}
+
+// createLexical makes a new, empty bleve index at dir, atomically: bleve
+// writes its metadata file without a rename or fsync, so an index created
+// in place and interrupted by a crash is a directory that bleve.Open
+// refuses for ever ("metadata missing" or "metadata corrupt"). It is built
+// in a temporary directory beside dir and renamed into place; a crash
+// leaves only that directory (.lexical.tmp-*), which Check reports as a
+// stray and nothing deletes.
+func createLexical(dir, an string) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(tmp, filepath.Base(dir))
+	idx, err := bleve.NewUsing(path, newMapping(an), scorch.Name, scorch.Name, nil)
+	if err != nil {
+		return err
+	}
+	if err := idx.Close(); err != nil {
+		return err
+	}
+	if err := syncDir(path); err != nil {
+		return err
+	}
+	if err := os.Rename(path, dir); err != nil {
+		return err
+	}
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	return os.Remove(tmp)
+}
+
+// syncDir makes the entries of directory dir, and of its store/
+// subdirectory when there is one, durable.
+func syncDir(dir string) error {
+	for _, d := range []string{filepath.Join(dir, "store"), dir} {
+		f, err := os.Open(d)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func newMapping(an string) *mapping.IndexMappingImpl {
