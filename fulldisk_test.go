@@ -52,22 +52,42 @@ func freeBytes(t *testing.T, dir string) int64 {
 }
 
 // fill allocates a file in dir that leaves exactly free bytes on its file
-// system, and returns its path.
+// system, and returns its path. tmpfs charges a large file a few pages
+// beyond its size (the kernel's bookkeeping), so the file is grown to the
+// target in steps and, if it overshoots, truncated back.
 func fill(t *testing.T, dir string, free int64) string {
 	t.Helper()
 	name := filepath.Join(dir, "filler")
 	f, err := os.Create(name)
 	require.NoError(t, err)
 	defer f.Close()
-	n := freeBytes(t, dir) - free
-	require.Positive(t, n, "the tmpfs is too small to leave %d bytes", free)
-	require.NoError(t, syscall.Fallocate(int(f.Fd()), 0, 0, n))
-	// A large file costs tmpfs a few pages beyond its size on some kernels:
-	// correct once by the difference.
-	if got := freeBytes(t, dir); got != free {
-		require.NoError(t, f.Truncate(n-(free-got)))
+	var size int64
+	grow := func(d int64) {
+		for _, try := range []int64{d, d - 16*page, d - 4*page, d - page} {
+			if try <= 0 {
+				continue
+			}
+			err := syscall.Fallocate(int(f.Fd()), 0, size, try)
+			if err == nil {
+				size += try
+				return
+			}
+			require.ErrorIs(t, err, syscall.ENOSPC)
+		}
 	}
-	require.Equal(t, free, freeBytes(t, dir))
+	for range 8 {
+		got := freeBytes(t, dir)
+		switch {
+		case got > free:
+			grow(got - free)
+		case got < free:
+			size -= free - got
+			require.NoError(t, f.Truncate(size))
+		default:
+			return name
+		}
+	}
+	require.Equal(t, free, freeBytes(t, dir), "cannot leave exactly %d bytes free", free)
 	return name
 }
 
@@ -320,11 +340,7 @@ func TestFullDiskDuringMerge(t *testing.T) {
 
 	// No room at all (bleve may free a few pages of its own meanwhile; the
 	// merged segment needs far more).
-	filler := filepath.Join(mnt, "filler")
-	f, err := os.Create(filler)
-	require.NoError(t, err)
-	require.NoError(t, syscall.Fallocate(int(f.Fd()), 0, 0, freeBytes(t, mnt)))
-	require.NoError(t, f.Close())
+	filler := fill(t, mnt, 0)
 
 	within(t, "Merge on a full disk", 20*time.Second, func() { err = e.Merge(ctx) })
 	require.ErrorIs(t, err, retrieve.ErrLexical)
