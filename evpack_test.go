@@ -30,10 +30,18 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // TestMain doubles as the replay helper: a test re-executes this binary with
-// EVPACK_REPLAY_DIR set, and it prints the golden packs of that index.
+// EVPACK_REPLAY_DIR set, and it prints the golden packs of that index. With
+// EVPACK_CRASH_CHILD set it is the process TestCrashLoop kills.
 func TestMain(m *testing.M) {
 	if role := os.Getenv("EVPACK_LOCK_CHILD"); role != "" {
 		os.Exit(lockChild(role))
+	}
+	if dir := os.Getenv(crashChildEnv); dir != "" {
+		if err := crashChild(dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		os.Exit(0)
 	}
 	if dir := os.Getenv("EVPACK_REPLAY_DIR"); dir != "" {
 		if err := replayHelper(dir); err != nil {

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -88,6 +91,41 @@ type Lexical struct {
 	idx      bleve.Index
 	analyzer analysis.Analyzer
 	name     string
+
+	// failed is why the index may no longer be touched, or nil. After a
+	// write that bleve could not persist (a full disk), bleve's in-memory
+	// snapshot can still name a segment it has closed, and the next search
+	// panics (zapx: "assignment to entry in nil map") in a goroutine that
+	// bleve starts, where no recover of ours reaches: the process dies. So
+	// after a failed write nothing but Close reaches bleve; reopening reads
+	// its last persisted state, which the commit record rolls back.
+	mu     sync.Mutex
+	failed error
+}
+
+// ErrLexicalFailed: an earlier write to the lexical index failed, and the
+// index must be closed and reopened before it is used again.
+var ErrLexicalFailed = fmt.Errorf("%w: a write failed earlier; reopen the index", ErrLexical)
+
+// usable returns ErrLexicalFailed, with the first failure, once a write
+// failed.
+func (l *Lexical) usable() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failed != nil {
+		return fmt.Errorf("%w (%v)", ErrLexicalFailed, l.failed)
+	}
+	return nil
+}
+
+// fail records that a write failed (see Lexical.failed) and returns err.
+func (l *Lexical) fail(err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failed == nil {
+		l.failed = err
+	}
+	return err
 }
 
 // OpenLexical opens the index in dir, creating it if absent. An empty dir
@@ -106,7 +144,9 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 	default:
 		idx, err = bleve.Open(dir)
 		if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
-			idx, err = bleve.NewUsing(dir, newMapping(an), scorch.Name, scorch.Name, nil)
+			if err = createLexical(dir, an); err == nil {
+				idx, err = bleve.Open(dir)
+			}
 		}
 	}
 	if err != nil {
@@ -123,6 +163,58 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 		return nil, fmt.Errorf("%w: analyzer %q unavailable", ErrLexical, im.DefaultAnalyzer)
 	}
 	return &Lexical{idx: idx, analyzer: a, name: im.DefaultAnalyzer}, nil
+}
+
+// createLexical makes a new, empty bleve index at dir, atomically: bleve
+// writes its metadata file without a rename or fsync, so an index created
+// in place and interrupted by a crash is a directory that bleve.Open
+// refuses for ever ("metadata missing" or "metadata corrupt"). It is built
+// in a temporary directory beside dir and renamed into place; a crash
+// leaves only that directory (.lexical.tmp-*), which Check reports as a
+// stray and nothing deletes.
+func createLexical(dir, an string) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(tmp, filepath.Base(dir))
+	idx, err := bleve.NewUsing(path, newMapping(an), scorch.Name, scorch.Name, nil)
+	if err != nil {
+		return err
+	}
+	if err := idx.Close(); err != nil {
+		return err
+	}
+	if err := syncDir(path); err != nil {
+		return err
+	}
+	if err := os.Rename(path, dir); err != nil {
+		return err
+	}
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	return os.Remove(tmp)
+}
+
+// syncDir makes the entries of directory dir, and of its store/
+// subdirectory when there is one, durable.
+func syncDir(dir string) error {
+	for _, d := range []string{filepath.Join(dir, "store"), dir} {
+		f, err := os.Open(d)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func newMapping(an string) *mapping.IndexMappingImpl {
@@ -182,7 +274,10 @@ func (l *Lexical) Terms(text string) ([]string, int) {
 
 // Index adds chunks to the index as generation gen, in one atomic batch.
 func (l *Lexical) Index(ctx context.Context, chunks []*evidence.Chunk, gen int64) (err error) {
-	defer recoverBleve(&err, "index")
+	defer l.recoverBleve(&err, "index")
+	if err := l.usable(); err != nil {
+		return err
+	}
 	b := l.idx.NewBatch()
 	for i, c := range chunks {
 		if i%256 == 0 {
@@ -195,7 +290,7 @@ func (l *Lexical) Index(ctx context.Context, chunks []*evidence.Chunk, gen int64
 		}
 	}
 	if err := l.idx.Batch(b); err != nil {
-		return fmt.Errorf("%w: batch of %d: %v", ErrLexical, len(chunks), err)
+		return l.fail(fmt.Errorf("%w: batch of %d: %v", ErrLexical, len(chunks), err))
 	}
 	return nil
 }
@@ -384,6 +479,9 @@ func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b B
 	if n <= 0 {
 		return Result{}, nil
 	}
+	if err := l.usable(); err != nil {
+		return Result{}, err
+	}
 	mq := bleve.NewMatchQuery(text)
 	mq.SetField(fieldText)
 	var q query.Query = mq
@@ -453,19 +551,24 @@ func compareHits(a, b Hit) int {
 	return strings.Compare(a.ID, b.ID)
 }
 
-// recoverBleve turns a panic inside bleve into an error. bleve's segment
-// writer panics on some write failures instead of returning them (on a full
-// disk zapx assigns into a nil map); evpack must report those as errors and
-// roll the batch back, not crash the service that embeds it.
-func recoverBleve(err *error, op string) {
+// recoverBleve turns a panic inside bleve, in the calling goroutine, into
+// an error, and marks the index failed. bleve panics on some write failures
+// instead of returning them (on a full disk zapx assigns into a nil map);
+// evpack must report those as errors, not crash the service that embeds it.
+// A panic in a goroutine bleve starts is beyond any recover: Lexical.failed
+// keeps calls away from a bleve that could panic there.
+func (l *Lexical) recoverBleve(err *error, op string) {
 	if r := recover(); r != nil {
-		*err = fmt.Errorf("%w: %s: bleve panicked (a full disk or a failed write?): %v", ErrLexical, op, r)
+		*err = l.fail(fmt.Errorf("%w: %s: bleve panicked (a full disk or a failed write?): %v", ErrLexical, op, r))
 	}
 }
 
 // Merge merges the on-disk index into one segment (a no-op for memory).
 func (l *Lexical) Merge(ctx context.Context) (err error) {
-	defer recoverBleve(&err, "merge")
+	defer l.recoverBleve(&err, "merge")
+	if err := l.usable(); err != nil {
+		return err
+	}
 	adv, err := l.idx.Advanced()
 	if err != nil {
 		return fmt.Errorf("%w: merge: %v", ErrLexical, err)
@@ -488,7 +591,10 @@ func (l *Lexical) Close() error { return l.idx.Close() }
 // of a batch that reached the index but was never committed (a crash, or a
 // failure after Index). It returns how many it removed.
 func (l *Lexical) DeleteAbove(ctx context.Context, gen int64) (removed int, err error) {
-	defer recoverBleve(&err, "delete")
+	defer l.recoverBleve(&err, "delete")
+	if err := l.usable(); err != nil {
+		return 0, err
+	}
 	min := float64(gen)
 	no := false
 	q := bleve.NewNumericRangeInclusiveQuery(&min, nil, &no, nil)
@@ -509,17 +615,25 @@ func (l *Lexical) DeleteAbove(ctx context.Context, gen int64) (removed int, err 
 			b.Delete(h.ID)
 		}
 		if err := l.idx.Batch(b); err != nil {
-			return removed, fmt.Errorf("%w: delete above %d: %v", ErrLexical, gen, err)
+			return removed, l.fail(fmt.Errorf("%w: delete above %d: %v", ErrLexical, gen, err))
 		}
 		removed += len(res.Hits)
 	}
 }
 
 // DocCount returns the number of documents in the index, committed or not.
-func (l *Lexical) DocCount() (uint64, error) { return l.idx.DocCount() }
+func (l *Lexical) DocCount() (uint64, error) {
+	if err := l.usable(); err != nil {
+		return 0, err
+	}
+	return l.idx.DocCount()
+}
 
 // CountAbove returns how many documents carry a generation after gen.
 func (l *Lexical) CountAbove(ctx context.Context, gen int64) (uint64, error) {
+	if err := l.usable(); err != nil {
+		return 0, err
+	}
 	min := float64(gen)
 	no := false
 	q := bleve.NewNumericRangeInclusiveQuery(&min, nil, &no, nil)
@@ -544,6 +658,9 @@ type StoredDoc struct {
 
 // Docs calls fn for every document of the index in chunk ID order.
 func (l *Lexical) Docs(ctx context.Context, fn func(StoredDoc) error) error {
+	if err := l.usable(); err != nil {
+		return err
+	}
 	const page = 1000
 	var after []string
 	for {

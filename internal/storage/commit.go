@@ -99,6 +99,9 @@ func (c *Commit) Publish(m *Manifest) error {
 	}
 	c.done = true
 	c.d.m = m.Clone()
+	if h := c.d.Hooks.AfterManifest; h != nil {
+		h()
+	}
 	c.d.finish(&c.p) // best effort: a leftover record is finished later
 	return nil
 }

@@ -36,6 +36,12 @@ type Hooks struct {
 	// every data file was written, before the manifest names them: the
 	// window a rollback must close.
 	BeforeManifest func() error
+	// AfterManifest runs once the manifest is written, before the commit's
+	// record (PENDING.json) and the files it made obsolete are removed. The
+	// generation is committed by then, so nothing can fail it: a test stops
+	// the goroutine here (runtime.Goexit) to play a crash whose record the
+	// next Open must tidy up, not roll back.
+	AfterManifest func()
 }
 
 // Dir is an open, locked index directory. It is not safe for concurrent
@@ -124,7 +130,8 @@ func Open(path string, opts Options) (*Dir, error) {
 
 // inspect decides whether path is a new index to create (true), an existing
 // index (false, nil), or neither (an error). Only the lock file and the
-// temporary files of an interrupted manifest write may precede a manifest.
+// temporary files of an interrupted manifest write, and the empty chunks
+// directory of an interrupted creation, may precede a manifest.
 func inspect(path string, create bool) (bool, error) {
 	fi, err := os.Stat(path)
 	switch {
@@ -150,6 +157,9 @@ func inspect(path string, create bool) (bool, error) {
 		n := e.Name()
 		switch {
 		case n == LockName || strings.HasPrefix(n, "."+ManifestName+".tmp-"):
+		case n == ChunksDir && emptyDir(filepath.Join(path, n)):
+			// Creating an index makes chunks/ before the manifest: a crash
+			// in between leaves it empty, and nothing was committed.
 		case n == ChunksDir || n == LexicalDir || n == PendingName || strings.HasPrefix(n, "dense-") || strings.HasPrefix(n, "graph-"):
 			ours = append(ours, n)
 		default:
@@ -167,6 +177,12 @@ func inspect(path string, create bool) (bool, error) {
 		return false, fmt.Errorf("%w: %s is empty", ErrNotIndex, path)
 	}
 	return true, nil
+}
+
+// emptyDir reports whether path is a directory with nothing in it.
+func emptyDir(path string) bool {
+	entries, err := os.ReadDir(path)
+	return err == nil && len(entries) == 0
 }
 
 // Path returns the index directory.

@@ -1,0 +1,350 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/fsutil"
+)
+
+// testChunk returns a prepared chunk with every field set.
+func testChunk(t testing.TB, id, text string) *evidence.Chunk {
+	t.Helper()
+	c := &evidence.Chunk{ID: id, DocID: "doc-" + id, Version: "2024-06-01", Text: text,
+		SourceURL: "https://example.test/" + id, Connector: "test",
+		RetrievedAt: asof.MustDate("2024-06-02").Start(),
+		Anchor:      asof.Anchor{At: asof.MustDate("2024-06-01").Start(), Field: "published"},
+		Valid:       asof.Interval{From: asof.MustDate("2024-06-01"), To: asof.MustDate("2025-01-01")},
+		Tenant:      "acme", Meta: map[string]string{"kind": "guidance", "lang": "en"}}
+	require.NoError(t, c.Prepare())
+	return c
+}
+
+func testHeader() BatchHeader {
+	return BatchHeader{Generation: 3, Prev: evidence.Sum([]byte("batch 2")), CommittedAt: "2024-06-03T10:00:00Z"}
+}
+
+func TestEncodeBatchRoundTrip(t *testing.T) {
+	chunks := []*evidence.Chunk{
+		testChunk(t, "a", "Records are kept for ten years."),
+		testChunk(t, "b", "Zeilen mit Umlauten: äöü, ein Tab\tund\nzwei Zeilen, <html> & \"quotes\" \u2028."),
+		{ID: "bare", DocID: "d", Text: "no dates, no meta, no tenant", ContentHash: "blake3:" + strings.Repeat("0", 64)},
+	}
+	raw, err := EncodeBatch(testHeader(), chunks)
+	require.NoError(t, err)
+	h, back, err := DecodeBatch("b.jsonl", raw)
+	require.NoError(t, err)
+	want := testHeader()
+	want.Format = BatchFormat
+	require.Equal(t, want, h)
+	require.Len(t, back, len(chunks))
+	for i := range chunks {
+		require.Empty(t, Differs(chunks[i], back[i]), "chunk %s", chunks[i].ID)
+	}
+	// Encoding what was decoded gives the same bytes: the format has one
+	// spelling of each batch.
+	again, err := EncodeBatch(h, back)
+	require.NoError(t, err)
+	require.Equal(t, string(raw), string(again))
+}
+
+func TestEncodeBatchRefusesWhatWouldChange(t *testing.T) {
+	cases := []struct {
+		name, reason string
+		edit         func(c *evidence.Chunk)
+		field        string
+	}{
+		{"invalid UTF-8 in the ID", "JSON would store U+FFFD: the chunk would come back under another ID",
+			func(c *evidence.Chunk) { c.ID = "a\xff" }, "id"},
+		{"invalid UTF-8 in a meta value", "a filter on the value would stop matching after a reopen",
+			func(c *evidence.Chunk) { c.Meta["kind"] = "gu\xc3idance" }, "meta"},
+		{"invalid UTF-8 in a meta key", "the key would change",
+			func(c *evidence.Chunk) { c.Meta["k\xfe"] = "v" }, "meta"},
+		{"invalid UTF-8 in the source URL", "the citation would point elsewhere",
+			func(c *evidence.Chunk) { c.SourceURL = "https://x/\xff" }, "source_url"},
+		{"sub-second retrieval time", "stored at whole seconds, it would read back earlier",
+			func(c *evidence.Chunk) { c.RetrievedAt = c.RetrievedAt.Add(500_000_000) }, "retrieved_at"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testChunk(t, "a", "text")
+			tc.edit(c)
+			_, err := EncodeBatch(testHeader(), []*evidence.Chunk{testChunk(t, "ok", "fine"), c})
+			require.ErrorIs(t, err, ErrUnstorable, tc.reason)
+			require.Contains(t, err.Error(), "its "+tc.field+" would read back changed", tc.reason)
+		})
+	}
+}
+
+// TestLongBatchLine stores a chunk whose line is far longer than a
+// bufio.Scanner takes by default (64 KiB): nothing may limit a line's
+// length, or a stored batch would become unreadable. An earlier reader
+// capped lines at 64 MiB; EVPACK_LONG_LINE=1 tries 65 MiB too (7 s, 400 MB,
+// too much for every run).
+func TestLongBatchLine(t *testing.T) {
+	sizes := []int{1 << 20}
+	if os.Getenv("EVPACK_LONG_LINE") != "" {
+		sizes = append(sizes, 65<<20)
+	}
+	for _, n := range sizes {
+		text := strings.Repeat("long line ", n/10)
+		c := &evidence.Chunk{ID: "long", DocID: "d", Text: text}
+		c.ContentHash = c.ComputeHash()
+		raw, err := EncodeBatch(testHeader(), []*evidence.Chunk{c, testChunk(t, "after", "the line after it")})
+		require.NoError(t, err, "%d bytes", n)
+		_, back, err := DecodeBatch("long.jsonl", raw)
+		require.NoError(t, err, "%d bytes", n)
+		require.Len(t, back, 2)
+		require.Equal(t, len(text), len(back[0].Text))
+		require.Empty(t, Differs(c, back[0]))
+		require.Equal(t, "after", back[1].ID)
+	}
+}
+
+// validManifest is a manifest of two batches and stored vectors.
+func validManifest() *Manifest {
+	sum := func(s string) string { return evidence.Sum([]byte(s)) }
+	return &Manifest{Format: Format, Generation: 2, Docs: 5, Tokens: 40,
+		Batches: []Batch{
+			{Generation: 1, File: BatchName(1), Sum: sum("1"), Chunks: 2, CommittedAt: "2024-06-01T00:00:00Z"},
+			{Generation: 2, File: BatchName(2), Sum: sum("2"), Chunks: 3, CommittedAt: "2024-06-02T00:00:00Z"},
+		},
+		Dense: &Dense{File: "dense-00000002.bin", Sum: sum("d"), Embedder: "sif", Graph: "graph-00000002.bin", GraphSum: sum("g"), GraphBuild: "m=16"}}
+}
+
+func TestDecodeManifest(t *testing.T) {
+	raw, err := EncodeManifest(validManifest())
+	require.NoError(t, err)
+	m, err := DecodeManifest("MANIFEST.json", raw)
+	require.NoError(t, err)
+	require.Equal(t, validManifest(), m)
+
+	sealed := func(edit func(m *Manifest)) []byte {
+		m := validManifest()
+		edit(m)
+		body, err := json.MarshalIndent(m, "", "  ")
+		require.NoError(t, err)
+		return fsutil.SealText(append(body, '\n'))
+	}
+	cases := []struct {
+		name, reason string
+		raw          []byte
+		want         error
+		says         string
+	}{
+		{"another format version", "a newer evpack's index is not guessed at",
+			sealed(func(m *Manifest) { m.Format = "evpack-index/3" }), ErrCorrupt, `format "evpack-index/3"`},
+		{"the unsealed format 1", "an index from before sealed storage must be rebuilt, and the error says how",
+			[]byte(`{"format":"evpack-index/1","generation":1}`), ErrOldFormat, "rebuild the index by ingesting its sources"},
+		{"batches not 1..N", "a gap in the chain is a lost generation",
+			sealed(func(m *Manifest) { m.Batches[1].Generation = 3; m.Batches[1].File = BatchName(3) }), ErrCorrupt, "batch 2 names generation 3"},
+		{"fewer batches than generations", "every generation has its batch",
+			sealed(func(m *Manifest) { m.Generation = 3 }), ErrCorrupt, "generation 3 but 2 batches"},
+		{"docs not the sum of the batches' chunks", "BM25 statistics would be wrong",
+			sealed(func(m *Manifest) { m.Docs = 6 }), ErrCorrupt, "docs 6 but the batches hold 5 chunks"},
+		{"batch file escaping the directory", "a manifest must not name files outside the index",
+			sealed(func(m *Manifest) { m.Batches[0].File = "../x" }), ErrCorrupt, `"../x"`},
+		{"dense file escaping the directory", "the same for the vectors",
+			sealed(func(m *Manifest) { m.Dense.File = "../x" }), ErrCorrupt, "dense: bad file name"},
+		{"graph file hidden", "dot files are the temp files of atomic writes",
+			sealed(func(m *Manifest) { m.Dense.Graph = ".graph" }), ErrCorrupt, "dense: bad file name"},
+		{"bad checksum", "a checksum that is not BLAKE3 hex checks nothing",
+			sealed(func(m *Manifest) { m.Batches[0].Sum = "md5:00" }), ErrCorrupt, `bad checksum "md5:00"`},
+		{"empty batch", "a commit adds at least one chunk",
+			sealed(func(m *Manifest) { m.Batches[0].Chunks = 0; m.Docs = 3 }), ErrCorrupt, "0 chunks"},
+		{"unknown field", "a field this evpack does not know may change the meaning",
+			fsutil.SealText([]byte(`{"format":"evpack-index/2","generation":0,"docs":0,"tokens":0,"batches":[],"extra":1}` + "\n")), ErrCorrupt, `unknown field "extra"`},
+		{"two values", "data after the manifest",
+			fsutil.SealText([]byte(`{"format":"evpack-index/2","generation":0,"docs":0,"tokens":0,"batches":[]} {}` + "\n")), ErrCorrupt, "data after the manifest"},
+		{"truncated", "a torn write",
+			raw[:len(raw)-10], ErrCorrupt, fsutil.ErrChecksum.Error()},
+		{"one bit flipped", "a disk error",
+			flipBit(raw, 40), ErrCorrupt, fsutil.ErrChecksum.Error()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeManifest("MANIFEST.json", tc.raw)
+			require.ErrorIs(t, err, tc.want, tc.reason)
+			require.Contains(t, err.Error(), tc.says, tc.reason)
+			require.Contains(t, err.Error(), "MANIFEST.json", "the error names the file")
+		})
+	}
+}
+
+func flipBit(b []byte, i int) []byte {
+	out := append([]byte(nil), b...)
+	out[i] ^= 1
+	return out
+}
+
+// committedIndex returns a closed index directory at generation 1 (one
+// batch of one chunk) and its manifest.
+func committedIndex(t *testing.T) (string, *Manifest) {
+	t.Helper()
+	dir := t.TempDir()
+	d, err := Open(dir, Options{Create: true})
+	require.NoError(t, err)
+	defer d.Close()
+	name := ChunksDir + "/" + BatchName(1)
+	c, err := d.Begin(1, []string{name}, nil)
+	require.NoError(t, err)
+	raw, err := EncodeBatch(BatchHeader{Generation: 1, CommittedAt: "2024-06-01T00:00:00Z"}, []*evidence.Chunk{testChunk(t, "a", "text")})
+	require.NoError(t, err)
+	sum, err := c.Write(name, raw)
+	require.NoError(t, err)
+	m := &Manifest{Format: Format, Generation: 1, Docs: 1, Tokens: 1,
+		Batches: []Batch{{Generation: 1, File: BatchName(1), Sum: sum, Chunks: 1, CommittedAt: "2024-06-01T00:00:00Z"}}}
+	require.NoError(t, c.Publish(m))
+	require.NoFileExists(t, filepath.Join(dir, PendingName))
+	return dir, m
+}
+
+// writePending writes p as the index's commit record, as a crash in a
+// commit would leave it.
+func writePending(t *testing.T, dir string, p pending) {
+	t.Helper()
+	p.Format = pendingFormat
+	raw, err := json.Marshal(&p)
+	require.NoError(t, err)
+	require.NoError(t, fsutil.WriteAtomic(filepath.Join(dir, PendingName), fsutil.SealText(append(raw, '\n'))))
+}
+
+func TestRecover(t *testing.T) {
+	batch1, batch2 := ChunksDir+"/"+BatchName(1), ChunksDir+"/"+BatchName(2)
+	cases := []struct {
+		name, reason string
+		pending      *pending // nil: no record
+		above        uint64   // lexical documents after the manifest's generation
+		beyond       uint64   // of those, documents after the record's generation
+		rollbackErr  error
+		wantErr      error
+		wantRollback bool
+		removed      []string // files gone after Recover (the record among them when it was settled)
+		kept         []string // files still there
+	}{
+		{name: "no record, nothing above", reason: "a clean shutdown: nothing to do",
+			kept: []string{batch1}},
+		{name: "no record, documents above", reason: "lexical documents no commit explains: refuse, delete nothing",
+			above: 3, wantErr: ErrCorrupt, kept: []string{batch1}},
+		{name: "record of the manifest's generation", reason: "the crash came after the manifest: the generation stays, its obsolete files and the record go",
+			pending: &pending{Generation: 1, Writes: []string{batch1}, Obsolete: []string{"dense-00000000.bin"}},
+			removed: []string{"dense-00000000.bin", PendingName}, kept: []string{batch1}},
+		{name: "record of the manifest's generation, documents above", reason: "documents after a committed generation: nothing explains them",
+			pending: &pending{Generation: 1, Writes: []string{batch1}}, above: 2, wantErr: ErrCorrupt,
+			kept: []string{batch1, PendingName}},
+		{name: "record of the next generation", reason: "the crash came before the manifest: roll back the lexical index and remove what the commit wrote",
+			pending: &pending{Generation: 2, Writes: []string{batch2, "dense-00000002.bin"}, Obsolete: []string{"dense-00000001.bin"}}, above: 4,
+			wantRollback: true, removed: []string{batch2, "dense-00000002.bin", PendingName}, kept: []string{batch1, "dense-00000001.bin"}},
+		{name: "record of the next generation, documents beyond it", reason: "documents of a generation no record names: refuse, delete nothing",
+			pending: &pending{Generation: 2, Writes: []string{batch2}}, above: 5, beyond: 1, wantErr: ErrCorrupt,
+			kept: []string{batch1, batch2, PendingName}},
+		{name: "record of the next generation, nothing above", reason: "the crash came before the lexical batch: only files to remove",
+			pending: &pending{Generation: 2, Writes: []string{batch2}},
+			removed: []string{batch2, PendingName}, kept: []string{batch1}},
+		{name: "record of the next generation, rollback fails", reason: "the record must stay for the next Open to try again",
+			pending: &pending{Generation: 2, Writes: []string{batch2}}, above: 1, rollbackErr: errors.New("disk on fire"),
+			wantRollback: true, kept: []string{batch1, batch2, PendingName}},
+		{name: "record of another generation", reason: "a record the manifest cannot explain: refuse, delete nothing",
+			pending: &pending{Generation: 3, Writes: []string{ChunksDir + "/" + BatchName(3)}}, above: 1, wantErr: ErrCorrupt,
+			kept: []string{batch1, ChunksDir + "/" + BatchName(3), PendingName}},
+		{name: "record of an earlier generation", reason: "likewise",
+			pending: &pending{Generation: 0, Writes: []string{batch1}}, wantErr: ErrCorrupt,
+			kept: []string{batch1, PendingName}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, m := committedIndex(t)
+			if p := tc.pending; p != nil {
+				writePending(t, dir, *p)
+				for _, f := range append(append([]string(nil), p.Writes...), p.Obsolete...) {
+					if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+						require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("data of "+f), 0o644))
+					}
+				}
+			}
+			d, err := Open(dir, Options{})
+			require.NoError(t, err, "Open reads the record; Recover decides")
+			defer d.Close()
+			rolledBack := 0
+			above := func(g int64) (uint64, error) {
+				if g > m.Generation {
+					return tc.beyond, nil
+				}
+				return tc.above, nil
+			}
+			did, err := d.Recover(above, func() error { rolledBack++; return tc.rollbackErr })
+			switch {
+			case tc.wantErr != nil:
+				require.ErrorIs(t, err, tc.wantErr, tc.reason)
+				require.Contains(t, err.Error(), "nothing was deleted", tc.reason)
+			case tc.rollbackErr != nil:
+				require.ErrorIs(t, err, tc.rollbackErr, tc.reason)
+			default:
+				require.NoError(t, err, tc.reason)
+				if tc.pending != nil {
+					require.NotEmpty(t, did, "Recover says what it did")
+				}
+			}
+			require.Equal(t, map[bool]int{true: 1, false: 0}[tc.wantRollback], rolledBack, "rollback calls: %s", tc.reason)
+			for _, f := range tc.removed {
+				require.NoFileExists(t, filepath.Join(dir, f), tc.reason)
+			}
+			for _, f := range tc.kept {
+				require.FileExists(t, filepath.Join(dir, f), tc.reason)
+			}
+			require.Equal(t, m, d.Manifest(), "Recover never changes the manifest")
+		})
+	}
+}
+
+// TestOpenAfterInterruptedCreate: creating an index makes the lock file and
+// chunks/ before the manifest, so a crash there leaves a directory with no
+// manifest. Only that exact residue may be taken as a new index; anything
+// more is an index that lost its manifest.
+func TestOpenAfterInterruptedCreate(t *testing.T) {
+	cases := []struct {
+		name, reason string
+		residue      func(dir string) error
+		want         error // nil: Open creates the index
+	}{
+		{"lock file only", "the first step of a creation",
+			func(dir string) error { return os.WriteFile(filepath.Join(dir, LockName), nil, 0o644) }, nil},
+		{"lock and an empty chunks directory", "a crash between mkdir chunks/ and the manifest's write",
+			func(dir string) error {
+				os.WriteFile(filepath.Join(dir, LockName), nil, 0o644)
+				os.WriteFile(filepath.Join(dir, "."+ManifestName+".tmp-123"), []byte("{"), 0o644)
+				return os.Mkdir(filepath.Join(dir, ChunksDir), 0o755)
+			}, nil},
+		{"a batch file but no manifest", "the manifest of a real index was lost: never start over on top of it",
+			func(dir string) error {
+				os.Mkdir(filepath.Join(dir, ChunksDir), 0o755)
+				return os.WriteFile(filepath.Join(dir, ChunksDir, BatchName(1)), []byte("x"), 0o644)
+			}, ErrCorrupt},
+		{"a lexical directory but no manifest", "likewise",
+			func(dir string) error { return os.Mkdir(filepath.Join(dir, LexicalDir), 0o755) }, ErrCorrupt},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, tc.residue(dir))
+			d, err := Open(dir, Options{Create: true})
+			if tc.want != nil {
+				require.ErrorIs(t, err, tc.want, tc.reason)
+				require.NoFileExists(t, filepath.Join(dir, ManifestName), "nothing written")
+				return
+			}
+			require.NoError(t, err, tc.reason)
+			defer d.Close()
+			require.Zero(t, d.Manifest().Generation)
+			require.DirExists(t, filepath.Join(dir, ChunksDir))
+		})
+	}
+}
