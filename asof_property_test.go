@@ -83,7 +83,7 @@ func TestNeverCitesTheFuture(t *testing.T) {
 			byID[r.Chunk.ID] = r.Chunk
 		}
 		e := memEngine(t, Options{Pool: 1 + rng.IntN(20)})
-		_, err := e.IngestRecords(ctx, recs)
+		_, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 		require.NoError(t, err)
 		for q := 0; q < 60; q++ {
 			p, qw, d, tenant := randomQuery(t, e, rng, byID, seed)
@@ -149,7 +149,7 @@ func TestFilterRunsInsideTheIndexQuery(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		recs = append(recs, mk(fmt.Sprintf("future-%02d", i), "capital buffer capital buffer", "2026-01-01"))
 	}
-	_, err := e.IngestRecords(ctx, recs)
+	_, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 	require.NoError(t, err)
 
 	later, err := e.Query(ctx, Request{Question: "capital buffer", AsOf: asof.MustDate("2026-06-01")})

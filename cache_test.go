@@ -138,7 +138,7 @@ func TestCacheKeyFollowsTheIndex(t *testing.T) {
 			r := Request{Question: "retention", AsOf: asof.MustDate("2026-02-01"), Tenant: tc.reqTenant}
 			k1, err := e.CacheKey(r)
 			require.NoError(t, err)
-			_, err = e.IngestRecords(context.Background(), []connectors.Record{citableRecord(fmt.Sprintf("new-%d", i), tc.ingestTenant, "retention of records")})
+			_, err = e.Ingest(context.Background(), connectors.Records([]connectors.Record{citableRecord(fmt.Sprintf("new-%d", i), tc.ingestTenant, "retention of records")}), IngestOptions{})
 			require.NoError(t, err)
 			k2, err := e.CacheKey(r)
 			require.NoError(t, err)

@@ -60,7 +60,7 @@ func crashChild(dir string) error {
 	fmt.Println("opened")
 	for b := from; b < upto; b++ {
 		recs := crashBatch(b)
-		rep, err := e.IngestRecords(ctx, recs)
+		rep, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 		if err != nil {
 			return fmt.Errorf("batch %d: %w", b, err)
 		}
@@ -312,7 +312,7 @@ func TestCrashLoop(t *testing.T) {
 		last := min(upto, present+1) // the batch the child may have been committing, excluded
 		for b := range last {
 			recs := crashBatch(b)
-			rep, err := e.IngestRecords(ctx, recs)
+			rep, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 			require.NoError(t, err, "%s: ingest batch %d again", where, b)
 			if b < present {
 				require.Equal(t, IngestReport{Read: len(recs), Unchanged: len(recs), Generation: int64(present)}, rep, "%s: batch %d", where, b)

@@ -132,7 +132,7 @@ func denseReplay(t *testing.T, vecs string, opts Options, env []string) {
 	rng.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
 	s := memEngine(t, opts)
 	for i := 0; i < len(recs); i += 5 { // many small batches: SIF counts grow per batch
-		_, err := s.IngestRecords(ctx, recs[i:min(i+5, len(recs))])
+		_, err := s.Ingest(ctx, connectors.Records(recs[i:min(i+5, len(recs))]), IngestOptions{})
 		require.NoError(t, err)
 	}
 	require.Equal(t, withoutGeneration(t, want), withoutGeneration(t, packsFor(t, s)), "shuffled, batched ingest")
@@ -159,7 +159,7 @@ func TestNeverCitesTheFutureDense(t *testing.T) {
 		} {
 			o.Embedder, o.Pool = emb, 1+rng.IntN(20)
 			e := memEngine(t, o)
-			_, err := e.IngestRecords(ctx, recs)
+			_, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 			require.NoError(t, err)
 			for q := 0; q < 40; q++ {
 				randomQuery(t, e, rng, byID, seed)
@@ -398,7 +398,7 @@ func TestEmbedderOfWrongDimensions(t *testing.T) {
 	ctx := context.Background()
 	emb := wrongDims{Embedder: testEmbedder(t, testVectors(t)), word: "Penalties"}
 	e := memEngine(t, Options{Embedder: emb})
-	_, err := e.IngestRecords(ctx, corpusRecords(t))
+	_, err := e.Ingest(ctx, connectors.Records(corpusRecords(t)), IngestOptions{})
 	require.ErrorIs(t, err, retrieve.ErrDims)
 	require.Contains(t, err.Error(), "chunk records-act/art-4@")
 	require.Zero(t, e.st.gen, "nothing committed")
@@ -422,7 +422,7 @@ func TestChunkWithNoKnownWords(t *testing.T) {
 	rec := corpusRecords(t)[0]
 	rec.Chunk.ID, rec.Chunk.Text = "qqq-1", "zzzqx vvvqy" // no word the vectors know
 	rec.Chunk.ContentHash = rec.Chunk.ComputeHash()
-	_, err = e.IngestRecords(ctx, append(corpusRecords(t), rec))
+	_, err = e.Ingest(ctx, connectors.Records(append(corpusRecords(t), rec)), IngestOptions{})
 	require.NoError(t, err)
 	require.NoError(t, e.Check())
 	require.NoError(t, e.Close())
@@ -430,7 +430,7 @@ func TestChunkWithNoKnownWords(t *testing.T) {
 	require.NoError(t, err, "the stored dense index covers every chunk")
 	more := rec
 	more.Chunk.ID = "qqq-2"
-	_, err = checked(t, e2).IngestRecords(ctx, []connectors.Record{more})
+	_, err = checked(t, e2).Ingest(ctx, connectors.Records([]connectors.Record{more}), IngestOptions{})
 	require.NoError(t, err)
 	require.NoError(t, e2.Check(), "a later commit keeps the row too")
 	require.NoError(t, e2.Close())

@@ -12,8 +12,8 @@
 // rules.
 //
 // Entry points: [Open] (or [OpenExisting], and [OpenMemory]) makes an
-// [Engine]; [Engine.Ingest] (and [Engine.IngestWith],
-// [Engine.IngestRecords]) adds a connector's chunks; [Engine.Query] answers
+// [Engine]; [Engine.Ingest] adds a connector's chunks (connectors.Records
+// for chunks already in memory) with [IngestOptions]; [Engine.Query] answers
 // a [Request]; [Engine.Verify] replays a pack and says whether it still
 // holds; [Engine.Replay] does so for a pack a model reranked, from its
 // score ledger, without the model; [Engine.Check] and [Engine.CheckIndex]

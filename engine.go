@@ -56,13 +56,13 @@ type index struct {
 // building the index twice. The analyzer belongs to the index and cannot
 // change. Closing any view closes the index for all of them.
 func (e *Engine) View(opts Options) (*Engine, error) {
-	if opts.Analyzer != "" && opts.Analyzer != e.lex.Analyzer() {
+	if opts.Analyzer != "" && string(opts.Analyzer) != e.lex.Analyzer() {
 		return nil, fmt.Errorf("%w: a view cannot change the analyzer (%q) to %q", ErrBadOptions, e.lex.Analyzer(), opts.Analyzer)
 	}
 	if opts.Embedder != nil && opts.Embedder != e.emb {
 		return nil, fmt.Errorf("%w: a view cannot change the embedder", ErrBadOptions)
 	}
-	opts.Analyzer, opts.Embedder = e.lex.Analyzer(), e.emb
+	opts.Analyzer, opts.Embedder = Analyzer(e.lex.Analyzer()), e.emb
 	if opts.DenseIndex == "hnsw" {
 		if e.graph == nil {
 			return nil, fmt.Errorf("%w: a view cannot add an HNSW graph; open the index with DenseIndex \"hnsw\"", ErrBadOptions)
@@ -108,7 +108,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
 	}
 	lexDir := filepath.Join(dir, storage.LexicalDir)
-	lex, err := retrieve.OpenLexical(lexDir, retrieve.LexicalOptions{Analyzer: opts.Analyzer})
+	lex, err := retrieve.OpenLexical(lexDir, retrieve.LexicalOptions{Analyzer: string(opts.Analyzer)})
 	if err != nil && d.Manifest().Generation == 0 {
 		// Nothing was ever committed, so the lexical directory holds at most
 		// the empty index a crash interrupted while creating it: make it
@@ -116,7 +116,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		if rerr := os.RemoveAll(lexDir); rerr != nil {
 			return fail(errors.Join(err, rerr))
 		}
-		lex, err = retrieve.OpenLexical(lexDir, retrieve.LexicalOptions{Analyzer: opts.Analyzer})
+		lex, err = retrieve.OpenLexical(lexDir, retrieve.LexicalOptions{Analyzer: string(opts.Analyzer)})
 	}
 	if err != nil {
 		return fail(err)
@@ -125,12 +125,12 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		lex.Close()
 		return fail(err)
 	}
-	if opts.Analyzer != "" && opts.Analyzer != lex.Analyzer() {
+	if opts.Analyzer != "" && string(opts.Analyzer) != lex.Analyzer() {
 		lex.Close()
 		d.Close()
 		return nil, fmt.Errorf("%w: index %s was made with analyzer %q, options ask %q", ErrBadOptions, dir, lex.Analyzer(), opts.Analyzer)
 	}
-	opts.Analyzer = lex.Analyzer()
+	opts.Analyzer = Analyzer(lex.Analyzer())
 	gen := d.Manifest().Generation
 	above := func(g int64) (uint64, error) { return lex.CountAbove(context.Background(), g) }
 	if _, err := d.Recover(above, func() error {
@@ -165,11 +165,11 @@ func OpenMemory(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	lex, err := retrieve.OpenLexical("", retrieve.LexicalOptions{Analyzer: opts.Analyzer})
+	lex, err := retrieve.OpenLexical("", retrieve.LexicalOptions{Analyzer: string(opts.Analyzer)})
 	if err != nil {
 		return nil, err
 	}
-	opts.Analyzer = lex.Analyzer()
+	opts.Analyzer = Analyzer(lex.Analyzer())
 	st := newState()
 	ix := &index{lex: lex, emb: opts.Embedder, st: st, graph: graphSettings(opts)}
 	if opts.Embedder != nil {
@@ -277,7 +277,7 @@ type IngestOptions struct {
 	Progress func(done, total int)
 }
 
-// Ingest reads every record of c and commits the new chunks as one batch:
+// Ingest reads every record of src and commits the new chunks as one batch:
 // all of them or, on any error, none. A record whose ID is already stored
 // as the same evidence (evidence.SameEvidence: every field alike but the
 // time it was fetched) is skipped and the stored chunk kept; one that
@@ -286,22 +286,12 @@ type IngestOptions struct {
 //
 // Ingest is resumable: after a failure, running it again adds what is
 // missing and skips what was committed.
-func (e *Engine) Ingest(ctx context.Context, c connectors.Connector) (IngestReport, error) {
-	return e.IngestWith(ctx, c, IngestOptions{})
-}
-
-// IngestWith is Ingest with options.
-func (e *Engine) IngestWith(ctx context.Context, c connectors.Connector, opts IngestOptions) (IngestReport, error) {
-	recs, err := c.Read(ctx)
+func (e *Engine) Ingest(ctx context.Context, src connectors.Connector, opts IngestOptions) (IngestReport, error) {
+	recs, err := src.Read(ctx)
 	if err != nil {
 		return IngestReport{}, err
 	}
 	return e.ingest(ctx, recs, opts)
-}
-
-// IngestRecords commits records as one batch; see Ingest.
-func (e *Engine) IngestRecords(ctx context.Context, recs []connectors.Record) (IngestReport, error) {
-	return e.ingest(ctx, recs, IngestOptions{})
 }
 
 func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts IngestOptions) (IngestReport, error) {
@@ -715,7 +705,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 		text, steps = sc.rankingText(h.Question, h.Filters)
 	}
 	var lists []fuse.List
-	if strings.Contains(e.opts.Legs, "lexical") {
+	if strings.Contains(string(e.opts.Legs), "lexical") {
 		terms, _ := e.lex.Terms(text)
 		res, err := e.searchLexical(ctx, st, text, elig, sc.bm25(terms))
 		if err != nil {
@@ -732,7 +722,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 		}
 		lists = append(lists, fuse.List{Name: "lexical", Weight: e.opts.LexicalWeight, IDs: ids})
 	}
-	if strings.Contains(e.opts.Legs, "dense") {
+	if strings.Contains(string(e.opts.Legs), "dense") {
 		qs, err := e.emb.Embed(ctx, [][]int32{e.emb.Analyze(text)}, st.counts, true)
 		if err == nil {
 			err = retrieve.CheckVectors(qs, 1, e.emb.Dims(), func(int) string { return "question" })
@@ -797,7 +787,7 @@ func bitStable(rr rerank.Reranker) bool {
 func (e *Engine) fingerprint(sc scope, rr rerank.Reranker) evidence.Fingerprint {
 	return evidence.NewFingerprint(
 		evidence.Setting{Key: "corpus", Value: sc.digest()},
-		evidence.Setting{Key: "legs", Value: e.opts.Legs},
+		evidence.Setting{Key: "legs", Value: string(e.opts.Legs)},
 		evidence.Setting{Key: "lexical", Value: fmt.Sprintf("bleve bm25 analyzer=%s quantum=1e-9 corpus_stats=true", e.lex.Analyzer())},
 		evidence.Setting{Key: "fusion", Value: e.fusionSetting()},
 		evidence.Setting{Key: "pool", Value: strconv.Itoa(e.opts.Pool)},
@@ -817,17 +807,17 @@ func entityPolicy(keep bool) string {
 
 func (e *Engine) fusionSetting() string {
 	s := fmt.Sprintf("rrf k=%d", e.opts.RRFK)
-	if strings.Contains(e.opts.Legs, "lexical") {
+	if strings.Contains(string(e.opts.Legs), "lexical") {
 		s += " lexical=" + strconv.FormatFloat(e.opts.LexicalWeight, 'g', -1, 64)
 	}
-	if strings.Contains(e.opts.Legs, "dense") {
+	if strings.Contains(string(e.opts.Legs), "dense") {
 		s += " dense=" + strconv.FormatFloat(e.opts.DenseWeight, 'g', -1, 64)
 	}
 	return s
 }
 
 func (e *Engine) denseSetting() string {
-	if e.emb == nil || !strings.Contains(e.opts.Legs, "dense") {
+	if e.emb == nil || !strings.Contains(string(e.opts.Legs), "dense") {
 		return "off"
 	}
 	if e.opts.DenseIndex == "hnsw" {

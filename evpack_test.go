@@ -149,7 +149,7 @@ func memEngine(t testing.TB, opts Options) *Engine {
 func ingestCorpus(t testing.TB, e *Engine) {
 	t.Helper()
 	for _, c := range corpusConnectors() {
-		_, err := e.Ingest(context.Background(), c)
+		_, err := e.Ingest(context.Background(), c, IngestOptions{})
 		require.NoError(t, err)
 	}
 }
@@ -302,7 +302,7 @@ func TestSegmentLayoutCannotChangeAPack(t *testing.T) {
 	recs := corpusRecords(t)
 	mem := memEngine(t, Options{})
 	for i := range recs { // one batch, one segment, per chunk
-		_, err := mem.IngestRecords(ctx, recs[i:i+1])
+		_, err := mem.Ingest(ctx, connectors.Records(recs[i:i+1]), IngestOptions{})
 		require.NoError(t, err)
 	}
 	want := withoutGeneration(t, packsFor(t, mem)) // one commit per chunk: only the generation differs
@@ -310,7 +310,7 @@ func TestSegmentLayoutCannotChangeAPack(t *testing.T) {
 	dir := t.TempDir()
 	disk, err := Open(dir, Options{})
 	require.NoError(t, err)
-	_, err = disk.IngestRecords(ctx, recs)
+	_, err = disk.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 	require.NoError(t, err)
 	require.NoError(t, disk.Close())
 	disk, err = Open(dir, Options{})
@@ -325,7 +325,7 @@ func TestShuffledIngestGivesIdenticalPacks(t *testing.T) {
 	ctx := context.Background()
 	recs := corpusRecords(t)
 	base := memEngine(t, Options{})
-	_, err := base.IngestRecords(ctx, recs)
+	_, err := base.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 	require.NoError(t, err)
 	want := withoutGeneration(t, packsFor(t, base))
 	for seed := uint64(1); seed <= 3; seed++ {
@@ -336,7 +336,7 @@ func TestShuffledIngestGivesIdenticalPacks(t *testing.T) {
 		e := memEngine(t, Options{})
 		cut := rng.IntN(len(shuffled))
 		for _, part := range [][]connectors.Record{shuffled[:cut], shuffled[cut:]} {
-			_, err := e.IngestRecords(ctx, part)
+			_, err := e.Ingest(ctx, connectors.Records(part), IngestOptions{})
 			require.NoError(t, err)
 		}
 		require.Equal(t, want, withoutGeneration(t, packsFor(t, e)), "seed %d", seed)
@@ -468,7 +468,7 @@ func TestBadInputIsRefusedWhole(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := memEngine(t, Options{})
-			_, err := e.Ingest(ctx, connectors.NewJSONL(write("bad.jsonl", tc.body)))
+			_, err := e.Ingest(ctx, connectors.NewJSONL(write("bad.jsonl", tc.body)), IngestOptions{})
 			require.ErrorIs(t, err, tc.want)
 			require.Contains(t, err.Error(), tc.where)
 			st := e.st
@@ -481,12 +481,12 @@ func TestBadInputIsRefusedWhole(t *testing.T) {
 	}
 	t.Run("duplicate id across batches", func(t *testing.T) {
 		e := memEngine(t, Options{})
-		_, err := e.Ingest(ctx, connectors.NewJSONL(write("one.jsonl", good)))
+		_, err := e.Ingest(ctx, connectors.NewJSONL(write("one.jsonl", good)), IngestOptions{})
 		require.NoError(t, err)
-		rep, err := e.Ingest(ctx, connectors.NewJSONL(write("same.jsonl", good)))
+		rep, err := e.Ingest(ctx, connectors.NewJSONL(write("same.jsonl", good)), IngestOptions{})
 		require.NoError(t, err)
 		require.Equal(t, 1, rep.Unchanged)
-		_, err = e.Ingest(ctx, connectors.NewJSONL(write("two.jsonl", `{"id":"a","doc_id":"d","text":"changed"}`)))
+		_, err = e.Ingest(ctx, connectors.NewJSONL(write("two.jsonl", `{"id":"a","doc_id":"d","text":"changed"}`)), IngestOptions{})
 		require.ErrorIs(t, err, evidence.ErrDuplicateChunk)
 		require.Contains(t, err.Error(), "two.jsonl:1")
 		require.EqualValues(t, 1, e.st.gen)
@@ -561,7 +561,7 @@ func crashInCommit(t *testing.T, e *Engine, recs ...connectors.Record) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.IngestRecords(context.Background(), recs)
+		e.Ingest(context.Background(), connectors.Records(recs), IngestOptions{})
 		t.Error("ingest returned: the hook did not stop it")
 	}()
 	<-done
@@ -597,7 +597,7 @@ func TestConcurrentQueriesDuringIngest(t *testing.T) {
 			Text: fmt.Sprintf("note %d on the retention of records", i), SourceURL: "u", Connector: "test",
 			RetrievedAt: asof.MustDate("2025-01-01").Start(),
 			Anchor:      asof.Anchor{At: asof.MustDate("2025-01-01").Start(), Field: "retrieved_at"}}}}
-		_, err := e.IngestRecords(ctx, recs)
+		_, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 		require.NoError(t, err)
 	}
 	wg.Wait()
@@ -614,7 +614,7 @@ func TestClosedEngine(t *testing.T) {
 	require.NoError(t, e.Close())
 	_, err = e.Query(context.Background(), Request{Question: "q", AsOf: asof.MustDate("2026-01-01")})
 	require.ErrorIs(t, err, ErrClosed)
-	_, err = e.Ingest(context.Background(), connectors.NewJSONL())
+	_, err = e.Ingest(context.Background(), connectors.NewJSONL(), IngestOptions{})
 	require.ErrorIs(t, err, ErrClosed)
 }
 

@@ -22,7 +22,7 @@ func ingestCorpus(ctx context.Context, eng *evpack.Engine) error {
 		connectors.NewStatute("testdata/corpus/records-act.json"),
 		connectors.NewJSONL("testdata/corpus/guidance.jsonl"),
 	} {
-		if _, err := eng.Ingest(ctx, c); err != nil {
+		if _, err := eng.Ingest(ctx, c, evpack.IngestOptions{}); err != nil {
 			return fmt.Errorf("ingest %s: %w", c.Name(), err)
 		}
 	}
@@ -39,7 +39,7 @@ func ExampleOpenMemory() {
 		log.Fatal(err)
 	}
 	defer eng.Close()
-	if _, err := eng.Ingest(ctx, connectors.NewStatute("testdata/corpus/records-act.json")); err != nil {
+	if _, err := eng.Ingest(ctx, connectors.NewStatute("testdata/corpus/records-act.json"), evpack.IngestOptions{}); err != nil {
 		log.Fatal(err)
 	}
 	pack, err := eng.Query(ctx, evpack.Request{
@@ -86,7 +86,7 @@ func ExampleOpen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rep, err := eng.Ingest(ctx, connectors.NewJSONL("testdata/corpus/guidance.jsonl"))
+	rep, err := eng.Ingest(ctx, connectors.NewJSONL("testdata/corpus/guidance.jsonl"), evpack.IngestOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}

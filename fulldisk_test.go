@@ -159,7 +159,7 @@ func fullDiskIndex(t *testing.T, dir string, opts Options) (*Engine, map[string]
 	t.Helper()
 	e, err := Open(dir, opts)
 	require.NoError(t, err)
-	_, err = e.IngestRecords(context.Background(), corpusRecords(t))
+	_, err = e.Ingest(context.Background(), connectors.Records(corpusRecords(t)), IngestOptions{})
 	require.NoError(t, err)
 	want := packsFor(t, e)
 	require.NoError(t, e.Close())
@@ -185,7 +185,7 @@ func measureBigBatch(t *testing.T, opts Options) diskUse {
 		rec, err = os.ReadFile(filepath.Join(dir, storage.PendingName))
 		return err
 	}
-	_, err := e.IngestRecords(context.Background(), bigBatch())
+	_, err := e.Ingest(context.Background(), connectors.Records(bigBatch()), IngestOptions{})
 	require.NoError(t, err)
 	require.NoError(t, e.Close())
 	size := func(name string) int64 {
@@ -256,7 +256,7 @@ func TestFullDisk(t *testing.T) {
 			filler := fill(t, mnt, free)
 
 			var err error
-			within(t, "Ingest on a full disk", time.Minute, func() { _, err = e.IngestRecords(ctx, bigBatch()) })
+			within(t, "Ingest on a full disk", time.Minute, func() { _, err = e.Ingest(ctx, connectors.Records(bigBatch()), IngestOptions{}) })
 			if err == nil {
 				require.Empty(t, tc.want, "%s: the commit succeeded with %d bytes free", tc.reason, free)
 				t.Logf("%d KiB free: the commit fitted", free/1024)
@@ -297,7 +297,7 @@ func TestFullDisk(t *testing.T) {
 			require.NoFileExists(t, filepath.Join(dir, storage.PendingName))
 			require.NoError(t, e.Check())
 			require.Equal(t, want, packsFor(t, e))
-			rep, err := e.IngestRecords(ctx, bigBatch())
+			rep, err := e.Ingest(ctx, connectors.Records(bigBatch()), IngestOptions{})
 			require.NoError(t, err)
 			require.Equal(t, len(bigBatch()), rep.Added)
 			require.NoError(t, e.Check())
@@ -330,7 +330,7 @@ func TestFullDiskDuringMerge(t *testing.T) {
 	require.NoError(t, err)
 	big := bigBatch()
 	for _, part := range [][]connectors.Record{corpusRecords(t), big[:16], big[16:]} { // three segments
-		_, err := e.IngestRecords(ctx, part)
+		_, err := e.Ingest(ctx, connectors.Records(part), IngestOptions{})
 		require.NoError(t, err)
 	}
 	want := packsFor(t, e)

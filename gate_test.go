@@ -53,7 +53,7 @@ func TestIngestRefusesBadTenantsAndMeta(t *testing.T) {
 			ingestCorpus(t, e)
 			rec := citableRecord("bad-1", "", "Records are retained for twelve years under this policy.")
 			tc.edit(&rec.Chunk)
-			_, err := e.IngestRecords(ctx, []connectors.Record{rec})
+			_, err := e.Ingest(ctx, connectors.Records([]connectors.Record{rec}), IngestOptions{})
 			require.ErrorIs(t, err, tc.want, tc.reason)
 			var ce *evidence.ChunkError
 			require.ErrorAs(t, err, &ce)
@@ -67,7 +67,7 @@ func TestIngestRefusesBadTenantsAndMeta(t *testing.T) {
 		for i, tenant := range []string{"acme", "Ünïcode Tenant", "a b", strings.Repeat("é", evidence.MaxTenantLen/2)} {
 			rec := citableRecord(fmt.Sprintf("ok-%d", i), tenant, "Records are retained for twelve years under this policy.")
 			rec.Chunk.Meta["kind"] = strings.Repeat("v", evidence.MaxMetaValueLen)
-			_, err := e.IngestRecords(ctx, []connectors.Record{rec})
+			_, err := e.Ingest(ctx, connectors.Records([]connectors.Record{rec}), IngestOptions{})
 			require.NoError(t, err, "tenant %q", tenant)
 		}
 	})
@@ -81,7 +81,7 @@ func TestSharedTenantCannotBeImpersonated(t *testing.T) {
 	e := memEngine(t, Options{})
 	ingestCorpus(t, e)
 	rec := citableRecord("impostor-1", "\x00shared", "A licensed firm must retain records of client transactions for one day only.")
-	_, err := e.IngestRecords(ctx, []connectors.Record{rec})
+	_, err := e.Ingest(ctx, connectors.Records([]connectors.Record{rec}), IngestOptions{})
 	require.ErrorIs(t, err, evidence.ErrBadTenant)
 	p, err := e.Query(ctx, Request{Question: "How long must a licensed firm retain records of client transactions?", AsOf: asof.MustDate("2026-02-01")})
 	require.NoError(t, err)
@@ -303,7 +303,7 @@ func TestCacheHitIsCheckedAgainstTheRequest(t *testing.T) {
 		return p.Bytes()
 	}
 	stale := pack(e, acmeReq)
-	_, err := e.IngestRecords(ctx, []connectors.Record{citableRecord("acme-policy-2", "acme", "ACME retains client transaction records for nine years.")})
+	_, err := e.Ingest(ctx, connectors.Records([]connectors.Record{citableRecord("acme-policy-2", "acme", "ACME retains client transaction records for nine years.")}), IngestOptions{})
 	require.NoError(t, err)
 	want := pack(e, acmeReq)
 	require.NotEqual(t, string(stale), string(want))
@@ -344,13 +344,13 @@ func TestSameIDOtherTenantIsADuplicate(t *testing.T) {
 	ctx := context.Background()
 	e := memEngine(t, Options{})
 	rec := citableRecord("policy-1", "acme", "Records are retained for eight years.")
-	_, err := e.IngestRecords(ctx, []connectors.Record{rec})
+	_, err := e.Ingest(ctx, connectors.Records([]connectors.Record{rec}), IngestOptions{})
 	require.NoError(t, err)
-	rep, err := e.IngestRecords(ctx, []connectors.Record{rec})
+	rep, err := e.Ingest(ctx, connectors.Records([]connectors.Record{rec}), IngestOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Unchanged, "the identical record is skipped")
 	rec.Chunk.Tenant = "globex"
-	_, err = e.IngestRecords(ctx, []connectors.Record{rec})
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{rec}), IngestOptions{})
 	require.ErrorIs(t, err, evidence.ErrDuplicateChunk)
 	require.Contains(t, err.Error(), `mem:policy-1: chunk "policy-1"`)
 	require.Equal(t, "acme", e.st.chunks["policy-1"].Tenant)
@@ -382,11 +382,11 @@ func TestRefetchedEvidenceIsUnchanged(t *testing.T) {
 			if tc.anchoredOnFetch {
 				rec.Chunk.Anchor = asof.Anchor{At: rec.Chunk.RetrievedAt, Field: asof.RetrievedAtField}
 			}
-			_, err := e.IngestRecords(ctx, []connectors.Record{rec})
+			_, err := e.Ingest(ctx, connectors.Records([]connectors.Record{rec}), IngestOptions{})
 			require.NoError(t, err)
 			first := *e.st.chunks["policy-1"]
 			tc.change(&rec.Chunk)
-			rep, err := e.IngestRecords(ctx, []connectors.Record{rec})
+			rep, err := e.Ingest(ctx, connectors.Records([]connectors.Record{rec}), IngestOptions{})
 			if tc.dup {
 				require.ErrorIs(t, err, evidence.ErrDuplicateChunk, tc.why)
 				return

@@ -18,6 +18,35 @@ const (
 	MaxPool     = 1000
 )
 
+// Legs names the recall legs a query runs. The command line passes the
+// same strings.
+type Legs string
+
+// The recall legs.
+const (
+	LegsLexical Legs = "lexical"       // BM25 alone (the default without an embedder)
+	LegsDense   Legs = "dense"         // the dense leg alone
+	LegsHybrid  Legs = "lexical,dense" // both, fused (the default with an embedder)
+)
+
+// DenseIndex names how the dense leg searches.
+type DenseIndex string
+
+// The dense indexes.
+const (
+	DenseExact DenseIndex = "exact" // every eligible vector scanned: exact and replayable (the default)
+	DenseHNSW  DenseIndex = "hnsw"  // evpack's HNSW graph: approximate, faster on large corpora
+)
+
+// Analyzer names the lexical analyzer an index is made with.
+type Analyzer string
+
+// The analyzers.
+const (
+	AnalyzerEnglish  Analyzer = "en"       // lower case, stop words, Porter stems (the default)
+	AnalyzerStandard Analyzer = "standard" // lower case, stop words
+)
+
 // Options configure an engine. The zero value is the default configuration;
 // Open validates it and fills the defaults. Options are plain values: print
 // them with String, compare them with ==.
@@ -38,7 +67,7 @@ type Options struct {
 	Embedder retrieve.Embedder
 	// Legs picks the recall legs: "lexical", "dense" or "lexical,dense";
 	// "" means every configured leg.
-	Legs string
+	Legs Legs
 	// DenseWeight weighs the dense leg in fusion (0 means 1).
 	DenseWeight float64
 	// DenseIndex picks how the dense leg searches: "exact" (the default:
@@ -46,7 +75,7 @@ type Options struct {
 	// graph, built when the index is opened and at every commit; faster on
 	// large corpora, approximate, and marked so in the pack fingerprint). The
 	// graph is deterministic, so its packs replay too.
-	DenseIndex string
+	DenseIndex DenseIndex
 	// Graph configures the HNSW graph when DenseIndex is "hnsw" (zero fields
 	// take retrieve's defaults). Its build settings (M, EfConstruction,
 	// Seed) belong to the index; a view may change EfSearch and ExactFactor.
@@ -64,7 +93,7 @@ type Options struct {
 	LockWait time.Duration `cachekey:"-"`
 	// Analyzer is the lexical analyzer used when an index is created
 	// ("en" or "standard"); an existing index keeps its own.
-	Analyzer string
+	Analyzer Analyzer
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -147,8 +176,8 @@ func (o Options) String() string {
 	if o.Embedder != nil {
 		emb = o.Embedder.Identity()
 	}
-	dense := o.DenseIndex
-	if dense == "hnsw" {
+	dense := string(o.DenseIndex)
+	if o.DenseIndex == DenseHNSW {
 		dense = o.Graph.String()
 	}
 	return fmt.Sprintf("k=%d pool=%d rrf_k=%d legs=%q lexical_weight=%s dense_weight=%s dense_index=%q reranker=%q embedder=%q analyzer=%q keep_entity_names=%t",

@@ -40,7 +40,7 @@ func TestCommitFailingBeforeManifestIsUndone(t *testing.T) {
 		require.FileExists(t, filepath.Join(dir, storage.ChunksDir, storage.BatchName(gen+1)))
 		return boom
 	}
-	_, err = e.IngestRecords(ctx, []connectors.Record{strayRecord(t)})
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{strayRecord(t)}), IngestOptions{})
 	e.store.Hooks.BeforeManifest = nil
 	require.True(t, reached)
 	require.ErrorIs(t, err, boom)
@@ -58,7 +58,7 @@ func TestCommitFailingBeforeManifestIsUndone(t *testing.T) {
 	require.Equal(t, want, packsFor(t, e), "packs as before the failed commit")
 
 	// The same batch again commits.
-	added, err := e.IngestRecords(ctx, []connectors.Record{strayRecord(t)})
+	added, err := e.Ingest(ctx, connectors.Records([]connectors.Record{strayRecord(t)}), IngestOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, added.Added)
 	require.Equal(t, gen+1, added.Generation)
@@ -79,7 +79,7 @@ func TestCrashAfterManifestKeepsTheGeneration(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.IngestRecords(context.Background(), []connectors.Record{strayRecord(t)})
+		e.Ingest(context.Background(), connectors.Records([]connectors.Record{strayRecord(t)}), IngestOptions{})
 		t.Error("ingest returned: the hook did not stop it")
 	}()
 	<-done
@@ -100,7 +100,7 @@ func TestCrashAfterManifestKeepsTheGeneration(t *testing.T) {
 	// The packs are those of an index that committed the batch normally.
 	mem := memEngine(t, Options{})
 	ingestCorpus(t, mem)
-	_, err = mem.IngestRecords(context.Background(), []connectors.Record{strayRecord(t)})
+	_, err = mem.Ingest(context.Background(), connectors.Records([]connectors.Record{strayRecord(t)}), IngestOptions{})
 	require.NoError(t, err)
 	require.Equal(t, packsFor(t, mem), packsFor(t, e))
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/zeebo/blake3"
 
@@ -236,4 +237,40 @@ func (st *state) tenantNames() []string {
 	names := slices.Collect(maps.Keys(st.tenants))
 	slices.Sort(names)
 	return names
+}
+
+// Commit describes one committed generation of the index.
+type Commit struct {
+	Generation  int64
+	CommittedAt time.Time // UTC, whole seconds
+}
+
+// History returns every committed generation, oldest first: what
+// Request.Generation and Request.KnownAt choose from.
+func (e *Engine) History() ([]Commit, error) {
+	st, err := e.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Commit, len(st.commits))
+	for i, at := range st.commits {
+		out[i] = Commit{Generation: int64(i + 1), CommittedAt: at}
+	}
+	return out, nil
+}
+
+// Scope says what a request of tenant reads at index generation gen (0:
+// the latest): the scope's own generation, which a pack records, and the
+// digest of its chunks, which a pack's fingerprint records as "corpus".
+func (e *Engine) Scope(tenant string, gen int64) (scopeGen int64, digest string, err error) {
+	st, err := e.snapshot()
+	if err != nil {
+		return 0, "", err
+	}
+	h := evidence.Header{Tenant: tenant}
+	sc, err := st.scopeOf(&h, reads{gen: gen})
+	if err != nil {
+		return 0, "", err
+	}
+	return sc.gen, sc.digest(), nil
 }

@@ -78,7 +78,7 @@ func TestAnotherTenantCannotMoveAPack(t *testing.T) {
 	globexReq := Request{Question: reqs[0].Question, AsOf: reqs[0].AsOf, Tenant: "globex"}
 	globexBefore, err := e.Query(context.Background(), globexReq)
 	require.NoError(t, err)
-	_, err = e.IngestRecords(context.Background(), vocabularyRecords(t, "globex", "globex", 1000, 7))
+	_, err = e.Ingest(context.Background(), connectors.Records(vocabularyRecords(t, "globex", "globex", 1000, 7)), IngestOptions{})
 	require.NoError(t, err)
 	require.Equal(t, before, queryAll(t, e, reqs), "acme's and the shared tenant's packs")
 	globexAfter, err := e.Query(context.Background(), globexReq)
@@ -96,7 +96,7 @@ func TestPackVerifiesAfterLaterCommits(t *testing.T) {
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	ingestCorpus(t, e)
-	_, err = e.IngestRecords(ctx, vocabularyRecords(t, "", "shared3", 20, 3))
+	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "", "shared3", 20, 3)), IngestOptions{})
 	require.NoError(t, err)
 	require.EqualValues(t, 3, e.st.gen)
 	reqs := scopeRequests()
@@ -133,7 +133,7 @@ func TestPackVerifiesAfterLaterCommits(t *testing.T) {
 			c.Meta = nil
 			recs = []connectors.Record{{Where: "amend", Chunk: c}}
 		}
-		_, err := e.IngestRecords(ctx, recs)
+		_, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 		require.NoError(t, err, "commit %d", i)
 	}
 	require.NoError(t, e.Merge(ctx))
@@ -202,4 +202,27 @@ func TestKnownAtReadsTheStateOfThen(t *testing.T) {
 		require.ErrorIs(t, err, ErrBadRequest, tc.name)
 		require.Contains(t, err.Error(), tc.want, tc.name)
 	}
+}
+
+// TestHistoryAndScope: the accessors name what packs record.
+func TestHistoryAndScope(t *testing.T) {
+	e := memEngine(t, Options{})
+	ingestCorpus(t, e)
+	h, err := e.History()
+	require.NoError(t, err)
+	require.Len(t, h, 2)
+	require.Equal(t, []int64{1, 2}, []int64{h[0].Generation, h[1].Generation})
+	require.False(t, h[1].CommittedAt.Before(h[0].CommittedAt))
+	p, err := e.Query(context.Background(), Request{Question: "records", AsOf: asof.MustDate("2026-02-01"), Tenant: "acme"})
+	require.NoError(t, err)
+	gen, digest, err := e.Scope("acme", 0)
+	require.NoError(t, err)
+	require.Equal(t, p.Generation, gen)
+	require.Equal(t, p.Fingerprint.Get("corpus"), digest)
+	gen1, digest1, err := e.Scope("acme", 1)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, gen1)
+	require.NotEqual(t, digest, digest1)
+	_, _, err = e.Scope("acme", 3)
+	require.ErrorIs(t, err, ErrBadRequest)
 }

@@ -41,7 +41,7 @@ func lockChild(role string) int {
 			io.Copy(io.Discard, os.Stdin)
 		case "ingest":
 			var rep IngestReport
-			rep, err = e.Ingest(context.Background(), connectors.NewJSONL(f[2]))
+			rep, err = e.Ingest(context.Background(), connectors.NewJSONL(f[2]), IngestOptions{})
 			fmt.Println("generation", rep.Generation)
 		case "query":
 			_, err = e.Query(context.Background(), Request{Question: "records", AsOf: asof.MustDate("2026-02-01")})
@@ -306,7 +306,7 @@ func TestInputThatGrowsInStorage(t *testing.T) {
 	big := strings.Repeat(strings.Repeat("\xff", 384)+" retain\u2028", n)
 	rec := strayRecord(t)
 	rec.Chunk.ID, rec.Chunk.Text = "big", big
-	_, err = e.IngestRecords(ctx, []connectors.Record{rec})
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{rec}), IngestOptions{})
 	require.NoError(t, err)
 	require.NoError(t, e.Close())
 	e, err = Open(dir, Options{})
@@ -316,7 +316,7 @@ func TestInputThatGrowsInStorage(t *testing.T) {
 
 	bad := strayRecord(t)
 	bad.Chunk.ID = "doc\xff-1"
-	_, err = e.IngestRecords(ctx, []connectors.Record{strayRecord(t), bad})
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{strayRecord(t), bad}), IngestOptions{})
 	require.Error(t, err)
 	require.ErrorIs(t, err, evidence.ErrNotUTF8, "refused at Prepare, before storage would have changed it")
 	require.Contains(t, err.Error(), `id "doc\xff-1"`)
@@ -363,7 +363,7 @@ func TestCommitsDoNotWaitForModels(t *testing.T) {
 		got <- result{p, err}
 	}()
 	<-slow.entered // the query is inside the model call
-	rep, err := e.IngestRecords(ctx, []connectors.Record{strayRecord(t)})
+	rep, err := e.Ingest(ctx, connectors.Records([]connectors.Record{strayRecord(t)}), IngestOptions{})
 	require.NoError(t, err, "the commit did not wait for the model")
 	require.Equal(t, 1, rep.Added)
 	close(slow.release)
@@ -392,14 +392,14 @@ func TestFailedCommitLeavesNoTrace(t *testing.T) {
 	gen := e.st.gen
 	full := errors.New("no space left on device (injected)")
 	e.store.Hooks.BeforeManifest = func() error { return full }
-	_, err = e.IngestRecords(ctx, []connectors.Record{strayRecord(t)})
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{strayRecord(t)}), IngestOptions{})
 	require.ErrorIs(t, err, full)
 	e.store.Hooks.BeforeManifest = nil
 	require.Equal(t, want, packsFor(t, e))
 	require.NoError(t, e.Check())
 	require.NoFileExists(t, filepath.Join(dir, storage.PendingName))
 	require.NoFileExists(t, filepath.Join(dir, storage.ChunksDir, storage.BatchName(gen+1)))
-	rep, err := e.IngestRecords(ctx, []connectors.Record{strayRecord(t)})
+	rep, err := e.Ingest(ctx, connectors.Records([]connectors.Record{strayRecord(t)}), IngestOptions{})
 	require.NoError(t, err)
 	require.Equal(t, gen+1, rep.Generation)
 	require.Equal(t, gen+1, e.store.Manifest().Generation)

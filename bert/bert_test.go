@@ -151,7 +151,7 @@ func corpus(t *testing.T, e *evpack.Engine) {
 		connectors.NewStatute(filepath.Join("..", "testdata", "corpus", "records-act.json")),
 		connectors.NewJSONL(filepath.Join("..", "testdata", "corpus", "guidance.jsonl")),
 	} {
-		_, err := e.Ingest(context.Background(), c)
+		_, err := e.Ingest(context.Background(), c, evpack.IngestOptions{})
 		require.NoError(t, err)
 	}
 }

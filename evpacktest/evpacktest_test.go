@@ -50,7 +50,7 @@ func packs(t *testing.T) (before, after *evidence.Pack) {
 	eng, err := evpack.OpenMemory(evpack.Options{K: 2})
 	require.NoError(t, err)
 	t.Cleanup(func() { eng.Close() })
-	_, err = eng.Ingest(ctx, connectors.NewStatute("../testdata/corpus/records-act.json"))
+	_, err = eng.Ingest(ctx, connectors.NewStatute("../testdata/corpus/records-act.json"), evpack.IngestOptions{})
 	require.NoError(t, err)
 	q := "How long must a licensed firm retain records of client transactions?"
 	before, err = eng.Query(ctx, evpack.Request{Question: q, AsOf: asof.MustDate("2020-06-30")})

@@ -75,7 +75,7 @@ func ExampleReranker() {
 		connectors.NewStatute("../testdata/corpus/records-act.json"),
 		connectors.NewJSONL("../testdata/corpus/guidance.jsonl"),
 	} {
-		if _, err := eng.Ingest(ctx, c); err != nil {
+		if _, err := eng.Ingest(ctx, c, evpack.IngestOptions{}); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -64,7 +64,7 @@ func ExampleEmbedder() {
 		log.Fatal(err)
 	}
 	defer eng.Close()
-	if _, err := eng.Ingest(ctx, connectors.NewStatute("../testdata/corpus/records-act.json")); err != nil {
+	if _, err := eng.Ingest(ctx, connectors.NewStatute("../testdata/corpus/records-act.json"), evpack.IngestOptions{}); err != nil {
 		log.Fatal(err)
 	}
 	pack, err := eng.Query(ctx, evpack.Request{

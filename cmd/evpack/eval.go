@@ -227,7 +227,7 @@ func cmdEvalAblate(ctx context.Context, args []string, stdout, stderr io.Writer)
 		base := engines[l.analyzer]
 		if base == nil {
 			fmt.Fprintf(stderr, "indexing %d passages (analyzer %s)\n", len(o.Passages), l.analyzer)
-			if base, err = obliqa.Build(ctx, o, evpack.Options{Analyzer: l.analyzer}); err != nil {
+			if base, err = obliqa.Build(ctx, o, evpack.Options{Analyzer: evpack.Analyzer(l.analyzer)}); err != nil {
 				return err
 			}
 			engines[l.analyzer] = base

@@ -70,7 +70,7 @@ func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer eng.Close()
 	var bar *progressbar.ProgressBar
-	rep, err := eng.IngestWith(ctx, c, evpack.IngestOptions{Progress: func(done, total int) {
+	rep, err := eng.Ingest(ctx, c, evpack.IngestOptions{Progress: func(done, total int) {
 		if total < 1000 { // a bar only on long runs
 			return
 		}

@@ -94,7 +94,7 @@ func denseFlags(fs *flag.FlagSet) func() (evpack.Options, error) {
 		if err != nil {
 			return evpack.Options{}, err
 		}
-		o := evpack.Options{Embedder: emb, Legs: *legs, DenseIndex: *index, LockWait: *lockWait}
+		o := evpack.Options{Embedder: emb, Legs: evpack.Legs(*legs), DenseIndex: evpack.DenseIndex(*index), LockWait: *lockWait}
 		if *lockWait <= 0 {
 			o.LockWait = -1 // Options: negative means no wait, 0 the default
 		}

@@ -34,7 +34,7 @@ func engine(t *testing.T, opts evpack.Options) *evpack.Engine {
 	eng, err := evpack.OpenMemory(opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, eng.Check()); eng.Close() })
-	_, err = eng.Ingest(context.Background(), New(root(), retrieved))
+	_, err = eng.Ingest(context.Background(), New(root(), retrieved), evpack.IngestOptions{})
 	require.NoError(t, err)
 	return eng
 }

@@ -39,7 +39,7 @@ func TestUnsourcedFileIsFlaggedAndNeverCited(t *testing.T) {
 	eng, err := evpack.OpenMemory(evpack.Options{})
 	require.NoError(t, err)
 	defer eng.Close()
-	rep, err := eng.Ingest(ctx, New(filepath.Join("..", "..", "testdata", "files")))
+	rep, err := eng.Ingest(ctx, New(filepath.Join("..", "..", "testdata", "files")), evpack.IngestOptions{})
 	require.NoError(t, err)
 	require.Equal(t, []evpack.Flag{{ChunkID: "notes.html#1", Reason: "missing source URL"}}, rep.Flagged)
 	p, err := eng.Query(ctx, evpack.Request{Question: "after how many years can records be deleted?", AsOf: asof.MustDate("2026-02-01")})

@@ -29,7 +29,7 @@ func TestMarchValueIsCitedAsOfItsVintage(t *testing.T) {
 	eng, err := evpack.OpenMemory(evpack.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, eng.Check()); eng.Close() })
-	rep, err := eng.Ingest(ctx, fred.New(retrieved, fixture()))
+	rep, err := eng.Ingest(ctx, fred.New(retrieved, fixture()), evpack.IngestOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 5, rep.Added, "the missing value \".\" is not ingested")
 

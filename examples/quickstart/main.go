@@ -30,7 +30,7 @@ func main() {
 		connectors.NewStatute(filepath.Join(corpus, "records-act.json")),
 		connectors.NewJSONL(filepath.Join(corpus, "guidance.jsonl")),
 	} {
-		rep, err := eng.Ingest(ctx, c)
+		rep, err := eng.Ingest(ctx, c, evpack.IngestOptions{})
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -33,7 +33,7 @@ func main() {
 		log.Fatal(err)
 	}
 	for _, c := range corpus() {
-		if _, err := eng.Ingest(ctx, c); err != nil {
+		if _, err := eng.Ingest(ctx, c, evpack.IngestOptions{}); err != nil {
 			log.Fatal(err)
 		}
 	}

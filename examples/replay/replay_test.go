@@ -55,7 +55,7 @@ func TestReplayGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range corpus() {
-		if _, err := eng.Ingest(ctx, c); err != nil {
+		if _, err := eng.Ingest(ctx, c, evpack.IngestOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

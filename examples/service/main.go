@@ -85,7 +85,7 @@ func openEngine(ctx context.Context, dir string) (*evpack.Engine, error) {
 		connectors.NewStatute(filepath.Join(corpus, "records-act.json")),
 		connectors.NewJSONL(filepath.Join(corpus, "guidance.jsonl")),
 	} {
-		if _, err := eng.Ingest(ctx, c); err != nil {
+		if _, err := eng.Ingest(ctx, c, evpack.IngestOptions{}); err != nil {
 			eng.Close()
 			return nil, fmt.Errorf("demo corpus: %w", err)
 		}

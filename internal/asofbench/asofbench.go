@@ -280,7 +280,7 @@ func (b *Bench) Run(ctx context.Context, progress func()) ([]Row, error) {
 				return nil, err
 			}
 			engines[cfg.corpus] = eng
-			if _, err := eng.IngestRecords(ctx, b.records(cfg.corpus)); err != nil {
+			if _, err := eng.Ingest(ctx, connectors.Records(b.records(cfg.corpus)), evpack.IngestOptions{}); err != nil {
 				return nil, err
 			}
 		}

@@ -40,7 +40,7 @@ func BenchmarkIngest(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := eng.IngestRecords(ctx, recs); err != nil {
+			if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
 				b.Fatal(err)
 			}
 			eng.Close()
@@ -87,7 +87,7 @@ func queryFixture(b *testing.B) (*evpack.Engine, bleve.Index, []eval.Question) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { eng.Close() })
-	if _, err := eng.IngestRecords(ctx, recs); err != nil {
+	if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	if err := eng.Merge(ctx); err != nil {
@@ -488,14 +488,14 @@ func BenchmarkSmallCommit(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer eng.Close()
-	if _, err := eng.IngestRecords(ctx, recs); err != nil {
+	if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	i := 0
 	for b.Loop() {
 		r := recs[i%len(recs)]
 		r.Chunk.ID = fmt.Sprintf("extra-%d", i)
-		if _, err := eng.IngestRecords(ctx, []connectors.Record{r}); err != nil {
+		if _, err := eng.Ingest(ctx, connectors.Records([]connectors.Record{r}), evpack.IngestOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		i++

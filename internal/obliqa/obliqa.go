@@ -99,7 +99,7 @@ func Build(ctx context.Context, o *eval.ObliQA, opts evpack.Options) (*evpack.En
 		return nil, err
 	}
 	recs, _ := Records(o)
-	if _, err := eng.IngestRecords(ctx, recs); err != nil {
+	if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
 		eng.Close()
 		return nil, err
 	}
