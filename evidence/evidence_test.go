@@ -331,3 +331,11 @@ func TestAssembleRechecksEligibility(t *testing.T) {
 		})
 	}
 }
+
+func TestEncodeIsBytesAndHash(t *testing.T) {
+	p := samplePack()
+	raw, hash := p.Encode()
+	if string(raw) != string(p.Bytes()) || hash != p.Hash() || hash != Sum(raw) {
+		t.Fatalf("Encode gives %q %s, Bytes and Hash give %q %s", raw, hash, p.Bytes(), p.Hash())
+	}
+}

@@ -250,8 +250,17 @@ func dropLine(drops []Drop) string {
 	return fmt.Sprintf("dropped %d (%s)", len(drops), strings.Join(parts, "; "))
 }
 
-// Hash returns the pack's name: BLAKE3-256 of its canonical bytes.
+// Hash returns the pack's name: BLAKE3-256 of its canonical bytes. Each
+// call renders the pack; a caller that needs both uses Encode.
 func (p *Pack) Hash() string { return Sum(p.Bytes()) }
+
+// Encode renders the pack once and returns its canonical bytes and their
+// hash ("blake3:<hex>"): what a service stores or sends, and the name it
+// sends with it.
+func (p *Pack) Encode() (raw []byte, hash string) {
+	raw = p.Bytes()
+	return raw, Sum(raw)
+}
 
 // Text renders the pack for a prompt: the question, the citations marked
 // [1]..[K] with their sources, the trace, and a final "hash:" line. It is

@@ -165,9 +165,9 @@ func handlePack(eng *evpack.Engine, w http.ResponseWriter, r *http.Request) {
 		writeError(w, statusOf(err), fmt.Errorf("query: %w", err))
 		return
 	}
-	body := p.Bytes()
+	body, hash := p.Encode() // rendered once
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set(HashHeader, evidence.Sum(body))
+	w.Header().Set(HashHeader, hash)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.Write(body)
 }
