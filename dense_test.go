@@ -258,7 +258,7 @@ func TestHNSWDenseIndex(t *testing.T) {
 	require.Contains(t, strings.Join(p.Trace.Steps, "\n"), "ef 256")
 	plain, err := walk.View(Options{})
 	require.NoError(t, err)
-	require.Equal(t, "exact", plain.Options().DenseIndex, "a view's options are its own")
+	require.Equal(t, DenseExact, plain.Options().DenseIndex, "a view's options are its own")
 }
 
 // countingFree is a corpus-free embedder (as a model is) that counts the

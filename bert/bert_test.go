@@ -14,6 +14,7 @@ import (
 	"github.com/evpack/evpack"
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/rerank"
 )
 
 func td(name string) string { return filepath.Join("..", "testdata", "onnx", name) }
@@ -157,8 +158,10 @@ func corpus(t *testing.T, e *evpack.Engine) {
 }
 
 // TestCrossEncoderPackReplaysWithoutTheModel: a pack ordered by the
-// cross-encoder carries its ledger, and replays byte-identically in an engine
-// that has no cross-encoder at all, after the model file is removed.
+// cross-encoder carries its ledger, and replays byte-identically, after the
+// model file is removed, in an engine that trusts the retired model's
+// identity (rerank.Retired) but has no model; an engine with another
+// reranker refuses it.
 func TestCrossEncoderPackReplaysWithoutTheModel(t *testing.T) {
 	lib := library(t)
 	ctx := context.Background()
@@ -185,10 +188,17 @@ func TestCrossEncoderPackReplaysWithoutTheModel(t *testing.T) {
 	require.NoError(t, ce.Close())
 	require.NoError(t, os.Remove(model))
 
-	again, err := evpack.Open(dir, evpack.Options{Embedder: emb}) // no cross-encoder
+	other, err := evpack.Open(dir, evpack.Options{Embedder: emb}) // the default reranker
+	require.NoError(t, err)
+	rep, err := other.Verify(ctx, p.Bytes())
+	require.NoError(t, err)
+	require.False(t, rep.OK(), "a pack verifies only under the reranker that made it")
+	require.NoError(t, other.Close())
+
+	again, err := evpack.Open(dir, evpack.Options{Embedder: emb, Reranker: rerank.Retired(p.Fingerprint.Get("reranker"))})
 	require.NoError(t, err)
 	defer again.Close()
-	rep, err := again.Verify(ctx, p.Bytes())
+	rep, err = again.Verify(ctx, p.Bytes())
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", rep.Problems)
 	require.Equal(t, rep.Hash, rep.ReplayHash)

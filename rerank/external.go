@@ -133,3 +133,21 @@ func (l *Ledger) Rerank(ctx context.Context, _ string, cands []Candidate, _ Stat
 	sortScored(out)
 	return out, ctx.Err()
 }
+
+// ErrRetired is what a Retired reranker's Rerank returns.
+var ErrRetired = errors.New("rerank: the model is retired")
+
+// Retired stands for a model that can no longer run (its file deleted, its
+// service gone) whose identity name (its Name when it ran) a verifier still
+// trusts. An engine configured with it verifies and replays that model's
+// packs from their ledgers, as Verify requires the engine's reranker to be
+// the pack's, and answers no new query: Rerank returns ErrRetired.
+func Retired(name string) Reranker { return retired(name) }
+
+type retired string
+
+func (r retired) Name() string { return string(r) }
+
+func (r retired) Rerank(context.Context, string, []Candidate, Stats) ([]evidence.Scored, error) {
+	return nil, fmt.Errorf("%w: %s", ErrRetired, string(r))
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/evpack/evpack/connectors/edgar"
 	"github.com/evpack/evpack/connectors/files"
 	"github.com/evpack/evpack/connectors/fred"
+	"github.com/evpack/evpack/rerank"
 )
 
 func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -158,12 +159,16 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	dir := fs.String("index", "", "index directory")
 	dense := denseFlags(fs)
 	model := modelFlags(fs)
+	model.retired = fs.String("retired-reranker", "", "trust a model that can no longer run, by the identity its packs record (the fingerprint's \"reranker\"): its packs verify from their ledgers")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if *dir == "" || len(pos) != 1 {
 		return usageErr("need --index DIR and one PACK.json")
+	}
+	if model.set() && *model.retired != "" {
+		return usageErr("--cross-encoder and --retired-reranker name two rerankers; give one")
 	}
 	raw, err := os.ReadFile(pos[0])
 	if err != nil {
@@ -201,10 +206,12 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return &exitError{code: 1, err: fmt.Errorf("pack %s does not verify: %d problems", pos[0], len(rep.Problems))}
 }
 
-// modelOptions are the flags that put a cross-encoder in the pipeline.
+// modelOptions are the flags that put a cross-encoder in the pipeline, and
+// (verify only) the identity of a retired one.
 type modelOptions struct {
-	dir  *string
-	cuda *bool
+	dir     *string
+	cuda    *bool
+	retired *string // nil where the command has no --retired-reranker
 }
 
 // modelFlags registers --cross-encoder and --cuda (query and verify).
@@ -247,8 +254,11 @@ func openWithModel(dir string, dense func() (evpack.Options, error), model model
 		return nil, nil, err
 	}
 	release := func() error { return nil }
-	if ce != nil {
+	switch {
+	case ce != nil:
 		opts.Reranker, release = ce, ce.Close
+	case model.retired != nil && *model.retired != "":
+		opts.Reranker = rerank.Retired(*model.retired)
 	}
 	eng, err := evpack.OpenExisting(dir, opts)
 	if err != nil {

@@ -356,7 +356,13 @@ func TestCrossEncoderQueryAndVerify(t *testing.T) {
 	pack := filepath.Join(t.TempDir(), "pack.json")
 	require.NoError(t, os.WriteFile(pack, []byte(js), 0o644))
 	sum := blake3.Sum256([]byte(js))
-	code, out, errs := runCLI(t, "verify", "--index", dir, pack)
+	// The engine's reranker must be the pack's: the default one is not.
+	code, out, _ := runCLI(t, "verify", "--index", dir, pack)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, `- reranker: pack says "cross-encoder/`)
+	// A retired model, trusted by the identity its packs record: the pack
+	// replays from its ledger without the model.
+	code, out, errs = runCLI(t, "verify", "--index", dir, "--retired-reranker", p.Fingerprint.Get("reranker"), pack)
 	require.Equal(t, 0, code, errs)
 	require.Equal(t, fmt.Sprintf("ok: blake3:%x replays byte-identically\n", sum), out)
 
