@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/zeebo/blake3"
@@ -100,12 +101,107 @@ type state struct {
 	denseFiles []string          // the stored dense index (and graph) of this generation, if any
 	digest     string            // corpus digest over (chunk ID, content hash)
 	batches    []string
+	// Document context for rerankers (rerank.Documents): the chunk IDs of
+	// each document version in document order, each chunk's document version
+	// and place key, and the total reranker term count. Document order is a
+	// function of the chunks alone (never of ingest order or batching): the
+	// chunk's MetaPosition when it has one, then the natural order of chunk
+	// IDs ("art-2" before "art-10"), then the IDs' bytes.
+	docOrder  map[string][]string
+	docPlace  map[string]docPlace
+	termTotal int64
+}
+
+// MetaPosition is the metadata key a connector sets to a chunk's 0-based
+// place in its document (a decimal integer), when the chunk ID does not
+// already sort in document order.
+const MetaPosition = "position"
+
+// docPlace is a chunk's document version and its order key there.
+type docPlace struct {
+	key string // DocID + "\x00" + Version
+	seq int64  // MetaPosition, or -1 when absent or not a number
+}
+
+// cmpDocOrder orders two chunks of one document version.
+func (s *state) cmpDocOrder(a, b string) int {
+	pa, pb := s.docPlace[a], s.docPlace[b]
+	if pa.seq != pb.seq {
+		if pa.seq < pb.seq {
+			return -1
+		}
+		return 1
+	}
+	if c := naturalCompare(a, b); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
+}
+
+// naturalCompare compares strings with runs of digits compared as numbers.
+func naturalCompare(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digitRun(a), digitRun(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if len(na) != len(nb) {
+				return cmpInt(len(na), len(nb))
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmpInt(int(a[0]), int(b[0]))
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmpInt(len(a), len(b))
+}
+
+func digitRun(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 func newState() *state {
 	return &state{chunks: map[string]*evidence.Chunk{}, df: map[string]int{}, terms: map[string][]string{},
 		intern: map[string]string{}, entities: map[string][]string{}, feats: map[string][]int32{},
-		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds()}
+		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds(),
+		docOrder: map[string][]string{}, docPlace: map[string]docPlace{}}
+}
+
+// ChunkTerms implements rerank.Documents.
+func (s *state) ChunkTerms(id string) []string { return s.terms[id] }
+
+// TermTotal implements rerank.Documents.
+func (s *state) TermTotal() int64 { return s.termTotal }
+
+// Document implements rerank.Documents: the chunk IDs of id's document
+// version in ingest order, and id's position among them.
+func (s *state) Document(id string) ([]string, int) {
+	p, ok := s.docPlace[id]
+	if !ok {
+		return nil, -1
+	}
+	ids := s.docOrder[p.key]
+	pos, _ := slices.BinarySearchFunc(ids, id, s.cmpDocOrder)
+	return ids, pos
 }
 
 // DocCount implements rerank.Stats.
@@ -133,6 +229,15 @@ func (s *state) add(c *evidence.Chunk, tokens int, feats []int32) {
 		}
 	}
 	s.terms[c.ID] = ts
+	s.termTotal += int64(len(ts))
+	place := docPlace{key: c.DocID + "\x00" + c.Version, seq: -1}
+	if v, err := strconv.ParseInt(c.Meta[MetaPosition], 10, 64); err == nil && v >= 0 {
+		place.seq = v
+	}
+	s.docPlace[c.ID] = place
+	ids := s.docOrder[place.key]
+	at, _ := slices.BinarySearchFunc(ids, c.ID, s.cmpDocOrder)
+	s.docOrder[place.key] = slices.Insert(ids, at, c.ID)
 	for _, t := range terms.Distinct(ts) {
 		s.df[t]++
 	}

@@ -48,11 +48,32 @@ func rerankerNamed(name string) (rerank.Reranker, error) {
 		return rerank.NewArithmetic(rerank.DefaultWeights)
 	case "none":
 		return rerank.None{}, nil
+	case "smoothed":
+		return rerank.Smoothed{}, nil
+	case "learned":
+		return learnedReranker("")
+	}
+	if path, ok := strings.CutPrefix(name, "learned:"); ok && path != "" {
+		return learnedReranker(path)
 	}
 	if dir, ok := strings.CutPrefix(name, "cross-encoder:"); ok {
 		return bert.NewCrossEncoder(filepath.Base(dir), bert.Options{Dir: dir})
 	}
-	return nil, usageErr("--reranker %q: want arithmetic, none or cross-encoder:MODEL_DIR", name)
+	return nil, usageErr("--reranker %q: want arithmetic, none, smoothed, learned[:MODEL] or cross-encoder:MODEL_DIR", name)
+}
+
+// learnedReranker loads the model at path ("" for the embedded one). A model
+// that cannot be loaded is an error here: the CLI names what the user asked
+// for. (rerank.LearnedOrFallback is the library's fallback.)
+func learnedReranker(path string) (rerank.Reranker, error) {
+	m, err := rerank.DefaultModel()
+	if path != "" {
+		m, err = rerank.LoadModel(path)
+	}
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	return rerank.NewLearned(m)
 }
 
 func loadObliQA(docs, questions string) (*eval.ObliQA, error) {
@@ -87,7 +108,7 @@ func cmdEvalObliQA(ctx context.Context, args []string, stdout, stderr io.Writer)
 	docs := fs.String("docs", "", "ObliQA documents/ directory")
 	questions := fs.String("questions", "", "ObliQA questions file (ObliQA_dev.json)")
 	pool := fs.Int("pool", evpack.DefaultPool, "candidates reranked")
-	rr := fs.String("reranker", "arithmetic", "arithmetic or none")
+	rr := fs.String("reranker", "arithmetic", "arithmetic, none, smoothed, learned[:MODEL] or cross-encoder:MODEL_DIR")
 	asJSON := fs.Bool("json", false, "print one JSON object on the last line")
 	perQ := fs.String("per-question", "", "write per-question results as JSONL to this file")
 	dense := denseFlags(fs)

@@ -7,6 +7,7 @@
 //	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json]
 //	evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
 //	evpack vectors import --format wink-json IN OUT [--max-words N]
+//	evpack rerank train (--docs DIR | --corpus FILE.jsonl...) --questions FILE --out MODEL [--folds 5] [--seed 1]
 //	evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
 //
 // Exit status: 0 success; 1 a pack that does not verify; 2 bad usage or input.
@@ -37,10 +38,12 @@ const usage = `usage:
   evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
   evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
   evpack vectors import --format wink-json IN OUT [--max-words N]
+  evpack rerank train (--docs DIR | --corpus FILE.jsonl... [--as-of D]) --questions FILE --out MODEL [--folds 5] [--seed 1]
+        [--trees N] [--leaves N] [--lr F] [--min-leaf N] [--l2 F] [--subsample F]
 
 ingest, query, verify and eval take --embedder static:PATH|onnx:MODEL_DIR|http://HOST (with --embedder-model,
 --embedder-dims), --legs lexical|dense|lexical,dense and --dense-index exact|hnsw (with --ef-search N);
-eval obliqa takes --reranker arithmetic|none|cross-encoder:MODEL_DIR. ONNX models need EVPACK_ORT_LIB.
+eval obliqa takes --reranker arithmetic|none|smoothed|learned[:MODEL]|cross-encoder:MODEL_DIR. ONNX models need EVPACK_ORT_LIB.
 `
 
 // exitError carries an exit status out of a subcommand.
@@ -72,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdEval(ctx, args[1:], stdout, stderr)
 	case "vectors":
 		err = cmdVectors(ctx, args[1:], stdout, stderr)
+	case "rerank":
+		err = cmdRerank(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
