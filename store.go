@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,9 +106,10 @@ type state struct {
 	// each document version in document order, each chunk's document version
 	// and place key, and the total reranker term count. Document order is a
 	// function of the chunks alone (never of ingest order or batching): the
-	// chunk's MetaPosition when it has one, then the natural order of chunk
+	// chunk's MetaPosition when it has one (chunks without one come after
+	// those with one), then the natural order of chunk
 	// IDs ("art-2" before "art-10"), then the IDs' bytes.
-	docOrder  map[string][]string
+	docOrder  map[string]*docList
 	docPlace  map[string]docPlace
 	termTotal int64
 }
@@ -117,10 +119,18 @@ type state struct {
 // already sort in document order.
 const MetaPosition = "position"
 
+// docList is one document version's chunks in document order: IDs and
+// their reranker terms side by side.
+type docList struct {
+	ids   []string
+	terms [][]string
+}
+
 // docPlace is a chunk's document version and its order key there.
 type docPlace struct {
 	key string // DocID + "\x00" + Version
-	seq int64  // MetaPosition, or -1 when absent or not a number
+	seq int64  // MetaPosition, or MaxInt64 (after the positioned) when absent or not a number
+	pos int    // index in docOrder[key], kept current as chunks arrive
 }
 
 // cmpDocOrder orders two chunks of one document version.
@@ -183,7 +193,7 @@ func newState() *state {
 	return &state{chunks: map[string]*evidence.Chunk{}, df: map[string]int{}, terms: map[string][]string{},
 		intern: map[string]string{}, entities: map[string][]string{}, feats: map[string][]int32{},
 		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds(),
-		docOrder: map[string][]string{}, docPlace: map[string]docPlace{}}
+		docOrder: map[string]*docList{}, docPlace: map[string]docPlace{}}
 }
 
 // ChunkTerms implements rerank.Documents.
@@ -192,16 +202,15 @@ func (s *state) ChunkTerms(id string) []string { return s.terms[id] }
 // TermTotal implements rerank.Documents.
 func (s *state) TermTotal() int64 { return s.termTotal }
 
-// Document implements rerank.Documents: the chunk IDs of id's document
-// version in ingest order, and id's position among them.
-func (s *state) Document(id string) ([]string, int) {
+// Document implements rerank.Documents: the chunk IDs and terms of id's
+// document version in document order, and id's position there.
+func (s *state) Document(id string) ([]string, [][]string, int) {
 	p, ok := s.docPlace[id]
 	if !ok {
-		return nil, -1
+		return nil, nil, -1
 	}
-	ids := s.docOrder[p.key]
-	pos, _ := slices.BinarySearchFunc(ids, id, s.cmpDocOrder)
-	return ids, pos
+	d := s.docOrder[p.key]
+	return d.ids, d.terms, p.pos
 }
 
 // DocCount implements rerank.Stats.
@@ -230,14 +239,24 @@ func (s *state) add(c *evidence.Chunk, tokens int, feats []int32) {
 	}
 	s.terms[c.ID] = ts
 	s.termTotal += int64(len(ts))
-	place := docPlace{key: c.DocID + "\x00" + c.Version, seq: -1}
+	place := docPlace{key: c.DocID + "\x00" + c.Version, seq: math.MaxInt64}
 	if v, err := strconv.ParseInt(c.Meta[MetaPosition], 10, 64); err == nil && v >= 0 {
 		place.seq = v
 	}
 	s.docPlace[c.ID] = place
-	ids := s.docOrder[place.key]
-	at, _ := slices.BinarySearchFunc(ids, c.ID, s.cmpDocOrder)
-	s.docOrder[place.key] = slices.Insert(ids, at, c.ID)
+	d := s.docOrder[place.key]
+	if d == nil {
+		d = &docList{}
+		s.docOrder[place.key] = d
+	}
+	at, _ := slices.BinarySearchFunc(d.ids, c.ID, s.cmpDocOrder)
+	d.ids = slices.Insert(d.ids, at, c.ID)
+	d.terms = slices.Insert(d.terms, at, ts)
+	for i := at; i < len(d.ids); i++ { // chunks after it move one place on
+		p := s.docPlace[d.ids[i]]
+		p.pos = i
+		s.docPlace[d.ids[i]] = p
+	}
 	for _, t := range terms.Distinct(ts) {
 		s.df[t]++
 	}

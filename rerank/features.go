@@ -14,9 +14,9 @@ import (
 type Documents interface {
 	Stats
 	// Document returns the chunk IDs of id's document version in document
-	// order (the order the connector emitted them) and id's position among
-	// them; nil and -1 when id is unknown. The slice must not be changed.
-	Document(id string) (ids []string, pos int)
+	// order, their Terms in the same order, and id's position among them;
+	// nil, nil and -1 when id is unknown. The slices must not be changed.
+	Document(id string) (ids []string, terms [][]string, pos int)
 	// ChunkTerms returns Terms of a chunk's text, nil when unknown.
 	ChunkTerms(id string) []string
 	// TermTotal is the sum of len(ChunkTerms) over every chunk.
@@ -71,7 +71,7 @@ var FeatureNames = [NumFeatures]string{
 const (
 	headingTerms = 6
 	headingDepth = 3
-	headingLook  = 40
+	headingLook  = 16
 )
 
 // Neighbour smoothing weight: BM25 + smoothNum/smoothDen × the mean BM25 of
@@ -92,32 +92,30 @@ type chunkInfo struct {
 
 // extractor computes the features of one query's pool.
 type extractor struct {
-	q      *query
 	qterms []string // distinct question terms, in order of first occurrence
 	qidf   []int64
 	seq    []int32 // the question's terms as indices into qterms
 	bigram [][2]int32
-	first  [256]bool // first bytes of question terms
-	lens   uint64    // bit l set: a question term of length l (l < 64)
-	avg    int64     // average chunk terms, at least 1
-	docs   Documents // nil: no document context
+	filter [filterWords]uint64 // bit termHash(t) set for each question term
+	avg    int64               // average chunk terms, at least 1
+	docs   Documents           // nil: no document context
 	cache  map[string]*chunkInfo
+	slab   []int32 // tf vectors are cut from it
+	hits   []int32 // hit positions and question terms are cut from these
+	hitIdx []int32
 }
 
 func newExtractor(question string, stats Stats) *extractor {
-	x := &extractor{q: newQuery(question, stats), cache: map[string]*chunkInfo{}, avg: 1}
+	x := &extractor{cache: map[string]*chunkInfo{}, avg: 1,
+		hits: make([]int32, 0, 2048), hitIdx: make([]int32, 0, 2048)}
 	for i, t := range terms.Split(question) {
 		k := slices.Index(x.qterms, t)
 		if k < 0 {
 			k = len(x.qterms)
 			x.qterms = append(x.qterms, t)
-			x.qidf = append(x.qidf, x.q.idf[t])
-			if t != "" {
-				x.first[t[0]] = true
-			}
-			if len(t) < 64 {
-				x.lens |= 1 << len(t)
-			}
+			x.qidf = append(x.qidf, idf(stats, t))
+			h := termHash(t)
+			x.filter[h/64] |= 1 << (h % 64)
 		}
 		x.seq = append(x.seq, int32(k))
 		if i > 0 && x.seq[i-1] != int32(k) {
@@ -136,9 +134,21 @@ func newExtractor(question string, stats Stats) *extractor {
 	return x
 }
 
+// filterWords sizes the question-term filter: 4,096 bits.
+const filterWords = 64
+
+// termHash is a cheap hash of a term's length, first and last bytes, for
+// the filter that rejects most chunk terms before any string comparison.
+func termHash(t string) uint32 {
+	if t == "" {
+		return 0
+	}
+	return (uint32(t[0])*131 + uint32(t[len(t)-1])*31 + uint32(len(t))) % (filterWords * 64)
+}
+
 // lookup returns the index of term t among the question's terms, or -1.
 func (x *extractor) lookup(t string) int32 {
-	if t == "" || !x.first[t[0]] || (len(t) < 64 && x.lens&(1<<len(t)) == 0) {
+	if h := termHash(t); x.filter[h/64]&(1<<(h%64)) == 0 {
 		return -1
 	}
 	for i, q := range x.qterms {
@@ -154,14 +164,24 @@ func (x *extractor) info(id string, toks []string) *chunkInfo {
 	if ci, ok := x.cache[id]; ok {
 		return ci
 	}
-	ci := &chunkInfo{n: len(toks), tf: make([]int32, len(x.qterms))}
+	nq := len(x.qterms)
+	if len(x.slab) < nq {
+		x.slab = make([]int32, 64*max(nq, 1))
+	}
+	ci := &chunkInfo{n: len(toks), tf: x.slab[:nq:nq]}
+	x.slab = x.slab[nq:]
+	start := len(x.hits)
 	for pos, t := range toks {
 		if k := x.lookup(t); k >= 0 {
 			ci.tf[k]++
-			ci.hitPos = append(ci.hitPos, int32(pos))
-			ci.hitIdx = append(ci.hitIdx, k)
+			x.hits = append(x.hits, int32(pos))
+			x.hitIdx = append(x.hitIdx, k)
 		}
 	}
+	// The chunk's hits are its stretch of the shared buffers (an append
+	// that outgrows them moves on to a new array; earlier stretches stay).
+	end := len(x.hits)
+	ci.hitPos, ci.hitIdx = x.hits[start:end:end], x.hitIdx[start:end:end]
 	ci.bm25 = x.bm25(ci)
 	x.cache[id] = ci
 	return ci
@@ -195,11 +215,11 @@ func (x *extractor) termsOf(c *Candidate) []string {
 }
 
 // neighbour returns the info of the chunk at position pos of doc, or nil.
-func (x *extractor) neighbour(doc []string, pos int) *chunkInfo {
+func (x *extractor) neighbour(doc []string, dterms [][]string, pos int) *chunkInfo {
 	if pos < 0 || pos >= len(doc) {
 		return nil
 	}
-	return x.info(doc[pos], x.docs.ChunkTerms(doc[pos]))
+	return x.info(doc[pos], dterms[pos])
 }
 
 // FeatureRows returns the feature rows of cands for question, in cands order.
@@ -234,7 +254,7 @@ func FeatureRows(question string, cands []Candidate, stats Stats) []Row {
 			r[12] = r[2]
 			continue
 		}
-		doc, pos := x.docs.Document(c.ID)
+		doc, dterms, pos := x.docs.Document(c.ID)
 		if doc == nil {
 			r[12] = r[2]
 			continue
@@ -243,11 +263,11 @@ func FeatureRows(question string, cands []Candidate, stats Stats) []Row {
 		r[17], r[19] = int64(pos), int64(len(doc))
 		r[18] = s * int64(pos) / int64(len(doc))
 		var nsum, nn int64
-		if p := x.neighbour(doc, pos-1); p != nil {
+		if p := x.neighbour(doc, dterms, pos-1); p != nil {
 			r[10] = s * p.bm25 / maxBM25
 			nsum, nn = nsum+p.bm25, nn+1
 		}
-		if n := x.neighbour(doc, pos+1); n != nil {
+		if n := x.neighbour(doc, dterms, pos+1); n != nil {
 			r[11] = s * n.bm25 / maxBM25
 			nsum, nn = nsum+n.bm25, nn+1
 		}
@@ -256,9 +276,14 @@ func FeatureRows(question string, cands []Candidate, stats Stats) []Row {
 			sm += smoothNum * nsum / (smoothDen * nn)
 		}
 		r[12] = s * sm / maxBM25
-		x.headingFeatures(doc, pos, ci, total, r)
+		x.headingFeatures(dterms, pos, ci, total, r)
 	}
 	docFeatures(cands, docKey, infos, rows)
+	for i := range rows {
+		for k, v := range rows[i] {
+			rows[i][k] = min(max(v, -maxThreshold), maxThreshold)
+		}
+	}
 	return rows
 }
 
@@ -335,14 +360,14 @@ func (x *extractor) matchFeatures(ci *chunkInfo, total int64, r *Row) {
 }
 
 // headingFeatures fills the heading-path coverage features.
-func (x *extractor) headingFeatures(doc []string, pos int, ci *chunkInfo, total int64, r *Row) {
+func (x *extractor) headingFeatures(dterms [][]string, pos int, ci *chunkInfo, total int64, r *Row) {
 	if total == 0 {
 		return
 	}
 	var inHeading uint64 // bit per question term (at most 64)
 	found := 0
 	for p := pos - 1; p >= 0 && p >= pos-headingLook && found < headingDepth; p-- {
-		ts := x.docs.ChunkTerms(doc[p])
+		ts := dterms[p]
 		if len(ts) == 0 || len(ts) > headingTerms {
 			continue
 		}

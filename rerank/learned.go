@@ -42,9 +42,11 @@ func (l *Learned) Rerank(ctx context.Context, question string, cands []Candidate
 		return nil, err
 	}
 	rows := FeatureRows(question, cands, stats)
+	scores := make([]int64, len(rows))
+	l.m.ScoreRows(rows, scores)
 	out := make([]evidence.Scored, len(cands))
 	for i, c := range cands {
-		out[i] = evidence.Scored{ChunkID: c.ID, Score: l.m.Score(&rows[i])}
+		out[i] = evidence.Scored{ChunkID: c.ID, Score: scores[i]}
 	}
 	sortScored(out)
 	return out, nil

@@ -56,12 +56,16 @@ func (f *fakeDocs) DocCount() int                 { return len(f.of) }
 func (f *fakeDocs) DocFreq(t string) int          { return f.df[t] }
 func (f *fakeDocs) ChunkTerms(id string) []string { return f.terms[id] }
 func (f *fakeDocs) TermTotal() int64              { return f.total }
-func (f *fakeDocs) Document(id string) ([]string, int) {
+func (f *fakeDocs) Document(id string) ([]string, [][]string, int) {
 	d, ok := f.of[id]
 	if !ok {
-		return nil, -1
+		return nil, nil, -1
 	}
-	return f.docs[d], slices.Index(f.docs[d], id)
+	var ts [][]string
+	for _, c := range f.docs[d] {
+		ts = append(ts, f.terms[c])
+	}
+	return f.docs[d], ts, slices.Index(f.docs[d], id)
 }
 
 var smallDocs = [][2]string{
@@ -372,7 +376,7 @@ func TestTrainIsDeterministic(t *testing.T) {
 	if sums[0] != sums[1] || sums[1] != sums[2] {
 		t.Fatalf("model hashes differ: %v", sums)
 	}
-	const want = "blake3:b97bf6d2a6ff05cbc82290edaac29883bff090228a186f9eb4b4c7d732c396ba"
+	const want = "blake3:7dd8955229f34b751cc56ae3dfc43e84ca9117282e8adadd0a598f4f5ab86c43"
 	if sums[0] != want {
 		t.Fatalf("model hash %s, pinned %s", sums[0], want)
 	}

@@ -37,6 +37,9 @@ const (
 	maxNodes     = 1 << 16
 	maxLeafValue = 1 << 40
 	maxString    = 1 << 12
+	// maxThreshold bounds thresholds (and FeatureRows clamps features to
+	// it), so that ScoreRows' threshold − value cannot overflow.
+	maxThreshold = 1 << 61
 )
 
 // Node is one node of a regression tree: a leaf when Feature is -1.
@@ -56,6 +59,41 @@ type Model struct {
 	trees    [][]Node
 	sum      string // BLAKE3 of the encoded file
 	raw      []byte
+	flat     []flatNode // every tree, children side by side, for ScoreRows
+	roots    []int32
+}
+
+// flatNode is a node laid out for evaluation: a split's right child is
+// right after its left one; a leaf has feat -1 and its value in thr.
+type flatNode struct {
+	thr  int64
+	feat int32
+	left int32
+}
+
+// compile lays the trees out as flat nodes, breadth first, each split's
+// children in adjacent slots.
+func (m *Model) compile() {
+	m.flat, m.roots = nil, nil
+	for _, nodes := range m.trees {
+		root := int32(len(m.flat))
+		m.roots = append(m.roots, root)
+		m.flat = append(m.flat, flatNode{})
+		queue := []struct{ src, dst int32 }{{0, root}}
+		for len(queue) > 0 {
+			q := queue[0]
+			queue = queue[1:]
+			n := nodes[q.src]
+			if n.Feature < 0 {
+				m.flat[q.dst] = flatNode{thr: n.Value, feat: -1}
+				continue
+			}
+			l := int32(len(m.flat))
+			m.flat = append(m.flat, flatNode{}, flatNode{})
+			m.flat[q.dst] = flatNode{thr: n.Threshold, feat: n.Feature, left: l}
+			queue = append(queue, struct{ src, dst int32 }{n.Left, l}, struct{ src, dst int32 }{n.Right, l + 1})
+		}
+	}
 }
 
 // NewModel checks trees and returns the model with its training record
@@ -67,6 +105,7 @@ func NewModel(record string, trees [][]Node) (*Model, error) {
 	}
 	m.raw = m.encode()
 	m.sum = evidence.Sum(m.raw)
+	m.compile()
 	return m, nil
 }
 
@@ -89,6 +128,8 @@ func (m *Model) check() error {
 				}
 			case n.Feature < 0 || n.Feature >= NumFeatures:
 				return fmt.Errorf("%w: tree %d node %d: feature %d not in [0, %d)", ErrModel, t, i, n.Feature, NumFeatures)
+			case n.Threshold < -maxThreshold || n.Threshold > maxThreshold:
+				return fmt.Errorf("%w: tree %d node %d: threshold %d out of range", ErrModel, t, i, n.Threshold)
 			case int(n.Left) <= i || int(n.Right) <= i || int(n.Left) >= len(nodes) || int(n.Right) >= len(nodes):
 				return fmt.Errorf("%w: tree %d node %d: children %d and %d must lie after it, inside %d nodes", ErrModel, t, i, n.Left, n.Right, len(nodes))
 			}
@@ -113,6 +154,27 @@ func (m *Model) Score(r *Row) int64 {
 		s += nodes[i].Value
 	}
 	return s
+}
+
+// ScoreRows adds the model's score of each row to out[i] (len(out) ==
+// len(rows)), walking tree by tree so that one tree's nodes stay in cache
+// for the whole pool. The sums are those of Score: integer addition does
+// not depend on order.
+func (m *Model) ScoreRows(rows []Row, out []int64) {
+	flat := m.flat
+	for _, root := range m.roots {
+		for r := range rows {
+			row := &rows[r]
+			n := &flat[root]
+			for n.feat >= 0 {
+				// Right when row > thr, i.e. when thr − row is negative:
+				// its sign bit, without a branch to mispredict. Features
+				// and thresholds lie far inside ±2⁶², so it cannot overflow.
+				n = &flat[n.left+int32(uint64(n.thr-row[n.feat])>>63)]
+			}
+			out[r] += n.thr
+		}
+	}
 }
 
 // Sum is the BLAKE3 hash of the model file: the model's identity.
@@ -226,6 +288,7 @@ func DecodeModel(raw []byte, where string) (*Model, error) {
 	}
 	m.raw = append([]byte(nil), raw...)
 	m.sum = evidence.Sum(m.raw)
+	m.compile()
 	return m, nil
 }
 

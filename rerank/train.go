@@ -25,34 +25,34 @@ type TrainQuery struct {
 
 // TrainOptions are the trainer's settings; zero values take the defaults.
 type TrainOptions struct {
-	Trees        int     // boosting rounds (default 200)
+	Trees        int     // boosting rounds (default 300)
 	Leaves       int     // leaves per tree (default 16)
-	LearningRate float64 // shrinkage of every leaf (default 0.1)
-	MinLeafRows  int     // fewest rows in a leaf (default 50)
+	LearningRate float64 // shrinkage of every leaf (default 0.05)
+	MinLeafRows  int     // fewest rows in a leaf (default 100)
 	L2           float64 // added to each leaf's hessian sum (default 1)
-	Subsample    float64 // share of questions each tree is fitted on, in (0, 1] (default 1)
+	Subsample    float64 // share of questions each tree is fitted on, in (0, 1] (default 0.8)
 	Seed         uint64  // seeds the subsample (recorded in the model even when unused)
 	Bins         int     // most thresholds tried per feature, 1 to 255 (default 255)
 }
 
 func (o TrainOptions) withDefaults() (TrainOptions, error) {
 	if o.Trees == 0 {
-		o.Trees = 200
+		o.Trees = 300
 	}
 	if o.Leaves == 0 {
 		o.Leaves = 16
 	}
 	if o.LearningRate == 0 {
-		o.LearningRate = 0.1
+		o.LearningRate = 0.05
 	}
 	if o.MinLeafRows == 0 {
-		o.MinLeafRows = 50
+		o.MinLeafRows = 100
 	}
 	if o.L2 == 0 {
 		o.L2 = 1
 	}
 	if o.Subsample == 0 {
-		o.Subsample = 1
+		o.Subsample = 0.8
 	}
 	if o.Bins == 0 {
 		o.Bins = 255

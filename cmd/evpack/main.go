@@ -35,7 +35,7 @@ const usage = `usage:
   evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--format json|text] QUESTION
   evpack verify --index DIR PACK.json
   evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]
-  evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
+  evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR] [--folds 5] [--seed 1] [trainer flags]
   evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
   evpack vectors import --format wink-json IN OUT [--max-words N]
   evpack rerank train (--docs DIR | --corpus FILE.jsonl... [--as-of D]) --questions FILE --out MODEL [--folds 5] [--seed 1]

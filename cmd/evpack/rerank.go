@@ -28,12 +28,12 @@ func trainFlags(fs interface {
 	Float64(string, float64, string) *float64
 	Uint64(string, uint64, string) *uint64
 }) func() rerank.TrainOptions {
-	trees := fs.Int("trees", 200, "boosting rounds")
+	trees := fs.Int("trees", 300, "boosting rounds")
 	leaves := fs.Int("leaves", 16, "leaves per tree")
-	lr := fs.Float64("lr", 0.1, "learning rate")
-	minLeaf := fs.Int("min-leaf", 50, "fewest candidates in a leaf")
+	lr := fs.Float64("lr", 0.05, "learning rate")
+	minLeaf := fs.Int("min-leaf", 100, "fewest candidates in a leaf")
 	l2 := fs.Float64("l2", 1, "L2 regularization of leaf values")
-	sub := fs.Float64("subsample", 1, "share of questions each tree is fitted on")
+	sub := fs.Float64("subsample", 0.8, "share of questions each tree is fitted on")
 	seed := fs.Uint64("seed", 1, "seed of the folds and the subsample")
 	return func() rerank.TrainOptions {
 		return rerank.TrainOptions{Trees: *trees, Leaves: *leaves, LearningRate: *lr, MinLeafRows: *minLeaf, L2: *l2, Subsample: *sub, Seed: *seed}
