@@ -111,4 +111,12 @@ func TestDocumentOrder(t *testing.T) {
 	}
 	ids, ts, pos := st.Document("nowhere")
 	require.True(t, ids == nil && ts == nil && pos == -1)
+
+	// The same document ID under another tenant is another document.
+	c := corpusRecords(t)[0].Chunk
+	c.ID, c.DocID, c.Version, c.Tenant, c.Meta = "acme/d/art-3", "d", "1", "acme", nil
+	st.add(&c, 1, nil)
+	ids, _, pos = st.Document("acme/d/art-3")
+	require.Equal(t, []string{"acme/d/art-3"}, ids, "a tenant's chunk is not a neighbour of the shared document's")
+	require.Equal(t, 0, pos)
 }

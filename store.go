@@ -128,7 +128,7 @@ type docList struct {
 
 // docPlace is a chunk's document version and its order key there.
 type docPlace struct {
-	key string // DocID + "\x00" + Version
+	key string // Tenant + "\x00" + DocID + "\x00" + Version
 	seq int64  // MetaPosition, or MaxInt64 (after the positioned) when absent or not a number
 	pos int    // index in docOrder[key], kept current as chunks arrive
 }
@@ -239,7 +239,9 @@ func (s *state) add(c *evidence.Chunk, tokens int, feats []int32) {
 	}
 	s.terms[c.ID] = ts
 	s.termTotal += int64(len(ts))
-	place := docPlace{key: c.DocID + "\x00" + c.Version, seq: math.MaxInt64}
+	// Keyed by tenant too: another tenant's document of the same ID is not
+	// this chunk's document, and its chunks must not move this tenant's packs.
+	place := docPlace{key: c.Tenant + "\x00" + c.DocID + "\x00" + c.Version, seq: math.MaxInt64}
 	if v, err := strconv.ParseInt(c.Meta[MetaPosition], 10, 64); err == nil && v >= 0 {
 		place.seq = v
 	}

@@ -134,3 +134,28 @@ func (Smoothed) Rerank(ctx context.Context, question string, cands []Candidate, 
 	sortScored(out)
 	return out, nil
 }
+
+// IntBM25 orders the pool by evpack's integer BM25 over Terms alone (the
+// "bm25" feature): the base that Smoothed adds neighbour smoothing to, so the
+// ablation ledger can tell the smoothing from the change of BM25.
+type IntBM25 struct{}
+
+// Name implements Reranker.
+func (IntBM25) Name() string { return "bm25-int/1 features=" + FeatureSet }
+
+// BitStable implements BitStable: integers only.
+func (IntBM25) BitStable() bool { return true }
+
+// Rerank implements Reranker.
+func (IntBM25) Rerank(ctx context.Context, question string, cands []Candidate, stats Stats) ([]evidence.Scored, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rows := FeatureRows(question, cands, stats)
+	out := make([]evidence.Scored, len(cands))
+	for i, c := range cands {
+		out[i] = evidence.Scored{ChunkID: c.ID, Score: rows[i][1]}
+	}
+	sortScored(out)
+	return out, nil
+}

@@ -433,3 +433,36 @@ func TestTrainBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestSmoothedAndIntBM25: each orders by its feature (BM25, and BM25 plus
+// 0.3 × its neighbours' mean relative to the pool's best), exactly.
+func TestSmoothedAndIntBM25(t *testing.T) {
+	f := smallFake()
+	q := "capital buffer records"
+	cands := smallPool(f, "b/2", "a/2", "a/3", "c/1")
+	rows := FeatureRows(q, cands, f)
+	for _, c := range []struct {
+		r   Reranker
+		col int
+	}{{IntBM25{}, 1}, {Smoothed{}, 12}} {
+		got, err := c.r.Rerank(context.Background(), q, cands, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range got {
+			i := slices.IndexFunc(cands, func(x Candidate) bool { return x.ID == g.ChunkID })
+			if g.Score != rows[i][c.col] {
+				t.Errorf("%s: %s scored %d, feature %s is %d", c.r.Name(), g.ChunkID, g.Score, FeatureNames[c.col], rows[i][c.col])
+			}
+		}
+		t.Logf("%s: %v", c.r.Name(), got)
+	}
+	got, err := Smoothed{}.Rerank(context.Background(), q, cands, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []evidence.Scored{{ChunkID: "b/2", Score: 1239211}, {ChunkID: "a/2", Score: 717658}, {ChunkID: "a/3", Score: 562586}, {ChunkID: "c/1", Score: 0}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatal(diff)
+	}
+}

@@ -51,6 +51,8 @@ func rerankerNamed(name string) (rerank.Reranker, error) {
 		return rerank.None{}, nil
 	case "smoothed":
 		return rerank.Smoothed{}, nil
+	case "bm25-int":
+		return rerank.IntBM25{}, nil
 	case "learned":
 		return learnedReranker("")
 	}
@@ -60,7 +62,7 @@ func rerankerNamed(name string) (rerank.Reranker, error) {
 	if dir, ok := strings.CutPrefix(name, "cross-encoder:"); ok {
 		return bert.NewCrossEncoder(filepath.Base(dir), bert.Options{Dir: dir})
 	}
-	return nil, usageErr("--reranker %q: want arithmetic, none, smoothed, learned[:MODEL] or cross-encoder:MODEL_DIR", name)
+	return nil, usageErr("--reranker %q: want arithmetic, none, smoothed, bm25-int, learned[:MODEL] or cross-encoder:MODEL_DIR", name)
 }
 
 // learnedReranker loads the model at path ("" for the embedded one). A model
@@ -229,7 +231,8 @@ func cmdEvalAblate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	layers := []layer{
 		{"bm25 (en analyzer, corpus stats)", "en", evpack.Options{Reranker: rerank.None{}}, nil},
 		{"bm25 (standard analyzer)", "standard", evpack.Options{Reranker: rerank.None{}}, nil},
-		{"bm25 + neighbour smoothing (s + 0.3 × mean of neighbours, integer bm25 over pool 50)", "en", evpack.Options{Reranker: rerank.Smoothed{}, Pool: 50}, nil},
+		{"evpack integer bm25 (terms/1) over pool 50", "en", evpack.Options{Reranker: rerank.IntBM25{}, Pool: 50}, nil},
+		{"integer bm25 + neighbour smoothing (s + 0.3 × mean of neighbours) over pool 50", "en", evpack.Options{Reranker: rerank.Smoothed{}, Pool: 50}, nil},
 		{"+ arithmetic rerank, pool 50", "en", evpack.Options{Reranker: arith, Pool: 50}, nil},
 		{"pool 20", "en", evpack.Options{Reranker: arith, Pool: 20}, nil},
 		{"pool 100", "en", evpack.Options{Reranker: arith, Pool: 100}, nil},

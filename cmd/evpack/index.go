@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -98,7 +99,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	format := fs.String("format", "text", "json (the canonical bytes) or text")
 	var filters multiFlag
 	fs.Var(&filters, "filter", "KEY=VALUE metadata restriction (repeatable)")
-	dense := denseFlags(fs)
+	dense := rerankerFlag(fs, denseFlags(fs))
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -144,7 +145,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify", stderr)
 	dir := fs.String("index", "", "index directory")
-	dense := denseFlags(fs)
+	dense := rerankerFlag(fs, denseFlags(fs))
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -187,4 +188,20 @@ func openExisting(dir string, dense func() (evpack.Options, error)) (*evpack.Eng
 		return nil, err
 	}
 	return evpack.Open(dir, opts)
+}
+
+// rerankerFlag adds --reranker to fs and sets it in the options opts makes.
+// A pack verifies only with the reranker that ranked it.
+func rerankerFlag(fs *flag.FlagSet, opts func() (evpack.Options, error)) func() (evpack.Options, error) {
+	rr := fs.String("reranker", "arithmetic", "arithmetic, none, smoothed, learned[:MODEL] or cross-encoder:MODEL_DIR (verify needs the one that ranked the pack)")
+	return func() (evpack.Options, error) {
+		o, err := opts()
+		if err != nil {
+			return o, err
+		}
+		if o.Reranker, err = rerankerNamed(*rr); err != nil {
+			return o, err
+		}
+		return o, nil
+	}
 }

@@ -43,7 +43,7 @@ const usage = `usage:
 
 ingest, query, verify and eval take --embedder static:PATH|onnx:MODEL_DIR|http://HOST (with --embedder-model,
 --embedder-dims), --legs lexical|dense|lexical,dense and --dense-index exact|hnsw (with --ef-search N);
-eval obliqa takes --reranker arithmetic|none|smoothed|learned[:MODEL]|cross-encoder:MODEL_DIR. ONNX models need EVPACK_ORT_LIB.
+query, verify and eval obliqa take --reranker arithmetic|none|smoothed|learned[:MODEL]|cross-encoder:MODEL_DIR. ONNX models need EVPACK_ORT_LIB.
 `
 
 // exitError carries an exit status out of a subcommand.

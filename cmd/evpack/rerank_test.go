@@ -59,3 +59,21 @@ func TestRerankTrainGoldNotIndexed(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "m.evm"))
 	require.True(t, os.IsNotExist(err), "nothing written")
 }
+
+// TestQueryAndVerifyWithTheLearnedReranker: a pack ranked by the embedded
+// model names it in its fingerprint and verifies with it, not without it.
+func TestQueryAndVerifyWithTheLearnedReranker(t *testing.T) {
+	dir := ingestTestCorpus(t)
+	code, out, errs := runCLI(t, "query", "--index", dir, "--as-of", "2026-01-15", "--format", "json", "--reranker", "learned",
+		"How long must records be retained?")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "learned/1 model=blake3:")
+	pack := filepath.Join(t.TempDir(), "pack.json")
+	require.NoError(t, os.WriteFile(pack, []byte(out), 0o644))
+	code, out, errs = runCLI(t, "verify", "--index", dir, "--reranker", "learned", pack)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "replays byte-identically")
+	code, out, _ = runCLI(t, "verify", "--index", dir, pack)
+	require.Equal(t, 1, code, "the arithmetic reranker cannot vouch for a learned pack")
+	require.Contains(t, out, "FAILED")
+}
