@@ -466,3 +466,32 @@ func TestSmoothedAndIntBM25(t *testing.T) {
 		t.Fatal(diff)
 	}
 }
+
+// TestScoreRowsIsScore: the lockstep, branch-free walk gives Score's sums
+// for every row, pools of every length (the four-row groups and the tail).
+func TestScoreRowsIsScore(t *testing.T) {
+	m, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const seed = 9
+	t.Logf("row seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for n := range 11 {
+		rows := make([]Row, n)
+		for i := range rows {
+			for k := range rows[i] {
+				rows[i][k] = rng.Int64N(2*s) - s/10
+			}
+			rows[i][0] = int64(rng.IntN(50) + 1)
+		}
+		rows = append(rows, Row{}, Row{0: maxThreshold, 1: -maxThreshold})
+		out := make([]int64, len(rows))
+		m.ScoreRows(rows, out)
+		for i := range rows {
+			if want := m.Score(&rows[i]); out[i] != want {
+				t.Fatalf("pool of %d, row %d: ScoreRows %d, Score %d", len(rows), i, out[i], want)
+			}
+		}
+	}
+}

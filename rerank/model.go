@@ -60,11 +60,16 @@ type Model struct {
 	sum      string // BLAKE3 of the encoded file
 	raw      []byte
 	flat     []flatNode // every tree, children side by side, for ScoreRows
+	vals     []int64    // leaf values by flat node
 	roots    []int32
+	depth    []int32 // steps from each root to its deepest leaf
 }
 
 // flatNode is a node laid out for evaluation: a split's right child is
-// right after its left one; a leaf has feat -1 and its value in thr.
+// right after its left one. A leaf loops to itself (feature 0, threshold
+// maxThreshold: every clamped row goes "left", to the leaf again), so that
+// walking exactly its tree's depth from the root ends on the row's leaf
+// whatever the path, and several rows can walk in lockstep without branches.
 type flatNode struct {
 	thr  int64
 	feat int32
@@ -72,26 +77,70 @@ type flatNode struct {
 }
 
 // compile lays the trees out as flat nodes, breadth first, each split's
-// children in adjacent slots.
+// children in adjacent slots, with leaf values and tree depths beside.
 func (m *Model) compile() {
-	m.flat, m.roots = nil, nil
+	m.flat, m.roots, m.depth, m.vals = nil, nil, nil, nil
+	type item struct{ src, dst, depth int32 }
 	for _, nodes := range m.trees {
 		root := int32(len(m.flat))
 		m.roots = append(m.roots, root)
 		m.flat = append(m.flat, flatNode{})
-		queue := []struct{ src, dst int32 }{{0, root}}
+		m.vals = append(m.vals, 0)
+		depth := int32(0)
+		queue := []item{{0, root, 0}}
 		for len(queue) > 0 {
 			q := queue[0]
 			queue = queue[1:]
 			n := nodes[q.src]
 			if n.Feature < 0 {
-				m.flat[q.dst] = flatNode{thr: n.Value, feat: -1}
+				m.flat[q.dst] = flatNode{thr: maxThreshold, feat: 0, left: q.dst}
+				m.vals[q.dst] = n.Value
+				depth = max(depth, q.depth)
 				continue
 			}
 			l := int32(len(m.flat))
 			m.flat = append(m.flat, flatNode{}, flatNode{})
+			m.vals = append(m.vals, 0, 0)
 			m.flat[q.dst] = flatNode{thr: n.Threshold, feat: n.Feature, left: l}
-			queue = append(queue, struct{ src, dst int32 }{n.Left, l}, struct{ src, dst int32 }{n.Right, l + 1})
+			queue = append(queue, item{n.Left, l, q.depth + 1}, item{n.Right, l + 1, q.depth + 1})
+		}
+		m.depth = append(m.depth, depth)
+	}
+}
+
+// ScoreRows adds the model's score of each row to out[i] (len(out) ==
+// len(rows)); rows must be as FeatureRows returns them (clamped to
+// ±maxThreshold). It walks tree by tree, four rows in lockstep, each step
+// branch-free: the right child when threshold − value is negative (its sign
+// bit; thresholds and values lie within ±2⁶¹, so it cannot overflow). The
+// sums are those of Score: integer addition does not depend on order.
+func (m *Model) ScoreRows(rows []Row, out []int64) {
+	flat, vals := m.flat, m.vals
+	for t, root := range m.roots {
+		d := m.depth[t]
+		r := 0
+		for ; r+4 <= len(rows); r += 4 {
+			r0, r1, r2, r3 := &rows[r], &rows[r+1], &rows[r+2], &rows[r+3]
+			a, b, c, e := root, root, root, root
+			for k := int32(0); k < d; k++ {
+				na, nb, nc, ne := &flat[a], &flat[b], &flat[c], &flat[e]
+				a = na.left + int32(uint64(na.thr-r0[na.feat])>>63)
+				b = nb.left + int32(uint64(nb.thr-r1[nb.feat])>>63)
+				c = nc.left + int32(uint64(nc.thr-r2[nc.feat])>>63)
+				e = ne.left + int32(uint64(ne.thr-r3[ne.feat])>>63)
+			}
+			out[r] += vals[a]
+			out[r+1] += vals[b]
+			out[r+2] += vals[c]
+			out[r+3] += vals[e]
+		}
+		for ; r < len(rows); r++ {
+			row, a := &rows[r], root
+			for k := int32(0); k < d; k++ {
+				n := &flat[a]
+				a = n.left + int32(uint64(n.thr-row[n.feat])>>63)
+			}
+			out[r] += vals[a]
 		}
 	}
 }
@@ -154,27 +203,6 @@ func (m *Model) Score(r *Row) int64 {
 		s += nodes[i].Value
 	}
 	return s
-}
-
-// ScoreRows adds the model's score of each row to out[i] (len(out) ==
-// len(rows)), walking tree by tree so that one tree's nodes stay in cache
-// for the whole pool. The sums are those of Score: integer addition does
-// not depend on order.
-func (m *Model) ScoreRows(rows []Row, out []int64) {
-	flat := m.flat
-	for _, root := range m.roots {
-		for r := range rows {
-			row := &rows[r]
-			n := &flat[root]
-			for n.feat >= 0 {
-				// Right when row > thr, i.e. when thr − row is negative:
-				// its sign bit, without a branch to mispredict. Features
-				// and thresholds lie far inside ±2⁶², so it cannot overflow.
-				n = &flat[n.left+int32(uint64(n.thr-row[n.feat])>>63)]
-			}
-			out[r] += n.thr
-		}
-	}
 }
 
 // Sum is the BLAKE3 hash of the model file: the model's identity.
