@@ -83,6 +83,7 @@ type lanePoint struct {
 // tenantStats are one tenant's corpus figures over generations.
 type tenantStats struct {
 	docs, tokens series
+	rrTerms      series // reranker terms over all chunks (rerank.Documents' TermTotal)
 	digest       []lanePoint
 	lexDF        map[string]series // analyzed (bleve) term -> chunks holding it
 	rrDF         map[string]series // reranker term -> chunks holding it
@@ -91,8 +92,9 @@ type tenantStats struct {
 // add counts chunk c, committed at generation gen, with its distinct
 // lexical and reranker terms and its token count. ts must be a copy owned by
 // the state being built (see state.touch).
-func (ts *tenantStats) add(gen int64, c *evidence.Chunk, lexTerms, rrTerms []string, tokens int) {
+func (ts *tenantStats) add(gen int64, c *evidence.Chunk, lexTerms, rrTerms []string, tokens, rrCount int) {
 	ts.docs = ts.docs.add(gen, 1)
+	ts.rrTerms = ts.rrTerms.add(gen, int64(rrCount))
 	ts.tokens = ts.tokens.add(gen, int64(tokens))
 	if n := len(ts.digest); n > 0 && ts.digest[n-1].gen == gen {
 		ts.digest[n-1].l = ts.digest[n-1].l.plus(chunkLanes(c))
@@ -203,6 +205,46 @@ func (s scope) DocCount() int {
 // DocFreq implements rerank.Stats: chunks of the scope holding term.
 func (s scope) DocFreq(term string) int {
 	return int(s.sum(func(ts *tenantStats) int64 { return ts.rrDF[term].at(s.gen) }))
+}
+
+// ChunkTerms implements rerank.Documents.
+func (s scope) ChunkTerms(id string) []string {
+	if !s.admits(id) {
+		return nil
+	}
+	return s.st.terms[id]
+}
+
+// TermTotal implements rerank.Documents: reranker terms over the scope's
+// chunks at its generation.
+func (s scope) TermTotal() int64 {
+	return s.sum(func(ts *tenantStats) int64 { return ts.rrTerms.at(s.gen) })
+}
+
+// Document implements rerank.Documents: id's document version in document
+// order as the scope's generation had it.
+func (s scope) Document(id string) ([]string, [][]string, int) {
+	p, ok := s.st.docPlace[id]
+	if !ok || !s.admits(id) {
+		return nil, nil, -1
+	}
+	d := s.st.docOrder[p.key]
+	if s.latest {
+		return d.ids, d.terms, p.pos
+	}
+	// A pinned request: leave out what later commits added to the document.
+	var ids []string
+	var terms [][]string
+	pos := -1
+	for i, other := range d.ids {
+		if s.admits(other) {
+			if other == id {
+				pos = len(ids)
+			}
+			ids, terms = append(ids, other), append(terms, d.terms[i])
+		}
+	}
+	return ids, terms, pos
 }
 
 // digest names the scope's chunks: BLAKE3 over the scope's tenants and

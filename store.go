@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/evpack/evpack/evidence"
@@ -53,12 +56,97 @@ type state struct {
 	dense     *retrieve.Dense
 	graph     *retrieve.Graph   // over dense, when the index keeps one
 	denseRows []*evidence.Chunk // dense row -> chunk, for the eligibility check
+	// Document context for rerankers (rerank.Documents): the chunk IDs of
+	// each document version in document order, and each chunk's document
+	// version and place key. Document order is a function of the chunks
+	// alone (never of ingest order or batching): the chunk's MetaPosition
+	// when it has one (chunks without one come after those with one), then
+	// the natural order of chunk IDs ("art-2" before "art-10"), then the
+	// IDs' bytes.
+	docOrder map[string]*docList
+	docPlace map[string]docPlace
+}
+
+// MetaPosition is the metadata key a connector sets to a chunk's 0-based
+// place in its document (a decimal integer), when the chunk ID does not
+// already sort in document order.
+const MetaPosition = "position"
+
+// docList is one document version's chunks in document order: IDs and
+// their reranker terms side by side.
+type docList struct {
+	ids   []string
+	terms [][]string
+}
+
+// docPlace is a chunk's document version and its order key there.
+type docPlace struct {
+	key string // Tenant + "\x00" + DocID + "\x00" + Version
+	seq int64  // MetaPosition, or MaxInt64 (after the positioned) when absent or not a number
+	pos int    // index in docOrder[key], kept current as chunks arrive
+}
+
+// cmpDocOrder orders two chunks of one document version.
+func (s *state) cmpDocOrder(a, b string) int {
+	pa, pb := s.docPlace[a], s.docPlace[b]
+	if pa.seq != pb.seq {
+		if pa.seq < pb.seq {
+			return -1
+		}
+		return 1
+	}
+	if c := naturalCompare(a, b); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
+}
+
+// naturalCompare compares strings with runs of digits compared as numbers.
+func naturalCompare(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digitRun(a), digitRun(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if len(na) != len(nb) {
+				return cmpInt(len(na), len(nb))
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmpInt(int(a[0]), int(b[0]))
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmpInt(len(a), len(b))
+}
+
+func digitRun(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 func newState() *state {
 	return &state{chunks: map[string]*evidence.Chunk{}, committed: map[string]int64{}, tenants: map[string]*tenantStats{},
 		terms: map[string][]string{}, intern: map[string]string{}, entities: map[string][]entityName{}, feats: map[string][]int32{},
-		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds()}
+		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds(),
+		docOrder: map[string]*docList{}, docPlace: map[string]docPlace{}}
 }
 
 // analyzed is what a commit computes of a chunk before it is added: its
@@ -80,8 +168,9 @@ func (s *state) extend(gen int64, at time.Time, add []*evidence.Chunk, an []anal
 		entities: maps.Clone(s.entities), feats: maps.Clone(s.feats),
 		counts: &retrieve.Counts{N: maps.Clone(s.counts.N), Total: s.counts.Total},
 		dense:  s.dense, graph: s.graph, denseRows: s.denseRows,
+		docOrder: maps.Clone(s.docOrder), docPlace: maps.Clone(s.docPlace),
 	}
-	own := map[string]bool{} // tenants whose figures n already copied
+	own := map[string]bool{} // tenants and documents whose figures n already copied
 	for i, c := range add {
 		n.add(gen, c, an[i], own)
 	}
@@ -120,7 +209,37 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, own map[string]bo
 		s.tenants[c.Tenant] = tenant
 	}
 	own[c.Tenant] = true
-	tenant.add(gen, c, an.lex, terms.Distinct(ts), an.tokens)
+	tenant.add(gen, c, an.lex, terms.Distinct(ts), an.tokens, len(ts))
+	s.placeInDocument(c, ts, own)
+}
+
+// placeInDocument inserts c, with its reranker terms ts, into its document
+// version's order. own names the documents whose lists s already owns (a
+// list shared with the state s extends is copied before it changes).
+func (s *state) placeInDocument(c *evidence.Chunk, ts []string, own map[string]bool) {
+	place := docPlace{key: c.Tenant + "\x00" + c.DocID + "\x00" + c.Version, seq: math.MaxInt64}
+	if v, err := strconv.ParseInt(c.Meta[MetaPosition], 10, 64); err == nil && v >= 0 {
+		place.seq = v
+	}
+	s.docPlace[c.ID] = place
+	d := s.docOrder[place.key]
+	switch {
+	case d == nil:
+		d = &docList{}
+		s.docOrder[place.key] = d
+	case !own["doc\x00"+place.key]:
+		d = &docList{ids: slices.Clone(d.ids), terms: slices.Clone(d.terms)}
+		s.docOrder[place.key] = d
+	}
+	own["doc\x00"+place.key] = true
+	at, _ := slices.BinarySearchFunc(d.ids, c.ID, s.cmpDocOrder)
+	d.ids = slices.Insert(d.ids, at, c.ID)
+	d.terms = slices.Insert(d.terms, at, ts)
+	for i := at; i < len(d.ids); i++ { // chunks after it move one place on
+		p := s.docPlace[d.ids[i]]
+		p.pos = i
+		s.docPlace[d.ids[i]] = p
+	}
 }
 
 // analyze computes what state.add needs of a chunk's text.

@@ -17,6 +17,7 @@ import (
 	"github.com/evpack/evpack/bert"
 	"github.com/evpack/evpack/eval"
 	"github.com/evpack/evpack/internal/asofbench"
+	"github.com/evpack/evpack/internal/learn"
 	"github.com/evpack/evpack/internal/obliqa"
 	"github.com/evpack/evpack/rerank"
 )
@@ -48,11 +49,34 @@ func rerankerNamed(name string) (rerank.Reranker, error) {
 		return rerank.NewArithmetic(rerank.DefaultWeights)
 	case "none":
 		return rerank.None{}, nil
+	case "smoothed":
+		return rerank.Smoothed{}, nil
+	case "bm25-int":
+		return rerank.IntBM25{}, nil
+	case "learned":
+		return learnedReranker("")
+	}
+	if path, ok := strings.CutPrefix(name, "learned:"); ok && path != "" {
+		return learnedReranker(path)
 	}
 	if dir, ok := strings.CutPrefix(name, "cross-encoder:"); ok {
 		return bert.NewCrossEncoder(filepath.Base(dir), bert.Options{Dir: dir})
 	}
-	return nil, usageErr("--reranker %q: want arithmetic, none or cross-encoder:MODEL_DIR", name)
+	return nil, usageErr("--reranker %q: want arithmetic, none, smoothed, bm25-int, learned[:MODEL] or cross-encoder:MODEL_DIR", name)
+}
+
+// learnedReranker loads the model at path ("" for the embedded one). A model
+// that cannot be loaded is an error here: the CLI names what the user asked
+// for. (rerank.LearnedOrFallback is the library's fallback.)
+func learnedReranker(path string) (rerank.Reranker, error) {
+	m, err := rerank.DefaultModel()
+	if path != "" {
+		m, err = rerank.LoadModel(path)
+	}
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	return rerank.NewLearned(m)
 }
 
 func loadObliQA(docs, questions string) (*eval.ObliQA, error) {
@@ -87,7 +111,7 @@ func cmdEvalObliQA(ctx context.Context, args []string, stdout, stderr io.Writer)
 	docs := fs.String("docs", "", "ObliQA documents/ directory")
 	questions := fs.String("questions", "", "ObliQA questions file (ObliQA_dev.json)")
 	pool := fs.Int("pool", evpack.DefaultPool, "candidates reranked")
-	rr := fs.String("reranker", "arithmetic", "arithmetic or none")
+	rr := fs.String("reranker", "arithmetic", "arithmetic, none, smoothed, learned[:MODEL] or cross-encoder:MODEL_DIR")
 	asJSON := fs.Bool("json", false, "print one JSON object on the last line")
 	perQ := fs.String("per-question", "", "write per-question results as JSONL to this file")
 	dense := denseFlags(fs)
@@ -166,6 +190,9 @@ type layer struct {
 	name     string
 	analyzer string
 	opts     evpack.Options
+	// run, when set, evaluates the layer instead of a view with opts (the
+	// learned reranker's cross-validation).
+	run func(ctx context.Context, base *evpack.Engine) (*obliqa.Report, error)
 }
 
 // ledgerRow is one judged layer.
@@ -186,9 +213,12 @@ func cmdEvalAblate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	questions := fs.String("questions", "", "ObliQA questions file")
 	asJSON := fs.Bool("json", false, "print the ledger as one JSON object on the last line")
 	crossEncoder := fs.String("cross-encoder", "", "MODEL_DIR of a cross-encoder to judge as a last layer (needs $EVPACK_ORT_LIB)")
+	folds := fs.Int("folds", 5, "cross-validation folds of the learned reranker's layer (0: leave the layer out)")
+	train := trainFlags(fs)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
+	to := train()
 	o, err := loadObliQA(*docs, *questions)
 	if err != nil {
 		return err
@@ -199,18 +229,37 @@ func cmdEvalAblate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	// Each layer is judged against whatever is winning when it arrives.
 	layers := []layer{
-		{"bm25 (en analyzer, corpus stats)", "en", evpack.Options{Reranker: rerank.None{}}},
-		{"bm25 (standard analyzer)", "standard", evpack.Options{Reranker: rerank.None{}}},
-		{"+ arithmetic rerank, pool 50", "en", evpack.Options{Reranker: arith, Pool: 50}},
-		{"pool 20", "en", evpack.Options{Reranker: arith, Pool: 20}},
-		{"pool 100", "en", evpack.Options{Reranker: arith, Pool: 100}},
+		{"bm25 (en analyzer, corpus stats)", "en", evpack.Options{Reranker: rerank.None{}}, nil},
+		{"bm25 (standard analyzer)", "standard", evpack.Options{Reranker: rerank.None{}}, nil},
+		{"evpack integer bm25 (terms/1) over pool 50", "en", evpack.Options{Reranker: rerank.IntBM25{}, Pool: 50}, nil},
+		{"integer bm25 + neighbour smoothing (s + 0.3 × mean of neighbours) over pool 50", "en", evpack.Options{Reranker: rerank.Smoothed{}, Pool: 50}, nil},
+		{"+ arithmetic rerank, pool 50", "en", evpack.Options{Reranker: arith, Pool: 50}, nil},
+		{"pool 20", "en", evpack.Options{Reranker: arith, Pool: 20}, nil},
+		{"pool 100", "en", evpack.Options{Reranker: arith, Pool: 100}, nil},
+	}
+	if *folds > 0 && len(o.Questions) < 2**folds {
+		fmt.Fprintf(stderr, "learned layer left out: %d questions are too few for %d folds\n", len(o.Questions), *folds)
+	} else if *folds > 0 {
+		qs := make([]learn.Question, len(o.Questions))
+		for i, q := range o.Questions {
+			qs[i] = learn.Question{ID: q.ID, Where: *questions, Text: q.Text, Gold: q.Gold, AsOf: obliqa.AsOf}
+		}
+		layers = append(layers, layer{fmt.Sprintf("learned rerank (LambdaMART, %d-fold cv on dev, seed %d), pool 50", *folds, to.Seed), "en", evpack.Options{},
+			func(ctx context.Context, base *evpack.Engine) (*obliqa.Report, error) {
+				fmt.Fprintf(stderr, "collecting the pools of %d questions\n", len(qs))
+				pools, err := learn.Collect(ctx, base, qs)
+				if err != nil {
+					return nil, err
+				}
+				return cvReport(ctx, base, qs, pools, *folds, to, stderr)
+			}})
 	}
 	if *crossEncoder != "" {
 		ce, err := rerankerNamed("cross-encoder:" + *crossEncoder)
 		if err != nil {
 			return err
 		}
-		layers = append(layers, layer{"cross-encoder rerank, pool 50", "en", evpack.Options{Reranker: ce, Pool: 50}})
+		layers = append(layers, layer{"cross-encoder rerank, pool 50", "en", evpack.Options{Reranker: ce, Pool: 50}, nil})
 	}
 	engines := map[string]*evpack.Engine{}
 	defer func() {
@@ -232,11 +281,15 @@ func cmdEvalAblate(ctx context.Context, args []string, stdout, stderr io.Writer)
 			}
 			engines[l.analyzer] = base
 		}
-		eng, err := base.View(l.opts)
-		if err != nil {
-			return err
+		var rep *obliqa.Report
+		if l.run != nil {
+			rep, err = l.run(ctx, base)
+		} else {
+			var eng *evpack.Engine
+			if eng, err = base.View(l.opts); err == nil {
+				rep, err = obliqa.Evaluate(ctx, eng, o.Questions, newBar(len(o.Questions), l.name, stderr))
+			}
 		}
-		rep, err := obliqa.Evaluate(ctx, eng, o.Questions, newBar(len(o.Questions), l.name, stderr))
 		if err != nil {
 			return err
 		}

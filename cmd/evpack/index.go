@@ -104,7 +104,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	knownAt := fs.String("known-at", "", "answer from the last generation committed at or before this instant (RFC 3339): what would we have cited then")
 	var filters multiFlag
 	fs.Var(&filters, "filter", "KEY=VALUE metadata restriction (repeatable)")
-	dense := denseFlags(fs)
+	dense := rerankerFlag(fs, denseFlags(fs))
 	model := modelFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -157,7 +157,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify", stderr)
 	dir := fs.String("index", "", "index directory")
-	dense := denseFlags(fs)
+	dense := rerankerFlag(fs, denseFlags(fs))
 	model := modelFlags(fs)
 	model.retired = fs.String("retired-reranker", "", "trust a model that can no longer run, by the identity its packs record (the fingerprint's \"reranker\"): its packs verify from their ledgers")
 	pos, err := parseInterleaved(fs, args)
@@ -318,4 +318,20 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "problem: %s\n", p)
 	}
 	return &exitError{code: 1, err: fmt.Errorf("index %s: %d problems", *dir, len(rep.Problems))}
+}
+
+// rerankerFlag adds --reranker to fs and sets it in the options opts makes.
+// A pack verifies only with the reranker that ranked it.
+func rerankerFlag(fs *flag.FlagSet, opts func() (evpack.Options, error)) func() (evpack.Options, error) {
+	rr := fs.String("reranker", "arithmetic", "arithmetic, none, smoothed, learned[:MODEL] or cross-encoder:MODEL_DIR (verify needs the one that ranked the pack)")
+	return func() (evpack.Options, error) {
+		o, err := opts()
+		if err != nil {
+			return o, err
+		}
+		if o.Reranker, err = rerankerNamed(*rr); err != nil {
+			return o, err
+		}
+		return o, nil
+	}
 }

@@ -8,6 +8,7 @@
 //	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json]
 //	evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
 //	evpack vectors import --format wink-json IN OUT [--max-words N]
+//	evpack rerank train (--docs DIR | --corpus FILE.jsonl...) --questions FILE --out MODEL [--folds 5] [--seed 1]
 //	evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
 //
 // Exit status: 0 success; 1 a pack or an index that does not verify; 2 bad
@@ -41,14 +42,16 @@ const usage = `usage:
   evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
   evpack check  --index DIR
   evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]
-  evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
+  evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR] [--folds 5] [--seed 1] [trainer flags]
   evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
   evpack vectors import --format wink-json IN OUT [--max-words N]
+  evpack rerank train (--docs DIR | --corpus FILE.jsonl... [--as-of D]) --questions FILE --out MODEL [--folds 5] [--seed 1]
+        [--trees N] [--leaves N] [--lr F] [--min-leaf N] [--l2 F] [--subsample F]
 
 ingest, query, verify and eval take --embedder static:PATH|onnx:MODEL_DIR|http://HOST (with --embedder-model,
 --embedder-dims), --legs lexical|dense|lexical,dense and --dense-index exact|hnsw (with --ef-search N);
-eval obliqa takes --reranker arithmetic|none|cross-encoder:MODEL_DIR. ONNX models need EVPACK_ORT_LIB.
-query --cross-encoder reranks the pool with the model and records its scores in the pack's ledger; verify replays
+query, verify and eval obliqa take --reranker arithmetic|none|smoothed|learned[:MODEL]|cross-encoder:MODEL_DIR. ONNX models need EVPACK_ORT_LIB.
+query --cross-encoder (which overrides --reranker) reranks the pool with the model and records its scores in the pack's ledger; verify replays
 such a pack from its ledger without the model, and with --cross-encoder also runs the model once to say whether a
 fresh run would cite the same chunks. --cuda runs the cross-encoder on CUDA (an error if unavailable).
 Commands that open an index take --lock-wait DURATION (default 2s; 0: fail at once if another process has it).
@@ -88,6 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdEval(ctx, args[1:], stdout, stderr)
 	case "vectors":
 		err = cmdVectors(ctx, args[1:], stdout, stderr)
+	case "rerank":
+		err = cmdRerank(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -20,6 +20,7 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/eval"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
 )
 
@@ -500,4 +501,174 @@ func BenchmarkSmallCommit(b *testing.B) {
 		}
 		i++
 	}
+}
+
+// capture is a reranker that keeps the pools it is handed (and ranks like
+// the fused order): the benchmarks replay them into each reranker.
+type capture struct {
+	pools []capturedPool
+}
+
+type capturedPool struct {
+	question string
+	cands    []rerank.Candidate
+	stats    rerank.Stats
+}
+
+func (c *capture) Name() string { return "capture" }
+
+func (c *capture) Rerank(ctx context.Context, q string, cands []rerank.Candidate, stats rerank.Stats) ([]evidence.Scored, error) {
+	c.pools = append(c.pools, capturedPool{q, append([]rerank.Candidate(nil), cands...), stats})
+	return rerank.None{}.Rerank(ctx, q, cands, stats)
+}
+
+// BenchmarkRerank times reranking the pools of 50 that the engine hands
+// the reranker for the dev questions, the learned reranker (embedded model)
+// and the arithmetic reranker taking turns question by question in one
+// loop; one op is one question reranked by both. It reports each one's mean
+// and p50 in µs and the ratio learned / arithmetic:
+//
+//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench Rerank -benchtime 2788x
+func BenchmarkRerank(b *testing.B) {
+	o := dataset(b)
+	ctx := context.Background()
+	eng, err := Build(ctx, o, evpack.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	cp := &capture{}
+	view, err := eng.View(evpack.Options{Reranker: cp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, q := range o.Questions {
+		if _, err := view.Query(ctx, evpack.Request{Question: q.Text, AsOf: AsOf}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	arith, err := rerank.NewArithmetic(rerank.DefaultWeights)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := rerank.DefaultModel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	learned, err := rerank.NewLearned(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	systems := []rerank.Reranker{arith, learned}
+	lat := make([][]time.Duration, len(systems))
+	i := 0
+	for b.Loop() {
+		p := cp.pools[i%len(cp.pools)]
+		for k, r := range systems {
+			start := time.Now()
+			if _, err := r.Rerank(ctx, p.question, p.cands, p.stats); err != nil {
+				b.Fatal(err)
+			}
+			lat[k] = append(lat[k], time.Since(start))
+		}
+		i++
+	}
+	mean := func(ds []time.Duration) float64 {
+		var t time.Duration
+		for _, d := range ds {
+			t += d
+		}
+		return float64(t.Microseconds()) / float64(len(ds))
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+	b.ReportMetric(mean(lat[0]), "arith-mean-µs")
+	b.ReportMetric(mean(lat[1]), "learned-mean-µs")
+	b.ReportMetric(us(Percentile(lat[0], 0.5)), "arith-p50-µs")
+	b.ReportMetric(us(Percentile(lat[1], 0.5)), "learned-p50-µs")
+	b.ReportMetric(mean(lat[1])/mean(lat[0]), "learned/arith-mean")
+	b.ReportMetric(us(Percentile(lat[1], 0.5))/us(Percentile(lat[0], 0.5)), "learned/arith-p50")
+}
+
+// BenchmarkQueryLearned times the full pipeline with the learned reranker,
+// the default pipeline (arithmetic) and bare bleve (match query, top 10,
+// BM25, en analyzer), indexes on disk merged to one segment as in
+// BenchmarkQuery, taking turns question by question; one op is one question
+// asked of all three. It reports p50 and p99 per system in ms and the p50
+// ratios against bleve:
+//
+//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench QueryLearned -benchtime 2788x
+func BenchmarkQueryLearned(b *testing.B) {
+	o := dataset(b)
+	ctx := context.Background()
+	recs, _ := Records(o)
+	dir := b.TempDir()
+	eng, err := evpack.Open(filepath.Join(dir, "evpack"), evpack.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := eng.Merge(ctx); err != nil {
+		b.Fatal(err)
+	}
+	m, err := rerank.DefaultModel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	learned, err := rerank.NewLearned(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lview, err := eng.View(evpack.Options{Reranker: learned})
+	if err != nil {
+		b.Fatal(err)
+	}
+	idx := bareBleve(b, filepath.Join(dir, "bleve"))
+	defer idx.Close()
+	batch := idx.NewBatch()
+	for _, r := range recs {
+		batch.Index(r.Chunk.ID, map[string]any{"text": r.Chunk.Text})
+	}
+	if err := idx.Batch(batch); err != nil {
+		b.Fatal(err)
+	}
+	adv, _ := idx.Advanced()
+	mopts := mergeplan.SingleSegmentMergePlanOptions
+	if err := adv.(*scorch.Scorch).ForceMerge(ctx, &mopts); err != nil {
+		b.Fatal(err)
+	}
+	systems := []func(q string) error{
+		func(q string) error { _, err := lview.Query(ctx, evpack.Request{Question: q, AsOf: AsOf}); return err },
+		func(q string) error { _, err := eng.Query(ctx, evpack.Request{Question: q, AsOf: AsOf}); return err },
+		func(q string) error {
+			mq := bleve.NewMatchQuery(q)
+			mq.SetField("text")
+			_, err := idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(mq, 10, 0, false))
+			return err
+		},
+	}
+	names := []string{"learned", "arith", "bleve"}
+	lat := make([][]time.Duration, len(systems))
+	i := 0
+	for b.Loop() {
+		q := o.Questions[i%len(o.Questions)].Text
+		for k, run := range systems {
+			start := time.Now()
+			if err := run(q); err != nil {
+				b.Fatal(err)
+			}
+			lat[k] = append(lat[k], time.Since(start))
+		}
+		i++
+	}
+	p50 := make([]float64, len(systems))
+	for k := range systems {
+		p50[k] = float64(Percentile(lat[k], 0.5).Microseconds()) / 1000
+		b.ReportMetric(p50[k], names[k]+"-p50-ms")
+		b.ReportMetric(float64(Percentile(lat[k], 0.99).Microseconds())/1000, names[k]+"-p99-ms")
+	}
+	b.ReportMetric(p50[0]/p50[2], "learned/bleve-p50")
+	b.ReportMetric(p50[1]/p50[2], "arith/bleve-p50")
 }

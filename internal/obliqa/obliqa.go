@@ -60,13 +60,19 @@ func Load(dir string) (*eval.ObliQA, error) {
 	return eval.LoadObliQA(docs, qs)
 }
 
-// Records turns the corpus into chunk records, skipping empty passages (they
+// Records turns the corpus into chunk records, each with its place in its
+// document file as evpack.MetaPosition, skipping empty passages (they
 // cannot be cited; the official scoring still counts gold that points at
 // them as missed). It returns how many it skipped.
 func Records(o *eval.ObliQA) ([]connectors.Record, int) {
 	var recs []connectors.Record
 	skipped := 0
+	pos, doc := 0, -1
 	for _, p := range o.Passages {
+		if p.DocumentID != doc {
+			pos, doc = 0, p.DocumentID
+		}
+		pos++
 		if evidence.Normalize(p.Text) == "" {
 			skipped++
 			continue
@@ -79,7 +85,9 @@ func Records(o *eval.ObliQA) ([]connectors.Record, int) {
 				Connector:   "obliqa",
 				RetrievedAt: Retrieved,
 				Anchor:      asof.ResolveAnchor("", time.Time{}, Retrieved),
-				Meta:        map[string]string{"document": fmt.Sprint(p.DocumentID)},
+				// position: the passage's place in its document file, so
+				// that rerankers see document order (UUIDs do not sort in it).
+				Meta: map[string]string{"document": fmt.Sprint(p.DocumentID), evpack.MetaPosition: fmt.Sprint(pos - 1)},
 			},
 		})
 	}

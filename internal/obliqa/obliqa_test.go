@@ -176,3 +176,48 @@ func TestGoldMapping(t *testing.T) {
 		t.Fatalf("records %d skipped %d", len(recs), skipped)
 	}
 }
+
+// TestRankStatsLearned pins the embedded learned model (rerank.DefaultModel)
+// on the full ObliQA dev split. The model was trained on all of dev, so these
+// figures are in-sample: they guard the bytes of the model and of every
+// feature, not its quality (its cross-validated figures are in
+// docs/benchmarks.md). Record a change with -update and say why.
+func TestRankStatsLearned(t *testing.T) {
+	if testing.Short() {
+		t.Skip("answers 2,788 questions")
+	}
+	o := dataset(t)
+	ctx := context.Background()
+	m, err := rerank.DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := rerank.NewLearned(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := Build(ctx, o, evpack.Options{Reranker: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	rep, err := Evaluate(ctx, eng, o.Questions, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Summary
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	var b strings.Builder
+	b.WriteString("# ObliQA dev split, learned reranker (embedded model, trained on all of dev: IN-SAMPLE figures):\n")
+	b.WriteString("# go run ./cmd/evpack eval obliqa --docs DIR/documents --questions DIR/ObliQA_dev.json --reranker learned\n")
+	b.WriteString("# Update only deliberately (go test ./internal/obliqa -run TestRankStatsLearned -update), with the reason in the commit.\n")
+	fmt.Fprintf(&b, "questions %d\nrecall@10 %s\nmap@10 %s\nndcg@10 %s\nmrr@10 %s\nhit@10 %s\n",
+		s.Questions, f(s.Recall), f(s.MAP), f(s.NDCG), f(s.MRR), f(s.HitRate))
+	fmt.Fprintf(&b, "model record: %s\n", m.Record())
+	for _, st := range rep.Fingerprint {
+		if st.Key != "corpus" {
+			fmt.Fprintf(&b, "config %s: %s\n", st.Key, st.Value)
+		}
+	}
+	assertGolden(t, "rank_stats_learned.txt", b.String())
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evpack/evpack/rerank"
+)
+
+func learnData(name string) string {
+	return filepath.Join("..", "..", "internal", "learn", "testdata", name)
+}
+
+// TestRerankTrainJSONL trains from the JSONL form twice: cross-validation is
+// printed with the ledger's verdict against the arithmetic, the seed is
+// printed, and the two model files are byte-identical and load.
+func TestRerankTrainJSONL(t *testing.T) {
+	dir := t.TempDir()
+	var files [][]byte
+	for _, name := range []string{"a.evm", "b.evm"} {
+		out := filepath.Join(dir, name)
+		code, stdout, errs := runCLI(t, "rerank", "train", "--corpus", learnData("corpus.jsonl"), "--questions", learnData("questions.jsonl"),
+			"--out", out, "--folds", "2", "--trees", "10", "--min-leaf", "20", "--seed", "7")
+		require.Equal(t, 0, code, errs)
+		require.Contains(t, stdout, "seed 7, trainer trees=10 leaves=16 lr=0.05 min_leaf=20 l2=1 subsample=0.8 seed=7 bins=255")
+		require.Contains(t, stdout, "learned (2-fold cv, seed 7)")
+		require.Contains(t, stdout, "paired bootstrap over 289 questions")
+		raw, err := os.ReadFile(out)
+		require.NoError(t, err)
+		files = append(files, raw)
+	}
+	require.Equal(t, files[0], files[1], "the same input and seed give the same model file")
+	m, err := rerank.LoadModel(filepath.Join(dir, "a.evm"))
+	require.NoError(t, err)
+	require.Equal(t, 10, m.Trees())
+
+	code, out, errs := runCLI(t, "eval", "obliqa", "--reranker", "learned:"+filepath.Join(dir, "nope.evm"), "--docs", "x", "--questions", "y")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, errs, "rerank: bad model")
+}
+
+// TestRerankTrainGoldNotIndexed: a labelled question whose gold is not in
+// the corpus is a typed error naming file:line and the question.
+func TestRerankTrainGoldNotIndexed(t *testing.T) {
+	dir := t.TempDir()
+	qf := filepath.Join(dir, "q.jsonl")
+	raw, err := os.ReadFile(learnData("questions.jsonl"))
+	require.NoError(t, err)
+	lines := strings.SplitN(string(raw), "\n", 3)
+	bad := lines[0] + "\n" + `{"id":"ghost-q","question":"What is a ghost?","gold":["no-such-chunk"],"as_of":"2025-01-01"}` + "\n"
+	require.NoError(t, os.WriteFile(qf, []byte(bad), 0o644))
+	code, _, errs := runCLI(t, "rerank", "train", "--corpus", learnData("corpus.jsonl"), "--questions", qf, "--out", filepath.Join(dir, "m.evm"))
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, `rerank: gold chunk not in the index: `+qf+`:2: question ghost-q: gold "no-such-chunk"`)
+	_, err = os.Stat(filepath.Join(dir, "m.evm"))
+	require.True(t, os.IsNotExist(err), "nothing written")
+}
+
+// TestQueryAndVerifyWithTheLearnedReranker: a pack ranked by the embedded
+// model names it in its fingerprint and verifies with it, not without it.
+func TestQueryAndVerifyWithTheLearnedReranker(t *testing.T) {
+	dir := ingestTestCorpus(t)
+	code, out, errs := runCLI(t, "query", "--index", dir, "--as-of", "2026-01-15", "--format", "json", "--reranker", "learned",
+		"How long must records be retained?")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "learned/1 model=blake3:")
+	pack := filepath.Join(t.TempDir(), "pack.json")
+	require.NoError(t, os.WriteFile(pack, []byte(out), 0o644))
+	code, out, errs = runCLI(t, "verify", "--index", dir, "--reranker", "learned", pack)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "replays byte-identically")
+	code, out, _ = runCLI(t, "verify", "--index", dir, pack)
+	require.Equal(t, 1, code, "the arithmetic reranker cannot vouch for a learned pack")
+	require.Contains(t, out, "FAILED")
+}

@@ -1,0 +1,248 @@
+// Package learn trains and cross-validates evpack's learned reranker on a
+// labelled question set: it asks an engine every question, records the
+// feature rows of the pool the reranker is handed (exactly what inference
+// sees), trains rerank.Train models on folds, and scores held-out questions
+// by running the engine with each fold's model.
+package learn
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+
+	"github.com/evpack/evpack"
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/eval"
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/rerank"
+)
+
+// Question is one labelled question.
+type Question struct {
+	ID     string
+	Where  string // file:line, for errors
+	Text   string
+	Gold   []string // chunk IDs
+	AsOf   asof.Date
+	Tenant string
+}
+
+// jsonlQuestion is one line of a labelled JSONL file.
+type jsonlQuestion struct {
+	ID       string   `json:"id"`
+	Question string   `json:"question"`
+	Gold     []string `json:"gold"`
+	AsOf     string   `json:"as_of"`
+	Tenant   string   `json:"tenant"`
+}
+
+// LoadJSONL reads labelled questions, one JSON object a line: id, question,
+// gold (chunk IDs), and optionally as_of (YYYY-MM-DD; defaultAsOf when
+// absent) and tenant. Unknown fields, a missing question or gold, a bad date
+// or a repeated ID are errors naming file:line.
+func LoadJSONL(path string, defaultAsOf asof.Date) ([]Question, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("learn: %w", err)
+	}
+	var out []Question
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for line := 1; sc.Scan(); line++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		where := fmt.Sprintf("%s:%d", path, line)
+		var jq jsonlQuestion
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&jq); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", rerank.ErrTrain, where, err)
+		}
+		q := Question{ID: jq.ID, Where: where, Text: jq.Question, Gold: jq.Gold, AsOf: defaultAsOf, Tenant: jq.Tenant}
+		switch {
+		case q.ID == "" || q.Text == "" || len(q.Gold) == 0:
+			return nil, fmt.Errorf("%w: %s: id, question and gold are required", rerank.ErrTrain, where)
+		case seen[q.ID]:
+			return nil, fmt.Errorf("%w: %s: question ID %q repeated", rerank.ErrTrain, where, q.ID)
+		}
+		seen[q.ID] = true
+		if jq.AsOf != "" {
+			if q.AsOf, err = asof.ParseDate(jq.AsOf); err != nil {
+				return nil, fmt.Errorf("%w: %s: as_of: %w", rerank.ErrTrain, where, err)
+			}
+		}
+		if q.AsOf.IsZero() {
+			return nil, fmt.Errorf("%w: %s: no as_of and no default as-of date", rerank.ErrTrain, where)
+		}
+		out = append(out, q)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("learn: %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// CheckGold returns an error wrapping rerank.ErrGoldNotIndexed for the first
+// gold chunk ID that indexed does not hold, naming the question's place.
+func CheckGold(qs []Question, indexed func(id string) bool) error {
+	for _, q := range qs {
+		for _, g := range q.Gold {
+			if !indexed(g) {
+				return fmt.Errorf("%w: %s: question %s: gold %q", rerank.ErrGoldNotIndexed, q.Where, q.ID, g)
+			}
+		}
+	}
+	return nil
+}
+
+// recorder is the reranker Collect runs the engine with: it records the
+// pool's feature rows and ranks like the Arithmetic reranker.
+type recorder struct {
+	arith *rerank.Arithmetic
+	ids   []string
+	rows  []rerank.Row
+}
+
+func (r *recorder) Name() string { return "recorder/" + r.arith.Name() }
+
+func (r *recorder) Rerank(ctx context.Context, question string, cands []rerank.Candidate, stats rerank.Stats) ([]evidence.Scored, error) {
+	r.rows = rerank.FeatureRows(question, cands, stats)
+	r.ids = r.ids[:0]
+	for _, c := range cands {
+		r.ids = append(r.ids, c.ID)
+	}
+	return r.arith.Rerank(ctx, question, cands, stats)
+}
+
+// Collect asks eng every question (with its as-of date and tenant) and
+// returns the pools the reranker saw, labelled with the gold.
+func Collect(ctx context.Context, eng *evpack.Engine, qs []Question) ([]rerank.TrainQuery, error) {
+	arith, err := rerank.NewArithmetic(rerank.DefaultWeights)
+	if err != nil {
+		return nil, err
+	}
+	rec := &recorder{arith: arith}
+	opts := eng.Options()
+	opts.Reranker, opts.Cache = rec, nil
+	view, err := eng.View(opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rerank.TrainQuery, len(qs))
+	for i, q := range qs {
+		rec.ids, rec.rows = rec.ids[:0], nil
+		if _, err := view.Query(ctx, evpack.Request{Question: q.Text, AsOf: q.AsOf, Tenant: q.Tenant}); err != nil {
+			return nil, fmt.Errorf("learn: %s: question %s: %w", q.Where, q.ID, err)
+		}
+		gold := map[string]bool{}
+		for _, g := range q.Gold {
+			gold[g] = true
+		}
+		tq := rerank.TrainQuery{ID: q.ID, IDs: append([]string(nil), rec.ids...), Rows: rec.rows, Gold: make([]bool, len(rec.ids))}
+		for k, id := range tq.IDs {
+			tq.Gold[k] = gold[id]
+		}
+		out[i] = tq
+	}
+	return out, nil
+}
+
+// Folds assigns each of n questions to one of k folds: a permutation drawn
+// from seed (PCG), then position modulo k.
+func Folds(n, k int, seed uint64) []int {
+	perm := rand.New(rand.NewPCG(seed, 0)).Perm(n)
+	fold := make([]int, n)
+	for pos, q := range perm {
+		fold[q] = pos % k
+	}
+	return fold
+}
+
+// Ranked answers every question with reranker rr on eng and returns the
+// cited chunk IDs (k = 10), in question order.
+func Ranked(ctx context.Context, eng *evpack.Engine, rr rerank.Reranker, qs []Question) ([][]string, error) {
+	opts := eng.Options()
+	opts.Reranker, opts.Cache = rr, nil
+	view, err := eng.View(opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]string, len(qs))
+	for i, q := range qs {
+		p, err := view.Query(ctx, evpack.Request{Question: q.Text, AsOf: q.AsOf, Tenant: q.Tenant, K: 10})
+		if err != nil {
+			return nil, fmt.Errorf("learn: %s: question %s: %w", q.Where, q.ID, err)
+		}
+		for _, c := range p.Citations {
+			out[i] = append(out[i], c.ChunkID)
+		}
+	}
+	return out, nil
+}
+
+// Scores scores ranked lists against the questions' gold at k = 10.
+func Scores(qs []Question, ranked [][]string) []eval.Scores {
+	out := make([]eval.Scores, len(qs))
+	for i, q := range qs {
+		out[i] = eval.Score(ranked[i], q.Gold, 10)
+	}
+	return out
+}
+
+// CV is a cross-validation: per question, the scores of its fold's model
+// (trained without that fold), and the fold models.
+type CV struct {
+	Per    []eval.Scores
+	Ranked [][]string
+	Models []*rerank.Model
+	Fold   []int
+}
+
+// CrossValidate trains k models, each on the pools of the questions outside
+// one fold, and answers that fold's questions with it through eng.
+func CrossValidate(ctx context.Context, eng *evpack.Engine, qs []Question, pools []rerank.TrainQuery, k int, seed uint64, opts rerank.TrainOptions, progress func(fold int)) (*CV, error) {
+	if k < 2 || k > len(qs) {
+		return nil, fmt.Errorf("%w: %d folds for %d questions", rerank.ErrTrain, k, len(qs))
+	}
+	cv := &CV{Per: make([]eval.Scores, len(qs)), Ranked: make([][]string, len(qs)), Fold: Folds(len(qs), k, seed)}
+	for f := range k {
+		var train []rerank.TrainQuery
+		var held []Question
+		var heldAt []int
+		for i := range qs {
+			if cv.Fold[i] == f {
+				held, heldAt = append(held, qs[i]), append(heldAt, i)
+			} else {
+				train = append(train, pools[i])
+			}
+		}
+		m, err := rerank.Train(train, opts)
+		if err != nil {
+			return nil, fmt.Errorf("learn: fold %d: %w", f, err)
+		}
+		l, err := rerank.NewLearned(m)
+		if err != nil {
+			return nil, err
+		}
+		ranked, err := Ranked(ctx, eng, l, held)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range heldAt {
+			cv.Ranked[i] = ranked[j]
+			cv.Per[i] = eval.Score(ranked[j], qs[i].Gold, 10)
+		}
+		cv.Models = append(cv.Models, m)
+		if progress != nil {
+			progress(f)
+		}
+	}
+	return cv, nil
+}

@@ -1,0 +1,122 @@
+package evpack
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/rerank"
+)
+
+// learnedOptions are the default options with the embedded learned model.
+func learnedOptions(t testing.TB) Options {
+	t.Helper()
+	m, err := rerank.DefaultModel()
+	require.NoError(t, err)
+	l, err := rerank.NewLearned(m)
+	require.NoError(t, err)
+	return Options{Reranker: l}
+}
+
+// TestGoldenPacksLearned pins the packs of the golden requests ranked by the
+// embedded learned model (integer features, integer trees): the same bytes
+// on amd64 and arm64 (.ci/run runs it under qemu-aarch64).
+func TestGoldenPacksLearned(t *testing.T) {
+	e := memEngine(t, learnedOptions(t))
+	ingestCorpus(t, e)
+	reqs, err := loadRequests()
+	require.NoError(t, err)
+	for _, r := range reqs {
+		t.Run(r.Name, func(t *testing.T) {
+			p, err := e.Query(context.Background(), r.request())
+			require.NoError(t, err)
+			path := filepath.Join("testdata", "golden-learned", r.Name+".json")
+			got := p.Bytes()
+			if *update {
+				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+				require.NoError(t, os.WriteFile(path, got, 0o644))
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "run go test -run TestGoldenPacksLearned -update to create it")
+			require.Equal(t, string(want), string(got), "%s: %s", r.Name, r.Reason)
+			require.True(t, strings.Contains(string(got), "learned/1 model=blake3:"), "the fingerprint names the model")
+		})
+	}
+}
+
+// TestShuffledIngestGivesIdenticalLearnedPacks: the learned reranker reads
+// document order, which is a function of the chunks (position metadata,
+// natural ID order), never of the order or batches they arrived in.
+func TestShuffledIngestGivesIdenticalLearnedPacks(t *testing.T) {
+	ctx := context.Background()
+	recs := corpusRecords(t)
+	base := memEngine(t, learnedOptions(t))
+	_, err := base.Ingest(ctx, connectors.Records(recs), IngestOptions{})
+	require.NoError(t, err)
+	want := withoutGeneration(t, packsFor(t, base))
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Logf("shuffle seed %d", seed)
+		rng := rand.New(rand.NewPCG(seed, seed))
+		shuffled := append([]connectors.Record(nil), recs...)
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		e := memEngine(t, learnedOptions(t))
+		cut := rng.IntN(len(shuffled))
+		for _, part := range [][]connectors.Record{shuffled[:cut], shuffled[cut:]} {
+			_, err := e.Ingest(ctx, connectors.Records(part), IngestOptions{})
+			require.NoError(t, err)
+		}
+		require.Equal(t, want, withoutGeneration(t, packsFor(t, e)), "seed %d", seed)
+	}
+}
+
+// TestDocumentOrder: a chunk's place in its document comes from its
+// position metadata, else from the natural order of chunk IDs.
+func TestDocumentOrder(t *testing.T) {
+	st, own := newState(), map[string]bool{}
+	add := func(id, doc, pos string) {
+		c := corpusRecords(t)[0].Chunk
+		c.ID, c.DocID, c.Version, c.Meta = id, doc, "1", nil
+		if pos != "" {
+			c.Meta = map[string]string{MetaPosition: pos}
+		}
+		st.add(1, &c, analyzed{}, own)
+	}
+	add("d/art-10", "d", "")
+	add("d/art-2", "d", "")
+	add("d/art-1", "d", "")
+	add("e/z", "e", "0")
+	add("e/a", "e", "1")
+	add("e/m", "e", "x") // not a number: after the positioned ones, by ID
+	cases := []struct {
+		id   string
+		want []string
+		pos  int
+		why  string
+	}{
+		{"d/art-2", []string{"d/art-1", "d/art-2", "d/art-10"}, 1, "natural order: 2 before 10"},
+		{"e/z", []string{"e/z", "e/a", "e/m"}, 0, "position 0 first, though its ID sorts last"},
+		{"e/m", []string{"e/z", "e/a", "e/m"}, 2, "no usable position: after the positioned"},
+	}
+	for _, c := range cases {
+		ids, ts, pos := st.scope("", 1).Document(c.id)
+		require.Equal(t, c.want, ids, c.why)
+		require.Equal(t, c.pos, pos, c.why)
+		require.Len(t, ts, len(ids), c.why)
+	}
+	ids, ts, pos := st.scope("", 1).Document("nowhere")
+	require.True(t, ids == nil && ts == nil && pos == -1)
+
+	// The same document ID under another tenant is another document.
+	c := corpusRecords(t)[0].Chunk
+	c.ID, c.DocID, c.Version, c.Tenant, c.Meta = "acme/d/art-3", "d", "1", "acme", nil
+	st.add(1, &c, analyzed{}, own)
+	ids, _, pos = st.scope("acme", 1).Document("acme/d/art-3")
+	require.Equal(t, []string{"acme/d/art-3"}, ids, "a tenant's chunk is not a neighbour of the shared document's")
+	require.Equal(t, 0, pos)
+}

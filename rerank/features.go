@@ -1,0 +1,448 @@
+package rerank
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/evpack/evpack/internal/terms"
+)
+
+// Documents is implemented by a Stats that also knows where each chunk sits
+// in its document: the engine's does. The learned reranker reads a
+// candidate's neighbours, document and heading path through it; with a plain
+// Stats those features are zero.
+type Documents interface {
+	Stats
+	// Document returns the chunk IDs of id's document version in document
+	// order, their Terms in the same order, and id's position among them;
+	// nil, nil and -1 when id is unknown. The slices must not be changed.
+	Document(id string) (ids []string, terms [][]string, pos int)
+	// ChunkTerms returns Terms of a chunk's text, nil when unknown.
+	ChunkTerms(id string) []string
+	// TermTotal is the sum of len(ChunkTerms) over every chunk.
+	TermTotal() int64
+}
+
+// FeatureSet names the features below, their order and their arithmetic.
+// A model records the feature set it was trained on and loads only into a
+// build that computes the same one.
+const FeatureSet = "ctx/1 " + terms.Version
+
+// NumFeatures is the width of a feature row.
+const NumFeatures = 24
+
+// FeatureNames are the features of a row, in order. Every value is an
+// integer computed with integer arithmetic only; S is evidence.ScoreScale
+// (fixed point 1.0), "BM25" is evpack's own integer BM25 over Terms (k1 1.2,
+// b 0.75, Q16 log2 IDF as the Arithmetic reranker's, so one unit is 1/65536),
+// and "the pool" is the candidates of the query.
+var FeatureNames = [NumFeatures]string{
+	"rank",           //  0 the fused rank, 1-based
+	"bm25",           //  1 BM25 of the chunk (Q16)
+	"bm25_rel",       //  2 S × BM25 / the pool's largest BM25
+	"arithmetic",     //  3 the Arithmetic reranker's score with DefaultWeights (S)
+	"coverage_idf",   //  4 IDF-weighted share of the question's terms in the chunk (S)
+	"coverage",       //  5 share of the question's distinct terms in the chunk (S)
+	"density",        //  6 question-term occurrences per token, as Arithmetic (S)
+	"proximity",      //  7 as Arithmetic (S)
+	"bigrams",        //  8 share of the question's adjacent pairs found adjacent (S)
+	"exact_run",      //  9 longest run of the question's term sequence found verbatim (terms)
+	"prev_bm25_rel",  // 10 S × BM25 of the chunk before it in its document / the pool's largest BM25
+	"next_bm25_rel",  // 11 the same for the chunk after it
+	"smoothed_rel",   // 12 S × (BM25 + 0.3 × mean BM25 of its neighbours) / the pool's largest BM25
+	"doc_share",      // 13 how many pool candidates share its document version
+	"doc_bm25_rel",   // 14 S × sum of the BM25 of those candidates / the largest such sum in the pool
+	"doc_rank",       // 15 rank of its document by that sum (ties by the document's first chunk ID)
+	"rank_in_doc",    // 16 1 + pool candidates of its document with a better fused rank
+	"position",       // 17 its 0-based position in its document
+	"depth",          // 18 S × position / chunks in its document
+	"doc_chunks",     // 19 chunks in its document version
+	"length",         // 20 its terms
+	"heading_cov",    // 21 IDF-weighted share of the question's terms in its heading path (S)
+	"with_heading",   // 22 the same over the chunk and its heading path together (S)
+	"question_terms", // 23 distinct terms of the question
+}
+
+// Heading path: the nearest preceding chunks of the document that are
+// headings (at most headingTerms terms), at most headingDepth of them,
+// looking back at most headingLook chunks. It is what the first lines of the
+// ancestor sections are in documents chunked at their numbering, found from
+// document order alone.
+const (
+	headingTerms = 6
+	headingDepth = 3
+	headingLook  = 16
+)
+
+// Neighbour smoothing weight: BM25 + smoothNum/smoothDen × the mean BM25 of
+// the chunk's neighbours in its document.
+const smoothNum, smoothDen = 3, 10
+
+// Row is one candidate's feature values, in FeatureNames order.
+type Row [NumFeatures]int64
+
+// chunkInfo is what one pass over a chunk's terms gives.
+type chunkInfo struct {
+	n      int     // terms
+	tf     []int32 // per question term
+	bm25   int64
+	hitPos []int32 // positions of question-term occurrences
+	hitIdx []int32 // the question term at each
+}
+
+// extractor computes the features of one query's pool.
+type extractor struct {
+	qterms []string // distinct question terms, in order of first occurrence
+	qidf   []int64
+	seq    []int32 // the question's terms as indices into qterms
+	bigram [][2]int32
+	filter [filterWords]uint64 // bit termHash(t) set for each question term
+	avg    int64               // average chunk terms, at least 1
+	docs   Documents           // nil: no document context
+	cache  map[string]*chunkInfo
+	slab   []int32 // tf vectors are cut from it
+	hits   []int32 // hit positions and question terms are cut from these
+	hitIdx []int32
+}
+
+func newExtractor(question string, stats Stats) *extractor {
+	x := &extractor{cache: map[string]*chunkInfo{}, avg: 1,
+		hits: make([]int32, 0, 2048), hitIdx: make([]int32, 0, 2048)}
+	for i, t := range terms.Split(question) {
+		k := slices.Index(x.qterms, t)
+		if k < 0 {
+			k = len(x.qterms)
+			x.qterms = append(x.qterms, t)
+			x.qidf = append(x.qidf, idf(stats, t))
+			h := termHash(t)
+			x.filter[h/64] |= 1 << (h % 64)
+		}
+		x.seq = append(x.seq, int32(k))
+		if i > 0 && x.seq[i-1] != int32(k) {
+			bg := [2]int32{x.seq[i-1], int32(k)}
+			if !slices.Contains(x.bigram, bg) {
+				x.bigram = append(x.bigram, bg)
+			}
+		}
+	}
+	if d, ok := stats.(Documents); ok {
+		x.docs = d
+		if n := int64(d.DocCount()); n > 0 && d.TermTotal() > 0 {
+			x.avg = max(1, d.TermTotal()/n)
+		}
+	}
+	return x
+}
+
+// filterWords sizes the question-term filter: 4,096 bits.
+const filterWords = 64
+
+// termHash is a cheap hash of a term's length, first and last bytes, for
+// the filter that rejects most chunk terms before any string comparison.
+func termHash(t string) uint32 {
+	if t == "" {
+		return 0
+	}
+	return (uint32(t[0])*131 + uint32(t[len(t)-1])*31 + uint32(len(t))) % (filterWords * 64)
+}
+
+// lookup returns the index of term t among the question's terms, or -1.
+func (x *extractor) lookup(t string) int32 {
+	if h := termHash(t); x.filter[h/64]&(1<<(h%64)) == 0 {
+		return -1
+	}
+	for i, q := range x.qterms {
+		if q == t {
+			return int32(i)
+		}
+	}
+	return -1
+}
+
+// info analyses a chunk's terms once per query.
+func (x *extractor) info(id string, toks []string) *chunkInfo {
+	if ci, ok := x.cache[id]; ok {
+		return ci
+	}
+	nq := len(x.qterms)
+	if len(x.slab) < nq {
+		x.slab = make([]int32, 64*max(nq, 1))
+	}
+	ci := &chunkInfo{n: len(toks), tf: x.slab[:nq:nq]}
+	x.slab = x.slab[nq:]
+	start := len(x.hits)
+	for pos, t := range toks {
+		if k := x.lookup(t); k >= 0 {
+			ci.tf[k]++
+			x.hits = append(x.hits, int32(pos))
+			x.hitIdx = append(x.hitIdx, k)
+		}
+	}
+	// The chunk's hits are its stretch of the shared buffers (an append
+	// that outgrows them moves on to a new array; earlier stretches stay).
+	end := len(x.hits)
+	ci.hitPos, ci.hitIdx = x.hits[start:end:end], x.hitIdx[start:end:end]
+	ci.bm25 = x.bm25(ci)
+	x.cache[id] = ci
+	return ci
+}
+
+// bm25 is Σ idf × tf × (k1+1) / (tf + k1 × (1 − b + b × len/avg)) with
+// k1 = 12/10 and b = 3/4, numerator and denominator multiplied by 40 × avg.
+func (x *extractor) bm25(ci *chunkInfo) int64 {
+	var s int64
+	for k, tf := range ci.tf {
+		if tf == 0 {
+			continue
+		}
+		t := int64(tf)
+		s += x.qidf[k] * t * 88 * x.avg / (40*t*x.avg + 12*x.avg + 36*int64(ci.n))
+	}
+	return s
+}
+
+// termsOf returns a chunk's terms, from the candidate or the documents.
+func (x *extractor) termsOf(c *Candidate) []string {
+	if c.Terms != nil {
+		return c.Terms
+	}
+	if x.docs != nil {
+		if t := x.docs.ChunkTerms(c.ID); t != nil {
+			return t
+		}
+	}
+	return terms.Split(c.Text)
+}
+
+// neighbour returns the info of the chunk at position pos of doc, or nil.
+func (x *extractor) neighbour(doc []string, dterms [][]string, pos int) *chunkInfo {
+	if pos < 0 || pos >= len(doc) {
+		return nil
+	}
+	return x.info(doc[pos], dterms[pos])
+}
+
+// FeatureRows returns the feature rows of cands for question, in cands order.
+// stats should implement Documents; with a plain Stats the document
+// features are zero.
+func FeatureRows(question string, cands []Candidate, stats Stats) []Row {
+	x := newExtractor(question, stats)
+	rows := make([]Row, len(cands))
+	infos := make([]*chunkInfo, len(cands))
+	docKey := make([]string, len(cands))
+	var maxBM25 int64 = 1
+	for i := range cands {
+		c := &cands[i]
+		infos[i] = x.info(c.ID, x.termsOf(c))
+		maxBM25 = max(maxBM25, infos[i].bm25)
+		docKey[i] = "\x00" + c.ID // a chunk of unknown document is its own
+	}
+	var total int64
+	for _, v := range x.qidf {
+		total += v
+	}
+	for i := range cands {
+		c, ci, r := &cands[i], infos[i], &rows[i]
+		r[0] = int64(c.Rank)
+		r[1] = ci.bm25
+		r[2] = s * ci.bm25 / maxBM25
+		x.matchFeatures(ci, total, r)
+		r[3] = combineDefault(Features{Coverage: r[4], Density: r[6], Proximity: r[7], Phrase: r[8], Prior: prior(c.Rank)})
+		r[20] = int64(ci.n)
+		r[23] = int64(len(x.qterms))
+		if x.docs == nil {
+			r[12] = r[2]
+			continue
+		}
+		doc, dterms, pos := x.docs.Document(c.ID)
+		if doc == nil {
+			r[12] = r[2]
+			continue
+		}
+		docKey[i] = doc[0]
+		r[17], r[19] = int64(pos), int64(len(doc))
+		r[18] = s * int64(pos) / int64(len(doc))
+		var nsum, nn int64
+		if p := x.neighbour(doc, dterms, pos-1); p != nil {
+			r[10] = s * p.bm25 / maxBM25
+			nsum, nn = nsum+p.bm25, nn+1
+		}
+		if n := x.neighbour(doc, dterms, pos+1); n != nil {
+			r[11] = s * n.bm25 / maxBM25
+			nsum, nn = nsum+n.bm25, nn+1
+		}
+		sm := ci.bm25
+		if nn > 0 {
+			sm += smoothNum * nsum / (smoothDen * nn)
+		}
+		r[12] = s * sm / maxBM25
+		x.headingFeatures(dterms, pos, ci, total, r)
+	}
+	docFeatures(cands, docKey, infos, rows)
+	for i := range rows {
+		for k, v := range rows[i] {
+			rows[i][k] = min(max(v, -maxThreshold), maxThreshold)
+		}
+	}
+	return rows
+}
+
+// combineDefault is Arithmetic.combine with DefaultWeights.
+func combineDefault(f Features) int64 {
+	w := DefaultWeights
+	sum := w.Coverage + w.Density + w.Proximity + w.Phrase + w.Prior
+	return (w.Coverage*f.Coverage + w.Density*f.Density + w.Proximity*f.Proximity +
+		w.Phrase*f.Phrase + w.Prior*f.Prior) / sum
+}
+
+// matchFeatures fills coverage, density, proximity, bigrams (computed exactly
+// as Arithmetic computes them) and the exact run.
+func (x *extractor) matchFeatures(ci *chunkInfo, total int64, r *Row) {
+	if total == 0 || len(x.qterms) == 0 {
+		return
+	}
+	var covered, distinct int64
+	for k, tf := range ci.tf {
+		if tf > 0 {
+			covered += x.qidf[k]
+			distinct++
+		}
+	}
+	r[4] = s * covered / total
+	r[5] = s * distinct / int64(len(x.qterms))
+	r[6] = min(s, s*int64(len(ci.hitPos))/int64(ci.n+8))
+	var prox int64
+	for i := 1; i < len(ci.hitPos); i++ {
+		a, b := ci.hitIdx[i-1], ci.hitIdx[i]
+		gap := int64(ci.hitPos[i] - ci.hitPos[i-1])
+		if a == b || gap > 10 {
+			continue
+		}
+		prox += (x.qidf[a] + x.qidf[b]) * s / (2 * gap * total)
+	}
+	r[7] = min(s, prox)
+	if len(x.bigram) > 0 {
+		var found uint64 // bit per question bigram (at most 64 counted)
+		var n int64
+		for i := 1; i < len(ci.hitPos); i++ {
+			if ci.hitPos[i]-ci.hitPos[i-1] != 1 {
+				continue
+			}
+			bg := [2]int32{ci.hitIdx[i-1], ci.hitIdx[i]}
+			if k := slices.Index(x.bigram, bg); k >= 0 && k < 64 && found&(1<<k) == 0 {
+				found |= 1 << k
+				n++
+			}
+		}
+		r[8] = s * n / int64(len(x.bigram))
+	}
+	// Longest run: cur[j] is the length of the verbatim run ending at the
+	// current hit and at question position j.
+	prev, cur := make([]int64, len(x.seq)), make([]int64, len(x.seq))
+	var best int64
+	lastPos := int32(-2)
+	for i, p := range ci.hitPos {
+		for j, qk := range x.seq {
+			cur[j] = 0
+			if qk != ci.hitIdx[i] {
+				continue
+			}
+			cur[j] = 1
+			if j > 0 && p == lastPos+1 {
+				cur[j] = prev[j-1] + 1
+			}
+			best = max(best, cur[j])
+		}
+		prev, cur = cur, prev
+		lastPos = p
+	}
+	r[9] = best
+}
+
+// headingFeatures fills the heading-path coverage features.
+func (x *extractor) headingFeatures(dterms [][]string, pos int, ci *chunkInfo, total int64, r *Row) {
+	if total == 0 {
+		return
+	}
+	var inHeading uint64 // bit per question term (at most 64)
+	found := 0
+	for p := pos - 1; p >= 0 && p >= pos-headingLook && found < headingDepth; p-- {
+		ts := dterms[p]
+		if len(ts) == 0 || len(ts) > headingTerms {
+			continue
+		}
+		found++
+		for _, t := range ts {
+			if k := x.lookup(t); k >= 0 && k < 64 {
+				inHeading |= 1 << k
+			}
+		}
+	}
+	var h, both int64
+	for k, v := range x.qidf {
+		inH := k < 64 && inHeading&(1<<k) != 0
+		if inH {
+			h += v
+		}
+		if inH || ci.tf[k] > 0 {
+			both += v
+		}
+	}
+	r[21] = s * h / total
+	r[22] = s * both / total
+}
+
+// docFeatures fills the features of each candidate's document in the pool.
+func docFeatures(cands []Candidate, docKey []string, infos []*chunkInfo, rows []Row) {
+	type agg struct {
+		key   string
+		count int64
+		sum   int64
+	}
+	idx := map[string]int{} // lookups only; output is built from aggs in pool order
+	var aggs []agg
+	of := make([]int, len(cands))
+	for i := range cands {
+		k, ok := idx[docKey[i]]
+		if !ok {
+			k = len(aggs)
+			idx[docKey[i]] = k
+			aggs = append(aggs, agg{key: docKey[i]})
+		}
+		of[i] = k
+		aggs[k].count++
+		aggs[k].sum += infos[i].bm25
+	}
+	order := make([]int, len(aggs))
+	var maxSum int64 = 1
+	for i := range order {
+		order[i] = i
+		maxSum = max(maxSum, aggs[i].sum)
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if aggs[a].sum != aggs[b].sum {
+			if aggs[a].sum > aggs[b].sum {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(aggs[a].key, aggs[b].key)
+	})
+	docRank := make([]int64, len(aggs))
+	for r, k := range order {
+		docRank[k] = int64(r + 1)
+	}
+	for i := range cands {
+		a := of[i]
+		rows[i][13] = aggs[a].count
+		rows[i][14] = s * aggs[a].sum / maxSum
+		rows[i][15] = docRank[a]
+		var better int64
+		for j := range cands {
+			if of[j] == a && cands[j].Rank < cands[i].Rank {
+				better++
+			}
+		}
+		rows[i][16] = 1 + better
+	}
+}

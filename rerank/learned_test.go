@@ -1,0 +1,497 @@
+package rerank
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/fsutil"
+)
+
+// fakeDocs is a Documents over chunks given in document order per document.
+type fakeDocs struct {
+	docs  map[string][]string // doc -> chunk IDs in order
+	of    map[string]string   // chunk -> doc
+	terms map[string][]string
+	df    map[string]int
+	total int64
+}
+
+func newFakeDocs(docs [][2]string, order []string) *fakeDocs {
+	f := &fakeDocs{docs: map[string][]string{}, of: map[string]string{}, terms: map[string][]string{}, df: map[string]int{}}
+	for _, id := range order {
+		for _, d := range docs {
+			if d[0] != id {
+				continue
+			}
+			doc, _, _ := strings.Cut(id, "/")
+			f.docs[doc] = append(f.docs[doc], id)
+			f.of[id] = doc
+			ts := Terms(d[1])
+			f.terms[id] = ts
+			f.total += int64(len(ts))
+			seen := map[string]bool{}
+			for _, t := range ts {
+				if !seen[t] {
+					seen[t] = true
+					f.df[t]++
+				}
+			}
+		}
+	}
+	return f
+}
+
+func (f *fakeDocs) DocCount() int                 { return len(f.of) }
+func (f *fakeDocs) DocFreq(t string) int          { return f.df[t] }
+func (f *fakeDocs) ChunkTerms(id string) []string { return f.terms[id] }
+func (f *fakeDocs) TermTotal() int64              { return f.total }
+func (f *fakeDocs) Document(id string) ([]string, [][]string, int) {
+	d, ok := f.of[id]
+	if !ok {
+		return nil, nil, -1
+	}
+	var ts [][]string
+	for _, c := range f.docs[d] {
+		ts = append(ts, f.terms[c])
+	}
+	return f.docs[d], ts, slices.Index(f.docs[d], id)
+}
+
+var smallDocs = [][2]string{
+	{"a/1", "Capital buffers"},
+	{"a/2", "A bank must hold a capital conservation buffer of common equity."},
+	{"a/3", "The capital conservation buffer is 2.5 percent of risk weighted assets."},
+	{"a/4", "Liquidity coverage"},
+	{"a/5", "A bank must hold high quality liquid assets."},
+	{"b/1", "Record keeping"},
+	{"b/2", "A firm must keep records of the capital buffer for six years."},
+	{"c/1", "Unrelated text about fishing licences and boats."},
+}
+
+func smallPool(f *fakeDocs, ids ...string) []Candidate {
+	text := map[string]string{}
+	for _, d := range smallDocs {
+		text[d[0]] = d[1]
+	}
+	out := make([]Candidate, len(ids))
+	for i, id := range ids {
+		out[i] = Candidate{ID: id, Text: text[id], Rank: i + 1, Terms: f.terms[id]}
+	}
+	return out
+}
+
+func smallFake() *fakeDocs {
+	ids := make([]string, len(smallDocs))
+	for i, d := range smallDocs {
+		ids[i] = d[0]
+	}
+	return newFakeDocs(smallDocs, ids)
+}
+
+// TestFeatureRowsAgreeWithArithmetic: the match features are the Arithmetic
+// reranker's, computed without its maps; the arithmetic feature is its score.
+func TestFeatureRowsAgreeWithArithmetic(t *testing.T) {
+	f := smallFake()
+	a, err := NewArithmetic(DefaultWeights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"capital conservation buffer of a bank", "how long must records be kept", "buffer buffer capital", "zebra"} {
+		cands := smallPool(f, "a/3", "b/2", "a/2", "a/5", "c/1", "a/1")
+		rows := FeatureRows(q, cands, f)
+		scored, err := a.Rerank(context.Background(), q, cands, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range cands {
+			want := a.Explain(q, c, f)
+			got := Features{Coverage: rows[i][4], Density: rows[i][6], Proximity: rows[i][7], Phrase: rows[i][8], Prior: prior(c.Rank)}
+			if got != want {
+				t.Errorf("%q %s: features %+v, Arithmetic %+v", q, c.ID, got, want)
+			}
+			k := slices.IndexFunc(scored, func(s evidence.Scored) bool { return s.ChunkID == c.ID })
+			if rows[i][3] != scored[k].Score {
+				t.Errorf("%q %s: arithmetic feature %d, Arithmetic score %d", q, c.ID, rows[i][3], scored[k].Score)
+			}
+		}
+	}
+}
+
+// TestFeatureRowsDocumentContext checks the document features by hand.
+func TestFeatureRowsDocumentContext(t *testing.T) {
+	f := smallFake()
+	q := "capital conservation buffer"
+	cands := smallPool(f, "a/3", "b/2", "a/2", "c/1")
+	rows := FeatureRows(q, cands, f)
+	get := func(id string, name string) int64 {
+		i := slices.IndexFunc(cands, func(c Candidate) bool { return c.ID == id })
+		k := slices.Index(FeatureNames[:], name)
+		return rows[i][k]
+	}
+	cases := []struct {
+		id, feature string
+		want        int64
+		why         string
+	}{
+		{"a/3", "position", 2, "third chunk of document a"},
+		{"a/3", "doc_chunks", 5, "document a has five chunks"},
+		{"a/3", "depth", s * 2 / 5, "position over chunks"},
+		{"a/3", "doc_share", 2, "a/2 and a/3 are in the pool"},
+		{"a/2", "rank_in_doc", 2, "a/3 has the better fused rank"},
+		{"a/3", "rank_in_doc", 1, "best of its document"},
+		{"a/3", "doc_rank", 1, "document a sums two matching chunks"},
+		{"c/1", "doc_rank", 3, "no match: last"},
+		{"c/1", "bm25", 0, "no question term"},
+		{"a/3", "exact_run", 3, "capital conservation buffer, verbatim"},
+		{"b/2", "exact_run", 1, "capital buffer: not the question's sequence"},
+		{"a/3", "question_terms", 3, "three distinct terms"},
+		{"c/1", "prev_bm25_rel", 0, "first of its document"},
+		{"b/2", "next_bm25_rel", 0, "last of its document"},
+	}
+	for _, c := range cases {
+		if got := get(c.id, c.feature); got != c.want {
+			t.Errorf("%s %s = %d, want %d (%s)", c.id, c.feature, got, c.want, c.why)
+		}
+	}
+	// a/2's heading is "Capital buffers" (a/1): capital and buffer of three
+	// terms, IDF-weighted; a/2 itself holds all three.
+	if h, w := get("a/2", "heading_cov"), get("a/2", "with_heading"); h <= 0 || h >= s || w != s {
+		t.Errorf("a/2 heading_cov %d, with_heading %d: want in (0, S) and S", h, w)
+	}
+	// a/2's neighbours a/1 and a/3 both match; smoothing adds to its BM25.
+	if get("a/2", "smoothed_rel") <= get("a/2", "bm25_rel") || get("a/2", "next_bm25_rel") != get("a/3", "bm25_rel") {
+		t.Errorf("a/2: smoothing %d over %d, next %d vs a/3 %d", get("a/2", "smoothed_rel"), get("a/2", "bm25_rel"), get("a/2", "next_bm25_rel"), get("a/3", "bm25_rel"))
+	}
+	// Without Documents the document features are zero, smoothing is plain
+	// BM25, and each chunk is its own document in the pool.
+	plain := FeatureRows(q, cands, fixedStats(f.df))
+	for i := range plain {
+		for _, k := range []int{10, 11, 17, 18, 19, 21, 22} {
+			if plain[i][k] != 0 {
+				t.Errorf("%s: %s = %d without Documents", cands[i].ID, FeatureNames[k], plain[i][k])
+			}
+		}
+		if plain[i][12] != plain[i][2] || plain[i][13] != 1 {
+			t.Errorf("%s: smoothed %d vs bm25_rel %d, doc_share %d", cands[i].ID, plain[i][12], plain[i][2], plain[i][13])
+		}
+	}
+}
+
+func testModel(t *testing.T) *Model {
+	t.Helper()
+	m, err := NewModel("test", [][]Node{
+		{{Feature: 4, Threshold: s / 2, Left: 1, Right: 2}, {Feature: -1, Value: -10}, {Feature: -1, Value: 30}},
+		{{Feature: 0, Threshold: 3, Left: 1, Right: 2}, {Feature: -1, Value: 5}, {Feature: -1, Value: 0}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestModelScoreAndRoundTrip(t *testing.T) {
+	m := testModel(t)
+	cases := []struct {
+		row  Row
+		want int64
+		why  string
+	}{
+		{Row{0: 1, 4: s}, 35, "full coverage, top three"},
+		{Row{0: 4, 4: s / 2}, -10, "coverage at the threshold goes left, rank 4 gets nothing"},
+		{Row{0: 3, 4: 0}, -5, "no coverage, rank 3"},
+	}
+	for _, c := range cases {
+		if got := m.Score(&c.row); got != c.want {
+			t.Errorf("%s: score %d, want %d", c.why, got, c.want)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "m.evm")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Sum() != m.Sum() || back.Record() != "test" || !slices.Equal(back.Encode(), m.Encode()) {
+		t.Fatalf("round trip: %s %q vs %s", back.Sum(), back.Record(), m.Sum())
+	}
+	if diff := cmp.Diff(m.trees, back.trees); diff != "" {
+		t.Fatal(diff)
+	}
+}
+
+// sealPayload builds a sealed file from a magic and raw payload bytes.
+func sealPayload(magic string, payload []byte) []byte {
+	return fsutil.Seal(append([]byte(magic), payload...))
+}
+
+func TestModelBadFiles(t *testing.T) {
+	good := testModel(t).Encode()
+	payload := good[len(modelMagic) : len(good)-32]
+	otherFeatures := append([]byte{byte(len("ctx/0 terms/1"))}, "ctx/0 terms/1"...)
+	otherFeatures = append(otherFeatures, payload[1+len(FeatureSet):]...)
+	flipped := append([]byte(nil), good...)
+	flipped[len(modelMagic)+3] ^= 1
+	childBefore, err := (&Model{features: FeatureSet, record: "x", trees: [][]Node{
+		{{Feature: -1, Value: 1}, {Feature: 2, Threshold: 0, Left: 0, Right: 0}}}}).encodeUnchecked()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		raw  []byte
+		want error
+		says string
+	}{
+		{"flipped byte: checksum", flipped, ErrModel, "checksum"},
+		{"truncated", good[:len(good)-5], ErrModel, "checksum"},
+		{"empty file", nil, ErrModel, "wrong header"},
+		{"another format entirely", []byte("evpack-vectors/1\n0123456789012345678901234567890123456789"), ErrModel, "wrong header"},
+		{"a later format version", sealPayload("evpack-rerank-model/2\n", payload), ErrModelVersion, `format "evpack-rerank-model/2"`},
+		{"another feature set", sealPayload(modelMagic, otherFeatures), ErrModelVersion, `trained on features "ctx/0 terms/1"`},
+		{"trailing bytes", sealPayload(modelMagic, append(slices.Clone(payload), 0)), ErrModel, "1 bytes after the last tree"},
+		{"payload cut short", sealPayload(modelMagic, payload[:len(payload)-2]), ErrModel, "truncated number"},
+		{"child before its parent", childBefore, ErrModel, "tree 0 node 1: children 0 and 0 must lie after it"},
+	}
+	for _, c := range cases {
+		m, err := DecodeModel(c.raw, "m.evm")
+		if !errors.Is(err, c.want) || m != nil || !strings.Contains(err.Error(), c.says) || !strings.Contains(err.Error(), "m.evm") {
+			t.Errorf("%s: got %v (model %v), want %v saying %q and naming m.evm", c.name, err, m, c.want, c.says)
+		}
+	}
+}
+
+// encodeUnchecked encodes m without checking it: for forging bad files.
+func (m *Model) encodeUnchecked() ([]byte, error) { return m.encode(), nil }
+
+func TestLearnedOrFallback(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.evm")
+	if err := os.WriteFile(bad, []byte("evpack-rerank-model/1\nnot a model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := LearnedOrFallback(bad)
+	if !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("error %v, want ErrModel naming %s", err, bad)
+	}
+	fb, ok := r.(*Fallback)
+	if !ok {
+		t.Fatalf("got %T, want *Fallback", r)
+	}
+	want := "arithmetic/1 coverage=1 density=2 proximity=0 phrase=4 prior=4 terms/1 fallback-from=learned (rerank: bad model)"
+	if fb.Name() != want {
+		t.Fatalf("name %q, want %q", fb.Name(), want)
+	}
+	if _, err := LearnedOrFallback(filepath.Join(dir, "absent.evm")); !errors.Is(err, ErrModel) || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("absent file: %v", err)
+	}
+	good := filepath.Join(dir, "good.evm")
+	if err := testModel(t).Save(good); err != nil {
+		t.Fatal(err)
+	}
+	r, err = LearnedOrFallback(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "learned/1 model=" + testModel(t).Sum() + " features=" + FeatureSet; r.Name() != want {
+		t.Fatalf("name %q, want %q", r.Name(), want)
+	}
+	if r, err = LearnedOrFallback(""); err != nil || !strings.HasPrefix(r.Name(), "learned/1 model=blake3:") {
+		t.Fatalf("embedded model: %v %v", r, err)
+	}
+}
+
+func TestLearnedTiesByChunkID(t *testing.T) {
+	m, err := NewModel("flat", [][]Node{{{Feature: -1, Value: 7}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLearned(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := smallFake()
+	got, err := l.Rerank(context.Background(), "capital buffer", smallPool(f, "b/2", "a/3", "c/1", "a/2"), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []evidence.Scored{{ChunkID: "a/2", Score: 7}, {ChunkID: "a/3", Score: 7}, {ChunkID: "b/2", Score: 7}, {ChunkID: "c/1", Score: 7}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatal(diff)
+	}
+}
+
+// synthetic returns n labelled pools of 20 candidates: gold when a hidden
+// mix of features (non-linear) is high.
+func synthetic(seed uint64, n int) []TrainQuery {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	qs := make([]TrainQuery, n)
+	for i := range qs {
+		q := TrainQuery{ID: fmt.Sprintf("q%d", i)}
+		for j := range 20 {
+			var r Row
+			for k := range r {
+				r[k] = rng.Int64N(1000)
+			}
+			r[0] = int64(j + 1)
+			good := r[4]+r[14]/2 > 900 || (r[21] > 800 && r[0] < 8)
+			q.IDs = append(q.IDs, fmt.Sprintf("c%02d", (j*7)%20))
+			q.Rows = append(q.Rows, r)
+			q.Gold = append(q.Gold, good)
+		}
+		qs[i] = q
+	}
+	return qs
+}
+
+// TestTrainIsDeterministic: the same data and options give a byte-identical
+// model twice and under GOMAXPROCS 1 and 2; the hash is pinned.
+func TestTrainIsDeterministic(t *testing.T) {
+	const seed = 3
+	t.Logf("data seed %d", seed)
+	data := synthetic(seed, 150)
+	opts := TrainOptions{Trees: 20, Leaves: 8, MinLeafRows: 20, Subsample: 0.7, Seed: 11}
+	var sums []string
+	for _, procs := range []int{1, 2, 2} {
+		old := runtime.GOMAXPROCS(procs)
+		m, err := Train(data, opts)
+		runtime.GOMAXPROCS(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums = append(sums, m.Sum())
+	}
+	if sums[0] != sums[1] || sums[1] != sums[2] {
+		t.Fatalf("model hashes differ: %v", sums)
+	}
+	const want = "blake3:7dd8955229f34b751cc56ae3dfc43e84ca9117282e8adadd0a598f4f5ab86c43"
+	if sums[0] != want {
+		t.Fatalf("model hash %s, pinned %s", sums[0], want)
+	}
+}
+
+// TestTrainLearnsTheHiddenRule: on held-out synthetic pools the model ranks
+// gold above the rest far better than the fused rank does.
+func TestTrainLearnsTheHiddenRule(t *testing.T) {
+	train, test := synthetic(5, 200), synthetic(6, 100)
+	m, err := Train(train, TrainOptions{Trees: 30, Leaves: 8, MinLeafRows: 20, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits := func(score func(r *Row) int64) int {
+		n := 0
+		for _, q := range test {
+			best := 0
+			for j := range q.Rows {
+				if score(&q.Rows[j]) > score(&q.Rows[best]) {
+					best = j
+				}
+			}
+			if q.Gold[best] {
+				n++
+			}
+		}
+		return n
+	}
+	model, byRank := hits(m.Score), hits(func(r *Row) int64 { return -r[0] })
+	t.Logf("top-1 gold: model %d, fused rank %d of %d", model, byRank, len(test))
+	if model != 100 || byRank != 47 {
+		t.Fatalf("top-1 gold: model %d, rank %d", model, byRank)
+	}
+}
+
+func TestTrainBadInput(t *testing.T) {
+	noGold := []TrainQuery{{ID: "q1", IDs: []string{"a", "b"}, Rows: make([]Row, 2), Gold: []bool{false, false}}}
+	ragged := []TrainQuery{{ID: "q7", IDs: []string{"a", "b"}, Rows: make([]Row, 1), Gold: []bool{true, false}}}
+	cases := []struct {
+		name string
+		data []TrainQuery
+		opts TrainOptions
+		says string
+	}{
+		{"no gold anywhere", noGold, TrainOptions{}, "no question has both"},
+		{"rows and IDs disagree", ragged, TrainOptions{}, "question q7: 2 IDs, 1 rows"},
+		{"one leaf cannot rank", synthetic(1, 5), TrainOptions{Leaves: 1}, "leaves 1"},
+		{"subsample above one", synthetic(1, 5), TrainOptions{Subsample: 1.5}, "subsample 1.5"},
+		{"learning rate negative", synthetic(1, 5), TrainOptions{LearningRate: -1}, "learning rate -1"},
+	}
+	for _, c := range cases {
+		if _, err := Train(c.data, c.opts); !errors.Is(err, ErrTrain) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v, want ErrTrain saying %q", c.name, err, c.says)
+		}
+	}
+}
+
+// TestSmoothedAndIntBM25: each orders by its feature (BM25, and BM25 plus
+// 0.3 × its neighbours' mean relative to the pool's best), exactly.
+func TestSmoothedAndIntBM25(t *testing.T) {
+	f := smallFake()
+	q := "capital buffer records"
+	cands := smallPool(f, "b/2", "a/2", "a/3", "c/1")
+	rows := FeatureRows(q, cands, f)
+	for _, c := range []struct {
+		r   Reranker
+		col int
+	}{{IntBM25{}, 1}, {Smoothed{}, 12}} {
+		got, err := c.r.Rerank(context.Background(), q, cands, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range got {
+			i := slices.IndexFunc(cands, func(x Candidate) bool { return x.ID == g.ChunkID })
+			if g.Score != rows[i][c.col] {
+				t.Errorf("%s: %s scored %d, feature %s is %d", c.r.Name(), g.ChunkID, g.Score, FeatureNames[c.col], rows[i][c.col])
+			}
+		}
+		t.Logf("%s: %v", c.r.Name(), got)
+	}
+	got, err := Smoothed{}.Rerank(context.Background(), q, cands, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []evidence.Scored{{ChunkID: "b/2", Score: 1239211}, {ChunkID: "a/2", Score: 717658}, {ChunkID: "a/3", Score: 562586}, {ChunkID: "c/1", Score: 0}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatal(diff)
+	}
+}
+
+// TestScoreRowsIsScore: the lockstep, branch-free walk gives Score's sums
+// for every row, pools of every length (the four-row groups and the tail).
+func TestScoreRowsIsScore(t *testing.T) {
+	m, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const seed = 9
+	t.Logf("row seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for n := range 11 {
+		rows := make([]Row, n)
+		for i := range rows {
+			for k := range rows[i] {
+				rows[i][k] = rng.Int64N(2*s) - s/10
+			}
+			rows[i][0] = int64(rng.IntN(50) + 1)
+		}
+		rows = append(rows, Row{}, Row{0: maxThreshold, 1: -maxThreshold})
+		out := make([]int64, len(rows))
+		m.ScoreRows(rows, out)
+		for i := range rows {
+			if want := m.Score(&rows[i]); out[i] != want {
+				t.Fatalf("pool of %d, row %d: ScoreRows %d, Score %d", len(rows), i, out[i], want)
+			}
+		}
+	}
+}
