@@ -79,6 +79,13 @@ func bareBleve(tb testing.TB, dir string) bleve.Index {
 // segment each: in evpack, and in bare bleve (text only, BM25, en), the peer
 // of the query benchmarks. It returns both and the dev questions.
 func queryFixture(b *testing.B) (*evpack.Engine, bleve.Index, []eval.Question) {
+	return queryFixtureLater(b, 0)
+}
+
+// queryFixtureLater is queryFixture with a second commit after the corpus:
+// later chunks copied from it under new IDs (so the latest generation holds
+// more than the first), before the merge.
+func queryFixtureLater(b *testing.B, later int) (*evpack.Engine, bleve.Index, []eval.Question) {
 	o := dataset(b)
 	recs, _ := Records(o)
 	ctx := context.Background()
@@ -90,6 +97,16 @@ func queryFixture(b *testing.B) (*evpack.Engine, bleve.Index, []eval.Question) {
 	b.Cleanup(func() { eng.Close() })
 	if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
 		b.Fatal(err)
+	}
+	if later > 0 {
+		more := make([]connectors.Record, later)
+		for i := range more {
+			more[i] = recs[(i*7919)%len(recs)]
+			more[i].Chunk.ID = fmt.Sprintf("later-%d", i)
+		}
+		if _, err := eng.Ingest(ctx, connectors.Records(more), evpack.IngestOptions{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	if err := eng.Merge(ctx); err != nil {
 		b.Fatal(err)
@@ -671,4 +688,47 @@ func BenchmarkQueryLearned(b *testing.B) {
 	}
 	b.ReportMetric(p50[0]/p50[2], "learned/bleve-p50")
 	b.ReportMetric(p50[1]/p50[2], "arith/bleve-p50")
+}
+
+// BenchmarkQueryPinned times a request at the latest generation and the same
+// request pinned to the generation before a later commit (2,788 more chunks),
+// each with its pack's bytes and hash, against bare bleve over the corpus,
+// the three taking turns question by question.
+//
+//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench QueryPinned -benchtime 2788x
+func BenchmarkQueryPinned(b *testing.B) {
+	eng, idx, qs := queryFixtureLater(b, 2788)
+	ctx := context.Background()
+	var latest, pinned, bl []time.Duration
+	i := 0
+	for b.Loop() {
+		q := qs[i%len(qs)].Text
+		for _, gen := range []int64{0, 1} {
+			start := time.Now()
+			p, err := eng.Query(ctx, evpack.Request{Question: q, AsOf: AsOf, Generation: gen})
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = p.Encode()
+			if gen == 0 {
+				latest = append(latest, time.Since(start))
+			} else {
+				pinned = append(pinned, time.Since(start))
+			}
+		}
+		start := time.Now()
+		mq := bleve.NewMatchQuery(q)
+		mq.SetField("text")
+		if _, err := idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(mq, 10, 0, false)); err != nil {
+			b.Fatal(err)
+		}
+		bl = append(bl, time.Since(start))
+		i++
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(Percentile(latest, 0.5)), "latest-p50-ms")
+	b.ReportMetric(ms(Percentile(pinned, 0.5)), "pinned-p50-ms")
+	b.ReportMetric(ms(Percentile(bl, 0.5)), "bleve-p50-ms")
+	b.ReportMetric(ms(Percentile(latest, 0.5))/ms(Percentile(bl, 0.5)), "latest-ratio")
+	b.ReportMetric(ms(Percentile(pinned, 0.5))/ms(Percentile(bl, 0.5)), "pinned-ratio")
 }
