@@ -802,7 +802,7 @@ func entityPolicy(keep bool) string {
 	if keep {
 		return "kept"
 	}
-	return "removed from ranking text under a " + EntityFilterKey + " filter"
+	return "removed from ranking text under a filter on the entity a chunk declares"
 }
 
 func (e *Engine) fusionSetting() string {

@@ -6,32 +6,25 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 )
 
-// EntityFilterKey is the metadata key whose filter names one company. When a
-// request filters on it, the company's names (the "company" and "ticker"
-// metadata of its chunks) are removed from the text used for ranking: within
-// one company's filings its name is in every boilerplate paragraph and says
-// nothing about which passage answers the question.
-const EntityFilterKey = "cik"
-
-var corporateSuffix = regexp.MustCompile(`(?i)[,\s]+(inc\.?|incorporated|corp\.?|corporation|co\.?|company|ltd\.?|limited|plc|llc|l\.p\.|n\.v\.|s\.a\.|ag|holdings?)$`)
-
-// entityNames returns the names under which c's company may appear in a
-// question, longest first.
-func entityNames(c *evidence.Chunk) []string {
-	var names []string
-	if n := strings.TrimSpace(c.Meta["company"]); n != "" {
-		names = append(names, n)
-		if short := strings.TrimSpace(corporateSuffix.ReplaceAllString(n, "")); short != "" && short != n {
-			names = append(names, short)
+// entityNamesOf returns the names chunk c declares for its entity and the
+// filter (key=value) under which they apply (connectors.MetaEntityKey and
+// MetaEntityNames), or nil.
+func entityNamesOf(c *evidence.Chunk) (filter string, names []string) {
+	key := c.Meta[connectors.MetaEntityKey]
+	value, ok := c.Meta[key]
+	if key == "" || !ok {
+		return "", nil
+	}
+	for _, n := range strings.Split(c.Meta[connectors.MetaEntityNames], "|") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
 		}
 	}
-	if t := strings.TrimSpace(c.Meta["ticker"]); t != "" {
-		names = append(names, t)
-	}
-	return names
+	return key + "=" + value, names
 }
 
 // entityName is a company name and the generation that first recorded it.
@@ -40,22 +33,23 @@ type entityName struct {
 	gen  int64
 }
 
-// entityKey keys a company's names per tenant: a request sees the names its
-// scope's chunks gave, nothing another tenant wrote.
-func entityKey(tenant, value string) string { return tenant + "\x00" + value }
+// entityKey keys an entity's names per tenant and filter (key=value): a
+// request sees the names its scope's chunks gave, nothing another tenant
+// wrote.
+func entityKey(tenant, filter string) string { return tenant + "\x00" + filter }
 
-// addEntityNames records c's names under its tenant and EntityFilterKey
-// value, with the generation gen that committed c.
+// addEntityNames records the names c declares under its tenant and entity
+// filter, with the generation gen that committed c.
 func (s *state) addEntityNames(c *evidence.Chunk, gen int64) {
-	v, ok := c.Meta[EntityFilterKey]
-	if !ok {
+	filter, declared := entityNamesOf(c)
+	if len(declared) == 0 {
 		return
 	}
-	key := entityKey(c.Tenant, v)
+	key := entityKey(c.Tenant, filter)
 	// A copy: the slice may be shared with the state this one extends,
 	// which queries still read.
 	names := slices.Clone(s.entities[key])
-	for _, n := range entityNames(c) {
+	for _, n := range declared {
 		if !slices.ContainsFunc(names, func(e entityName) bool { return e.name == n }) {
 			names = append(names, entityName{name: n, gen: gen})
 		}
@@ -63,12 +57,13 @@ func (s *state) addEntityNames(c *evidence.Chunk, gen int64) {
 	s.entities[key] = names
 }
 
-// entityNamesIn returns the names of company value known to scope sc at its
-// generation, longest first, ties in byte order.
-func (sc scope) entityNamesIn(value string) []string {
+// entityNamesIn returns the names declared for the entity of filter
+// (key=value) known to scope sc at its generation, longest first, ties in
+// byte order.
+func (sc scope) entityNamesIn(filter string) []string {
 	var out []string
 	for _, tenant := range sc.names {
-		for _, e := range sc.st.entities[entityKey(tenant, value)] {
+		for _, e := range sc.st.entities[entityKey(tenant, filter)] {
 			if e.gen <= sc.gen && !slices.Contains(out, e.name) {
 				out = append(out, e.name)
 			}
@@ -83,15 +78,12 @@ func (sc scope) entityNamesIn(value string) []string {
 	return out
 }
 
-// rankingText removes the names of any company a filter restricts to from
-// question, and says what it removed.
+// rankingText removes from question the names declared for any entity a
+// filter restricts to, and says what it removed.
 func (sc scope) rankingText(question string, filters []evidence.Filter) (string, []string) {
 	var steps []string
 	for _, f := range filters {
-		if f.Key != EntityFilterKey {
-			continue
-		}
-		for _, name := range sc.entityNamesIn(f.Value) {
+		for _, name := range sc.entityNamesIn(f.Key + "=" + f.Value) {
 			re := regexp.MustCompile(`(?i)(^|[^\pL\pN])` + regexp.QuoteMeta(name) + `(?:'s|’s)?($|[^\pL\pN])`)
 			if !re.MatchString(question) {
 				continue

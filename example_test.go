@@ -69,7 +69,7 @@ func ExampleOpenMemory() {
 	// - reranked 5
 	// - dropped 0
 	// - cited 2
-	// hash: blake3:89ba2383aafcff19b0c5befacbfa29513378a800af3778f62bc3f75ab0cf361f
+	// hash: blake3:f9f8d39062a6bae03aca8bfad0b446a2b80796c848b5d0e4bb3b40f04fdbedcc
 }
 
 // An index on disk outlives the process: Open creates it in an empty

@@ -80,8 +80,9 @@ type Options struct {
 	// take retrieve's defaults). Its build settings (M, EfConstruction,
 	// Seed) belong to the index; a view may change EfSearch and ExactFactor.
 	Graph retrieve.GraphOptions
-	// KeepEntityNames keeps a company's names in the ranking text when a
-	// request filters on EntityFilterKey (by default they are removed).
+	// KeepEntityNames keeps an entity's names in the ranking text when a
+	// request filters on the entity its chunks declare
+	// (connectors.MetaEntityKey; by default the names are removed).
 	KeepEntityNames bool
 	// Cache, when set, stores packs by the ranking's identity (see
 	// Engine.CacheKey); a hit returns the identical bytes. It is not part of

@@ -46,8 +46,8 @@ type state struct {
 	bounds  retrieve.Bounds
 	terms   map[string][]string // reranker terms per chunk ID, interned
 	intern  map[string]string
-	// entities maps a tenant and EntityFilterKey value (entityKey) to the
-	// company's names.
+	// entities maps a tenant and entity filter (entityKey) to the names its
+	// chunks declare.
 	entities map[string][]entityName
 	// The dense leg, when the index has an embedder: features per chunk,
 	// corpus counts, and the vectors, rebuilt at every commit.

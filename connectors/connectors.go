@@ -93,3 +93,18 @@ func (r Records) Read(ctx context.Context) ([]Record, error) {
 	}
 	return append([]Record(nil), r...), nil
 }
+
+// Ranking-text metadata a connector may declare on a chunk about one entity
+// (a company, say). A request that filters on MetaEntityKey's key with the
+// chunk's value (cik=0000320193) has the names listed under MetaEntityNames
+// removed from the text it ranks with: within one entity's documents its
+// name is in every boilerplate paragraph and says nothing about which
+// passage answers the question. The connector that knows the domain knows
+// the names (the EDGAR connector: the company, its name without a corporate
+// suffix, its ticker); the engine only applies them.
+const (
+	// MetaEntityKey names the metadata key that identifies the entity ("cik").
+	MetaEntityKey = "entity_key"
+	// MetaEntityNames lists the entity's names, separated by "|".
+	MetaEntityNames = "entity_names"
+)

@@ -14,7 +14,10 @@
 // Item 2.02 for an 8-K), then at paragraphs, never mid-sentence; a table is
 // kept whole. Each chunk carries cik, ticker, company, form, fiscal_year, item,
 // accession and filing_date as metadata, so a request can be restricted to
-// one company.
+// one company; and it declares the company's names (entity_key "cik",
+// entity_names: the registered name, the name without its corporate suffix,
+// the ticker) so that a question restricted to the company is ranked without
+// them (connectors.MetaEntityNames).
 package edgar
 
 import (
@@ -210,6 +213,9 @@ func Chunks(f Filing, docPath string, doc []byte, retrieved time.Time) []connect
 	if f.Ticker != "" {
 		meta["ticker"] = f.Ticker
 	}
+	// The company's names, for the engine to leave out of the ranking text of
+	// a question restricted to this company (connectors.MetaEntityNames).
+	meta[connectors.MetaEntityKey], meta[connectors.MetaEntityNames] = "cik", strings.Join(companyNames(f.Company, f.Ticker), "|")
 	if !f.ReportDate.IsZero() {
 		meta["fiscal_year"] = f.ReportDate.String()[:4]
 	}
@@ -296,4 +302,23 @@ func items(blocks []textblocks.Block) []item {
 		}
 	}
 	return kept
+}
+
+var corporateSuffix = regexp.MustCompile(`(?i)[,\s]+(inc\.?|incorporated|corp\.?|corporation|co\.?|company|ltd\.?|limited|plc|llc|l\.p\.|n\.v\.|s\.a\.|ag|holdings?)$`)
+
+// companyNames returns the names under which a company may appear in a
+// question: its registered name, that name without a corporate suffix, and
+// its ticker.
+func companyNames(company, ticker string) []string {
+	var names []string
+	if n := strings.TrimSpace(company); n != "" {
+		names = append(names, n)
+		if short := strings.TrimSpace(corporateSuffix.ReplaceAllString(n, "")); short != "" && short != n {
+			names = append(names, short)
+		}
+	}
+	if t := strings.TrimSpace(ticker); t != "" {
+		names = append(names, t)
+	}
+	return names
 }

@@ -132,7 +132,9 @@ func TestChunkStructure(t *testing.T) {
 	item8 := byID["edgar/0001234567/0001234567-25-000010/item-8/1"].Chunk
 	require.Contains(t, item8.Text, "(in millions) | 2024 | 2023\nRevenue | $412.6 | $349.7\nGross profit | $169.2 | $129.4", "the table is kept whole")
 	require.Equal(t, map[string]string{"accession": original, "cik": northwind, "company": "Northwind Robotics Inc.", "filing_date": "2025-02-14",
-		"fiscal_year": "2024", "form": "10-K", "item": "8", "ticker": "NWRB"}, item8.Meta)
+		"fiscal_year": "2024", "form": "10-K", "item": "8", "ticker": "NWRB",
+		"entity_key": "cik", "entity_names": "Northwind Robotics Inc.|Northwind Robotics|NWRB"}, item8.Meta,
+		"the connector declares the names a question about this company is ranked without")
 	require.Equal(t, "2025-02-14T16:32:11Z", asof.FormatInstant(item8.Anchor.At))
 	require.Equal(t, "2025-04-20", item8.Valid.To.String(), "restated by the amendment")
 	require.Equal(t, "edgar/0001234567/10-K/2024-12-31", item8.DocID)
