@@ -271,7 +271,23 @@ func (s scope) admits(id string) bool {
 // a generation clause only when some chunk of the scope is newer than the
 // scope's generation.
 func (s scope) eligibility(h evidence.Header) retrieve.Eligibility {
-	return retrieve.Eligibility{AsOf: h.AsOf, Tenant: h.Tenant, Filters: h.Filters, Pinned: !s.latest, UpTo: s.gen}
+	e := retrieve.Eligibility{AsOf: h.AsOf, Tenant: h.Tenant, Filters: h.Filters, Pinned: !s.latest, UpTo: s.gen}
+	if e.Pinned {
+		// Chunks of the whole index, not of the scope: the clause runs over
+		// every document the lexical index holds.
+		before, after := s.st.countUpTo(s.gen), s.st.stats.Docs
+		e.FewerAfter = after-before < before
+	}
+	return e
+}
+
+// countUpTo counts the chunks of every tenant committed by generation g.
+func (st *state) countUpTo(g int64) int64 {
+	var n int64
+	for _, ts := range st.tenants {
+		n += ts.docs.at(g)
+	}
+	return n
 }
 
 // tenantNames lists the tenants with chunks, sorted: Check walks them.

@@ -135,7 +135,18 @@ func TestPackVerifiesAfterLaterCommits(t *testing.T) {
 		}
 		_, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 		require.NoError(t, err, "commit %d", i)
+		if i == 3 {
+			// Fewer chunks after generation 3 than before it: the lexical
+			// leg keeps the later ones out instead of requiring the earlier.
+			require.True(t, e.st.scope("", 3).eligibility(evidence.Header{}).FewerAfter)
+			for j, raw := range packs {
+				rep, err := e.Verify(ctx, raw)
+				require.NoError(t, err)
+				require.True(t, rep.OK(), "pack %d after %d commits: %v", j, i+1, rep.Problems)
+			}
+		}
 	}
+	require.False(t, e.st.scope("", 3).eligibility(evidence.Header{}).FewerAfter, "by the end, more came after")
 	require.NoError(t, e.Merge(ctx))
 	require.NoError(t, e.Close())
 	e, err = Open(dir, Options{})

@@ -334,6 +334,12 @@ type Eligibility struct {
 	Filters []evidence.Filter
 	Pinned  bool
 	UpTo    int64
+	// FewerAfter says fewer documents were committed after UpTo than at or
+	// before it: the search then keeps the later ones out (a must-not
+	// clause over the few) instead of requiring the earlier ones (a clause
+	// every match must be intersected with). Either gives the same hits and
+	// scores.
+	FewerAfter bool
 }
 
 // Bounds summarize the committed chunks exactly, so that a query can leave
@@ -395,7 +401,7 @@ func (e Eligibility) clauses(b Bounds) []query.Query {
 			qs = append(qs, bleve.NewDisjunctionQuery(scope...))
 		}
 	}
-	if e.Pinned {
+	if e.Pinned && !e.FewerAfter {
 		upTo := float64(e.UpTo)
 		gen := bleve.NewNumericRangeInclusiveQuery(nil, &upTo, nil, &yes)
 		gen.SetField(fieldGen)
@@ -490,6 +496,17 @@ func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b B
 	}
 	if cl := elig.clauses(b); len(cl) > 0 {
 		q = bleve.NewConjunctionQuery(append([]query.Query{q}, cl...)...)
+	}
+	if elig.Pinned && elig.FewerAfter {
+		after := float64(elig.UpTo)
+		no := false
+		later := bleve.NewNumericRangeInclusiveQuery(&after, nil, &no, nil)
+		later.SetField(fieldGen)
+		later.SetBoost(0)
+		bq := bleve.NewBooleanQuery()
+		bq.AddMust(q)
+		bq.AddMustNot(later)
+		q = bq
 	}
 	var pre map[string]any
 	if stats.Docs > 0 {
