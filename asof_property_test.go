@@ -163,4 +163,3 @@ func TestFilterRunsInsideTheIndexQuery(t *testing.T) {
 	require.Equal(t, "lexical: 1 hits among chunks eligible as of 2021-01-01, kept 1", p.Trace.Steps[0])
 }
 
-func randSource(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed)) }
