@@ -162,4 +162,3 @@ func TestFilterRunsInsideTheIndexQuery(t *testing.T) {
 	require.Equal(t, []string{"old"}, citedIDs(p))
 	require.Equal(t, "lexical: 1 hits among chunks eligible as of 2021-01-01, kept 1", p.Trace.Steps[0])
 }
-
