@@ -322,9 +322,16 @@ func TestSegmentLayoutCannotChangeAPack(t *testing.T) {
 }
 
 func TestShuffledIngestGivesIdenticalPacks(t *testing.T) {
+	assertShuffleInvariant(t, func(t testing.TB) Options { return Options{} })
+}
+
+// assertShuffleInvariant ingests the test corpus at once, and shuffled in
+// two batches (three seeds, logged), with the options opts gives, and
+// requires the same packs (their generations aside).
+func assertShuffleInvariant(t *testing.T, opts func(t testing.TB) Options) {
 	ctx := context.Background()
 	recs := corpusRecords(t)
-	base := memEngine(t, Options{})
+	base := memEngine(t, opts(t))
 	_, err := base.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 	require.NoError(t, err)
 	want := withoutGeneration(t, packsFor(t, base))
@@ -333,7 +340,7 @@ func TestShuffledIngestGivesIdenticalPacks(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, seed))
 		shuffled := append([]connectors.Record(nil), recs...)
 		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		e := memEngine(t, Options{})
+		e := memEngine(t, opts(t))
 		cut := rng.IntN(len(shuffled))
 		for _, part := range [][]connectors.Record{shuffled[:cut], shuffled[cut:]} {
 			_, err := e.Ingest(ctx, connectors.Records(part), IngestOptions{})

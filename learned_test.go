@@ -2,7 +2,6 @@ package evpack
 
 import (
 	"context"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/rerank"
 )
 
@@ -54,25 +52,7 @@ func TestGoldenPacksLearned(t *testing.T) {
 // document order, which is a function of the chunks (position metadata,
 // natural ID order), never of the order or batches they arrived in.
 func TestShuffledIngestGivesIdenticalLearnedPacks(t *testing.T) {
-	ctx := context.Background()
-	recs := corpusRecords(t)
-	base := memEngine(t, learnedOptions(t))
-	_, err := base.Ingest(ctx, connectors.Records(recs), IngestOptions{})
-	require.NoError(t, err)
-	want := withoutGeneration(t, packsFor(t, base))
-	for seed := uint64(1); seed <= 3; seed++ {
-		t.Logf("shuffle seed %d", seed)
-		rng := rand.New(rand.NewPCG(seed, seed))
-		shuffled := append([]connectors.Record(nil), recs...)
-		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		e := memEngine(t, learnedOptions(t))
-		cut := rng.IntN(len(shuffled))
-		for _, part := range [][]connectors.Record{shuffled[:cut], shuffled[cut:]} {
-			_, err := e.Ingest(ctx, connectors.Records(part), IngestOptions{})
-			require.NoError(t, err)
-		}
-		require.Equal(t, want, withoutGeneration(t, packsFor(t, e)), "seed %d", seed)
-	}
+	assertShuffleInvariant(t, learnedOptions)
 }
 
 // TestDocumentOrder: a chunk's place in its document comes from its

@@ -85,9 +85,20 @@ func TestRankStats(t *testing.T) {
 	if testing.Short() {
 		t.Skip("answers 2,788 questions")
 	}
+	assertRankStats(t, evpack.Options{}, "rank_stats.txt",
+		"# ObliQA dev split, default configuration: go run ./cmd/evpack eval obliqa --docs DIR/documents --questions DIR/ObliQA_dev.json\n"+
+			"# Update only deliberately (go test ./internal/obliqa -run TestRankStats -update), with the reason in the commit.\n", "")
+}
+
+// assertRankStats answers every dev question with opts and compares the
+// aggregate metrics and the configuration (every fingerprint setting but the
+// corpus digest) with the golden file name, which starts with header; extra
+// lines follow the metrics.
+func assertRankStats(t *testing.T, opts evpack.Options, name, header, extra string) {
+	t.Helper()
 	o := dataset(t)
 	ctx := context.Background()
-	eng, err := Build(ctx, o, evpack.Options{})
+	eng, err := Build(ctx, o, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,16 +110,16 @@ func TestRankStats(t *testing.T) {
 	s := rep.Summary
 	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	var b strings.Builder
-	b.WriteString("# ObliQA dev split, default configuration: go run ./cmd/evpack eval obliqa --docs DIR/documents --questions DIR/ObliQA_dev.json\n")
-	b.WriteString("# Update only deliberately (go test ./internal/obliqa -run TestRankStats -update), with the reason in the commit.\n")
+	b.WriteString(header)
 	fmt.Fprintf(&b, "questions %d\nrecall@10 %s\nmap@10 %s\nndcg@10 %s\nmrr@10 %s\nhit@10 %s\n",
 		s.Questions, f(s.Recall), f(s.MAP), f(s.NDCG), f(s.MRR), f(s.HitRate))
+	b.WriteString(extra)
 	for _, st := range rep.Fingerprint {
 		if st.Key != "corpus" {
 			fmt.Fprintf(&b, "config %s: %s\n", st.Key, st.Value)
 		}
 	}
-	assertGolden(t, "rank_stats.txt", b.String())
+	assertGolden(t, name, b.String())
 }
 
 // EnvVectors names the environment variable holding a vectors file made by
@@ -186,8 +197,6 @@ func TestRankStatsLearned(t *testing.T) {
 	if testing.Short() {
 		t.Skip("answers 2,788 questions")
 	}
-	o := dataset(t)
-	ctx := context.Background()
 	m, err := rerank.DefaultModel()
 	if err != nil {
 		t.Fatal(err)
@@ -196,28 +205,9 @@ func TestRankStatsLearned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := Build(ctx, o, evpack.Options{Reranker: l})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	rep, err := Evaluate(ctx, eng, o.Questions, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := rep.Summary
-	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-	var b strings.Builder
-	b.WriteString("# ObliQA dev split, learned reranker (embedded model, trained on all of dev: IN-SAMPLE figures):\n")
-	b.WriteString("# go run ./cmd/evpack eval obliqa --docs DIR/documents --questions DIR/ObliQA_dev.json --reranker learned\n")
-	b.WriteString("# Update only deliberately (go test ./internal/obliqa -run TestRankStatsLearned -update), with the reason in the commit.\n")
-	fmt.Fprintf(&b, "questions %d\nrecall@10 %s\nmap@10 %s\nndcg@10 %s\nmrr@10 %s\nhit@10 %s\n",
-		s.Questions, f(s.Recall), f(s.MAP), f(s.NDCG), f(s.MRR), f(s.HitRate))
-	fmt.Fprintf(&b, "model record: %s\n", m.Record())
-	for _, st := range rep.Fingerprint {
-		if st.Key != "corpus" {
-			fmt.Fprintf(&b, "config %s: %s\n", st.Key, st.Value)
-		}
-	}
-	assertGolden(t, "rank_stats_learned.txt", b.String())
+	assertRankStats(t, evpack.Options{Reranker: l}, "rank_stats_learned.txt",
+		"# ObliQA dev split, learned reranker (embedded model, trained on all of dev: IN-SAMPLE figures):\n"+
+			"# go run ./cmd/evpack eval obliqa --docs DIR/documents --questions DIR/ObliQA_dev.json --reranker learned\n"+
+			"# Update only deliberately (go test ./internal/obliqa -run TestRankStatsLearned -update), with the reason in the commit.\n",
+		fmt.Sprintf("model record: %s\n", m.Record()))
 }
