@@ -767,6 +767,9 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 		return nil, fmt.Errorf("evpack: rerank: reranker %q: %w", rr.Name(), err)
 	}
 	steps = append(steps, fmt.Sprintf("reranked %d", len(ranked)))
+	if f, ok := rr.(*rerank.Fallback); ok { // never silent: the trace says a model was not used
+		steps = append(steps, "reranker: the learned model could not be loaded ("+f.Why()+"); the arithmetic reranker ranked the pool")
+	}
 	// The gate sees only what the scope's generation had committed.
 	lookup := func(id string) (*evidence.Chunk, bool) { c, ok := st.chunks[id]; return c, ok && sc.admits(id) }
 	p := evidence.Assemble(h, ranked, lookup, steps, e.fingerprint(sc, rr))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/rerank"
 )
 
@@ -99,4 +100,20 @@ func TestDocumentOrder(t *testing.T) {
 	ids, _, pos = st.scope("acme", 1).Document("acme/d/art-3")
 	require.Equal(t, []string{"acme/d/art-3"}, ids, "a tenant's chunk is not a neighbour of the shared document's")
 	require.Equal(t, 0, pos)
+}
+
+// TestFallbackIsInTheTrace: a learned model that cannot be loaded falls back
+// to the arithmetic reranker, and every pack says so in its trace (and its
+// fingerprint), never silently.
+func TestFallbackIsInTheTrace(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "model.evm")
+	require.NoError(t, os.WriteFile(bad, []byte("not a model"), 0o644))
+	rr, err := rerank.LearnedOrFallback(bad)
+	require.ErrorIs(t, err, rerank.ErrModel)
+	e := memEngine(t, Options{Reranker: rr})
+	ingestCorpus(t, e)
+	p, err := e.Query(context.Background(), Request{Question: "records retention", AsOf: asof.MustDate("2026-02-01")})
+	require.NoError(t, err)
+	require.Contains(t, strings.Join(p.Trace.Steps, "\n"), "reranker: the learned model could not be loaded (")
+	require.Contains(t, p.Fingerprint.Get("reranker"), "fallback-from=learned")
 }
