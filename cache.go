@@ -38,7 +38,7 @@ func (e *Engine) cacheKey(h evidence.Header, sc scope) (string, error) {
 	if err := encodeKey(&b, "options", reflect.ValueOf(e.opts)); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(&b, "scope.corpus=%s\nscope.generation=%d\n", sc.digest(), sc.gen)
+	fmt.Fprintf(&b, "scope.corpus=%s\nscope.generation=%d\n", sc.corpus, sc.gen)
 	return evidence.Sum(b.Bytes()), nil
 }
 

@@ -98,11 +98,8 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 		}
 	}
 
-	// Which generation committed each chunk: from the batch files when the
-	// index is on disk; a memory index has no files to read it from.
-	genOf := map[string]int64{}
 	if e.store != nil {
-		e.checkFiles(st, rep, genOf, bad)
+		e.checkFiles(st, rep, bad)
 	}
 	seen := 0
 	err := e.lex.Docs(ctx, func(d retrieve.StoredDoc) error {
@@ -113,8 +110,8 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 			bad("lexical document %q: no such committed chunk (generation %d)", d.ID, d.Generation)
 		case d.ContentHash != c.ContentHash:
 			bad("lexical document %q: built from content hash %s, the chunk's is %s", d.ID, d.ContentHash, c.ContentHash)
-		case e.store != nil && d.Generation != genOf[d.ID]:
-			bad("lexical document %q: generation %d, its batch is generation %d", d.ID, d.Generation, genOf[d.ID])
+		case d.Generation != st.committed[d.ID]:
+			bad("lexical document %q: generation %d, its chunk was committed at %d", d.ID, d.Generation, st.committed[d.ID])
 		}
 		return nil
 	})
@@ -129,7 +126,7 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 
 // checkFiles re-reads every file the manifest names and compares the batch
 // files' chunks with st's.
-func (e *Engine) checkFiles(st *state, rep *CheckReport, genOf map[string]int64, bad func(string, ...any)) {
+func (e *Engine) checkFiles(st *state, rep *CheckReport, bad func(string, ...any)) {
 	m := e.store.Manifest()
 	if m.Generation != st.gen {
 		bad("manifest at generation %d, engine at %d", m.Generation, st.gen)
@@ -144,12 +141,16 @@ func (e *Engine) checkFiles(st *state, rep *CheckReport, genOf map[string]int64,
 		rep.Files = append(rep.Files, CheckedFile{Name: storage.ChunksDir + "/" + b.File, Sum: b.Sum, Chunks: len(chunks)})
 		for _, c := range chunks {
 			inBatches++
-			genOf[c.ID] = b.Generation
 			mem, ok := st.chunks[c.ID]
-			if !ok {
+			switch {
+			case !ok:
 				bad("%s: chunk %q is not in the engine's state", b.File, c.ID)
-			} else if f := storage.Differs(c, mem); f != "" {
-				bad("%s: chunk %q: stored %s differs from the engine's", b.File, c.ID, f)
+			case st.committed[c.ID] != b.Generation:
+				bad("%s: chunk %q is of generation %d, the engine's state says %d", b.File, c.ID, b.Generation, st.committed[c.ID])
+			default:
+				if f := storage.Differs(c, mem); f != "" {
+					bad("%s: chunk %q: stored %s differs from the engine's", b.File, c.ID, f)
+				}
 			}
 		}
 	}

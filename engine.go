@@ -789,7 +789,7 @@ func bitStable(rr rerank.Reranker) bool {
 // reranker rr.
 func (e *Engine) fingerprint(sc scope, rr rerank.Reranker) evidence.Fingerprint {
 	return evidence.NewFingerprint(
-		evidence.Setting{Key: "corpus", Value: sc.digest()},
+		evidence.Setting{Key: "corpus", Value: sc.corpus},
 		evidence.Setting{Key: "legs", Value: string(e.opts.Legs)},
 		evidence.Setting{Key: "lexical", Value: fmt.Sprintf("bleve bm25 analyzer=%s quantum=1e-9 corpus_stats=true", e.lex.Analyzer())},
 		evidence.Setting{Key: "fusion", Value: e.fusionSetting()},

@@ -139,8 +139,9 @@ type scope struct {
 	st      *state
 	tenants []*tenantStats // in scopeTenants order; nil for a tenant with no chunks
 	names   []string
-	gen     int64 // the scope's generation: its last change at or before the index generation asked
-	latest  bool  // no chunk of the scope was committed after gen
+	gen     int64  // the scope's generation: its last change at or before the index generation asked
+	latest  bool   // no chunk of the scope was committed after gen
+	corpus  string // digest of the scope's chunks at gen (the fingerprint's "corpus")
 }
 
 // scopeTenants lists the tenants a request of tenant sees, in a fixed order.
@@ -169,6 +170,7 @@ func (st *state) scope(tenant string, upTo int64) scope {
 			sc.latest = false
 		}
 	}
+	sc.corpus = sc.digest()
 	return sc
 }
 
@@ -330,5 +332,5 @@ func (e *Engine) Scope(tenant string, gen int64) (scopeGen int64, digest string,
 	if err != nil {
 		return 0, "", err
 	}
-	return sc.gen, sc.digest(), nil
+	return sc.gen, sc.corpus, nil
 }

@@ -376,35 +376,6 @@ func TestCommitsDoNotWaitForModels(t *testing.T) {
 	require.Equal(t, rep.Generation, after.Generation, "the stray joined the shared scope")
 }
 
-// TestFailedCommitLeavesNoTrace: a commit that fails after its batch
-// reached the lexical index (the hook stands in for a full disk at the
-// manifest write) is rolled back in process: the engine keeps serving the
-// previous generation, no file of the failed one remains, and ingesting
-// again succeeds.
-func TestFailedCommitLeavesNoTrace(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	e, err := Open(dir, Options{})
-	require.NoError(t, err)
-	checked(t, e)
-	ingestCorpus(t, e)
-	want := packsFor(t, e)
-	gen := e.st.gen
-	full := errors.New("no space left on device (injected)")
-	e.store.Hooks.BeforeManifest = func() error { return full }
-	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{strayRecord(t)}), IngestOptions{})
-	require.ErrorIs(t, err, full)
-	e.store.Hooks.BeforeManifest = nil
-	require.Equal(t, want, packsFor(t, e))
-	require.NoError(t, e.Check())
-	require.NoFileExists(t, filepath.Join(dir, storage.PendingName))
-	require.NoFileExists(t, filepath.Join(dir, storage.ChunksDir, storage.BatchName(gen+1)))
-	rep, err := e.Ingest(ctx, connectors.Records([]connectors.Record{strayRecord(t)}), IngestOptions{})
-	require.NoError(t, err)
-	require.Equal(t, gen+1, rep.Generation)
-	require.Equal(t, gen+1, e.store.Manifest().Generation)
-}
-
 // TestHalfCreatedIndexIsMadeAgain: a crash while bleve was creating the
 // lexical directory of a new index (nothing committed yet) does not make the
 // index unopenable.

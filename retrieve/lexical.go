@@ -254,14 +254,8 @@ func newMapping(an string) *mapping.IndexMappingImpl {
 // Analyzer names the analyzer the index was made with.
 func (l *Lexical) Analyzer() string { return l.name }
 
-// TokenCount returns how many tokens the index's analyzer makes of text: the
-// field length BM25 uses.
-func (l *Lexical) TokenCount(text string) int {
-	return len(l.analyzer.Analyze([]byte(text)))
-}
-
 // Terms returns the distinct terms the index's analyzer makes of text, in
-// ascending order, and how many tokens it makes (TokenCount).
+// ascending order, and how many tokens it makes: the field length BM25 uses.
 func (l *Lexical) Terms(text string) ([]string, int) {
 	ts := l.analyzer.Analyze([]byte(text))
 	out := make([]string, 0, len(ts))
@@ -498,10 +492,7 @@ func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b B
 		q = bleve.NewConjunctionQuery(append([]query.Query{q}, cl...)...)
 	}
 	if elig.Pinned && elig.FewerAfter {
-		after := float64(elig.UpTo)
-		no := false
-		later := bleve.NewNumericRangeInclusiveQuery(&after, nil, &no, nil)
-		later.SetField(fieldGen)
+		later := afterGeneration(elig.UpTo)
 		later.SetBoost(0)
 		bq := bleve.NewBooleanQuery()
 		bq.AddMust(q)
@@ -612,10 +603,7 @@ func (l *Lexical) DeleteAbove(ctx context.Context, gen int64) (removed int, err 
 	if err := l.usable(); err != nil {
 		return 0, err
 	}
-	min := float64(gen)
-	no := false
-	q := bleve.NewNumericRangeInclusiveQuery(&min, nil, &no, nil)
-	q.SetField(fieldGen)
+	q := afterGeneration(gen)
 	for {
 		req := bleve.NewSearchRequestOptions(q, 1000, 0, false)
 		req.Score = "none"
@@ -646,16 +634,20 @@ func (l *Lexical) DocCount() (uint64, error) {
 	return l.idx.DocCount()
 }
 
+// afterGeneration matches the documents committed after generation gen.
+func afterGeneration(gen int64) *query.NumericRangeQuery {
+	after, no := float64(gen), false
+	q := bleve.NewNumericRangeInclusiveQuery(&after, nil, &no, nil)
+	q.SetField(fieldGen)
+	return q
+}
+
 // CountAbove returns how many documents carry a generation after gen.
 func (l *Lexical) CountAbove(ctx context.Context, gen int64) (uint64, error) {
 	if err := l.usable(); err != nil {
 		return 0, err
 	}
-	min := float64(gen)
-	no := false
-	q := bleve.NewNumericRangeInclusiveQuery(&min, nil, &no, nil)
-	q.SetField(fieldGen)
-	req := bleve.NewSearchRequestOptions(q, 0, 0, false)
+	req := bleve.NewSearchRequestOptions(afterGeneration(gen), 0, 0, false)
 	req.Score = "none"
 	res, err := l.idx.SearchInContext(ctx, req)
 	if err != nil {

@@ -111,8 +111,15 @@ func queryFixtureLater(b *testing.B, later int) (*evpack.Engine, bleve.Index, []
 	if err := eng.Merge(ctx); err != nil {
 		b.Fatal(err)
 	}
-	idx := bareBleve(b, filepath.Join(dir, "bleve"))
+	idx := mergedBleve(b, filepath.Join(dir, "bleve"), recs)
 	b.Cleanup(func() { idx.Close() })
+	return eng, idx, o.Questions
+}
+
+// mergedBleve indexes the text of recs in bare bleve (the peer: BM25, en,
+// no evpack statistics) on disk and merges it to one segment.
+func mergedBleve(b *testing.B, dir string, recs []connectors.Record) bleve.Index {
+	idx := bareBleve(b, dir)
 	batch := idx.NewBatch()
 	for _, r := range recs {
 		batch.Index(r.Chunk.ID, map[string]any{"text": r.Chunk.Text})
@@ -122,10 +129,10 @@ func queryFixtureLater(b *testing.B, later int) (*evpack.Engine, bleve.Index, []
 	}
 	adv, _ := idx.Advanced()
 	opts := mergeplan.SingleSegmentMergePlanOptions
-	if err := adv.(*scorch.Scorch).ForceMerge(ctx, &opts); err != nil {
+	if err := adv.(*scorch.Scorch).ForceMerge(context.Background(), &opts); err != nil {
 		b.Fatal(err)
 	}
-	return eng, idx, o.Questions
+	return idx
 }
 
 func BenchmarkQuery(b *testing.B) {
@@ -642,20 +649,8 @@ func BenchmarkQueryLearned(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	idx := bareBleve(b, filepath.Join(dir, "bleve"))
+	idx := mergedBleve(b, filepath.Join(dir, "bleve"), recs)
 	defer idx.Close()
-	batch := idx.NewBatch()
-	for _, r := range recs {
-		batch.Index(r.Chunk.ID, map[string]any{"text": r.Chunk.Text})
-	}
-	if err := idx.Batch(batch); err != nil {
-		b.Fatal(err)
-	}
-	adv, _ := idx.Advanced()
-	mopts := mergeplan.SingleSegmentMergePlanOptions
-	if err := adv.(*scorch.Scorch).ForceMerge(ctx, &mopts); err != nil {
-		b.Fatal(err)
-	}
 	systems := []func(q string) error{
 		func(q string) error { _, err := lview.Query(ctx, evpack.Request{Question: q, AsOf: AsOf}); return err },
 		func(q string) error { _, err := eng.Query(ctx, evpack.Request{Question: q, AsOf: AsOf}); return err },
