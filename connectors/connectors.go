@@ -26,9 +26,24 @@ var ErrSyntax = errors.New("connectors: syntax error")
 // ErrField reports a field with a bad value (an unreadable date, say).
 var ErrField = errors.New("connectors: bad field")
 
-// Record is one chunk and where it came from ("file:line").
+// Record is one chunk, or one fact about a chunk, and where it came from
+// ("file:line").
+//
+// A chunk record whose ID is already stored, identical but for an earlier
+// (or newly set) end of validity, is how a later fetch says that the stored
+// chunk stopped being valid: ingest records that end as a fact
+// (evidence.FactSuperseded when By names the replacing chunk,
+// evidence.FactEnded otherwise) anchored at the end day, and leaves the
+// stored chunk as it was. A fact record (Fact set, Chunk ignored) says so
+// explicitly, with its own anchor: a retraction, or an end published after
+// it took effect.
 type Record struct {
 	Chunk evidence.Chunk
+	Fact  *evidence.Fact
+	// By names the chunk that replaces this one from the end of its
+	// validity, when a connector knows it (the next vintage, the amending
+	// filing's item, the article's next version).
+	By    string
 	Where string
 }
 

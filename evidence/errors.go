@@ -28,6 +28,13 @@ var (
 	ErrNotUTF8 = errors.New("evidence: field is not valid UTF-8")
 	// ErrNotCanonical: bytes offered as a pack are not in canonical form.
 	ErrNotCanonical = errors.New("evidence: pack bytes are not canonical")
+	// ErrBadFact: a fact is malformed (unknown kind, no end or anchor), names
+	// no committed chunk, or contradicts it (an end on or before the day its
+	// validity starts).
+	ErrBadFact = errors.New("evidence: bad fact")
+	// ErrValidityExtended: a record would extend or reopen a stored chunk's
+	// validity. Facts only end validity; a new version needs a new chunk ID.
+	ErrValidityExtended = errors.New("evidence: validity cannot be extended")
 	// ErrBadPack: bytes offered as a pack cannot be read as one.
 	ErrBadPack = errors.New("evidence: malformed pack")
 )
