@@ -41,13 +41,31 @@ type storedChunk struct {
 	Meta        map[string]string `json:"meta,omitempty"`
 }
 
-// EncodeBatch returns the sealed batch file for chunks. Every chunk is read
+// storedFact is a fact line of a batch file. Its first key, "fact", is what
+// tells it from a chunk line.
+type storedFact struct {
+	Kind    string `json:"fact"`
+	ChunkID string `json:"chunk_id"`
+	End     string `json:"end"`
+	Anchor  string `json:"anchor"`
+	By      string `json:"by,omitempty"`
+}
+
+// factPrefix opens every fact line (encoding/json writes fields in order).
+var factPrefix = []byte(`{"fact":`)
+
+// EncodeBatch returns the sealed batch file for chunks and then facts. A
+// batch with facts is written in BatchFormat, one without in
+// ChunksOnlyFormat (the bytes earlier versions wrote). Every chunk is read
 // back from the encoded bytes and compared with what was given, so input
 // that storage would change (bytes that are not UTF-8 become U+FFFD in JSON)
 // is ErrUnstorable here, before anything is written, rather than a chunk
 // that hashes differently after the next Open.
-func EncodeBatch(h BatchHeader, chunks []*evidence.Chunk) ([]byte, error) {
-	h.Format = BatchFormat
+func EncodeBatch(h BatchHeader, chunks []*evidence.Chunk, facts []*evidence.Fact) ([]byte, error) {
+	h.Format = ChunksOnlyFormat
+	if len(facts) > 0 {
+		h.Format = BatchFormat
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -64,14 +82,26 @@ func EncodeBatch(h BatchHeader, chunks []*evidence.Chunk) ([]byte, error) {
 			return nil, fmt.Errorf("%w: chunk %q: %v", ErrUnstorable, c.ID, err)
 		}
 	}
+	for _, f := range facts {
+		sf := storedFact{Kind: string(f.Kind), ChunkID: f.ChunkID, End: f.End.String(),
+			Anchor: asof.FormatInstant(f.Anchor), By: f.By}
+		if err := enc.Encode(&sf); err != nil {
+			return nil, fmt.Errorf("%w: fact on chunk %q: %v", ErrUnstorable, f.ChunkID, err)
+		}
+	}
 	raw := fsutil.SealText(b.Bytes())
-	_, back, err := DecodeBatch("(new batch)", raw)
+	_, back, backFacts, err := DecodeBatch("(new batch)", raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnstorable, err)
 	}
 	for i, c := range chunks {
 		if field := Differs(c, back[i]); field != "" {
 			return nil, fmt.Errorf("%w: chunk %q: its %s would read back changed (not valid UTF-8?)", ErrUnstorable, c.ID, field)
+		}
+	}
+	for i, f := range facts {
+		if *f != *backFacts[i] {
+			return nil, fmt.Errorf("%w: fact on chunk %q would read back changed (not valid UTF-8?)", ErrUnstorable, f.ChunkID)
 		}
 	}
 	return raw, nil
@@ -108,15 +138,17 @@ func Differs(a, b *evidence.Chunk) string {
 	return ""
 }
 
-// DecodeBatch checks the seal of a batch file and parses it. name (the
-// file's path) is used in errors, with the line number.
-func DecodeBatch(name string, raw []byte) (BatchHeader, []*evidence.Chunk, error) {
+// DecodeBatch checks the seal of a batch file and parses it: its chunks,
+// then its facts. name (the file's path) is used in errors, with the line
+// number.
+func DecodeBatch(name string, raw []byte) (BatchHeader, []*evidence.Chunk, []*evidence.Fact, error) {
 	var h BatchHeader
 	body, err := fsutil.UnsealText(raw)
 	if err != nil {
-		return h, nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
+		return h, nil, nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
 	}
 	var out []*evidence.Chunk
+	var facts []*evidence.Fact
 	for line := 1; len(body) > 0; line++ {
 		// Lines are split by hand: a chunk's text has no length limit, and
 		// a scanner's would make a stored batch unreadable.
@@ -125,25 +157,61 @@ func DecodeBatch(name string, raw []byte) (BatchHeader, []*evidence.Chunk, error
 		body = body[cut+1:]
 		where := fmt.Sprintf("%s:%d", name, line)
 		if line == 1 {
-			if err := strictJSON(text, &h); err != nil || h.Format != BatchFormat {
-				return h, nil, fmt.Errorf("%w: %s: want a header with format %q", ErrCorrupt, where, BatchFormat)
+			if err := strictJSON(text, &h); err != nil || (h.Format != BatchFormat && h.Format != ChunksOnlyFormat) {
+				return h, nil, nil, fmt.Errorf("%w: %s: want a header with format %q or %q", ErrCorrupt, where, BatchFormat, ChunksOnlyFormat)
 			}
 			continue
 		}
+		if bytes.HasPrefix(text, factPrefix) {
+			var sf storedFact
+			if err := strictJSON(text, &sf); err != nil {
+				return h, nil, nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, where, err)
+			}
+			f, err := sf.fact()
+			if err == nil && h.Format != BatchFormat {
+				err = fmt.Errorf("a fact in a batch of format %q", h.Format)
+			}
+			if err != nil {
+				return h, nil, nil, fmt.Errorf("%w: %s: fact on chunk %q: %w", ErrCorrupt, where, sf.ChunkID, err)
+			}
+			facts = append(facts, f)
+			continue
+		}
+		if len(facts) > 0 {
+			return h, nil, nil, fmt.Errorf("%w: %s: a chunk after the batch's facts", ErrCorrupt, where)
+		}
 		var s storedChunk
 		if err := strictJSON(text, &s); err != nil {
-			return h, nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, where, err)
+			return h, nil, nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, where, err)
 		}
 		c, err := s.chunk()
 		if err != nil {
-			return h, nil, fmt.Errorf("%w: %s: chunk %q: %w", ErrCorrupt, where, s.ID, err)
+			return h, nil, nil, fmt.Errorf("%w: %s: chunk %q: %w", ErrCorrupt, where, s.ID, err)
 		}
 		out = append(out, c)
 	}
-	if h.Format == "" {
-		return h, nil, fmt.Errorf("%w: %s: empty", ErrCorrupt, name)
+	switch {
+	case h.Format == "":
+		return h, nil, nil, fmt.Errorf("%w: %s: empty", ErrCorrupt, name)
+	case h.Format == BatchFormat && len(facts) == 0:
+		return h, nil, nil, fmt.Errorf("%w: %s: format %q without facts", ErrCorrupt, name, h.Format)
 	}
-	return h, out, nil
+	return h, out, facts, nil
+}
+
+func (s *storedFact) fact() (*evidence.Fact, error) {
+	f := &evidence.Fact{Kind: evidence.FactKind(s.Kind), ChunkID: s.ChunkID, By: s.By}
+	var err error
+	if f.End, err = asof.ParseDate(s.End); err != nil {
+		return nil, err
+	}
+	if f.Anchor, err = asof.ParseInstant(s.Anchor); err != nil {
+		return nil, err
+	}
+	if err := f.Prepare(); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 func (s *storedChunk) chunk() (*evidence.Chunk, error) {

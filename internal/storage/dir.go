@@ -204,19 +204,19 @@ func (d *Dir) Close() error {
 // ReadBatch reads the batch file b names and checks it against the manifest
 // entry: the file's checksum, its seal, its generation, its link to the
 // batch before it, and its chunk count.
-func (d *Dir) ReadBatch(b Batch) ([]*evidence.Chunk, error) {
+func (d *Dir) ReadBatch(b Batch) ([]*evidence.Chunk, []*evidence.Fact, error) {
 	i := int(b.Generation) - 1
 	if i < 0 || i >= len(d.m.Batches) || d.m.Batches[i] != b {
-		return nil, fmt.Errorf("%w: batch %s is not in the manifest", ErrCorrupt, b.File)
+		return nil, nil, fmt.Errorf("%w: batch %s is not in the manifest", ErrCorrupt, b.File)
 	}
 	name := filepath.Join(d.path, ChunksDir, b.File)
 	raw, err := d.readSummed(name, b.Sum)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	h, chunks, err := DecodeBatch(name, raw)
+	h, chunks, facts, err := DecodeBatch(name, raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	prev := ""
 	if i > 0 {
@@ -224,12 +224,14 @@ func (d *Dir) ReadBatch(b Batch) ([]*evidence.Chunk, error) {
 	}
 	switch {
 	case h.Generation != b.Generation || h.Prev != prev || h.CommittedAt != b.CommittedAt:
-		return nil, fmt.Errorf("%w: %s: header (generation %d, prev %q, committed %s) does not match the manifest (generation %d, prev %q, committed %s)",
+		return nil, nil, fmt.Errorf("%w: %s: header (generation %d, prev %q, committed %s) does not match the manifest (generation %d, prev %q, committed %s)",
 			ErrCorrupt, name, h.Generation, h.Prev, h.CommittedAt, b.Generation, prev, b.CommittedAt)
 	case len(chunks) != b.Chunks:
-		return nil, fmt.Errorf("%w: %s holds %d chunks, the manifest says %d", ErrCorrupt, name, len(chunks), b.Chunks)
+		return nil, nil, fmt.Errorf("%w: %s holds %d chunks, the manifest says %d", ErrCorrupt, name, len(chunks), b.Chunks)
+	case len(facts) != b.Facts:
+		return nil, nil, fmt.Errorf("%w: %s holds %d facts, the manifest says %d", ErrCorrupt, name, len(facts), b.Facts)
 	}
-	return chunks, nil
+	return chunks, facts, nil
 }
 
 // ReadFile reads a data file the manifest names (the dense vectors or the

@@ -74,7 +74,7 @@ func FuzzDecodeManifest(f *testing.F) {
 func FuzzDecodeBatch(f *testing.F) {
 	chunks := []*evidence.Chunk{testChunk(f, "a", "Records are kept for ten years."), testChunk(f, "b", "Zeile\tmit äöü und \"quotes\"")}
 	for _, cs := range [][]*evidence.Chunk{chunks[:1], chunks} {
-		raw, err := EncodeBatch(testHeader(), cs)
+		raw, err := EncodeBatch(testHeader(), cs, nil)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func FuzzDecodeBatch(f *testing.F) {
 	}
 	// Bodies that spell a stored value otherwise than EncodeBatch would:
 	// each must be refused, or read as a value that EncodeBatch then writes.
-	raw, err := EncodeBatch(testHeader(), chunks[:1])
+	raw, err := EncodeBatch(testHeader(), chunks[:1], nil)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -103,19 +103,19 @@ func FuzzDecodeBatch(f *testing.F) {
 		f.Add(edited, true)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, seal bool) {
-		h, cs, err := DecodeBatch("b.jsonl", sealed(raw, seal))
+		h, cs, fs, err := DecodeBatch("b.jsonl", sealed(raw, seal))
 		if err != nil {
 			return
 		}
-		enc, err := EncodeBatch(h, cs)
+		enc, err := EncodeBatch(h, cs, fs)
 		if err != nil {
 			t.Fatalf("accepted batch does not encode: %v", err)
 		}
-		h2, back, err := DecodeBatch("b.jsonl", enc)
+		h2, back, backFacts, err := DecodeBatch("b.jsonl", enc)
 		if err != nil {
 			t.Fatalf("accepted batch, encoded, is refused: %v\n%s", err, enc)
 		}
-		if h != h2 || len(cs) != len(back) {
+		if h != h2 || len(cs) != len(back) || len(fs) != len(backFacts) {
 			t.Fatalf("round trip changed the header or the count: %+v %d, %+v %d", h, len(cs), h2, len(back))
 		}
 		for i := range cs {
@@ -123,7 +123,12 @@ func FuzzDecodeBatch(f *testing.F) {
 				t.Fatalf("round trip changed chunk %d's %s", i, f)
 			}
 		}
-		again, err := EncodeBatch(h2, back)
+		for i := range fs {
+			if *fs[i] != *backFacts[i] {
+				t.Fatalf("round trip changed fact %d", i)
+			}
+		}
+		again, err := EncodeBatch(h2, back, backFacts)
 		if err != nil || !bytes.Equal(enc, again) {
 			t.Fatalf("encoding is not stable: %v", err)
 		}

@@ -16,8 +16,12 @@ const (
 	Format = "evpack-index/2"
 	// oldFormat is the unsealed format of evpack before storage was sealed.
 	oldFormat = "evpack-index/1"
-	// BatchFormat is the format of a batch file's header line.
-	BatchFormat = "evpack-chunks/2"
+	// BatchFormat is the format of a batch file that holds facts: chunk
+	// lines, then fact lines.
+	BatchFormat = "evpack-chunks/3"
+	// ChunksOnlyFormat is the format of a batch file without facts, read
+	// and written as before facts existed.
+	ChunksOnlyFormat = "evpack-chunks/2"
 	// pendingFormat is the format of PENDING.json.
 	pendingFormat = "evpack-pending/1"
 )
@@ -47,7 +51,8 @@ type Batch struct {
 	Generation  int64  `json:"generation"`
 	File        string `json:"file"`         // under chunks/
 	Sum         string `json:"sum"`          // BLAKE3 of the whole stored file
-	Chunks      int    `json:"chunks"`       // lines after the header
+	Chunks      int    `json:"chunks"`          // chunk lines after the header
+	Facts       int    `json:"facts,omitempty"` // fact lines after the chunks
 	CommittedAt string `json:"committed_at"` // RFC 3339, UTC, seconds
 }
 

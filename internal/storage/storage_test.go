@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -38,12 +39,12 @@ func TestEncodeBatchRoundTrip(t *testing.T) {
 		testChunk(t, "b", "Zeilen mit Umlauten: äöü, ein Tab\tund\nzwei Zeilen, <html> & \"quotes\" \u2028."),
 		{ID: "bare", DocID: "d", Text: "no dates, no meta, no tenant", ContentHash: "blake3:" + strings.Repeat("0", 64)},
 	}
-	raw, err := EncodeBatch(testHeader(), chunks)
+	raw, err := EncodeBatch(testHeader(), chunks, nil)
 	require.NoError(t, err)
-	h, back, err := DecodeBatch("b.jsonl", raw)
+	h, back, _, err := DecodeBatch("b.jsonl", raw)
 	require.NoError(t, err)
 	want := testHeader()
-	want.Format = BatchFormat
+	want.Format = ChunksOnlyFormat
 	require.Equal(t, want, h)
 	require.Len(t, back, len(chunks))
 	for i := range chunks {
@@ -51,9 +52,51 @@ func TestEncodeBatchRoundTrip(t *testing.T) {
 	}
 	// Encoding what was decoded gives the same bytes: the format has one
 	// spelling of each batch.
-	again, err := EncodeBatch(h, back)
+	again, err := EncodeBatch(h, back, nil)
 	require.NoError(t, err)
 	require.Equal(t, string(raw), string(again))
+}
+
+// A batch with facts is written in BatchFormat, facts after chunks, and
+// reads back to the same facts and bytes; a fact line that Prepare refuses,
+// or a fact in a chunks-only batch, is ErrCorrupt naming file:line.
+func TestEncodeBatchFacts(t *testing.T) {
+	chunks := []*evidence.Chunk{testChunk(t, "a", "Records are kept for ten years.")}
+	facts := []*evidence.Fact{
+		{Kind: evidence.FactSuperseded, ChunkID: "a", By: "b", End: asof.MustDate("2024-05-28"), Anchor: time.Date(2024, 5, 28, 0, 0, 0, 0, time.UTC)},
+		{Kind: evidence.FactRetracted, ChunkID: "x", End: asof.MustDate("2024-06-01"), Anchor: time.Date(2024, 6, 2, 9, 30, 0, 0, time.UTC)},
+	}
+	raw, err := EncodeBatch(testHeader(), chunks, facts)
+	require.NoError(t, err)
+	h, back, backFacts, err := DecodeBatch("b.jsonl", raw)
+	require.NoError(t, err)
+	require.Equal(t, BatchFormat, h.Format)
+	require.Len(t, back, 1)
+	require.Equal(t, facts, backFacts)
+	again, err := EncodeBatch(h, back, backFacts)
+	require.NoError(t, err)
+	require.Equal(t, string(raw), string(again))
+
+	body, err := fsutil.UnsealText(raw)
+	require.NoError(t, err)
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"unknown kind", `{"fact":"superseded"`, `{"fact":"forgotten"`, `b.jsonl:3: fact on chunk "a"`},
+		{"end missing", `"end":"2024-06-01",`, `"end":"",`, `b.jsonl:4: fact on chunk "x"`},
+		{"fact in a chunks-only batch", BatchFormat, ChunksOnlyFormat, `b.jsonl:3: fact on chunk "a": a fact in a batch`},
+		{"chunk after facts", "", "", `b.jsonl:4: a chunk after the batch's facts`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			edited := strings.Replace(string(body), tc.from, tc.to, 1)
+			if tc.from == "" {
+				lines := strings.SplitAfter(string(body), "\n")
+				edited = lines[0] + lines[2] + lines[3] + lines[1]
+			}
+			require.NotEqual(t, string(body), edited)
+			_, _, _, err := DecodeBatch("b.jsonl", fsutil.SealText([]byte(edited)))
+			require.ErrorIs(t, err, ErrCorrupt)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
 }
 
 func TestEncodeBatchRefusesWhatWouldChange(t *testing.T) {
@@ -77,7 +120,7 @@ func TestEncodeBatchRefusesWhatWouldChange(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testChunk(t, "a", "text")
 			tc.edit(c)
-			_, err := EncodeBatch(testHeader(), []*evidence.Chunk{testChunk(t, "ok", "fine"), c})
+			_, err := EncodeBatch(testHeader(), []*evidence.Chunk{testChunk(t, "ok", "fine"), c}, nil)
 			require.ErrorIs(t, err, ErrUnstorable, tc.reason)
 			require.Contains(t, err.Error(), "its "+tc.field+" would read back changed", tc.reason)
 		})
@@ -98,9 +141,9 @@ func TestLongBatchLine(t *testing.T) {
 		text := strings.Repeat("long line ", n/10)
 		c := &evidence.Chunk{ID: "long", DocID: "d", Text: text}
 		c.ContentHash = c.ComputeHash()
-		raw, err := EncodeBatch(testHeader(), []*evidence.Chunk{c, testChunk(t, "after", "the line after it")})
+		raw, err := EncodeBatch(testHeader(), []*evidence.Chunk{c, testChunk(t, "after", "the line after it")}, nil)
 		require.NoError(t, err, "%d bytes", n)
-		_, back, err := DecodeBatch("long.jsonl", raw)
+		_, back, _, err := DecodeBatch("long.jsonl", raw)
 		require.NoError(t, err, "%d bytes", n)
 		require.Len(t, back, 2)
 		require.Equal(t, len(text), len(back[0].Text))
@@ -196,7 +239,7 @@ func committedIndex(t *testing.T) (string, *Manifest) {
 	name := ChunksDir + "/" + BatchName(1)
 	c, err := d.Begin(1, []string{name}, nil)
 	require.NoError(t, err)
-	raw, err := EncodeBatch(BatchHeader{Generation: 1, CommittedAt: "2024-06-01T00:00:00Z"}, []*evidence.Chunk{testChunk(t, "a", "text")})
+	raw, err := EncodeBatch(BatchHeader{Generation: 1, CommittedAt: "2024-06-01T00:00:00Z"}, []*evidence.Chunk{testChunk(t, "a", "text")}, nil)
 	require.NoError(t, err)
 	sum, err := c.Write(name, raw)
 	require.NoError(t, err)

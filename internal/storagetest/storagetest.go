@@ -49,7 +49,7 @@ func ForgeBatches(t testing.TB, dir string, edit func(lines []byte) []byte) bool
 		name := filepath.Join(dir, storage.ChunksDir, b.File)
 		raw, err := os.ReadFile(name)
 		require.NoError(t, err)
-		h, chunks, err := storage.DecodeBatch(name, raw)
+		h, _, facts, err := storage.DecodeBatch(name, raw)
 		require.NoError(t, err)
 		body, err := fsutil.UnsealText(raw)
 		require.NoError(t, err)
@@ -58,10 +58,11 @@ func ForgeBatches(t testing.TB, dir string, edit func(lines []byte) []byte) bool
 		changed = changed || !bytes.Equal(edited, lines)
 		// The header names the previous file's new checksum.
 		h.Prev = prev
-		fresh, err := storage.EncodeBatch(h, chunks[:0])
+		fresh, err := storage.EncodeBatch(h, nil, facts)
 		require.NoError(t, err)
 		header, err := fsutil.UnsealText(fresh)
 		require.NoError(t, err)
+		header = header[:bytes.IndexByte(header, '\n')+1]
 		out := fsutil.SealText(append(header, edited...))
 		require.NoError(t, os.WriteFile(name, out, 0o644))
 		m.Batches[i].Sum = evidence.Sum(out)
