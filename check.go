@@ -31,6 +31,7 @@ type CheckedFile struct {
 	Name   string // relative to the index directory
 	Sum    string // "blake3:<hex>"
 	Chunks int    // for batch files, how many chunks it holds
+	Facts  int    // and how many facts
 }
 
 // OK reports whether no problem was found.
@@ -78,13 +79,26 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 	ids := evidence.SortedKeys(st.chunks)
 	slices.SortStableFunc(ids, func(a, b string) int { return cmp.Compare(st.committed[a], st.committed[b]) })
 	fresh, own := newState(), map[string]bool{}
+	nextFact := 0
+	addFacts := func(upTo int64) { // facts of generations up to upTo, in commit order
+		for ; nextFact < len(st.factLog) && st.factLog[nextFact].gen <= upTo; nextFact++ {
+			fa := st.factLog[nextFact]
+			if _, ok := fresh.chunks[fa.f.ChunkID]; !ok {
+				bad("fact %s of generation %d names chunk %q, not committed by then", fa.f, fa.gen, fa.f.ChunkID)
+				continue
+			}
+			fresh.addFact(fa.gen, fa.f, own)
+		}
+	}
 	for _, id := range ids {
 		c := st.chunks[id]
 		if got := c.ComputeHash(); got != c.ContentHash {
 			bad("chunk %q: fields hash to %s, stored content hash is %s", id, got, c.ContentHash)
 		}
+		addFacts(st.committed[id] - 1)
 		fresh.add(st.committed[id], c, analyze(e.lex, nil, c.Text), own)
 	}
+	addFacts(st.gen)
 	if st.stats.Docs != fresh.stats.Docs || st.stats.Tokens != fresh.stats.Tokens {
 		bad("bm25 totals %d chunks %d tokens, recount gives %d and %d", st.stats.Docs, st.stats.Tokens, fresh.stats.Docs, fresh.stats.Tokens)
 	}
@@ -112,6 +126,11 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 			bad("lexical document %q: built from content hash %s, the chunk's is %s", d.ID, d.ContentHash, c.ContentHash)
 		case d.Generation != st.committed[d.ID]:
 			bad("lexical document %q: generation %d, its chunk was committed at %d", d.ID, d.Generation, st.committed[d.ID])
+		default:
+			if want, _ := st.lexDoc(d.ID); d.Retired != want.Retired || d.FactGen != want.FactGen {
+				bad("lexical document %q: retired %q by facts of generation %d, the facts say %q and %d",
+					d.ID, d.Retired.String(), d.FactGen, want.Retired.String(), want.FactGen)
+			}
 		}
 		return nil
 	})
@@ -131,14 +150,20 @@ func (e *Engine) checkFiles(st *state, rep *CheckReport, bad func(string, ...any
 	if m.Generation != st.gen {
 		bad("manifest at generation %d, engine at %d", m.Generation, st.gen)
 	}
-	inBatches := 0
+	inBatches, factsInBatches := 0, 0
 	for _, b := range m.Batches {
-		chunks, err := e.store.ReadBatch(b)
+		chunks, facts, err := e.store.ReadBatch(b)
 		if err != nil {
 			bad("%v", err)
 			continue
 		}
-		rep.Files = append(rep.Files, CheckedFile{Name: storage.ChunksDir + "/" + b.File, Sum: b.Sum, Chunks: len(chunks)})
+		rep.Files = append(rep.Files, CheckedFile{Name: storage.ChunksDir + "/" + b.File, Sum: b.Sum, Chunks: len(chunks), Facts: len(facts)})
+		for _, f := range facts {
+			if factsInBatches >= len(st.factLog) || st.factLog[factsInBatches].gen != b.Generation || *st.factLog[factsInBatches].f != *f {
+				bad("%s: fact %s on chunk %q is not the engine's fact %d", b.File, f, f.ChunkID, factsInBatches+1)
+			}
+			factsInBatches++
+		}
 		for _, c := range chunks {
 			inBatches++
 			mem, ok := st.chunks[c.ID]
@@ -156,6 +181,9 @@ func (e *Engine) checkFiles(st *state, rep *CheckReport, bad func(string, ...any
 	}
 	if inBatches != len(st.chunks) {
 		bad("batch files hold %d chunks, the engine %d", inBatches, len(st.chunks))
+	}
+	if factsInBatches != len(st.factLog) {
+		bad("batch files hold %d facts, the engine %d", factsInBatches, len(st.factLog))
 	}
 	if d := m.Dense; d != nil {
 		for _, f := range [][2]string{{d.File, d.Sum}, {d.Graph, d.GraphSum}} {
@@ -188,8 +216,8 @@ func checkTenants(st, fresh *state, bad func(string, ...any)) {
 	for _, name := range st.tenantNames() {
 		a, b := st.tenants[name], fresh.tenants[name]
 		switch {
-		case !slices.Equal(a.docs, b.docs) || !slices.Equal(a.tokens, b.tokens):
-			bad("tenant %q: document or token counts over generations differ from a recount", name)
+		case !slices.Equal(a.docs, b.docs) || !slices.Equal(a.tokens, b.tokens) || !slices.Equal(a.facts, b.facts):
+			bad("tenant %q: document, token or fact counts over generations differ from a recount", name)
 		case !slices.Equal(a.digest, b.digest):
 			bad("tenant %q: corpus digests over generations differ from a recount", name)
 		case !sameDF(a.lexDF, b.lexDF) || !sameDF(a.rrDF, b.rrDF):

@@ -133,8 +133,22 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	opts.Analyzer = Analyzer(lex.Analyzer())
 	gen := d.Manifest().Generation
 	above := func(g int64) (uint64, error) { return lex.CountAbove(context.Background(), g) }
+	var st *state
+	load := func() (err error) {
+		if st == nil {
+			st, err = loadState(d, lex, opts.Embedder, graphSettings(opts))
+		}
+		return err
+	}
 	if _, err := d.Recover(above, func() error {
-		_, err := lex.DeleteAbove(context.Background(), gen)
+		// The committed state comes from the batch files the manifest
+		// names, which an unfinished commit never touches: the lexical
+		// documents its facts re-indexed are put back as that state has
+		// them.
+		if err := load(); err != nil {
+			return err
+		}
+		_, err := lex.RollBack(context.Background(), gen, st.lexDoc)
 		return err
 	}); err != nil {
 		return failLex(err)
@@ -145,10 +159,10 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		return failLex(fmt.Errorf("%w: %s holds %d documents, the manifest (generation %d) %d chunks",
 			ErrCorrupt, filepath.Join(dir, storage.LexicalDir), n, m.Generation, m.Docs))
 	}
-	ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts)}
-	if ix.st, err = loadState(d, lex, opts.Embedder, ix.graph); err != nil {
+	if err := load(); err != nil {
 		return failLex(err)
 	}
+	ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts), st: st}
 	return &Engine{index: ix, opts: opts}, nil
 }
 
@@ -265,7 +279,8 @@ type IngestReport struct {
 	Added      int    // new chunks committed
 	Documents  int    // distinct documents among the added chunks
 	Versions   int    // distinct (document, version) pairs among them
-	Unchanged  int    // records identical to a stored chunk, skipped
+	Unchanged  int    // records identical to a stored chunk or fact, skipped
+	Facts      int    // new facts committed (explicit, or ends of stored chunks)
 	Flagged    []Flag // added but uncitable or undated, in input order
 	Generation int64  // the generation committed (unchanged if nothing added)
 }
@@ -277,12 +292,16 @@ type IngestOptions struct {
 	Progress func(done, total int)
 }
 
-// Ingest reads every record of src and commits the new chunks as one batch:
-// all of them or, on any error, none. A record whose ID is already stored
-// as the same evidence (evidence.SameEvidence: every field alike but the
-// time it was fetched) is skipped and the stored chunk kept; one that
-// differs in anything else is an error (evidence.ErrDuplicateChunk): a new
-// version needs a new chunk ID.
+// Ingest reads every record of src and commits the new chunks and facts as
+// one batch: all of them or, on any error, none. A record whose ID is
+// already stored as the same evidence (evidence.SameEvidence: every field
+// alike but the time it was fetched) is skipped and the stored chunk kept.
+// One that differs only in an earlier (or newly set) end of validity
+// becomes a fact on the stored chunk (see connectors.Record); one that would
+// extend the validity is evidence.ErrValidityExtended, and one that differs
+// in anything else evidence.ErrDuplicateChunk: a new version needs a new
+// chunk ID. A fact that names no chunk, or contradicts it, is
+// evidence.ErrBadFact naming its record (see facts.go).
 //
 // Ingest is resumable: after a failure, running it again adds what is
 // missing and skips what was committed.
@@ -314,12 +333,26 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	// Validate everything before touching storage.
 	batch := map[string]*evidence.Chunk{}
 	var add []*evidence.Chunk
+	var facts []*evidence.Fact
+	var factWhere []string
 	for i := range recs {
 		if i%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return rep, err
 			}
 			progress(i, len(recs))
+		}
+		if recs[i].Fact != nil {
+			f := *recs[i].Fact // copy: the caller's record stays as given
+			if err := f.Prepare(); err != nil {
+				var ce *evidence.ChunkError
+				if errors.As(err, &ce) && ce.Where == "" {
+					ce.Where = recs[i].Where
+				}
+				return rep, err
+			}
+			facts, factWhere = append(facts, &f), append(factWhere, recs[i].Where)
+			continue
 		}
 		ch := recs[i].Chunk // copy: the caller's record stays as given
 		if err := ch.Prepare(); err != nil {
@@ -334,10 +367,22 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 			prev, ok = batch[ch.ID]
 		}
 		if ok {
-			if prev.ContentHash != ch.ContentHash && !evidence.SameEvidence(prev, &ch) {
+			switch {
+			case prev.ContentHash == ch.ContentHash || evidence.SameEvidence(prev, &ch):
+				rep.Unchanged++
+			case evidence.SameExceptEnd(prev, &ch):
+				f, err := st.endFact(prev, &connectors.Record{Chunk: ch, By: recs[i].By, Where: recs[i].Where}, facts)
+				if err != nil {
+					return rep, err
+				}
+				if f == nil {
+					rep.Unchanged++
+				} else {
+					facts, factWhere = append(facts, f), append(factWhere, recs[i].Where)
+				}
+			default:
 				return rep, &evidence.ChunkError{ChunkID: ch.ID, Where: recs[i].Where, Err: evidence.ErrDuplicateChunk}
 			}
-			rep.Unchanged++
 			continue
 		}
 		cp := ch
@@ -349,8 +394,16 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 			rep.Flagged = append(rep.Flagged, Flag{ChunkID: cp.ID, Reason: "undated: never eligible"})
 		}
 	}
-	if len(add) == 0 {
+	facts, same, err := st.newFacts(batch, facts, factWhere)
+	if err != nil {
+		return rep, err
+	}
+	rep.Unchanged += same
+	if len(add) == 0 && len(facts) == 0 {
 		return rep, nil
+	}
+	if len(facts) > 0 && !e.lex.HoldsFacts() {
+		return rep, fmt.Errorf("%w: the lexical index was made before facts existed and cannot record them; rebuild the index (evpack ingest into a new directory)", ErrOldFormat)
 	}
 	gen := st.gen + 1
 	an := make([]analyzed, len(add))
@@ -365,7 +418,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	// races with nothing.
 	var dense *retrieve.Dense
 	var graph *retrieve.Graph
-	if e.emb != nil {
+	if e.emb != nil && len(add) > 0 { // facts alone leave the vectors as they are
 		addFeats := make([][]int32, len(add))
 		for i := range add {
 			addFeats[i] = an[i].feats
@@ -381,14 +434,14 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 
 	// The commit time: whole seconds, UTC, as the manifest records it.
 	at := time.Now().UTC().Truncate(time.Second)
-	next := st.extend(gen, at, add, an)
+	next := st.extend(gen, at, add, an, facts)
 	if dense != nil {
 		next.setDense(dense, graph)
 	}
-	if err := e.commit(ctx, st, next, add, total, dense, graph); err != nil {
+	if err := e.commit(ctx, st, next, add, facts, total, dense, graph); err != nil {
 		return rep, err
 	}
-	rep.Added = len(add)
+	rep.Added, rep.Facts = len(add), len(facts)
 	rep.Generation = gen
 	docs, versions := map[string]bool{}, map[[2]string]bool{}
 	for _, ch := range add {
@@ -405,14 +458,27 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 // the committed state. Files are written before the write lock is taken;
 // under it, only the lexical batch, the manifest and the swap. On any error
 // the batch is rolled back and st stays the state.
-func (e *Engine) commit(ctx context.Context, st, next *state, add []*evidence.Chunk, total int64, dense *retrieve.Dense, graph *retrieve.Graph) error {
+func (e *Engine) commit(ctx context.Context, st, next *state, add []*evidence.Chunk, facts []*evidence.Fact, total int64, dense *retrieve.Dense, graph *retrieve.Graph) error {
 	gen := next.gen
 	var c *storage.Commit
 	var m *storage.Manifest
 	if e.store != nil {
 		var err error
-		if c, m, err = e.writeFiles(gen, next.commits[gen-1], add, total, dense, graph); err != nil {
+		if c, m, err = e.writeFiles(gen, next.commits[gen-1], add, facts, total, dense, graph); err != nil {
 			return err
+		}
+	}
+	// The lexical documents the commit writes: its chunks, and the earlier
+	// chunks whose retirement its facts change, as next knows them.
+	docs := make([]retrieve.Doc, 0, len(add)+len(facts))
+	for _, ch := range add {
+		d, _ := next.lexDoc(ch.ID)
+		docs = append(docs, d)
+	}
+	for _, f := range facts {
+		if st.chunks[f.ChunkID] != nil && !slices.ContainsFunc(docs, func(d retrieve.Doc) bool { return d.Chunk.ID == f.ChunkID }) {
+			d, _ := next.lexDoc(f.ChunkID)
+			docs = append(docs, d)
 		}
 	}
 	e.mu.Lock()
@@ -422,7 +488,7 @@ func (e *Engine) commit(ctx context.Context, st, next *state, add []*evidence.Ch
 		// bleve, then the files it wrote. If bleve cannot be rolled back
 		// here, the commit's record stays for the next Open to finish the
 		// job, and this engine stops serving.
-		if _, err := e.lex.DeleteAbove(context.WithoutCancel(ctx), st.gen); err != nil {
+		if _, err := e.lex.RollBack(context.WithoutCancel(ctx), st.gen, st.lexDoc); err != nil {
 			e.broken = fmt.Errorf("%w: commit of generation %d failed (%v) and could not be rolled back: %v", ErrBroken, gen, cause, err)
 			return errors.Join(cause, e.broken)
 		}
@@ -443,7 +509,7 @@ func (e *Engine) commit(ctx context.Context, st, next *state, add []*evidence.Ch
 		}
 		return err
 	}
-	if err := e.lex.Index(ctx, add, gen); err != nil {
+	if err := e.lex.Index(ctx, docs); err != nil {
 		return rollback(err)
 	}
 	if c != nil {
@@ -458,21 +524,32 @@ func (e *Engine) commit(ctx context.Context, st, next *state, add []*evidence.Ch
 // writeFiles starts the commit of generation gen in the index directory and
 // writes its files: the batch, and a corpus-free embedder's vectors and
 // graph. It returns the commit and the manifest that will publish it.
-func (e *Engine) writeFiles(gen int64, at time.Time, add []*evidence.Chunk, total int64, dense *retrieve.Dense, graph *retrieve.Graph) (*storage.Commit, *storage.Manifest, error) {
+func (e *Engine) writeFiles(gen int64, at time.Time, add []*evidence.Chunk, facts []*evidence.Fact, total int64, dense *retrieve.Dense, graph *retrieve.Graph) (*storage.Commit, *storage.Manifest, error) {
 	prev := e.store.Manifest()
 	m := prev.Clone()
 	m.Generation, m.Docs, m.Tokens = gen, prev.Docs+int64(len(add)), prev.Tokens+total
-	b := storage.Batch{Generation: gen, File: storage.BatchName(gen), Chunks: len(add),
+	b := storage.Batch{Generation: gen, File: storage.BatchName(gen), Chunks: len(add), Facts: len(facts),
 		CommittedAt: at.Format(time.RFC3339)}
 	hdr := storage.BatchHeader{Generation: gen, CommittedAt: b.CommittedAt}
 	if len(prev.Batches) > 0 {
 		hdr.Prev = prev.Batches[len(prev.Batches)-1].Sum
 	}
-	raw, err := storage.EncodeBatch(hdr, add)
+	raw, err := storage.EncodeBatch(hdr, add, facts)
 	if err != nil {
 		return nil, nil, err
 	}
 	writes := []string{storage.ChunksDir + "/" + b.File}
+	if e.emb != nil && len(add) == 0 { // a commit of facts alone: the stored vectors stay
+		c, err := e.store.Begin(gen, writes, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		if b.Sum, err = c.Write(writes[0], raw); err != nil {
+			return nil, nil, errors.Join(fmt.Errorf("evpack: ingest: %w", err), c.Abort())
+		}
+		m.Batches = append(m.Batches, b)
+		return c, m, nil
+	}
 	m.Dense = nil
 	if dense != nil && corpusFree(e.emb) {
 		// A model's vectors are costly: store them with the generation so
@@ -771,7 +848,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 		steps = append(steps, "reranker: the learned model could not be loaded ("+f.Why()+"); the arithmetic reranker ranked the pool")
 	}
 	// The gate sees only what the scope's generation had committed.
-	lookup := func(id string) (*evidence.Chunk, bool) { c, ok := st.chunks[id]; return c, ok && sc.admits(id) }
+	lookup := func(id string) (evidence.Entry, bool) { return sc.entry(id, h.AsOf) }
 	p := evidence.Assemble(h, ranked, lookup, steps, e.fingerprint(sc, rr))
 	if !bitStable(rr) {
 		p.Ledger = slices.Clone(ranked) // not the reranker's slice
@@ -840,6 +917,12 @@ func (e *Engine) denseSearch(ctx context.Context, sc scope, q []int8, elig retri
 	admit := func(row int) bool { return elig.Admits(st.denseRows[row]) }
 	if !sc.latest { // a pinned request: only what its generation had committed
 		admit = func(row int) bool { c := st.denseRows[row]; return elig.Admits(c) && sc.admits(c.ID) }
+	}
+	if st.bounds.MinRetired <= asOf.Days() { // some fact may retire a row as of the day
+		base := admit
+		admit = func(row int) bool {
+			return base(row) && st.retiredAt(st.denseRows[row].ID, sc.gen) > asOf.Days()
+		}
 	}
 	if q == nil {
 		return nil, "dense: the question has no known words", nil

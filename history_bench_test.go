@@ -53,7 +53,7 @@ func BenchmarkHistoryMemory(b *testing.B) {
 	}
 	for b.Loop() {
 		base := heap()
-		one := newState().extend(1, at, all, an)
+		one := newState().extend(1, at, all, an, nil)
 		oneBytes := heap() - base
 		runtime.KeepAlive(one)
 		one = nil
@@ -64,7 +64,7 @@ func BenchmarkHistoryMemory(b *testing.B) {
 		var last time.Duration
 		for g := 0; g < batches; g++ {
 			start := time.Now()
-			st = st.extend(int64(g+1), at.Add(time.Duration(g)*time.Hour), all[g*per:(g+1)*per], an[g*per:(g+1)*per])
+			st = st.extend(int64(g+1), at.Add(time.Duration(g)*time.Hour), all[g*per:(g+1)*per], an[g*per:(g+1)*per], nil)
 			last = time.Since(start)
 		}
 		manyBytes := heap() - base

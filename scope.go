@@ -58,8 +58,11 @@ func (s series) add(g, d int64) series {
 // incrementally and is the same whatever order or batching built the set.
 type lanes [4]uint64
 
-func chunkLanes(c *evidence.Chunk) lanes {
-	sum := blake3.Sum256([]byte(c.ID + "\x00" + c.ContentHash))
+func chunkLanes(c *evidence.Chunk) lanes { return keyLanes(c.ID + "\x00" + c.ContentHash) }
+
+// keyLanes spreads BLAKE3(key) over the four lanes.
+func keyLanes(key string) lanes {
+	sum := blake3.Sum256([]byte(key))
 	var l lanes
 	for i := range l {
 		l[i] = binary.LittleEndian.Uint64(sum[8*i:])
@@ -83,6 +86,7 @@ type lanePoint struct {
 // tenantStats are one tenant's corpus figures over generations.
 type tenantStats struct {
 	docs, tokens series
+	facts        series // facts on the tenant's chunks
 	rrTerms      series // reranker terms over all chunks (rerank.Documents' TermTotal)
 	digest       []lanePoint
 	lexDF        map[string]series // analyzed (bleve) term -> chunks holding it
@@ -96,21 +100,33 @@ func (ts *tenantStats) add(gen int64, c *evidence.Chunk, lexTerms, rrTerms []str
 	ts.docs = ts.docs.add(gen, 1)
 	ts.rrTerms = ts.rrTerms.add(gen, int64(rrCount))
 	ts.tokens = ts.tokens.add(gen, int64(tokens))
-	if n := len(ts.digest); n > 0 && ts.digest[n-1].gen == gen {
-		ts.digest[n-1].l = ts.digest[n-1].l.plus(chunkLanes(c))
-	} else {
-		var prev lanes
-		if n > 0 {
-			prev = ts.digest[n-1].l
-		}
-		ts.digest = append(ts.digest, lanePoint{gen: gen, l: prev.plus(chunkLanes(c))})
-	}
+	ts.addLanes(gen, chunkLanes(c))
 	for _, t := range lexTerms {
 		ts.lexDF[t] = ts.lexDF[t].add(gen, 1)
 	}
 	for _, t := range rrTerms {
 		ts.rrDF[t] = ts.rrDF[t].add(gen, 1)
 	}
+}
+
+// addFact counts fact f, committed at generation gen, on one of the
+// tenant's chunks: it moves the tenant's generation and digest like a chunk.
+func (ts *tenantStats) addFact(gen int64, f *evidence.Fact) {
+	ts.facts = ts.facts.add(gen, 1)
+	ts.addLanes(gen, keyLanes("fact\x00"+f.Key()))
+}
+
+// addLanes adds l to the tenant's digest from generation gen on.
+func (ts *tenantStats) addLanes(gen int64, l lanes) {
+	if n := len(ts.digest); n > 0 && ts.digest[n-1].gen == gen {
+		ts.digest[n-1].l = ts.digest[n-1].l.plus(l)
+		return
+	}
+	var prev lanes
+	if n := len(ts.digest); n > 0 {
+		prev = ts.digest[n-1].l
+	}
+	ts.digest = append(ts.digest, lanePoint{gen: gen, l: prev.plus(l)})
 }
 
 // digestAt returns the tenant's digest as of generation g.
@@ -162,12 +178,14 @@ func (st *state) scope(tenant string, upTo int64) scope {
 		if ts == nil {
 			continue
 		}
-		i := sort.Search(len(ts.docs), func(i int) bool { return ts.docs[i].gen > upTo })
-		if i > 0 {
-			sc.gen = max(sc.gen, ts.docs[i-1].gen)
-		}
-		if i < len(ts.docs) {
-			sc.latest = false
+		for _, s := range []series{ts.docs, ts.facts} {
+			i := sort.Search(len(s), func(i int) bool { return s[i].gen > upTo })
+			if i > 0 {
+				sc.gen = max(sc.gen, s[i-1].gen)
+			}
+			if i < len(s) {
+				sc.latest = false
+			}
 		}
 	}
 	sc.corpus = sc.digest()
@@ -275,6 +293,7 @@ func (s scope) admits(id string) bool {
 func (s scope) eligibility(h evidence.Header) retrieve.Eligibility {
 	e := retrieve.Eligibility{AsOf: h.AsOf, Tenant: h.Tenant, Filters: h.Filters, Pinned: !s.latest, UpTo: s.gen}
 	if e.Pinned {
+		e.Readmit = s.readmit(h.AsOf)
 		// Chunks of the whole index, not of the scope: the clause runs over
 		// every document the lexical index holds.
 		before, after := s.st.countUpTo(s.gen), s.st.stats.Docs

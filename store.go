@@ -40,6 +40,10 @@ type state struct {
 	chunks  map[string]*evidence.Chunk
 	// committed maps a chunk ID to the generation that committed it.
 	committed map[string]int64
+	// facts holds each chunk's facts, oldest first; factLog every fact in
+	// commit order (facts.go).
+	facts   map[string][]factAt
+	factLog []factAt
 	// tenants holds each tenant's corpus figures over generations (scope.go).
 	tenants map[string]*tenantStats
 	stats   retrieve.BM25Stats // the whole index's totals (the manifest's)
@@ -143,7 +147,7 @@ func cmpInt(a, b int) int {
 }
 
 func newState() *state {
-	return &state{chunks: map[string]*evidence.Chunk{}, committed: map[string]int64{}, tenants: map[string]*tenantStats{},
+	return &state{chunks: map[string]*evidence.Chunk{}, committed: map[string]int64{}, facts: map[string][]factAt{}, tenants: map[string]*tenantStats{},
 		terms: map[string][]string{}, intern: map[string]string{}, entities: map[string][]entityName{}, feats: map[string][]int32{},
 		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds(),
 		docOrder: map[string]*docList{}, docPlace: map[string]docPlace{}}
@@ -158,11 +162,12 @@ type analyzed struct {
 	feats  []int32
 }
 
-// extend returns a new state: s plus the chunks add (analyzed as an) as
-// generation gen, committed at at. s is not changed.
-func (s *state) extend(gen int64, at time.Time, add []*evidence.Chunk, an []analyzed) *state {
+// extend returns a new state: s plus the chunks add (analyzed as an) and
+// then the facts as generation gen, committed at at. s is not changed.
+func (s *state) extend(gen int64, at time.Time, add []*evidence.Chunk, an []analyzed, facts []*evidence.Fact) *state {
 	n := &state{
 		gen: gen, commits: append(s.commits, at), chunks: maps.Clone(s.chunks), committed: maps.Clone(s.committed),
+		facts: s.facts, factLog: s.factLog,
 		tenants: maps.Clone(s.tenants), stats: s.stats, bounds: s.bounds.Clone(),
 		terms: maps.Clone(s.terms), intern: maps.Clone(s.intern),
 		entities: maps.Clone(s.entities), feats: maps.Clone(s.feats),
@@ -174,7 +179,40 @@ func (s *state) extend(gen int64, at time.Time, add []*evidence.Chunk, an []anal
 	for i, c := range add {
 		n.add(gen, c, an[i], own)
 	}
+	if len(facts) > 0 {
+		n.facts = maps.Clone(s.facts)
+	}
+	for _, f := range facts {
+		n.addFact(gen, f, own)
+	}
 	return n
+}
+
+// addFact records fact f, committed at generation gen, of a chunk s holds.
+// s.facts must be a copy owned by s (see extend); a chunk's list is copied
+// before it grows.
+func (s *state) addFact(gen int64, f *evidence.Fact, own map[string]bool) {
+	fa := factAt{gen: gen, f: f}
+	s.facts[f.ChunkID] = append(slices.Clip(s.facts[f.ChunkID]), fa)
+	s.factLog = append(s.factLog, fa)
+	s.bounds.Retire(f.Retires())
+	s.ownTenant(s.chunks[f.ChunkID].Tenant, own).addFact(gen, f)
+}
+
+// ownTenant returns the figures of tenant for s to change: new, or copied
+// from the state s extends unless own says s already copied them.
+func (s *state) ownTenant(name string, own map[string]bool) *tenantStats {
+	ts := s.tenants[name]
+	switch {
+	case ts == nil:
+		ts = newTenantStats()
+		s.tenants[name] = ts
+	case !own[name]:
+		ts = ts.clone()
+		s.tenants[name] = ts
+	}
+	own[name] = true
+	return ts
 }
 
 // add counts chunk c, committed at generation gen. own names the tenants
@@ -199,17 +237,7 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, own map[string]bo
 		}
 	}
 	s.terms[c.ID] = ts
-	tenant := s.tenants[c.Tenant]
-	switch {
-	case tenant == nil:
-		tenant = newTenantStats()
-		s.tenants[c.Tenant] = tenant
-	case !own[c.Tenant]:
-		tenant = tenant.clone()
-		s.tenants[c.Tenant] = tenant
-	}
-	own[c.Tenant] = true
-	tenant.add(gen, c, an.lex, terms.Distinct(ts), an.tokens, len(ts))
+	s.ownTenant(c.Tenant, own).add(gen, c, an.lex, terms.Distinct(ts), an.tokens, len(ts))
 	s.placeInDocument(c, ts, own)
 }
 
@@ -326,7 +354,7 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 	st := newState()
 	own := map[string]bool{}
 	for _, b := range m.Batches {
-		chunks, err := d.ReadBatch(b)
+		chunks, facts, err := d.ReadBatch(b)
 		if err != nil {
 			return nil, err
 		}
@@ -340,6 +368,12 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 				return nil, fmt.Errorf("%w: %s: chunk %q stored twice", ErrCorrupt, b.File, c.ID)
 			}
 			st.add(b.Generation, c, analyze(lex, emb, c.Text), own)
+		}
+		for _, f := range facts {
+			if _, ok := st.chunks[f.ChunkID]; !ok {
+				return nil, fmt.Errorf("%w: %s: a fact on chunk %q, which is not committed", ErrCorrupt, b.File, f.ChunkID)
+			}
+			st.addFact(b.Generation, f, own)
 		}
 	}
 	if st.stats.Docs != m.Docs || st.stats.Tokens != m.Tokens {

@@ -172,7 +172,7 @@ func TestAssembleGate(t *testing.T) {
 		"ok2":      mk("ok2", nil),
 		"ok3":      mk("ok3", nil),
 	}
-	lookup := func(id string) (*Chunk, bool) { c, ok := store[id]; return c, ok }
+	lookup := func(id string) (Entry, bool) { c, ok := store[id]; return Entry{Chunk: c}, ok }
 	ranked := []Scored{{"nourl", 9}, {"ok1", 8}, {"noconn", 7}, {"ghost", 6}, {"notime", 5}, {"tampered", 4}, {"ok2", 3}, {"ok3", 2}}
 	p := Assemble(Header{Question: "q", AsOf: asof.MustDate("2025-06-01"), K: 2}, ranked, lookup, []string{"pool 8"}, nil)
 	if diff := cmp.Diff([]string{"ok1", "ok2"}, []string{p.Citations[0].ChunkID, p.Citations[1].ChunkID}); diff != "" {
@@ -314,7 +314,7 @@ func TestAssembleRechecksEligibility(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			lookup := func(id string) (*Chunk, bool) { return tc.chunk, id == tc.chunk.ID }
+			lookup := func(id string) (Entry, bool) { return Entry{Chunk: tc.chunk}, id == tc.chunk.ID }
 			p := Assemble(h, []Scored{{ChunkID: tc.chunk.ID, Score: 1}}, lookup, nil, nil)
 			if tc.want == "" {
 				if len(p.Citations) != 1 || len(p.Trace.Dropped) != 0 {
@@ -337,5 +337,44 @@ func TestEncodeIsBytesAndHash(t *testing.T) {
 	raw, hash := p.Encode()
 	if string(raw) != string(p.Bytes()) || hash != p.Hash() || hash != Sum(raw) {
 		t.Fatalf("Encode gives %q %s, Bytes and Hash give %q %s", raw, hash, p.Bytes(), p.Hash())
+	}
+}
+
+// The index's word on a chunk reaches the gate: a fact that retired it drops
+// it with the index's reason; a known later end shows as the citation's
+// valid_to only when earlier than the chunk's own.
+func TestAssembleEntryFromFacts(t *testing.T) {
+	c := &Chunk{ID: "v1", DocID: "d", Text: "t", SourceURL: "https://example.test", Connector: "test",
+		RetrievedAt: time.Date(2025, 1, 2, 0, 0, 0, 0, time.UTC),
+		Anchor:      asof.Anchor{At: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Field: "published"},
+		Valid:       asof.Interval{From: asof.MustDate("2025-01-01"), To: asof.MustDate("2026-01-01")}}
+	c.ContentHash = c.ComputeHash()
+	h := Header{Question: "q", AsOf: asof.MustDate("2025-06-01"), K: 1}
+	for _, tc := range []struct {
+		name, why string
+		entry     Entry
+		wantDrop  string
+		wantTo    string
+	}{
+		{"nothing known", "the chunk's own validity", Entry{Chunk: c}, "", "2026-01-01"},
+		{"earlier end known", "a fact ended it after the as-of day", Entry{Chunk: c, End: asof.MustDate("2025-07-01")}, "", "2025-07-01"},
+		{"later end known", "a fact cannot extend validity", Entry{Chunk: c, End: asof.MustDate("2027-01-01")}, "", "2026-01-01"},
+		{"retired", "the index's reason drops it", Entry{Chunk: c, Excluded: "superseded by v2 from 2025-05-01"}, "superseded by v2 from 2025-05-01", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Assemble(h, []Scored{{ChunkID: "v1", Score: 1}}, func(string) (Entry, bool) { return tc.entry, true }, nil, nil)
+			if tc.wantDrop != "" {
+				if len(p.Citations) != 0 || len(p.Trace.Dropped) != 1 || p.Trace.Dropped[0].Reason != tc.wantDrop {
+					t.Fatalf("%s: want dropped %q, got %+v %+v", tc.why, tc.wantDrop, p.Citations, p.Trace.Dropped)
+				}
+				return
+			}
+			if len(p.Citations) != 1 || p.Citations[0].Valid.To.String() != tc.wantTo {
+				t.Fatalf("%s: want cited with valid_to %s, got %+v", tc.why, tc.wantTo, p.Citations)
+			}
+			if p.Citations[0].Valid.From.String() != "2025-01-01" {
+				t.Fatalf("valid_from changed: %+v", p.Citations[0].Valid)
+			}
+		})
 	}
 }

@@ -187,13 +187,40 @@ func (h Header) exclusion(c *Chunk) (exclusion, int) {
 	return admitted, 0
 }
 
+// Entry is a stored chunk as the citation gate sees it for one request.
+type Entry struct {
+	Chunk *Chunk
+	// Excluded says why the index keeps the chunk out of the request
+	// although its own fields admit it ("" when nothing does): a fact known
+	// at the request's generation retired it on or before the as-of day.
+	Excluded string
+	// End, when set, is the earliest validity end that facts known at the
+	// request's generation set after its as-of day.
+	End asof.Date
+}
+
+// valid is the validity a citation shows: the chunk's own, ended earlier
+// when a known fact says so.
+func (e Entry) valid() asof.Interval {
+	v := e.Chunk.Valid
+	if !e.End.IsZero() && (v.To.IsZero() || e.End.Before(v.To)) {
+		v.To = e.End
+	}
+	return v
+}
+
 // Assemble is the citation gate. It walks ranked in order, looks each chunk up,
 // drops any that is missing from the store, outside the request's eligibility
 // (see Header.Excludes) or not citable (see Chunk.Citable), whatever ranked
 // it, and numbers the first h.K survivors 1..K. steps are copied into the trace,
 // followed by the gate's own lines. The pack shares no map or slice with its
 // arguments or the chunks: a caller may edit it freely.
-func Assemble(h Header, ranked []Scored, lookup func(id string) (*Chunk, bool), steps []string, fp Fingerprint) *Pack {
+//
+// lookup returns what the index holds of a chunk for this request (ok false:
+// not in store). An Entry's Excluded reason (a fact retired the chunk)
+// drops it; its End, a validity end that later facts set after the as-of
+// day, is the citation's valid_to when earlier than the chunk's own.
+func Assemble(h Header, ranked []Scored, lookup func(id string) (Entry, bool), steps []string, fp Fingerprint) *Pack {
 	p := &Pack{
 		Question:    h.Question,
 		AsOf:        h.AsOf,
@@ -208,11 +235,13 @@ func Assemble(h Header, ranked []Scored, lookup func(id string) (*Chunk, bool), 
 		if len(p.Citations) == h.K {
 			break
 		}
-		c, ok := lookup(s.ChunkID)
-		reason := "not in store"
+		e, ok := lookup(s.ChunkID)
+		c, reason := e.Chunk, "not in store"
 		if ok {
 			if reason = h.Excludes(c); reason == "" {
-				reason = c.Citable()
+				if reason = e.Excluded; reason == "" {
+					reason = c.Citable()
+				}
 			}
 		}
 		if reason != "" {
@@ -222,7 +251,7 @@ func Assemble(h Header, ranked []Scored, lookup func(id string) (*Chunk, bool), 
 		p.Citations = append(p.Citations, Citation{
 			Index: len(p.Citations) + 1, ChunkID: c.ID, DocID: c.DocID, Version: c.Version,
 			Text: c.Text, SourceURL: c.SourceURL, Connector: c.Connector, RetrievedAt: c.RetrievedAt,
-			Anchor: c.Anchor, Valid: c.Valid, ContentHash: c.ContentHash, Score: s.Score,
+			Anchor: c.Anchor, Valid: e.valid(), ContentHash: c.ContentHash, Score: s.Score,
 			Meta: maps.Clone(c.Meta), // the pack owns its data: never the store's map
 		})
 	}

@@ -36,7 +36,13 @@ const (
 	fieldFrom      = "valid_from"
 	fieldTo        = "valid_to"
 	fieldGen       = "gen"
-	fieldMeta      = "meta"
+	// fieldRetired is the first as-of day on which facts exclude the chunk
+	// (openTo when none does); fieldFactGen the generation of the last fact
+	// that changed it (0 for none), so that an unfinished commit's facts
+	// can be found and undone.
+	fieldRetired = "retired"
+	fieldFactGen = "fact_gen"
+	fieldMeta    = "meta"
 	// fieldSum holds the chunk's content hash, stored, so that Check can
 	// compare each lexical document with the chunk it was built from.
 	fieldSum = "sum"
@@ -91,6 +97,7 @@ type Lexical struct {
 	idx      bleve.Index
 	analyzer analysis.Analyzer
 	name     string
+	facts    bool // the mapping has the fact fields (HoldsFacts)
 
 	// failed is why the index may no longer be touched, or nil. After a
 	// write that bleve could not persist (a full disk), bleve's in-memory
@@ -162,8 +169,17 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 		idx.Close()
 		return nil, fmt.Errorf("%w: analyzer %q unavailable", ErrLexical, im.DefaultAnalyzer)
 	}
-	return &Lexical{idx: idx, analyzer: a, name: im.DefaultAnalyzer}, nil
+	_, facts := im.DefaultMapping.Properties[fieldRetired]
+	if facts {
+		_, facts = im.DefaultMapping.Properties[fieldFactGen]
+	}
+	return &Lexical{idx: idx, analyzer: a, name: im.DefaultAnalyzer, facts: facts}, nil
 }
+
+// HoldsFacts reports whether the index was made with the fields that record
+// facts (retirement day and fact generation). An index made before facts
+// existed answers every query as before but cannot take a fact: rebuild it.
+func (l *Lexical) HoldsFacts() bool { return l.facts }
 
 // createLexical makes a new, empty bleve index at dir, atomically: bleve
 // writes its metadata file without a rename or fsync, so an index created
@@ -235,9 +251,9 @@ func newMapping(an string) *mapping.IndexMappingImpl {
 		kw.DocValues = false
 		doc.AddFieldMappingsAt(f, kw)
 	}
-	for _, f := range []string{fieldAnchorDay, fieldFrom, fieldTo, fieldGen} {
+	for _, f := range []string{fieldAnchorDay, fieldFrom, fieldTo, fieldGen, fieldRetired, fieldFactGen} {
 		num := bleve.NewNumericFieldMapping()
-		num.Store = f == fieldGen
+		num.Store = f == fieldGen || f == fieldRetired || f == fieldFactGen
 		num.DocValues = false
 		doc.AddFieldMappingsAt(f, num)
 	}
@@ -266,36 +282,53 @@ func (l *Lexical) Terms(text string) ([]string, int) {
 	return slices.Compact(out), len(ts)
 }
 
-// Index adds chunks to the index as generation gen, in one atomic batch.
-func (l *Lexical) Index(ctx context.Context, chunks []*evidence.Chunk, gen int64) (err error) {
+// Doc is one lexical document: a chunk, the generation that committed it,
+// and what facts say of it as of the generation being committed.
+type Doc struct {
+	Chunk *evidence.Chunk
+	Gen   int64
+	// Retired is the first as-of day on which facts exclude the chunk
+	// (evidence.Fact.Retires, the earliest over its facts); zero for never.
+	Retired asof.Date
+	// FactGen is the generation of the newest of those facts (0 for none).
+	FactGen int64
+}
+
+// Index adds docs to the index, or replaces the documents of the same chunk
+// (a fact changed what is known of it), in one atomic batch.
+func (l *Lexical) Index(ctx context.Context, docs []Doc) (err error) {
 	defer l.recoverBleve(&err, "index")
 	if err := l.usable(); err != nil {
 		return err
 	}
 	b := l.idx.NewBatch()
-	for i, c := range chunks {
+	for i, d := range docs {
 		if i%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		if err := b.Index(c.ID, docOf(c, gen)); err != nil {
-			return fmt.Errorf("%w: chunk %q: %v", ErrLexical, c.ID, err)
+		if err := b.Index(d.Chunk.ID, docOf(d)); err != nil {
+			return fmt.Errorf("%w: chunk %q: %v", ErrLexical, d.Chunk.ID, err)
 		}
 	}
 	if err := l.idx.Batch(b); err != nil {
-		return l.fail(fmt.Errorf("%w: batch of %d: %v", ErrLexical, len(chunks), err))
+		return l.fail(fmt.Errorf("%w: batch of %d: %v", ErrLexical, len(docs), err))
 	}
 	return nil
 }
 
-func docOf(c *evidence.Chunk, gen int64) map[string]any {
-	from, to := float64(openFrom), float64(openTo)
+func docOf(d Doc) map[string]any {
+	c := d.Chunk
+	from, to, retired := float64(openFrom), float64(openTo), float64(openTo)
 	if !c.Valid.From.IsZero() {
 		from = float64(c.Valid.From.Days())
 	}
 	if !c.Valid.To.IsZero() {
 		to = float64(c.Valid.To.Days())
+	}
+	if !d.Retired.IsZero() {
+		retired = float64(d.Retired.Days())
 	}
 	anchor := float64(openTo) // undated: never eligible
 	if !c.Anchor.At.IsZero() {
@@ -311,7 +344,8 @@ func docOf(c *evidence.Chunk, gen int64) map[string]any {
 	}
 	return map[string]any{
 		fieldText: c.Text, fieldTenant: tenant, fieldMeta: meta,
-		fieldAnchorDay: anchor, fieldFrom: from, fieldTo: to, fieldGen: float64(gen), fieldSum: c.ContentHash,
+		fieldAnchorDay: anchor, fieldFrom: from, fieldTo: to, fieldGen: float64(d.Gen), fieldSum: c.ContentHash,
+		fieldRetired: retired, fieldFactGen: float64(d.FactGen),
 	}
 }
 
@@ -334,6 +368,10 @@ type Eligibility struct {
 	// every match must be intersected with). Either gives the same hits and
 	// scores.
 	FewerAfter bool
+	// Readmit names chunks (sorted) that facts committed after UpTo retire
+	// on or before AsOf but that generation UpTo still held valid: a pinned
+	// request keeps them despite their documents' retirement day.
+	Readmit []string
 }
 
 // Bounds summarize the committed chunks exactly, so that a query can leave
@@ -344,6 +382,7 @@ type Bounds struct {
 	Undated      bool           // some chunk has no anchor
 	MaxFrom      int64          // latest set valid_from, openFrom if none
 	MinTo        int64          // earliest set valid_to, openTo if none
+	MinRetired   int64          // earliest retirement day facts set, openTo if none
 	Tenants      map[string]int // chunks per tenant
 }
 
@@ -355,7 +394,12 @@ func (b Bounds) Clone() Bounds {
 
 // NewBounds returns the bounds of an empty index.
 func NewBounds() Bounds {
-	return Bounds{MaxAnchorDay: openFrom, MaxFrom: openFrom, MinTo: openTo, Tenants: map[string]int{}}
+	return Bounds{MaxAnchorDay: openFrom, MaxFrom: openFrom, MinTo: openTo, MinRetired: openTo, Tenants: map[string]int{}}
+}
+
+// Retire extends b with a fact that retires a chunk from day on.
+func (b *Bounds) Retire(day asof.Date) {
+	b.MinRetired = min(b.MinRetired, day.Days())
 }
 
 // Add extends b with c.
@@ -415,6 +459,17 @@ func (e Eligibility) clauses(b Bounds) []query.Query {
 		to := bleve.NewNumericRangeInclusiveQuery(&asOf, nil, &no, nil)
 		to.SetField(fieldTo)
 		qs = append(qs, to)
+	}
+	if b.MinRetired <= day {
+		var retired query.Query = bleve.NewNumericRangeInclusiveQuery(&asOf, nil, &no, nil)
+		retired.(*query.NumericRangeQuery).SetField(fieldRetired)
+		if len(e.Readmit) > 0 {
+			ids := bleve.NewDocIDQuery(e.Readmit)
+			ids.SetBoost(0)
+			retired.(query.BoostableQuery).SetBoost(0)
+			retired = bleve.NewDisjunctionQuery(retired, ids)
+		}
+		qs = append(qs, retired)
 	}
 	for _, f := range e.Filters {
 		fq := bleve.NewTermQuery(f.Key + "=" + f.Value)
@@ -507,7 +562,8 @@ func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b B
 			// for their statistics, and any positive figure will do.
 			FieldCardinality: map[string]int{fieldText: int(stats.Tokens),
 				fieldTenant: int(stats.Docs), fieldMeta: int(stats.Docs), fieldAnchorDay: int(stats.Docs),
-				fieldFrom: int(stats.Docs), fieldTo: int(stats.Docs), fieldGen: int(stats.Docs)},
+				fieldFrom: int(stats.Docs), fieldTo: int(stats.Docs), fieldGen: int(stats.Docs),
+				fieldRetired: int(stats.Docs)},
 		}}
 	}
 	// bleve orders by raw score only (ties by its internal doc number, which
@@ -595,34 +651,45 @@ func (l *Lexical) Merge(ctx context.Context) (err error) {
 // Close closes the index.
 func (l *Lexical) Close() error { return l.idx.Close() }
 
-// DeleteAbove removes every document of a generation after gen: the residue
-// of a batch that reached the index but was never committed (a crash, or a
-// failure after Index). It returns how many it removed.
-func (l *Lexical) DeleteAbove(ctx context.Context, gen int64) (removed int, err error) {
-	defer l.recoverBleve(&err, "delete")
+// RollBack undoes what an unfinished commit after generation gen did to the
+// index: it removes every document of a later generation, and puts back
+// restore's document for every chunk a later fact re-indexed. It returns how
+// many documents it removed or restored.
+func (l *Lexical) RollBack(ctx context.Context, gen int64, restore func(id string) (Doc, error)) (changed int, err error) {
+	defer l.recoverBleve(&err, "roll back")
 	if err := l.usable(); err != nil {
 		return 0, err
 	}
-	q := afterGeneration(gen)
 	for {
-		req := bleve.NewSearchRequestOptions(q, 1000, 0, false)
+		req := bleve.NewSearchRequestOptions(changedAfter(gen), 1000, 0, false)
 		req.Score = "none"
+		req.Fields = []string{fieldGen}
 		req.SortBy([]string{"_id"})
 		res, err := l.idx.SearchInContext(ctx, req)
 		if err != nil {
-			return removed, fmt.Errorf("%w: delete above %d: %v", ErrLexical, gen, err)
+			return changed, fmt.Errorf("%w: roll back to %d: %v", ErrLexical, gen, err)
 		}
 		if len(res.Hits) == 0 {
-			return removed, nil
+			return changed, nil
 		}
 		b := l.idx.NewBatch()
 		for _, h := range res.Hits {
-			b.Delete(h.ID)
+			if g, _ := h.Fields[fieldGen].(float64); int64(g) > gen {
+				b.Delete(h.ID)
+				continue
+			}
+			d, err := restore(h.ID)
+			if err == nil {
+				err = b.Index(h.ID, docOf(d))
+			}
+			if err != nil {
+				return changed, fmt.Errorf("%w: roll back to %d: chunk %q: %w", ErrLexical, gen, h.ID, err)
+			}
 		}
 		if err := l.idx.Batch(b); err != nil {
-			return removed, l.fail(fmt.Errorf("%w: delete above %d: %v", ErrLexical, gen, err))
+			return changed, l.fail(fmt.Errorf("%w: roll back to %d: %v", ErrLexical, gen, err))
 		}
-		removed += len(res.Hits)
+		changed += len(res.Hits)
 	}
 }
 
@@ -642,12 +709,22 @@ func afterGeneration(gen int64) *query.NumericRangeQuery {
 	return q
 }
 
-// CountAbove returns how many documents carry a generation after gen.
+// changedAfter matches the documents a commit after generation gen wrote:
+// its chunks, and the earlier chunks its facts re-indexed.
+func changedAfter(gen int64) query.Query {
+	after, no := float64(gen), false
+	facts := bleve.NewNumericRangeInclusiveQuery(&after, nil, &no, nil)
+	facts.SetField(fieldFactGen)
+	return bleve.NewDisjunctionQuery(afterGeneration(gen), facts)
+}
+
+// CountAbove returns how many documents a commit after generation gen
+// wrote: chunks of a later generation, and chunks a later fact re-indexed.
 func (l *Lexical) CountAbove(ctx context.Context, gen int64) (uint64, error) {
 	if err := l.usable(); err != nil {
 		return 0, err
 	}
-	req := bleve.NewSearchRequestOptions(afterGeneration(gen), 0, 0, false)
+	req := bleve.NewSearchRequestOptions(changedAfter(gen), 0, 0, false)
 	req.Score = "none"
 	res, err := l.idx.SearchInContext(ctx, req)
 	if err != nil {
@@ -663,6 +740,8 @@ type StoredDoc struct {
 	ID          string
 	ContentHash string
 	Generation  int64
+	Retired     asof.Date // zero: no fact retires the chunk
+	FactGen     int64
 }
 
 // Docs calls fn for every document of the index in chunk ID order.
@@ -675,7 +754,7 @@ func (l *Lexical) Docs(ctx context.Context, fn func(StoredDoc) error) error {
 	for {
 		req := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), page, 0, false)
 		req.Score = "none"
-		req.Fields = []string{fieldSum, fieldGen}
+		req.Fields = []string{fieldSum, fieldGen, fieldRetired, fieldFactGen}
 		req.SortBy([]string{"_id"})
 		req.SearchAfter = after
 		res, err := l.idx.SearchInContext(ctx, req)
@@ -687,6 +766,12 @@ func (l *Lexical) Docs(ctx context.Context, fn func(StoredDoc) error) error {
 			d.ContentHash, _ = h.Fields[fieldSum].(string)
 			if g, ok := h.Fields[fieldGen].(float64); ok {
 				d.Generation = int64(g)
+			}
+			if r, ok := h.Fields[fieldRetired].(float64); ok && r < openTo {
+				d.Retired = asof.DateFromDays(int64(r))
+			}
+			if g, ok := h.Fields[fieldFactGen].(float64); ok {
+				d.FactGen = int64(g)
 			}
 			if err := fn(d); err != nil {
 				return err

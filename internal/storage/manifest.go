@@ -49,11 +49,11 @@ type Manifest struct {
 // Batch names one generation's batch file and its checksum.
 type Batch struct {
 	Generation  int64  `json:"generation"`
-	File        string `json:"file"`         // under chunks/
-	Sum         string `json:"sum"`          // BLAKE3 of the whole stored file
+	File        string `json:"file"`            // under chunks/
+	Sum         string `json:"sum"`             // BLAKE3 of the whole stored file
 	Chunks      int    `json:"chunks"`          // chunk lines after the header
 	Facts       int    `json:"facts,omitempty"` // fact lines after the chunks
-	CommittedAt string `json:"committed_at"` // RFC 3339, UTC, seconds
+	CommittedAt string `json:"committed_at"`    // RFC 3339, UTC, seconds
 }
 
 // Dense names the stored vectors of the latest generation, the embedder

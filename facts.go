@@ -1,0 +1,211 @@
+package evpack
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/retrieve"
+)
+
+// Facts are what the index learns of a chunk after committing it: a
+// validity end, a supersession, a retraction (evidence.Fact). Chunks stay
+// immutable; a fact is committed with a generation like a chunk, kept in the
+// batch file of that generation, and read by every request at or after it.
+//
+// Eligibility as of day d at generation G: the chunk's own fields admit d,
+// and no fact committed at or before G retires it on or before d
+// (evidence.Fact.Retires). The lexical index keeps each chunk's retirement
+// day at the latest generation as a field (re-indexing the chunk's document
+// when a fact arrives), and a request pinned to an earlier generation
+// re-admits by ID the few chunks that only later facts retired: the
+// predicate stays inside the index query.
+
+// never is the retirement day of a chunk no fact retires.
+const never = math.MaxInt64
+
+// factAt is a fact and the generation that committed it.
+type factAt struct {
+	gen int64
+	f   *evidence.Fact
+}
+
+// retiredAt returns the first as-of day on which facts committed by
+// generation g exclude chunk id, or never.
+func (s *state) retiredAt(id string, g int64) int64 {
+	r := int64(never)
+	for _, fa := range s.facts[id] {
+		if fa.gen <= g {
+			r = min(r, fa.f.Retires().Days())
+		}
+	}
+	return r
+}
+
+// retiredBy returns the fact committed by generation g that retires chunk
+// id earliest, if one retires it on or before day d.
+func (s *state) retiredBy(id string, g int64, d asof.Date) (factAt, bool) {
+	var best factAt
+	for _, fa := range s.facts[id] {
+		if fa.gen <= g && fa.f.Retires().Days() <= d.Days() && (best.f == nil || fa.f.Retires().Before(best.f.Retires())) {
+			best = fa
+		}
+	}
+	return best, best.f != nil
+}
+
+// knownEnd returns the earliest end after day d that facts committed by
+// generation g set for chunk id (zero when none).
+func (s *state) knownEnd(id string, g int64, d asof.Date) asof.Date {
+	var end asof.Date
+	for _, fa := range s.facts[id] {
+		if fa.gen <= g && d.Before(fa.f.End) && (end.IsZero() || fa.f.End.Before(end)) {
+			end = fa.f.End
+		}
+	}
+	return end
+}
+
+// lexDoc returns chunk id's lexical document at the state's generation.
+func (s *state) lexDoc(id string) (retrieve.Doc, error) {
+	c, ok := s.chunks[id]
+	if !ok {
+		return retrieve.Doc{}, fmt.Errorf("%w: chunk %q is not committed", ErrCorrupt, id)
+	}
+	d := retrieve.Doc{Chunk: c, Gen: s.committed[id]}
+	if r := s.retiredAt(id, s.gen); r != never {
+		d.Retired = asof.DateFromDays(r)
+	}
+	for _, fa := range s.facts[id] {
+		d.FactGen = max(d.FactGen, fa.gen)
+	}
+	return d, nil
+}
+
+// entry is what the citation gate sees of chunk id for a request as of day
+// d in scope sc.
+func (sc scope) entry(id string, d asof.Date) (evidence.Entry, bool) {
+	c, ok := sc.st.chunks[id]
+	if !ok || !sc.admits(id) {
+		return evidence.Entry{}, false
+	}
+	e := evidence.Entry{Chunk: c, End: sc.st.knownEnd(id, sc.gen, d)}
+	if fa, ok := sc.st.retiredBy(id, sc.gen, d); ok {
+		e.Excluded = fmt.Sprintf("%s (fact of generation %d)", fa.f, fa.gen)
+	}
+	return e, true
+}
+
+// readmit lists the chunks of the scope that facts committed after its
+// generation retire on or before day d but that its generation still held
+// valid (see retrieve.Eligibility.Readmit), sorted.
+func (sc scope) readmit(d asof.Date) []string {
+	st := sc.st
+	i := sort.Search(len(st.factLog), func(i int) bool { return st.factLog[i].gen > sc.gen })
+	var ids []string
+	for _, fa := range st.factLog[i:] {
+		id := fa.f.ChunkID
+		if fa.f.Retires().Days() > d.Days() || !sc.admits(id) || !slices.Contains(sc.names, st.chunks[id].Tenant) {
+			continue
+		}
+		if st.retiredAt(id, sc.gen) > d.Days() {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// newFacts checks the facts one ingest brings against the committed state
+// st and the chunks of the batch, and returns those to commit (a fact
+// already committed, or earlier in the batch, is left out and counted in
+// unchanged). A fact that names no chunk of either, whose replacing chunk
+// is unknown or of another tenant, or whose end falls on or before its
+// chunk's first valid day is an error naming its record; nothing of the
+// batch is then applied.
+func (st *state) newFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fact, where []string) (out []*evidence.Fact, unchanged int, err error) {
+	lookup := func(id string) (*evidence.Chunk, bool) {
+		if c, ok := st.chunks[id]; ok {
+			return c, true
+		}
+		c, ok := batch[id]
+		return c, ok
+	}
+	seen := map[string]bool{}
+	for i, f := range facts {
+		fail := func(format string, args ...any) error {
+			return &evidence.ChunkError{ChunkID: f.ChunkID, Where: where[i], Err: fmt.Errorf("%w: "+format, append([]any{evidence.ErrBadFact}, args...)...)}
+		}
+		c, ok := lookup(f.ChunkID)
+		switch {
+		case !ok:
+			return nil, 0, fail("names no committed chunk")
+		case !c.Valid.From.IsZero() && !c.Valid.From.Before(f.End):
+			return nil, 0, fail("ends on %s, on or before the chunk's first valid day %s", f.End, c.Valid.From)
+		}
+		if f.By != "" {
+			by, ok := lookup(f.By)
+			switch {
+			case !ok:
+				return nil, 0, fail("replacing chunk %q is not committed", f.By)
+			case by.Tenant != c.Tenant:
+				return nil, 0, fail("replacing chunk %q belongs to another tenant", f.By)
+			}
+		}
+		key := f.Key()
+		if seen[key] || slices.ContainsFunc(st.facts[f.ChunkID], func(fa factAt) bool { return fa.f.Key() == key }) {
+			unchanged++
+			continue
+		}
+		seen[key] = true
+		out = append(out, f)
+	}
+	return out, unchanged, nil
+}
+
+// endFact turns a record that repeats stored chunk prev but for an earlier
+// (or newly set) validity end into the fact that says so, anchored at the
+// end day (the source could not say it earlier). pending are the facts the
+// batch brings so far. It returns nil when the end is already known, and
+// ErrValidityExtended when the record would extend or reopen the validity.
+func (st *state) endFact(prev *evidence.Chunk, rec *connectors.Record, pending []*evidence.Fact) (*evidence.Fact, error) {
+	end := prev.Valid.To
+	lower := func(d asof.Date) {
+		if end.IsZero() || d.Before(end) {
+			end = d
+		}
+	}
+	for _, fa := range st.facts[prev.ID] {
+		lower(fa.f.End)
+	}
+	for _, f := range pending {
+		if f.ChunkID == prev.ID {
+			lower(f.End)
+		}
+	}
+	to := rec.Chunk.Valid.To
+	switch {
+	case to == end:
+		return nil, nil
+	case to.IsZero() || (!end.IsZero() && end.Before(to)):
+		return nil, &evidence.ChunkError{ChunkID: prev.ID, Where: rec.Where,
+			Err: fmt.Errorf("%w: the index ends it on %s, the record on %q", evidence.ErrValidityExtended, end, to.String())}
+	}
+	f := &evidence.Fact{Kind: evidence.FactEnded, ChunkID: prev.ID, End: to, Anchor: to.Start()}
+	if rec.By != "" {
+		f.Kind, f.By = evidence.FactSuperseded, rec.By
+	}
+	if err := f.Prepare(); err != nil {
+		var ce *evidence.ChunkError
+		if errors.As(err, &ce) {
+			ce.Where = rec.Where
+		}
+		return nil, err
+	}
+	return f, nil
+}
