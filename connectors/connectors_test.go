@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
@@ -194,5 +196,194 @@ func TestStatuteAmendmentRefused(t *testing.T) {
 		if !errors.Is(err, ErrField) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "amendments[0]") {
 			t.Errorf("%s: %v", c.name, err)
 		}
+	}
+}
+
+// TestStatuteByNamesTheNextVersion: a unit a later version changes ends its
+// chunk and names the new version's chunk (Record.By); a repealed unit's
+// chunk ends and names nothing; an open chunk names nothing.
+func TestStatuteByNamesTheNextVersion(t *testing.T) {
+	type rec struct{ id, to, by string }
+	cases := []struct {
+		name string
+		path string // a file under testdata, or "" for body
+		body string
+		want []rec
+	}{
+		{"the records act: articles changed in 2021 and 2025", filepath.Join("..", "testdata", "corpus", "records-act.json"), "", []rec{
+			{"records-act/art-0@2018", "", ""},
+			{"records-act/art-1@2018", "2026-01-01", "records-act/art-1@2025"},
+			{"records-act/art-2@2018", "2021-04-01", "records-act/art-2@2021"},
+			{"records-act/art-3@2018", "2021-04-01", "records-act/art-3@2021"},
+			{"records-act/art-4@2018", "2026-01-01", "records-act/art-4@2025"},
+			{"records-act/art-2@2021", "2026-01-01", "records-act/art-2@2025"},
+			{"records-act/art-3@2021", "", ""},
+			{"records-act/art-5@2021", "", ""},
+			{"records-act/art-1@2025", "", ""},
+			{"records-act/art-2@2025", "", ""},
+			{"records-act/art-4@2025", "", ""},
+		}},
+		{"an amended clause, a repealed article", "", `{"doc_id":"dpa","versions":[{"version":"2020","published":"2020-01-15","in_force":"2020-03-01",
+			"text":"Article 4 Consent\n(a) in writing;\n(b) by recorded call.\nArticle 6 Fees\nA fee of 100 dirhams applies."}],
+			"amendments":[{"version":"2023","published":"2023-05-01","in_force":"2023-07-01","changes":[
+			{"article":"4","replace":"by recorded call","with":"by recorded call or video call"},{"article":"6","repeal":true}]}]}`, []rec{
+			{"dpa/art-4@2020", "", ""},
+			{"dpa/art-4/a@2020", "", ""},
+			{"dpa/art-4/b@2020", "2023-07-01", "dpa/art-4/b@2023"},
+			{"dpa/art-6@2020", "2023-07-01", ""},
+			{"dpa/art-4/b@2023", "", ""},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := c.path
+			if path == "" {
+				path = write(t, "s.json", c.body)
+			}
+			recs, err := NewStatute(path).Read(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []rec
+			for _, r := range recs {
+				got = append(got, rec{r.Chunk.ID, r.Chunk.Valid.To.String(), r.By})
+			}
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("records:\n got %v\nwant %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestJSONLFactLines: a line with a "fact" key is a fact about a chunk, in
+// order among the chunk lines; a chunk line that merely mentions "fact" (a
+// meta value, the text) stays a chunk.
+func TestJSONLFactLines(t *testing.T) {
+	p := write(t, "f.jsonl", `{"id":"a","doc_id":"d","text":"a fact sheet","meta":{"kind":"fact"}}
+{"fact":"superseded","id":"a","end":"2025-07-01","anchor":"2025-06-16T10:30:00+02:00","by":"b"}
+
+{"fact":"ended","id":"b","end":"2025-08-01","anchor":"2025-09-03"}
+{"fact":"retracted","id":"fact","end":"2025-09-01","anchor":"2025-09-01T00:00:00Z"}`)
+	recs, err := NewJSONL(p).Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := asof.MustDate
+	want := []struct {
+		where string
+		fact  *evidence.Fact
+	}{
+		{p + ":1", nil},
+		{p + ":2", &evidence.Fact{Kind: evidence.FactSuperseded, ChunkID: "a", End: day("2025-07-01"),
+			Anchor: time.Date(2025, 6, 16, 8, 30, 0, 0, time.UTC), By: "b"}},
+		{p + ":4", &evidence.Fact{Kind: evidence.FactEnded, ChunkID: "b", End: day("2025-08-01"), Anchor: day("2025-09-03").Start()}},
+		{p + ":5", &evidence.Fact{Kind: evidence.FactRetracted, ChunkID: "fact", End: day("2025-09-01"), Anchor: day("2025-09-01").Start()}},
+	}
+	if len(recs) != len(want) {
+		t.Fatalf("%d records, want %d: %+v", len(recs), len(want), recs)
+	}
+	for i, w := range want {
+		r := recs[i]
+		switch {
+		case r.Where != w.where:
+			t.Errorf("record %d: where %q, want %q", i, r.Where, w.where)
+		case w.fact == nil && (r.Fact != nil || r.Chunk.ID != "a" || r.Chunk.Meta["kind"] != "fact"):
+			t.Errorf("record %d is the chunk: %+v", i, r)
+		case w.fact != nil && (r.Fact == nil || r.Fact.Key() != w.fact.Key() || r.Fact.Anchor.Location() != time.UTC ||
+			r.Chunk.ID != "" || r.By != ""):
+			t.Errorf("record %d:\n got %+v\nwant %+v", i, r.Fact, w.fact)
+		}
+	}
+}
+
+// TestJSONLFactErrors: a bad fact line is refused with its file:line, and
+// nothing of the file is returned.
+func TestJSONLFactErrors(t *testing.T) {
+	chunk := `{"id":"a","doc_id":"d","text":"t"}` + "\n"
+	cases := []struct {
+		name, line string
+		want       []error
+	}{
+		{"unknown kind", `{"fact":"withdrawn","id":"a","end":"2025-09-01","anchor":"2025-09-01"}`, []error{ErrField, evidence.ErrBadFact}},
+		{"no end", `{"fact":"retracted","id":"a","anchor":"2025-09-01"}`, []error{ErrField, evidence.ErrBadFact}},
+		{"no anchor", `{"fact":"retracted","id":"a","end":"2025-09-01"}`, []error{ErrField, evidence.ErrBadFact}},
+		{"no chunk id", `{"fact":"retracted","end":"2025-09-01","anchor":"2025-09-01"}`, []error{ErrField, evidence.ErrBadFact}},
+		{"superseded without by", `{"fact":"superseded","id":"a","end":"2025-09-01","anchor":"2025-09-01"}`, []error{ErrField, evidence.ErrBadFact}},
+		{"by on a retraction", `{"fact":"retracted","id":"a","end":"2025-09-01","anchor":"2025-09-01","by":"b"}`, []error{ErrField, evidence.ErrBadFact}},
+		{"superseded by itself", `{"fact":"superseded","id":"a","end":"2025-09-01","anchor":"2025-09-01","by":"a"}`, []error{ErrField, evidence.ErrBadFact}},
+		{"unknown field", `{"fact":"retracted","id":"a","end":"2025-09-01","anchor":"2025-09-01","text":"t"}`, []error{ErrSyntax}},
+		{"bad end date", `{"fact":"ended","id":"a","end":"1 Sept 2025","anchor":"2025-09-01"}`, []error{ErrField, asof.ErrBadDate}},
+		{"bad anchor", `{"fact":"ended","id":"a","end":"2025-09-01","anchor":"2025-09-01 10:00"}`, []error{ErrField, asof.ErrBadDate}},
+		{"kind not a string", `{"fact":true,"id":"a","end":"2025-09-01","anchor":"2025-09-01"}`, []error{ErrSyntax}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := write(t, "f.jsonl", chunk+c.line+"\n"+chunk)
+			recs, err := NewJSONL(p).Read(context.Background())
+			if err == nil {
+				t.Fatalf("accepted: %+v", recs)
+			}
+			for _, w := range c.want {
+				if !errors.Is(err, w) {
+					t.Errorf("%v is not %v", err, w)
+				}
+			}
+			if !strings.HasPrefix(err.Error(), p+":2: ") || recs != nil {
+				t.Errorf("the error names %s:2: %v (records %v)", p, err, recs)
+			}
+		})
+	}
+}
+
+// TestJSONLHistoryFixtures: the two fetches of a guidance feed and the
+// retraction that testdata/corpus/history holds for the engine's tests. The
+// second fetch sends gn-2025-03-v1 again identical but for its valid_to, and
+// adds its replacement.
+func TestJSONLHistoryFixtures(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "corpus", "history")
+	read := func(name string) []Record {
+		t.Helper()
+		recs, err := NewJSONL(filepath.Join(dir, name)).Read(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	ids := func(recs []Record) []string {
+		var out []string
+		for _, r := range recs {
+			out = append(out, r.Chunk.ID)
+		}
+		return out
+	}
+	first, second := read("fetch-1.jsonl"), read("fetch-2.jsonl")
+	if got := ids(first); !slices.Equal(got, []string{"gn-2025-03-v1", "gn-2025-05", "gn-2025-06"}) {
+		t.Fatalf("fetch-1: %v", got)
+	}
+	if got := ids(second); !slices.Equal(got, []string{"gn-2025-03-v1", "gn-2025-03-v2", "gn-2025-05", "gn-2025-06"}) {
+		t.Fatalf("fetch-2: %v", got)
+	}
+	for i, c := range []struct {
+		name       string
+		a, b       *evidence.Chunk
+		same, ends bool
+	}{
+		{"gn-2025-03-v1 ends", &first[0].Chunk, &second[0].Chunk, false, true},
+		{"gn-2025-05 fetched again unchanged", &first[1].Chunk, &second[2].Chunk, true, true},
+		{"gn-2025-06 fetched again unchanged", &first[2].Chunk, &second[3].Chunk, true, true},
+	} {
+		if evidence.SameEvidence(c.a, c.b) != c.same || evidence.SameExceptEnd(c.a, c.b) != c.ends || c.a.Tenant != "" {
+			t.Errorf("case %d, %s: same %v, same but for the end %v", i, c.name, evidence.SameEvidence(c.a, c.b), evidence.SameExceptEnd(c.a, c.b))
+		}
+	}
+	if v1, v2 := second[0].Chunk, second[1].Chunk; v1.Valid.String() != "[2025-03-14, 2025-07-01)" || !first[0].Chunk.Valid.To.IsZero() ||
+		v2.Valid.String() != "[2025-07-01, …)" || v2.DocID != v1.DocID {
+		t.Errorf("gn-2025-03: v1 %s (first fetch %s), v2 %s", v1.Valid, first[0].Chunk.Valid, v2.Valid)
+	}
+	retract := read("retract.jsonl")
+	want := evidence.Fact{Kind: evidence.FactRetracted, ChunkID: "gn-2025-06", End: asof.MustDate("2025-09-01"),
+		Anchor: asof.MustDate("2025-09-01").Start()}
+	if len(retract) != 1 || retract[0].Fact == nil || retract[0].Fact.Key() != want.Key() {
+		t.Fatalf("retract.jsonl: %+v", retract)
 	}
 }

@@ -13,13 +13,24 @@ func FuzzJSONL(f *testing.F) {
 	f.Add(raw)
 	f.Add([]byte(`{"id":"a","doc_id":"d","text":"t","anchor":"2026-01-15T10:00:00+05:00","valid_from":"2026-01-01"}`))
 	f.Add([]byte("{\"id\":1}\n\n{"))
+	f.Add([]byte(`{"fact":"superseded","id":"a","end":"2025-07-01","anchor":"2025-06-16T10:30:00+02:00","by":"b"}` + "\n" +
+		`{"id":"b","doc_id":"d","text":"a fact","meta":{"kind":"fact"}}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		recs, err := NewJSONL().ReadFrom(context.Background(), "f.jsonl", bytes.NewReader(raw))
 		if err != nil {
 			return
 		}
 		for _, r := range recs {
-			if r.Where == "" || r.Chunk.Connector != "jsonl" {
+			if r.Where == "" {
+				t.Fatalf("record without a position %+v", r)
+			}
+			if r.Fact != nil {
+				// A fact record is prepared already: preparing it again
+				// must agree.
+				if again := *r.Fact; again.Prepare() != nil || again.Key() != r.Fact.Key() {
+					t.Fatalf("bad fact record %+v", r)
+				}
+			} else if r.Chunk.Connector != "jsonl" {
 				t.Fatalf("bad record %+v", r)
 			}
 		}

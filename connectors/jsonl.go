@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,10 +15,23 @@ import (
 	"github.com/evpack/evpack/evidence"
 )
 
-// JSONL reads one chunk per line from each of its files. Fields (see the
-// README): id, doc_id, version, text, source_url, retrieved_at (RFC 3339),
-// anchor (YYYY-MM-DD or RFC 3339), valid_from, valid_to (YYYY-MM-DD), tenant,
-// meta (object of strings). Unknown fields are an error: a misspelt
+// JSONL reads one chunk, or one fact about a chunk, per line from each of
+// its files.
+//
+// A chunk line's fields (see the README): id, doc_id, version, text,
+// source_url, retrieved_at (RFC 3339), anchor (YYYY-MM-DD or RFC 3339),
+// valid_from, valid_to (YYYY-MM-DD), tenant, meta (object of strings). The
+// same id sent again with the same text and an earlier (or newly set)
+// valid_to is how a later fetch says the stored chunk stopped being valid:
+// ingest records it as a validity end (see Record).
+//
+// A fact line is one that has a "fact" key: fact (ended, superseded or
+// retracted), id (the chunk it is about), end (YYYY-MM-DD, the first day the
+// chunk is no longer valid), anchor (YYYY-MM-DD or RFC 3339, when the end
+// became knowable) and by (the replacing chunk; superseded only). It becomes
+// a Record with Fact set.
+//
+// Unknown fields are an error on either kind of line: a misspelt
 // "retreived_at" would otherwise silently make a chunk uncitable.
 type JSONL struct {
 	paths []string
@@ -45,6 +59,15 @@ type jsonlRecord struct {
 	ValidTo     string            `json:"valid_to"`
 	Tenant      string            `json:"tenant"`
 	Meta        map[string]string `json:"meta"`
+}
+
+// jsonlFact is a fact line.
+type jsonlFact struct {
+	Fact   string `json:"fact"`
+	ID     string `json:"id"`
+	End    string `json:"end"`
+	Anchor string `json:"anchor"`
+	By     string `json:"by"`
 }
 
 // Read implements Connector.
@@ -81,14 +104,21 @@ func (j *JSONL) ReadFrom(ctx context.Context, path string, r io.Reader) ([]Recor
 			continue
 		}
 		where := fmt.Sprintf("%s:%d", path, line)
-		var r jsonlRecord
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil {
-			return nil, &evidence.ChunkError{Where: where, Err: fmt.Errorf("%w: %v", ErrSyntax, err)}
+		if isFactLine(raw) {
+			var r jsonlFact
+			if err := decodeLine(where, raw, &r); err != nil {
+				return nil, err
+			}
+			f, err := fact(where, &r)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Record{Fact: f, Where: where})
+			continue
 		}
-		if dec.More() {
-			return nil, &evidence.ChunkError{Where: where, Err: fmt.Errorf("%w: more than one value on the line", ErrSyntax)}
+		var r jsonlRecord
+		if err := decodeLine(where, raw, &r); err != nil {
+			return nil, err
 		}
 		c, err := j.chunk(where, &r)
 		if err != nil {
@@ -100,6 +130,66 @@ func (j *JSONL) ReadFrom(ctx context.Context, path string, r io.Reader) ([]Recor
 		return nil, fmt.Errorf("connectors: jsonl: %s: %w", path, err)
 	}
 	return out, nil
+}
+
+// decodeLine decodes one line into v, refusing unknown fields and trailing
+// values.
+func decodeLine(where string, raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &evidence.ChunkError{Where: where, Err: fmt.Errorf("%w: %v", ErrSyntax, err)}
+	}
+	if dec.More() {
+		return &evidence.ChunkError{Where: where, Err: fmt.Errorf("%w: more than one value on the line", ErrSyntax)}
+	}
+	return nil
+}
+
+// factKey is a fact line's distinguishing key as it appears in the bytes.
+var factKey = []byte(`"fact"`)
+
+// isFactLine reports whether raw is an object with a "fact" key. The byte
+// search spares chunk lines (nearly all) a second decoding: a key spelt
+// "fact" must appear literally. A line that is not an object, or does not
+// decode, is left to the chunk decoder to report.
+func isFactLine(raw []byte) bool {
+	if !bytes.Contains(raw, factKey) {
+		return false
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(raw, &keys) != nil {
+		return false
+	}
+	_, ok := keys["fact"]
+	return ok
+}
+
+// fact turns a fact line into a prepared evidence.Fact.
+func fact(where string, r *jsonlFact) (*evidence.Fact, error) {
+	f := &evidence.Fact{Kind: evidence.FactKind(r.Fact), ChunkID: r.ID, By: r.By}
+	var err error
+	if r.End != "" {
+		if f.End, err = asof.ParseDate(r.End); err != nil {
+			return nil, FieldError(where, r.ID, "end", err)
+		}
+	}
+	if r.Anchor != "" {
+		if f.Anchor, err = asof.ParseInstant(r.Anchor); err != nil {
+			return nil, FieldError(where, r.ID, "anchor", err)
+		}
+	}
+	if err := f.Prepare(); err != nil {
+		// Every refusal of Prepare is of a field of the line (kind, id, end,
+		// anchor, by): ErrField as for a chunk line, and evidence.ErrBadFact.
+		// Prepare names the chunk; the line adds where the fact came from.
+		var ce *evidence.ChunkError
+		if errors.As(err, &ce) {
+			err = ce.Err
+		}
+		return nil, &evidence.ChunkError{ChunkID: r.ID, Where: where, Err: fmt.Errorf("%w: %w", ErrField, err)}
+	}
+	return f, nil
 }
 
 func (j *JSONL) chunk(where string, r *jsonlRecord) (evidence.Chunk, error) {

@@ -35,7 +35,9 @@ const MaxClauseChars = 1500
 // mid-clause; a clause longer than MaxClauseChars is split at sentence ends.
 // A unit whose text is unchanged from the previous version is not repeated:
 // its chunk stays valid across both, anchored at the version that introduced
-// it.
+// it. A unit whose text changes ends its chunk where the new version enters
+// into force, and the record names the new version's chunk (Record.By); a
+// repealed unit's chunk just ends.
 //
 // File form:
 //
@@ -237,11 +239,13 @@ func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 				if ok && o.text == u.text {
 					continue // unchanged: the open chunk stays valid
 				}
-				if ok {
+				id := fmt.Sprintf("%s/%s@%s", f.DocID, u.key, v.label)
+				if ok { // changed: this version's text replaces the open chunk
 					out[o.index].Chunk.Valid.To = v.inForce
+					out[o.index].By = id
 				}
 				c := evidence.Chunk{
-					ID:          fmt.Sprintf("%s/%s@%s", f.DocID, u.key, v.label),
+					ID:          id,
 					DocID:       f.DocID,
 					Version:     v.label,
 					Text:        u.text,
@@ -264,7 +268,7 @@ func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 			}
 		}
 		for _, key := range evidence.SortedKeys(live) {
-			if !seen[key] { // repealed in this version
+			if !seen[key] { // repealed in this version: nothing replaces it
 				out[live[key].index].Chunk.Valid.To = v.inForce
 				delete(live, key)
 			}

@@ -8,7 +8,9 @@
 // the SEC received it, which is when the public could first read it. An
 // amendment (10-K/A) is a new version of the same report, never an overwrite:
 // its chunks get their own IDs, and an item it restates stops being valid in
-// the earlier filing from the day the amendment was accepted.
+// the earlier filing from the day the amendment was accepted, the earlier
+// item's records naming the amendment's first chunk of that item as their
+// replacement (connectors.Record.By).
 //
 // Documents are split at their own item structure (Item 1, 1A, 7, 7A, 8 ...;
 // Item 2.02 for an 8-K), then at paragraphs, never mid-sentence; a table is
@@ -240,26 +242,49 @@ func Chunks(f Filing, docPath string, doc []byte, retrieved time.Time) []connect
 }
 
 // supersede ends the validity of an item in earlier filings of a report on
-// the day an amendment restating that item was accepted.
+// the day an amendment restating that item was accepted, and names the
+// amendment's first chunk of the item as its replacement (Record.By): the
+// earliest amendment accepted after the chunk, the one whose day ends it.
 func supersede(recs []connectors.Record) {
 	type key struct{ doc, item string }
-	// Latest acceptance per (report, item) among amendments, in input order.
-	amended := map[key][]time.Time{}
+	type restatement struct {
+		at    time.Time
+		first string // the item's first chunk in the amendment
+	}
+	// The amendments restating each (report, item), one entry per amendment,
+	// in input order; an amendment's chunks of an item come in order, so the
+	// first one seen is chunk 1.
+	amended := map[key][]restatement{}
+	type listed struct {
+		key
+		accession string
+	}
+	seen := map[listed]bool{}
 	for _, r := range recs {
 		if strings.HasSuffix(r.Chunk.Meta["form"], "/A") {
 			k := key{r.Chunk.DocID, r.Chunk.Meta["item"]}
-			amended[k] = append(amended[k], r.Chunk.Anchor.At)
+			if l := (listed{k, r.Chunk.Meta["accession"]}); !seen[l] {
+				seen[l] = true
+				amended[k] = append(amended[k], restatement{at: r.Chunk.Anchor.At, first: r.Chunk.ID})
+			}
 		}
 	}
 	for i := range recs {
 		c := &recs[i].Chunk
-		for _, at := range amended[key{c.DocID, c.Meta["item"]}] {
-			if at.After(c.Anchor.At) {
-				end := asof.DateOf(at)
-				if c.Valid.To.IsZero() || end.Before(c.Valid.To) {
-					c.Valid.To = end
-				}
+		// The earliest amendment accepted after the chunk (the first in input
+		// order among equals) ends it on its acceptance day.
+		var by restatement
+		for _, a := range amended[key{c.DocID, c.Meta["item"]}] {
+			if a.at.After(c.Anchor.At) && (by.first == "" || a.at.Before(by.at)) {
+				by = a
 			}
+		}
+		if by.first == "" {
+			continue
+		}
+		if end := asof.DateOf(by.at); c.Valid.To.IsZero() || end.Before(c.Valid.To) {
+			c.Valid.To = end
+			recs[i].By = by.first
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -218,4 +219,106 @@ func FuzzChunks(f *testing.F) {
 			seen[r.Chunk.ID] = true
 		}
 	})
+}
+
+// TestAmendmentNamesTheRestatingChunk: an item the 10-K/A restates ends in
+// the 10-K on the amendment's acceptance day, and its record names the
+// amendment's first chunk of that item (Record.By); nothing else ends.
+func TestAmendmentNamesTheRestatingChunk(t *testing.T) {
+	recs, err := New(root(), retrieved).Read(context.Background())
+	require.NoError(t, err)
+	type rec struct{ id, to, by string }
+	var got []rec
+	for _, r := range recs {
+		got = append(got, rec{r.Chunk.ID, r.Chunk.Valid.To.String(), r.By})
+	}
+	nw := func(accession, item string) string {
+		return "edgar/" + northwind + "/" + accession + "/item-" + item + "/1"
+	}
+	ct := func(item string) string { return "edgar/" + contoso + "/0007654321-25-000005/item-" + item + "/1" }
+	eightK := "0001234567-25-000015"
+	require.Equal(t, []rec{
+		{nw(amendment, "cover"), "", ""}, {nw(amendment, "7"), "", ""}, {nw(amendment, "8"), "", ""},
+		{nw(eightK, "cover"), "", ""}, {nw(eightK, "2.02"), "", ""}, {nw(eightK, "9.01"), "", ""},
+		{nw(original, "cover"), "2025-04-20", nw(amendment, "cover")},
+		{nw(original, "1"), "", ""},
+		{nw(original, "1a"), "", ""},
+		{nw(original, "7"), "2025-04-20", nw(amendment, "7")},
+		{nw(original, "7a"), "", ""},
+		{nw(original, "8"), "2025-04-20", nw(amendment, "8")},
+		{ct("cover"), "", ""}, {ct("1"), "", ""}, {ct("7"), "", ""},
+	}, got)
+}
+
+// TestSupersedeByEarliestLaterAmendment: with two amendments of a report, a
+// chunk is ended by, and names, the earliest accepted after it (its day is
+// the end); the first amendment's own item is ended by the second; every
+// chunk of a restated item names the restating item's chunk 1.
+func TestSupersedeByEarliestLaterAmendment(t *testing.T) {
+	at := func(s string) time.Time { x, err := asof.ParseInstant(s); require.NoError(t, err); return x }
+	chunk := func(accession, form, item string, n int, accepted string) connectors.Record {
+		return connectors.Record{Chunk: evidence.Chunk{
+			ID:    "edgar/" + northwind + "/" + accession + "/item-" + item + "/" + strconv.Itoa(n),
+			DocID: "edgar/" + northwind + "/10-K/2024-12-31", Anchor: asof.Anchor{Field: AnchorField, At: at(accepted)},
+			Meta: map[string]string{"form": form, "item": item, "accession": accession},
+		}}
+	}
+	cases := []struct {
+		name string
+		recs []connectors.Record
+		want [][2]string // end, by of each record
+	}{
+		{"listed latest first, as EDGAR does", []connectors.Record{
+			chunk("A2", "10-K/A", "7", 1, "2025-06-02T10:00:00Z"),
+			chunk("A1", "10-K/A", "7", 1, "2025-04-20T16:05:44Z"),
+			chunk("A1", "10-K/A", "7", 2, "2025-04-20T16:05:44Z"),
+			chunk("K", "10-K", "7", 1, "2025-02-14T16:32:11Z"),
+			chunk("K", "10-K", "7", 2, "2025-02-14T16:32:11Z"),
+			chunk("K", "10-K", "8", 1, "2025-02-14T16:32:11Z"),
+		}, [][2]string{
+			{"", ""},
+			{"2025-06-02", "edgar/" + northwind + "/A2/item-7/1"},
+			{"2025-06-02", "edgar/" + northwind + "/A2/item-7/1"},
+			{"2025-04-20", "edgar/" + northwind + "/A1/item-7/1"},
+			{"2025-04-20", "edgar/" + northwind + "/A1/item-7/1"},
+			{"", ""},
+		}},
+		{"an amendment accepted the same day, later", []connectors.Record{
+			chunk("A1", "10-K/A", "7", 1, "2025-02-14T20:00:00Z"),
+			chunk("K", "10-K", "7", 1, "2025-02-14T16:32:11Z"),
+		}, [][2]string{
+			{"", ""},
+			{"2025-02-14", "edgar/" + northwind + "/A1/item-7/1"},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			supersede(c.recs)
+			var got [][2]string
+			for _, r := range c.recs {
+				got = append(got, [2]string{r.Chunk.Valid.To.String(), r.By})
+			}
+			require.Equal(t, c.want, got)
+		})
+	}
+}
+
+// TestMirrorBeforeTheAmendment: the mirror as it stood before the 10-K/A
+// (testdata/edgar-history/before) has the 10-K's items open and naming
+// nothing; testdata/edgar is the same mirror after it.
+func TestMirrorBeforeTheAmendment(t *testing.T) {
+	recs, err := New(filepath.Join("..", "..", "testdata", "edgar-history", "before"), retrieved).Read(context.Background())
+	require.NoError(t, err)
+	var ids []string
+	for _, r := range recs {
+		require.True(t, r.Chunk.Valid.To.IsZero(), "%s", r.Chunk.ID)
+		require.Empty(t, r.By, "%s", r.Chunk.ID)
+		ids = append(ids, r.Chunk.ID)
+	}
+	require.Equal(t, []string{
+		"edgar/0001234567/0001234567-25-000015/item-cover/1", "edgar/0001234567/0001234567-25-000015/item-2.02/1", "edgar/0001234567/0001234567-25-000015/item-9.01/1",
+		"edgar/0001234567/0001234567-25-000010/item-cover/1", "edgar/0001234567/0001234567-25-000010/item-1/1", "edgar/0001234567/0001234567-25-000010/item-1a/1",
+		"edgar/0001234567/0001234567-25-000010/item-7/1", "edgar/0001234567/0001234567-25-000010/item-7a/1", "edgar/0001234567/0001234567-25-000010/item-8/1",
+		"edgar/0007654321/0007654321-25-000005/item-cover/1", "edgar/0007654321/0007654321-25-000005/item-1/1", "edgar/0007654321/0007654321-25-000005/item-7/1",
+	}, ids)
 }

@@ -7,6 +7,11 @@
 // of April. A revised value is a new version of the same observation, valid
 // from its own realtime_start.
 //
+// A vintage with a realtime_end is valid until the day after it; when the
+// vintage that replaced it (same observation date, realtime_start that day)
+// is in the same response, the record names it in By, so that ingest records
+// the end as a supersession.
+//
 // Input: one directory per series holding series.json (the fred/series
 // response) and observations.json (fred/series/observations requested with
 // all vintages: realtime_start=1776-07-04, realtime_end=9999-12-31).
@@ -113,7 +118,12 @@ func Parse(seriesPath string, seriesJSON []byte, obsPath string, obsJSON []byte,
 	if err := json.Unmarshal(obsJSON, &o); err != nil {
 		return nil, connectors.SyntaxError(obsPath, obsJSON, err)
 	}
+	type vintage struct{ date, start asof.Date }
+	// The chunk of each vintage read, so that an ended vintage can name the
+	// one that replaced it; looked up only, never ranged over.
+	ids := map[vintage]string{}
 	var out []connectors.Record
+	var dates []asof.Date // observation date of each record of out
 	for i, ob := range o.Observations {
 		where := fmt.Sprintf("%s: observations[%d]", obsPath, i)
 		if ob.Value == "." { // FRED's missing value: nothing to cite
@@ -140,8 +150,10 @@ func Parse(seriesPath string, seriesJSON []byte, obsPath string, obsJSON []byte,
 			return nil, connectors.FieldError(where, "", "realtime_end", err)
 		}
 		id := fmt.Sprintf("fred/%s/%s@%s", meta.ID, date, start)
+		ids[vintage{date, start}] = id
 		text := fmt.Sprintf("%s (%s), observation for %s: %s %s. Vintage published %s.",
 			meta.Title, meta.ID, date, ob.Value, meta.Units, start)
+		dates = append(dates, date)
 		out = append(out, connectors.Record{Where: where, Chunk: evidence.Chunk{
 			ID: id, DocID: "fred/" + meta.ID, Version: start.String(), Text: text,
 			SourceURL: fmt.Sprintf("https://alfred.stlouisfed.org/series?seid=%s", meta.ID),
@@ -151,6 +163,13 @@ func Parse(seriesPath string, seriesJSON []byte, obsPath string, obsJSON []byte,
 			Meta: map[string]string{"series": meta.ID, "observation_date": date.String(),
 				"frequency": meta.Frequency},
 		}})
+	}
+	// The next vintage starts the day this one ended; a vintage the response
+	// lacks (or one whose value is missing) is no chunk to name.
+	for i := range out {
+		if end := out[i].Chunk.Valid.To; !end.IsZero() {
+			out[i].By = ids[vintage{dates[i], end}]
+		}
 	}
 	return out, nil
 }
