@@ -89,7 +89,8 @@ func TestAnotherTenantCannotMoveAPack(t *testing.T) {
 // TestPackVerifiesAfterLaterCommits: packs made at generation 3 verify
 // byte-identically, and the request pinned to their generation gives the
 // same bytes, after 100 later commits (other tenants, the shared corpus, new
-// versions of the very documents they cite), a merge and a reopen.
+// versions of the very documents they cite that supersede the cited chunks
+// by facts), a merge and a reopen.
 func TestPackVerifiesAfterLaterCommits(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -125,13 +126,19 @@ func TestPackVerifiesAfterLaterCommits(t *testing.T) {
 			recs = vocabularyRecords(t, "", fmt.Sprintf("s%03d", i), 5, uint64(i))
 		case 2: // acme itself
 			recs = vocabularyRecords(t, "acme", fmt.Sprintf("a%03d", i), 5, uint64(i))
-		case 3: // a new version of a cited document: a new chunk of the same document
+		case 3: // an amendment of a cited document: a new version that supersedes the cited chunk
 			old := cited[ids[rng.IntN(len(ids))]]
 			c := *old
 			c.ID, c.Version = fmt.Sprintf("%s@v%d", old.ID, i), fmt.Sprintf("v%d", i)
 			c.Text = old.Text + " As amended."
 			c.Meta = nil
-			recs = []connectors.Record{{Where: "amend", Chunk: c}}
+			// In force from the day after the old one's first day, so that
+			// every request of the set sees the old one retired now.
+			end := asof.DateFromDays(max(old.Valid.From.Days(), old.Anchor.Day().Days()) + 1)
+			c.Valid = asof.Interval{From: end}
+			c.Anchor.At = end.Start()
+			recs = []connectors.Record{{Where: "amend", Chunk: c}, {Where: "amend", Fact: &evidence.Fact{
+				Kind: evidence.FactSuperseded, ChunkID: old.ID, By: c.ID, End: end, Anchor: end.Start()}}}
 		}
 		_, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 		require.NoError(t, err, "commit %d", i)
@@ -165,7 +172,11 @@ func TestPackVerifiesAfterLaterCommits(t *testing.T) {
 		now, err := e.Query(ctx, reqs[i])
 		require.NoError(t, err)
 		require.Greater(t, now.Generation, int64(3), "the latest state has moved on")
+		for _, c := range now.Citations {
+			require.Empty(t, e.st.facts[c.ChunkID], "request %d now cites superseded chunk %s", i, c.ChunkID)
+		}
 	}
+	require.NotEmpty(t, e.st.factLog, "amendments superseded cited chunks")
 }
 
 // TestKnownAtReadsTheStateOfThen: a request known at an instant reads the
