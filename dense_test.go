@@ -438,3 +438,44 @@ func TestChunkWithNoKnownWords(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, checked(t, e3).Check())
 }
+
+// TestDenseScopeIsSealed: with SIF over static vectors (word weights from
+// corpus frequencies), a dense pack is a function of its scope at its
+// generation. Another tenant's ingest leaves it byte-identical; a later
+// commit to its own scope moves the latest pack but the pack still
+// verifies at its generation, exactly and through the HNSW graph.
+func TestDenseScopeIsSealed(t *testing.T) {
+	ctx := context.Background()
+	vecs := testVectors(t)
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"exact", Options{Legs: "lexical,dense"}},
+		{"hnsw", Options{Legs: "lexical,dense", DenseIndex: "hnsw", Graph: retrieve.GraphOptions{ExactFactor: -1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Embedder = testEmbedder(t, vecs)
+			e := checked(t, memEngine(t, tc.opts))
+			ingestCorpus(t, e)
+			r := Request{Question: "how long must records be retained", AsOf: asof.MustDate("2026-02-01"), Tenant: "acme"}
+			before, err := e.Query(ctx, r)
+			require.NoError(t, err)
+
+			_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "globex", "g", 50, 7)), IngestOptions{})
+			require.NoError(t, err)
+			after, err := e.Query(ctx, r)
+			require.NoError(t, err)
+			require.Equal(t, string(before.Bytes()), string(after.Bytes()), "another tenant's words moved acme's dense pack")
+
+			_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "", "s", 50, 8)), IngestOptions{})
+			require.NoError(t, err)
+			moved, err := e.Query(ctx, r)
+			require.NoError(t, err)
+			require.NotEqual(t, string(before.Bytes()), string(moved.Bytes()), "the shared corpus is in acme's scope")
+			v, err := e.Verify(ctx, before.Bytes())
+			require.NoError(t, err)
+			require.True(t, v.OK(), "%v", v.Problems)
+		})
+	}
+}

@@ -38,6 +38,9 @@ type index struct {
 	// graph holds the HNSW build settings when the index keeps a graph over
 	// the dense vectors (Options.DenseIndex "hnsw" at Open); nil otherwise.
 	graph *retrieve.GraphOptions
+	// views caches the dense views of a corpus-dependent embedder per
+	// scope and generation (denseview.go).
+	views *viewCache
 
 	ingestMu sync.Mutex // one ingest at a time
 	// mu guards st, closed and broken. A query holds it for reading only
@@ -162,7 +165,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	if err := load(); err != nil {
 		return failLex(err)
 	}
-	ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts), st: st}
+	ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts), st: st, views: newViewCache()}
 	return &Engine{index: ix, opts: opts}, nil
 }
 
@@ -185,8 +188,8 @@ func OpenMemory(opts Options) (*Engine, error) {
 	}
 	opts.Analyzer = Analyzer(lex.Analyzer())
 	st := newState()
-	ix := &index{lex: lex, emb: opts.Embedder, st: st, graph: graphSettings(opts)}
-	if opts.Embedder != nil {
+	ix := &index{lex: lex, emb: opts.Embedder, st: st, graph: graphSettings(opts), views: newViewCache()}
+	if corpusFree(opts.Embedder) {
 		dense, err := st.buildDense(context.Background(), opts.Embedder, nil, nil)
 		if err != nil {
 			lex.Close()
@@ -418,16 +421,22 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	// races with nothing.
 	var dense *retrieve.Dense
 	var graph *retrieve.Graph
-	if e.emb != nil && len(add) > 0 { // facts alone leave the vectors as they are
+	// Only a corpus-free embedder's vectors are kept with the state (see
+	// denseView); facts alone leave them as they are.
+	if e.emb != nil && len(add) > 0 {
 		addFeats := make([][]int32, len(add))
 		for i := range add {
 			addFeats[i] = an[i].feats
 		}
-		var err error
-		if dense, err = st.buildDense(ctx, e.emb, add, addFeats); err != nil {
-			return rep, err
-		}
-		if graph, err = buildGraph(ctx, dense, e.graph); err != nil {
+		if corpusFree(e.emb) {
+			var err error
+			if dense, err = st.buildDense(ctx, e.emb, add, addFeats); err != nil {
+				return rep, err
+			}
+			if graph, err = buildGraph(ctx, dense, e.graph); err != nil {
+				return rep, err
+			}
+		} else if err := checkEmbeds(ctx, e.emb, add, addFeats); err != nil {
 			return rep, err
 		}
 	}
@@ -539,7 +548,7 @@ func (e *Engine) writeFiles(gen int64, at time.Time, add []*evidence.Chunk, fact
 		return nil, nil, err
 	}
 	writes := []string{storage.ChunksDir + "/" + b.File}
-	if e.emb != nil && len(add) == 0 { // a commit of facts alone: the stored vectors stay
+	if corpusFree(e.emb) && len(add) == 0 { // a commit of facts alone: the stored vectors stay
 		c, err := e.store.Begin(gen, writes, nil)
 		if err != nil {
 			return nil, nil, err
@@ -800,14 +809,18 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 		lists = append(lists, fuse.List{Name: "lexical", Weight: e.opts.LexicalWeight, IDs: ids})
 	}
 	if strings.Contains(string(e.opts.Legs), "dense") {
-		qs, err := e.emb.Embed(ctx, [][]int32{e.emb.Analyze(text)}, st.counts, true)
+		view, err := e.denseView(ctx, sc)
+		if err != nil {
+			return nil, err
+		}
+		qs, err := e.emb.Embed(ctx, [][]int32{e.emb.Analyze(text)}, view.counts, true)
 		if err == nil {
 			err = retrieve.CheckVectors(qs, 1, e.emb.Dims(), func(int) string { return "question" })
 		}
 		if err != nil {
 			return nil, fmt.Errorf("evpack: embed question: %w", err)
 		}
-		hits, step, err := e.denseSearch(ctx, sc, st.dense.Project(qs[0]), elig, h.AsOf)
+		hits, step, err := e.denseSearch(ctx, sc, view, view.dense.Project(qs[0]), elig, h.AsOf)
 		if err != nil {
 			return nil, err
 		}
@@ -912,38 +925,38 @@ func (e *Engine) denseSetting() string {
 // exactly (faster there, and exact), a larger one walks the graph, and a walk
 // that finds fewer hits than exist (a part of the graph it cannot reach
 // through eligible-poor regions) falls back to the exact scan.
-func (e *Engine) denseSearch(ctx context.Context, sc scope, q []int8, elig retrieve.Eligibility, asOf asof.Date) ([]retrieve.DenseHit, string, error) {
+func (e *Engine) denseSearch(ctx context.Context, sc scope, v *denseView, q []int8, elig retrieve.Eligibility, asOf asof.Date) ([]retrieve.DenseHit, string, error) {
 	st := sc.st
-	admit := func(row int) bool { return elig.Admits(st.denseRows[row]) }
+	admit := func(row int) bool { return elig.Admits(v.rows[row]) }
 	if !sc.latest { // a pinned request: only what its generation had committed
-		admit = func(row int) bool { c := st.denseRows[row]; return elig.Admits(c) && sc.admits(c.ID) }
+		admit = func(row int) bool { c := v.rows[row]; return elig.Admits(c) && sc.admits(c.ID) }
 	}
 	if st.bounds.MinRetired <= asOf.Days() { // some fact may retire a row as of the day
 		base := admit
 		admit = func(row int) bool {
-			return base(row) && st.retiredAt(st.denseRows[row].ID, sc.gen) > asOf.Days()
+			return base(row) && st.retiredAt(v.rows[row].ID, sc.gen) > asOf.Days()
 		}
 	}
 	if q == nil {
 		return nil, "dense: the question has no known words", nil
 	}
 	exact := func(why string) ([]retrieve.DenseHit, string, error) {
-		hits, scanned, err := st.dense.Search(ctx, q, admit, e.opts.Pool)
+		hits, scanned, err := v.dense.Search(ctx, q, admit, e.opts.Pool)
 		if err != nil {
 			return nil, "", err
 		}
 		return hits, fmt.Sprintf("dense: exact scan of %d chunks eligible as of %s%s, kept %d", scanned, asOf, why, len(hits)), nil
 	}
-	if e.opts.DenseIndex != "hnsw" || st.graph == nil {
+	if e.opts.DenseIndex != "hnsw" || v.graph == nil {
 		return exact("")
 	}
 	// Count eligible rows only as far as the threshold: past it the walk is
 	// decided, and a full count would cost more than the walk at scale.
-	indexed, below := st.dense.Indexed(), e.opts.Graph.ExactBelow(st.dense.Indexed())
-	if eligible := st.dense.CountUpTo(admit, below); eligible < below {
+	indexed, below := v.dense.Indexed(), e.opts.Graph.ExactBelow(v.dense.Indexed())
+	if eligible := v.dense.CountUpTo(admit, below); eligible < below {
 		return exact(fmt.Sprintf(" (%d² < %d × %d indexed)", eligible, e.opts.Graph.ExactFactor, indexed))
 	}
-	g, err := st.graph.WithEfSearch(e.opts.Graph.EfSearch)
+	g, err := v.graph.WithEfSearch(e.opts.Graph.EfSearch)
 	if err != nil {
 		return nil, "", err
 	}
@@ -952,7 +965,7 @@ func (e *Engine) denseSearch(ctx context.Context, sc scope, q []int8, elig retri
 		return nil, "", err
 	}
 	if len(hits) < e.opts.Pool {
-		if exist := st.dense.CountUpTo(admit, e.opts.Pool); len(hits) < exist {
+		if exist := v.dense.CountUpTo(admit, e.opts.Pool); len(hits) < exist {
 			return exact(fmt.Sprintf(" (the hnsw walk found %d of %d)", len(hits), exist))
 		}
 	}

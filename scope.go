@@ -86,8 +86,9 @@ type lanePoint struct {
 // tenantStats are one tenant's corpus figures over generations.
 type tenantStats struct {
 	docs, tokens series
-	facts        series // facts on the tenant's chunks
-	rrTerms      series // reranker terms over all chunks (rerank.Documents' TermTotal)
+	facts        series   // facts on the tenant's chunks
+	chunkIDs     []string // in commit order; may share its array with earlier states (see series.add)
+	rrTerms      series   // reranker terms over all chunks (rerank.Documents' TermTotal)
 	digest       []lanePoint
 	lexDF        map[string]series // analyzed (bleve) term -> chunks holding it
 	rrDF         map[string]series // reranker term -> chunks holding it
@@ -98,6 +99,7 @@ type tenantStats struct {
 // the state being built (see state.touch).
 func (ts *tenantStats) add(gen int64, c *evidence.Chunk, lexTerms, rrTerms []string, tokens, rrCount int) {
 	ts.docs = ts.docs.add(gen, 1)
+	ts.chunkIDs = append(ts.chunkIDs, c.ID)
 	ts.rrTerms = ts.rrTerms.add(gen, int64(rrCount))
 	ts.tokens = ts.tokens.add(gen, int64(tokens))
 	ts.addLanes(gen, chunkLanes(c))

@@ -53,8 +53,9 @@ type state struct {
 	// entities maps a tenant and entity filter (entityKey) to the names its
 	// chunks declare.
 	entities map[string][]entityName
-	// The dense leg, when the index has an embedder: features per chunk,
-	// corpus counts, and the vectors, rebuilt at every commit.
+	// The dense leg, when the index has an embedder: features per chunk and
+	// corpus counts; and, for a corpus-free embedder, the vectors over every
+	// chunk (a corpus-dependent one's are built per scope: denseview.go).
 	feats     map[string][]int32
 	counts    *retrieve.Counts
 	dense     *retrieve.Dense
@@ -290,10 +291,11 @@ func analyzeChunk(emb retrieve.Embedder, text string) []int32 {
 	return []int32{}
 }
 
-// buildDense embeds every chunk of s plus add (with features addFeats)
-// without changing s: SIF weights depend on corpus counts, so a commit
-// changes every vector, and rebuilding makes the vectors a function of the
-// corpus alone, not of the order it arrived in. An error leaves s as it was.
+// buildDense returns the dense index of a corpus-free embedder over every
+// chunk of s plus add (with features addFeats), without changing s: the
+// vectors s already has are kept, the new chunks' embedded. (A
+// corpus-dependent embedder's vectors are built per scope: denseview.go.)
+// An error leaves s as it was.
 func (s *state) buildDense(ctx context.Context, emb retrieve.Embedder, add []*evidence.Chunk, addFeats [][]int32) (*retrieve.Dense, error) {
 	counts := &retrieve.Counts{N: maps.Clone(s.counts.N), Total: s.counts.Total}
 	feats := make(map[string][]int32, len(s.feats)+len(add))
@@ -329,11 +331,7 @@ func (s *state) buildDense(ctx context.Context, emb retrieve.Embedder, add []*ev
 	for k, i := range todo {
 		vecs[i] = got[k]
 	}
-	d := retrieve.NewDense(ids, vecs)
-	if r, ok := emb.(retrieve.ComponentRemover); ok && r.RemovesFirstComponent() && !corpusFree(emb) {
-		d = d.WithoutFirstComponent()
-	}
-	return d, nil
+	return retrieve.NewDense(ids, vecs), nil
 }
 
 // setDense installs d, its graph g (nil for none) and the chunks of its
@@ -381,8 +379,9 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 			ErrCorrupt, storage.ManifestName, m.Docs, m.Tokens, st.stats.Docs, st.stats.Tokens)
 	}
 	switch {
-	case emb == nil:
-	case m.Dense != nil && corpusFree(emb) && m.Dense.Embedder == emb.Identity():
+	case !corpusFree(emb): // no embedder, or one whose views are built per scope (denseview.go)
+		return st, nil
+	case m.Dense != nil && m.Dense.Embedder == emb.Identity():
 		raw, err := d.ReadFile(m.Dense.File, m.Dense.Sum)
 		if err != nil {
 			return nil, err

@@ -1,0 +1,147 @@
+package evpack
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/retrieve"
+)
+
+// The dense leg reads a denseView: vectors, the graph over them when the
+// index keeps one, and each row's chunk.
+//
+// A corpus-free embedder (a model) gives every chunk one vector for good:
+// one view over the whole index, kept with the state and stored with each
+// generation, serves every scope (eligibility keeps other tenants out). A
+// corpus-dependent one (SIF over static word vectors) weighs words by their
+// frequency, which must be the scope's at its generation (the contract's
+// point 6: another tenant's chunks can neither appear in nor move a pack,
+// and a later commit cannot move a pinned one). Its view is built from the
+// chunks of the scope at the scope's generation on the first request that
+// needs it, and cached: a commit to another scope leaves it valid, and
+// nothing is embedded at commit or at Open.
+type denseView struct {
+	dense  *retrieve.Dense
+	graph  *retrieve.Graph
+	rows   []*evidence.Chunk
+	counts *retrieve.Counts // the word counts the vectors were weighed with
+}
+
+// maxViews bounds the corpus-dependent views kept: the latest of a few
+// scopes, and a pinned replay or two.
+const maxViews = 8
+
+// viewCache holds the corpus-dependent views of one index, keyed by scope
+// and generation. Safe for concurrent use; a view is built once.
+type viewCache struct {
+	mu    sync.Mutex
+	views map[string]*viewEntry
+	order []string // keys, oldest first
+}
+
+func newViewCache() *viewCache { return &viewCache{views: map[string]*viewEntry{}} }
+
+type viewEntry struct {
+	once sync.Once
+	view *denseView
+	err  error
+}
+
+// denseView returns the view a request in scope sc reads.
+func (e *Engine) denseView(ctx context.Context, sc scope) (*denseView, error) {
+	st := sc.st
+	if corpusFree(e.emb) {
+		return &denseView{dense: st.dense, graph: st.graph, rows: st.denseRows, counts: st.counts}, nil
+	}
+	key := strings.Join(sc.names, "\x00") + "\x00" + strconv.FormatInt(sc.gen, 10)
+	c := e.views
+	c.mu.Lock()
+	ent, ok := c.views[key]
+	if !ok {
+		ent = &viewEntry{}
+		c.views[key] = ent
+		c.order = append(c.order, key)
+		if len(c.order) > maxViews {
+			delete(c.views, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	c.mu.Unlock()
+	ent.once.Do(func() { ent.view, ent.err = buildView(ctx, e.emb, sc, e.graph) })
+	if ent.err != nil {
+		// A cancelled or failed build is not kept: the next request tries again.
+		c.mu.Lock()
+		if c.views[key] == ent {
+			delete(c.views, key)
+			c.order = slices.DeleteFunc(c.order, func(k string) bool { return k == key })
+		}
+		c.mu.Unlock()
+		return nil, ent.err
+	}
+	return ent.view, nil
+}
+
+// buildView embeds the chunks of scope sc at its generation with the
+// scope's word counts, and builds the graph over them when opts asks for
+// one. The result is a function of the scope's chunks alone.
+func buildView(ctx context.Context, emb retrieve.Embedder, sc scope, opts *retrieve.GraphOptions) (*denseView, error) {
+	st := sc.st
+	var ids []string
+	for _, name := range sc.names {
+		if ts := st.tenants[name]; ts != nil {
+			ids = append(ids, ts.chunkIDs...)
+		}
+	}
+	ids = slices.DeleteFunc(ids, func(id string) bool { return !sc.admits(id) })
+	slices.Sort(ids)
+	counts := retrieve.NewCounts()
+	feats := make([][]int32, len(ids))
+	for i, id := range ids {
+		feats[i] = st.feats[id]
+		counts.Add(feats[i])
+	}
+	vecs, err := emb.Embed(ctx, feats, counts, false)
+	if err != nil {
+		return nil, fmt.Errorf("evpack: embed the scope %q at generation %d: %w", sc.names, sc.gen, err)
+	}
+	if err := retrieve.CheckVectors(vecs, len(ids), emb.Dims(), func(k int) string { return "chunk " + ids[k] }); err != nil {
+		return nil, fmt.Errorf("evpack: embed %s: %w", emb.Identity(), err)
+	}
+	d := retrieve.NewDense(ids, vecs)
+	if r, ok := emb.(retrieve.ComponentRemover); ok && r.RemovesFirstComponent() {
+		d = d.WithoutFirstComponent()
+	}
+	g, err := buildGraph(ctx, d, opts)
+	if err != nil {
+		return nil, err
+	}
+	v := &denseView{dense: d, graph: g, counts: counts, rows: make([]*evidence.Chunk, d.Len())}
+	for i := range v.rows {
+		v.rows[i] = st.chunks[d.ID(i)]
+	}
+	return v, nil
+}
+
+// checkEmbeds embeds the chunks add (features feats) with their own word
+// counts, so that an embedder that fails on them, or lies about its
+// dimensions, fails the ingest that brings them rather than every later
+// request of their scopes.
+func checkEmbeds(ctx context.Context, emb retrieve.Embedder, add []*evidence.Chunk, feats [][]int32) error {
+	counts := retrieve.NewCounts()
+	for _, f := range feats {
+		counts.Add(f)
+	}
+	vecs, err := emb.Embed(ctx, feats, counts, false)
+	if err != nil {
+		return fmt.Errorf("evpack: embed: %w", err)
+	}
+	if err := retrieve.CheckVectors(vecs, len(add), emb.Dims(), func(k int) string { return "chunk " + add[k].ID }); err != nil {
+		return fmt.Errorf("evpack: embed %s: %w", emb.Identity(), err)
+	}
+	return nil
+}
