@@ -32,6 +32,7 @@ type CheckedFile struct {
 	Sum    string // "blake3:<hex>"
 	Chunks int    // for batch files, how many chunks it holds
 	Facts  int    // and how many facts
+	Purges int    // and purges
 }
 
 // OK reports whether no problem was found.
@@ -79,8 +80,8 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 	ids := evidence.SortedKeys(st.chunks)
 	slices.SortStableFunc(ids, func(a, b string) int { return cmp.Compare(st.committed[a], st.committed[b]) })
 	fresh, own := newState(), map[string]bool{}
-	nextFact := 0
-	addFacts := func(upTo int64) { // facts of generations up to upTo, in commit order
+	nextFact, nextPurge := 0, 0
+	addFacts := func(upTo int64) { // facts and purges of generations up to upTo, in commit order
 		for ; nextFact < len(st.factLog) && st.factLog[nextFact].gen <= upTo; nextFact++ {
 			fa := st.factLog[nextFact]
 			if _, ok := fresh.chunks[fa.f.ChunkID]; !ok {
@@ -89,14 +90,24 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 			}
 			fresh.addFact(fa.gen, fa.f, own)
 		}
+		for ; nextPurge < len(st.purgeLog) && st.purged[st.purgeLog[nextPurge]].gen <= upTo; nextPurge++ {
+			id := st.purgeLog[nextPurge]
+			fresh.ownTenant(st.chunks[id].Tenant, own).addPurge(st.purged[id].gen, id)
+		}
 	}
 	for _, id := range ids {
 		c := st.chunks[id]
-		if got := c.ComputeHash(); got != c.ContentHash {
+		an := analyze(e.lex, nil, c.Text)
+		if p, ok := st.purged[id]; ok { // its text is gone: the counts it gave
+			an.tokens, an.redacted = p.r.Tokens, &p.r
+			if c.Text != "" {
+				bad("chunk %q was purged at generation %d but its text is still held", id, p.gen)
+			}
+		} else if got := c.ComputeHash(); got != c.ContentHash {
 			bad("chunk %q: fields hash to %s, stored content hash is %s", id, got, c.ContentHash)
 		}
 		addFacts(st.committed[id] - 1)
-		fresh.add(st.committed[id], c, analyze(e.lex, nil, c.Text), own)
+		fresh.add(st.committed[id], c, an, own)
 	}
 	addFacts(st.gen)
 	if st.stats.Docs != fresh.stats.Docs || st.stats.Tokens != fresh.stats.Tokens {
@@ -122,6 +133,8 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 		switch {
 		case !ok:
 			bad("lexical document %q: no such committed chunk (generation %d)", d.ID, d.Generation)
+		case st.purged[d.ID].gen > 0:
+			bad("lexical document %q: its chunk was purged at generation %d, the document should be gone", d.ID, st.purged[d.ID].gen)
 		case d.ContentHash != c.ContentHash:
 			bad("lexical document %q: built from content hash %s, the chunk's is %s", d.ID, d.ContentHash, c.ContentHash)
 		case d.Generation != st.committed[d.ID]:
@@ -137,8 +150,8 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if seen != len(st.chunks) {
-		bad("lexical index holds %d documents, store %d chunks", seen, len(st.chunks))
+	if seen != len(st.chunks)-len(st.purged) {
+		bad("lexical index holds %d documents, store %d chunks (%d of them purged)", seen, len(st.chunks), len(st.purged))
 	}
 	return rep, nil
 }
@@ -150,15 +163,28 @@ func (e *Engine) checkFiles(st *state, rep *CheckReport, bad func(string, ...any
 	if m.Generation != st.gen {
 		bad("manifest at generation %d, engine at %d", m.Generation, st.gen)
 	}
-	inBatches, factsInBatches := 0, 0
+	inBatches, factsInBatches, purgesInBatches := 0, 0, 0
 	for _, b := range m.Batches {
-		chunks, facts, err := e.store.ReadBatch(b)
+		cont, err := e.store.ReadBatch(b)
 		if err != nil {
 			bad("%v", err)
 			continue
 		}
-		rep.Files = append(rep.Files, CheckedFile{Name: storage.ChunksDir + "/" + b.File, Sum: b.Sum, Chunks: len(chunks), Facts: len(facts)})
-		for _, f := range facts {
+		chunks := cont.Chunks
+		rep.Files = append(rep.Files, CheckedFile{Name: storage.ChunksDir + "/" + b.File, Sum: b.Sum,
+			Chunks: len(chunks), Facts: len(cont.Facts), Purges: len(cont.Purges)})
+		for _, p := range cont.Purges {
+			if purgesInBatches >= len(st.purgeLog) || st.purgeLog[purgesInBatches] != p.ChunkID || st.purged[p.ChunkID].gen != b.Generation {
+				bad("%s: the purge of chunk %q is not the engine's purge %d", b.File, p.ChunkID, purgesInBatches+1)
+			}
+			purgesInBatches++
+		}
+		for _, id := range evidence.SortedKeys(cont.Redacted) {
+			if p, ok := st.purged[id]; !ok || p.r != cont.Redacted[id] {
+				bad("%s: chunk %q is redacted, the engine's state does not say it was purged so", b.File, id)
+			}
+		}
+		for _, f := range cont.Facts {
 			if factsInBatches >= len(st.factLog) || st.factLog[factsInBatches].gen != b.Generation || *st.factLog[factsInBatches].f != *f {
 				bad("%s: fact %s on chunk %q is not the engine's fact %d", b.File, f, f.ChunkID, factsInBatches+1)
 			}
@@ -184,6 +210,9 @@ func (e *Engine) checkFiles(st *state, rep *CheckReport, bad func(string, ...any
 	}
 	if factsInBatches != len(st.factLog) {
 		bad("batch files hold %d facts, the engine %d", factsInBatches, len(st.factLog))
+	}
+	if purgesInBatches != len(st.purgeLog) {
+		bad("batch files record %d purges, the engine %d", purgesInBatches, len(st.purgeLog))
 	}
 	if d := m.Dense; d != nil {
 		for _, f := range [][2]string{{d.File, d.Sum}, {d.Graph, d.GraphSum}} {

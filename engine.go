@@ -151,16 +151,18 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		if err := load(); err != nil {
 			return err
 		}
-		_, err := lex.RollBack(context.Background(), gen, st.lexDoc)
-		return err
+		if _, err := lex.RollBack(context.Background(), gen, st.lexDoc); err != nil {
+			return err
+		}
+		return restoreMissing(context.Background(), lex, st)
 	}); err != nil {
 		return failLex(err)
 	}
 	if n, err := lex.DocCount(); err != nil {
 		return failLex(err)
-	} else if m := d.Manifest(); n != uint64(m.Docs) {
-		return failLex(fmt.Errorf("%w: %s holds %d documents, the manifest (generation %d) %d chunks",
-			ErrCorrupt, filepath.Join(dir, storage.LexicalDir), n, m.Generation, m.Docs))
+	} else if m := d.Manifest(); n != uint64(m.Docs-m.Purged) {
+		return failLex(fmt.Errorf("%w: %s holds %d documents, the manifest (generation %d) %d chunks, %d of them purged",
+			ErrCorrupt, filepath.Join(dir, storage.LexicalDir), n, m.Generation, m.Docs, m.Purged))
 	}
 	if err := load(); err != nil {
 		return failLex(err)
@@ -541,9 +543,9 @@ func (e *Engine) writeFiles(gen int64, at time.Time, add []*evidence.Chunk, fact
 		CommittedAt: at.Format(time.RFC3339)}
 	hdr := storage.BatchHeader{Generation: gen, CommittedAt: b.CommittedAt}
 	if len(prev.Batches) > 0 {
-		hdr.Prev = prev.Batches[len(prev.Batches)-1].Sum
+		hdr.Prev = prev.Batches[len(prev.Batches)-1].ChainSum()
 	}
-	raw, err := storage.EncodeBatch(hdr, add, facts)
+	raw, err := storage.EncodeBatch(hdr, storage.Contents{Chunks: add, Facts: facts})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -936,6 +938,10 @@ func (e *Engine) denseSearch(ctx context.Context, sc scope, v *denseView, q []in
 		admit = func(row int) bool {
 			return base(row) && st.retiredAt(v.rows[row].ID, sc.gen) > asOf.Days()
 		}
+	}
+	if len(st.purged) > 0 { // a purged chunk is never eligible, at any generation
+		base := admit
+		admit = func(row int) bool { _, gone := st.purged[v.rows[row].ID]; return !gone && base(row) }
 	}
 	if q == nil {
 		return nil, "dense: the question has no known words", nil

@@ -98,6 +98,9 @@ func (sc scope) entry(id string, d asof.Date) (evidence.Entry, bool) {
 	if fa, ok := sc.st.retiredBy(id, sc.gen, d); ok {
 		e.Excluded = fmt.Sprintf("%s (fact of generation %d)", fa.f, fa.gen)
 	}
+	if why := sc.st.purgedWhy(id); why != "" { // at every generation: its text is gone
+		e.Excluded = why
+	}
 	return e, true
 }
 

@@ -87,6 +87,7 @@ type lanePoint struct {
 type tenantStats struct {
 	docs, tokens series
 	facts        series   // facts on the tenant's chunks
+	purges       series   // purges of the tenant's chunks
 	chunkIDs     []string // in commit order; may share its array with earlier states (see series.add)
 	rrTerms      series   // reranker terms over all chunks (rerank.Documents' TermTotal)
 	digest       []lanePoint
@@ -180,7 +181,7 @@ func (st *state) scope(tenant string, upTo int64) scope {
 		if ts == nil {
 			continue
 		}
-		for _, s := range []series{ts.docs, ts.facts} {
+		for _, s := range []series{ts.docs, ts.facts, ts.purges} {
 			i := sort.Search(len(s), func(i int) bool { return s[i].gen > upTo })
 			if i > 0 {
 				sc.gen = max(sc.gen, s[i-1].gen)

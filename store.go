@@ -44,6 +44,10 @@ type state struct {
 	// commit order (facts.go).
 	facts   map[string][]factAt
 	factLog []factAt
+	// purged holds the chunks whose text a purge deleted; purgeLog their
+	// IDs in purge order (purge.go).
+	purged   map[string]purgeAt
+	purgeLog []string
 	// tenants holds each tenant's corpus figures over generations (scope.go).
 	tenants map[string]*tenantStats
 	stats   retrieve.BM25Stats // the whole index's totals (the manifest's)
@@ -148,7 +152,7 @@ func cmpInt(a, b int) int {
 }
 
 func newState() *state {
-	return &state{chunks: map[string]*evidence.Chunk{}, committed: map[string]int64{}, facts: map[string][]factAt{}, tenants: map[string]*tenantStats{},
+	return &state{chunks: map[string]*evidence.Chunk{}, committed: map[string]int64{}, facts: map[string][]factAt{}, purged: map[string]purgeAt{}, tenants: map[string]*tenantStats{},
 		terms: map[string][]string{}, intern: map[string]string{}, entities: map[string][]entityName{}, feats: map[string][]int32{},
 		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds(),
 		docOrder: map[string]*docList{}, docPlace: map[string]docPlace{}}
@@ -161,6 +165,9 @@ type analyzed struct {
 	lex    []string
 	tokens int
 	feats  []int32
+	// redacted, for a purged chunk read back, holds the counts its text
+	// gave (tokens is then Tokens); nil otherwise.
+	redacted *storage.Redaction
 }
 
 // extend returns a new state: s plus the chunks add (analyzed as an) and
@@ -238,7 +245,11 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, own map[string]bo
 		}
 	}
 	s.terms[c.ID] = ts
-	s.ownTenant(c.Tenant, own).add(gen, c, an.lex, terms.Distinct(ts), an.tokens, len(ts))
+	rrCount := len(ts)
+	if an.redacted != nil {
+		rrCount = an.redacted.Terms
+	}
+	s.ownTenant(c.Tenant, own).add(gen, c, an.lex, terms.Distinct(ts), an.tokens, rrCount)
 	s.placeInDocument(c, ts, own)
 }
 
@@ -351,8 +362,9 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 	m := d.Manifest()
 	st := newState()
 	own := map[string]bool{}
+	redacted := map[string]storage.Redaction{} // by the purges not yet read
 	for _, b := range m.Batches {
-		chunks, facts, err := d.ReadBatch(b)
+		c, err := d.ReadBatch(b)
 		if err != nil {
 			return nil, err
 		}
@@ -361,18 +373,40 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 			return nil, fmt.Errorf("%w: %s: batch %s: committed_at: %v", ErrCorrupt, storage.ManifestName, b.File, err)
 		}
 		st.gen, st.commits = b.Generation, append(st.commits, at)
-		for _, c := range chunks {
-			if _, dup := st.chunks[c.ID]; dup {
-				return nil, fmt.Errorf("%w: %s: chunk %q stored twice", ErrCorrupt, b.File, c.ID)
+		for _, ch := range c.Chunks {
+			if _, dup := st.chunks[ch.ID]; dup {
+				return nil, fmt.Errorf("%w: %s: chunk %q stored twice", ErrCorrupt, b.File, ch.ID)
 			}
-			st.add(b.Generation, c, analyze(lex, emb, c.Text), own)
+			an := analyze(lex, emb, ch.Text)
+			if r, ok := c.Redacted[ch.ID]; ok { // purged: the counts its text gave
+				an.tokens, an.redacted = r.Tokens, &r
+				redacted[ch.ID] = r
+			}
+			st.add(b.Generation, ch, an, own)
 		}
-		for _, f := range facts {
+		for _, f := range c.Facts {
 			if _, ok := st.chunks[f.ChunkID]; !ok {
 				return nil, fmt.Errorf("%w: %s: a fact on chunk %q, which is not committed", ErrCorrupt, b.File, f.ChunkID)
 			}
 			st.addFact(b.Generation, f, own)
 		}
+		for _, p := range c.Purges {
+			ch, ok := st.chunks[p.ChunkID]
+			r, redactedHere := redacted[p.ChunkID]
+			switch {
+			case !ok || ch.ContentHash != p.ContentHash:
+				return nil, fmt.Errorf("%w: %s: the purge of chunk %q names no committed chunk of that content hash", ErrCorrupt, b.File, p.ChunkID)
+			case !redactedHere || r.Generation != b.Generation:
+				return nil, fmt.Errorf("%w: %s: chunk %q is purged, but its batch file still holds its text", ErrCorrupt, b.File, p.ChunkID)
+			}
+			delete(redacted, p.ChunkID)
+			st.purged[p.ChunkID] = purgeAt{gen: b.Generation, reason: p.Reason, r: r}
+			st.purgeLog = append(st.purgeLog, p.ChunkID)
+			st.ownTenant(ch.Tenant, own).addPurge(b.Generation, p.ChunkID)
+		}
+	}
+	if len(redacted) > 0 {
+		return nil, fmt.Errorf("%w: chunks %q are redacted in their batch files but no purge records it", ErrCorrupt, evidence.SortedKeys(redacted))
 	}
 	if st.stats.Docs != m.Docs || st.stats.Tokens != m.Tokens {
 		return nil, fmt.Errorf("%w: %s records %d chunks and %d tokens, the batch files analyze to %d and %d",

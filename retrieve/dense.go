@@ -93,6 +93,16 @@ type Counts struct {
 // NewCounts returns empty counts.
 func NewCounts() *Counts { return &Counts{N: map[int32]int64{}} }
 
+// Sub uncounts every feature of f (counted before with Add).
+func (c *Counts) Sub(f []int32) {
+	for _, x := range f {
+		if c.N[x]--; c.N[x] == 0 {
+			delete(c.N, x)
+		}
+	}
+	c.Total -= int64(len(f))
+}
+
 // Add counts every feature of f.
 func (c *Counts) Add(f []int32) {
 	for _, x := range f {

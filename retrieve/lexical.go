@@ -693,6 +693,26 @@ func (l *Lexical) RollBack(ctx context.Context, gen int64, restore func(id strin
 	}
 }
 
+// Delete removes the documents of chunks ids, in one atomic batch: a purge
+// takes the chunks' text out of the inverted index for good.
+func (l *Lexical) Delete(ctx context.Context, ids []string) (err error) {
+	defer l.recoverBleve(&err, "delete")
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b := l.idx.NewBatch()
+	for _, id := range ids {
+		b.Delete(id)
+	}
+	if err := l.idx.Batch(b); err != nil {
+		return l.fail(fmt.Errorf("%w: delete %d: %v", ErrLexical, len(ids), err))
+	}
+	return nil
+}
+
 // DocCount returns the number of documents in the index, committed or not.
 func (l *Lexical) DocCount() (uint64, error) {
 	if err := l.usable(); err != nil {

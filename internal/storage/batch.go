@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
@@ -23,7 +24,36 @@ type BatchHeader struct {
 	CommittedAt string `json:"committed_at"`
 }
 
-// storedChunk is one line of a batch file.
+// Contents is what one batch file holds: the chunks its generation
+// committed, the facts it learned of committed chunks, and the chunks whose
+// text it purged. Redacted marks chunks of Chunks whose text a later purge
+// removed from this file (their Text is then "").
+type Contents struct {
+	Chunks   []*evidence.Chunk
+	Redacted map[string]Redaction // by chunk ID; nil when none
+	Facts    []*evidence.Fact
+	Purges   []Purge
+}
+
+// Redaction is what a batch file keeps of a chunk whose text was purged:
+// the generation of the purge, and the counts the index's statistics took
+// from the text (so that every figure of every generation stays as it was
+// but the purged chunk's own terms).
+type Redaction struct {
+	Generation int64 `json:"generation"`
+	Tokens     int   `json:"tokens"` // analyzed lexical tokens
+	Terms      int   `json:"terms"`  // reranker terms
+}
+
+// Purge is the record of one chunk's text deleted for good: the chunk, its
+// content hash (which packs citing it still carry) and why.
+type Purge struct {
+	ChunkID     string
+	ContentHash string
+	Reason      string
+}
+
+// storedChunk is one chunk line of a batch file.
 type storedChunk struct {
 	ID          string            `json:"id"`
 	DocID       string            `json:"doc_id"`
@@ -39,6 +69,7 @@ type storedChunk struct {
 	Tenant      string            `json:"tenant"`
 	ContentHash string            `json:"content_hash"`
 	Meta        map[string]string `json:"meta,omitempty"`
+	Purged      *Redaction        `json:"purged,omitempty"`
 }
 
 // storedFact is a fact line of a batch file. Its first key, "fact", is what
@@ -51,19 +82,35 @@ type storedFact struct {
 	By      string `json:"by,omitempty"`
 }
 
-// factPrefix opens every fact line (encoding/json writes fields in order).
-var factPrefix = []byte(`{"fact":`)
+// storedPurge is a purge line; its first key is "purge".
+type storedPurge struct {
+	ChunkID     string `json:"purge"`
+	ContentHash string `json:"content_hash"`
+	Reason      string `json:"reason"`
+}
 
-// EncodeBatch returns the sealed batch file for chunks and then facts. A
-// batch with facts is written in BatchFormat, one without in
-// ChunksOnlyFormat (the bytes earlier versions wrote). Every chunk is read
-// back from the encoded bytes and compared with what was given, so input
-// that storage would change (bytes that are not UTF-8 become U+FFFD in JSON)
-// is ErrUnstorable here, before anything is written, rather than a chunk
-// that hashes differently after the next Open.
-func EncodeBatch(h BatchHeader, chunks []*evidence.Chunk, facts []*evidence.Fact) ([]byte, error) {
+// The openings of fact and purge lines (encoding/json writes fields in order).
+var (
+	factPrefix  = []byte(`{"fact":`)
+	purgePrefix = []byte(`{"purge":`)
+)
+
+// plain reports whether c is written in ChunksOnlyFormat: chunks alone,
+// none of them redacted.
+func (c Contents) plain() bool {
+	return len(c.Facts) == 0 && len(c.Purges) == 0 && len(c.Redacted) == 0
+}
+
+// EncodeBatch returns the sealed batch file for c: chunk lines, then fact
+// lines, then purge lines. A batch of chunks alone is written in
+// ChunksOnlyFormat (the bytes earlier versions wrote), any other in
+// BatchFormat. Everything is read back from the encoded bytes and compared
+// with what was given, so input that storage would change (bytes that are
+// not UTF-8 become U+FFFD in JSON) is ErrUnstorable here, before anything is
+// written, rather than a chunk that hashes differently after the next Open.
+func EncodeBatch(h BatchHeader, c Contents) ([]byte, error) {
 	h.Format = ChunksOnlyFormat
-	if len(facts) > 0 {
+	if !c.plain() {
 		h.Format = BatchFormat
 	}
 	var b bytes.Buffer
@@ -72,37 +119,51 @@ func EncodeBatch(h BatchHeader, chunks []*evidence.Chunk, facts []*evidence.Fact
 	if err := enc.Encode(&h); err != nil {
 		return nil, err
 	}
-	for _, c := range chunks {
-		sc := storedChunk{ID: c.ID, DocID: c.DocID, Version: c.Version, Text: c.Text, SourceURL: c.SourceURL,
-			Connector: c.Connector, RetrievedAt: asof.FormatInstant(c.RetrievedAt),
-			Anchor: asof.FormatInstant(c.Anchor.At), AnchorField: c.Anchor.Field,
-			ValidFrom: c.Valid.From.String(), ValidTo: c.Valid.To.String(), Tenant: c.Tenant,
-			ContentHash: c.ContentHash, Meta: c.Meta}
+	for _, ch := range c.Chunks {
+		sc := storedChunk{ID: ch.ID, DocID: ch.DocID, Version: ch.Version, Text: ch.Text, SourceURL: ch.SourceURL,
+			Connector: ch.Connector, RetrievedAt: asof.FormatInstant(ch.RetrievedAt),
+			Anchor: asof.FormatInstant(ch.Anchor.At), AnchorField: ch.Anchor.Field,
+			ValidFrom: ch.Valid.From.String(), ValidTo: ch.Valid.To.String(), Tenant: ch.Tenant,
+			ContentHash: ch.ContentHash, Meta: ch.Meta}
+		if r, ok := c.Redacted[ch.ID]; ok {
+			if ch.Text != "" {
+				return nil, fmt.Errorf("%w: chunk %q: redacted but its text is still there", ErrUnstorable, ch.ID)
+			}
+			sc.Purged = &r
+		}
 		if err := enc.Encode(&sc); err != nil {
-			return nil, fmt.Errorf("%w: chunk %q: %v", ErrUnstorable, c.ID, err)
+			return nil, fmt.Errorf("%w: chunk %q: %v", ErrUnstorable, ch.ID, err)
 		}
 	}
-	for _, f := range facts {
+	for _, f := range c.Facts {
 		sf := storedFact{Kind: string(f.Kind), ChunkID: f.ChunkID, End: f.End.String(),
 			Anchor: asof.FormatInstant(f.Anchor), By: f.By}
 		if err := enc.Encode(&sf); err != nil {
 			return nil, fmt.Errorf("%w: fact on chunk %q: %v", ErrUnstorable, f.ChunkID, err)
 		}
 	}
+	for _, p := range c.Purges {
+		if err := enc.Encode(&storedPurge{ChunkID: p.ChunkID, ContentHash: p.ContentHash, Reason: p.Reason}); err != nil {
+			return nil, fmt.Errorf("%w: purge of chunk %q: %v", ErrUnstorable, p.ChunkID, err)
+		}
+	}
 	raw := fsutil.SealText(b.Bytes())
-	_, back, backFacts, err := DecodeBatch("(new batch)", raw)
+	_, back, err := DecodeBatch("(new batch)", raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnstorable, err)
 	}
-	for i, c := range chunks {
-		if field := Differs(c, back[i]); field != "" {
-			return nil, fmt.Errorf("%w: chunk %q: its %s would read back changed (not valid UTF-8?)", ErrUnstorable, c.ID, field)
+	for i, ch := range c.Chunks {
+		if field := Differs(ch, back.Chunks[i]); field != "" {
+			return nil, fmt.Errorf("%w: chunk %q: its %s would read back changed (not valid UTF-8?)", ErrUnstorable, ch.ID, field)
 		}
 	}
-	for i, f := range facts {
-		if *f != *backFacts[i] {
+	for i, f := range c.Facts {
+		if *f != *back.Facts[i] {
 			return nil, fmt.Errorf("%w: fact on chunk %q would read back changed (not valid UTF-8?)", ErrUnstorable, f.ChunkID)
 		}
+	}
+	if !slices.Equal(c.Purges, back.Purges) {
+		return nil, fmt.Errorf("%w: a purge record would read back changed (not valid UTF-8?)", ErrUnstorable)
 	}
 	return raw, nil
 }
@@ -138,17 +199,18 @@ func Differs(a, b *evidence.Chunk) string {
 	return ""
 }
 
-// DecodeBatch checks the seal of a batch file and parses it: its chunks,
-// then its facts. name (the file's path) is used in errors, with the line
-// number.
-func DecodeBatch(name string, raw []byte) (BatchHeader, []*evidence.Chunk, []*evidence.Fact, error) {
+// DecodeBatch checks the seal of a batch file and parses it. name (the
+// file's path) is used in errors, with the line number.
+func DecodeBatch(name string, raw []byte) (BatchHeader, Contents, error) {
 	var h BatchHeader
+	var c Contents
 	body, err := fsutil.UnsealText(raw)
 	if err != nil {
-		return h, nil, nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
+		return h, c, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
 	}
-	var out []*evidence.Chunk
-	var facts []*evidence.Fact
+	fail := func(where string, format string, args ...any) (BatchHeader, Contents, error) {
+		return h, Contents{}, fmt.Errorf("%w: %s: "+format, append([]any{ErrCorrupt, where}, args...)...)
+	}
 	for line := 1; len(body) > 0; line++ {
 		// Lines are split by hand: a chunk's text has no length limit, and
 		// a scanner's would make a stored batch unreadable.
@@ -156,47 +218,66 @@ func DecodeBatch(name string, raw []byte) (BatchHeader, []*evidence.Chunk, []*ev
 		text := body[:cut]
 		body = body[cut+1:]
 		where := fmt.Sprintf("%s:%d", name, line)
-		if line == 1 {
+		switch {
+		case line == 1:
 			if err := strictJSON(text, &h); err != nil || (h.Format != BatchFormat && h.Format != ChunksOnlyFormat) {
-				return h, nil, nil, fmt.Errorf("%w: %s: want a header with format %q or %q", ErrCorrupt, where, BatchFormat, ChunksOnlyFormat)
+				return fail(where, "want a header with format %q or %q", BatchFormat, ChunksOnlyFormat)
 			}
-			continue
-		}
-		if bytes.HasPrefix(text, factPrefix) {
+		case bytes.HasPrefix(text, purgePrefix):
+			var sp storedPurge
+			if err := strictJSON(text, &sp); err != nil {
+				return fail(where, "%v", err)
+			}
+			if sp.ChunkID == "" || sp.ContentHash == "" || sp.Reason == "" {
+				return fail(where, "purge of chunk %q: chunk, content hash and reason are required", sp.ChunkID)
+			}
+			c.Purges = append(c.Purges, Purge{ChunkID: sp.ChunkID, ContentHash: sp.ContentHash, Reason: sp.Reason})
+		case bytes.HasPrefix(text, factPrefix):
+			if len(c.Purges) > 0 {
+				return fail(where, "a fact after the batch's purges")
+			}
 			var sf storedFact
 			if err := strictJSON(text, &sf); err != nil {
-				return h, nil, nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, where, err)
+				return fail(where, "%v", err)
 			}
 			f, err := sf.fact()
-			if err == nil && h.Format != BatchFormat {
-				err = fmt.Errorf("a fact in a batch of format %q", h.Format)
-			}
 			if err != nil {
-				return h, nil, nil, fmt.Errorf("%w: %s: fact on chunk %q: %w", ErrCorrupt, where, sf.ChunkID, err)
+				return fail(where, "fact on chunk %q: %w", sf.ChunkID, err)
 			}
-			facts = append(facts, f)
-			continue
+			c.Facts = append(c.Facts, f)
+		default:
+			if len(c.Facts) > 0 || len(c.Purges) > 0 {
+				return fail(where, "a chunk after the batch's facts or purges")
+			}
+			var s storedChunk
+			if err := strictJSON(text, &s); err != nil {
+				return fail(where, "%v", err)
+			}
+			ch, err := s.chunk()
+			if err != nil {
+				return fail(where, "chunk %q: %w", s.ID, err)
+			}
+			if s.Purged != nil {
+				if ch.Text != "" || s.Purged.Generation <= h.Generation {
+					return fail(where, "chunk %q: a redaction keeps no text and comes from a later generation", s.ID)
+				}
+				if c.Redacted == nil {
+					c.Redacted = map[string]Redaction{}
+				}
+				c.Redacted[ch.ID] = *s.Purged
+			}
+			c.Chunks = append(c.Chunks, ch)
 		}
-		if len(facts) > 0 {
-			return h, nil, nil, fmt.Errorf("%w: %s: a chunk after the batch's facts", ErrCorrupt, where)
-		}
-		var s storedChunk
-		if err := strictJSON(text, &s); err != nil {
-			return h, nil, nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, where, err)
-		}
-		c, err := s.chunk()
-		if err != nil {
-			return h, nil, nil, fmt.Errorf("%w: %s: chunk %q: %w", ErrCorrupt, where, s.ID, err)
-		}
-		out = append(out, c)
 	}
 	switch {
 	case h.Format == "":
-		return h, nil, nil, fmt.Errorf("%w: %s: empty", ErrCorrupt, name)
-	case h.Format == BatchFormat && len(facts) == 0:
-		return h, nil, nil, fmt.Errorf("%w: %s: format %q without facts", ErrCorrupt, name, h.Format)
+		return fail(name, "empty")
+	case h.Format == BatchFormat && c.plain():
+		return fail(name, "format %q for chunks alone", h.Format)
+	case h.Format == ChunksOnlyFormat && !c.plain():
+		return fail(name, "facts, purges or redactions in a batch of format %q", h.Format)
 	}
-	return h, out, facts, nil
+	return h, c, nil
 }
 
 func (s *storedFact) fact() (*evidence.Fact, error) {

@@ -150,10 +150,10 @@ func (d *Dir) Recover(above func(gen int64) (uint64, error), rollback func() err
 	case p.Generation == gen && n == 0:
 		return fmt.Sprintf("generation %d was committed; tidied up after it", gen), d.finish(p)
 	case p.Generation == gen+1 && beyond == 0:
-		if n > 0 {
-			if err := rollback(); err != nil {
-				return "", fmt.Errorf("evpack: recover generation %d: %w", p.Generation, err)
-			}
+		// Called even when no document is above gen: a purge deletes
+		// documents instead of adding them, and only the caller can tell.
+		if err := rollback(); err != nil {
+			return "", fmt.Errorf("evpack: recover generation %d: %w", p.Generation, err)
 		}
 		return fmt.Sprintf("rolled back the unfinished commit of generation %d (%d lexical documents)", p.Generation, n), d.undo(p)
 	}

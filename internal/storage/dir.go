@@ -203,35 +203,41 @@ func (d *Dir) Close() error {
 
 // ReadBatch reads the batch file b names and checks it against the manifest
 // entry: the file's checksum, its seal, its generation, its link to the
-// batch before it, and its chunk count.
-func (d *Dir) ReadBatch(b Batch) ([]*evidence.Chunk, []*evidence.Fact, error) {
+// batch before it, and its counts of chunks, facts and purges.
+func (d *Dir) ReadBatch(b Batch) (Contents, error) {
 	i := int(b.Generation) - 1
 	if i < 0 || i >= len(d.m.Batches) || d.m.Batches[i] != b {
-		return nil, nil, fmt.Errorf("%w: batch %s is not in the manifest", ErrCorrupt, b.File)
+		return Contents{}, fmt.Errorf("%w: batch %s is not in the manifest", ErrCorrupt, b.File)
 	}
 	name := filepath.Join(d.path, ChunksDir, b.File)
 	raw, err := d.readSummed(name, b.Sum)
 	if err != nil {
-		return nil, nil, err
+		return Contents{}, err
 	}
-	h, chunks, facts, err := DecodeBatch(name, raw)
+	h, c, err := DecodeBatch(name, raw)
 	if err != nil {
-		return nil, nil, err
+		return Contents{}, err
 	}
 	prev := ""
 	if i > 0 {
-		prev = d.m.Batches[i-1].Sum
+		prev = d.m.Batches[i-1].ChainSum()
 	}
 	switch {
 	case h.Generation != b.Generation || h.Prev != prev || h.CommittedAt != b.CommittedAt:
-		return nil, nil, fmt.Errorf("%w: %s: header (generation %d, prev %q, committed %s) does not match the manifest (generation %d, prev %q, committed %s)",
+		return Contents{}, fmt.Errorf("%w: %s: header (generation %d, prev %q, committed %s) does not match the manifest (generation %d, prev %q, committed %s)",
 			ErrCorrupt, name, h.Generation, h.Prev, h.CommittedAt, b.Generation, prev, b.CommittedAt)
-	case len(chunks) != b.Chunks:
-		return nil, nil, fmt.Errorf("%w: %s holds %d chunks, the manifest says %d", ErrCorrupt, name, len(chunks), b.Chunks)
-	case len(facts) != b.Facts:
-		return nil, nil, fmt.Errorf("%w: %s holds %d facts, the manifest says %d", ErrCorrupt, name, len(facts), b.Facts)
+	case len(c.Chunks) != b.Chunks || len(c.Facts) != b.Facts || len(c.Purges) != b.Purges:
+		return Contents{}, fmt.Errorf("%w: %s holds %d chunks, %d facts and %d purges, the manifest says %d, %d and %d",
+			ErrCorrupt, name, len(c.Chunks), len(c.Facts), len(c.Purges), b.Chunks, b.Facts, b.Purges)
+	case b.Chain == "" && len(c.Redacted) > 0:
+		return Contents{}, fmt.Errorf("%w: %s holds redacted chunks but the manifest records no purge of it", ErrCorrupt, name)
 	}
-	return chunks, facts, nil
+	for _, id := range evidence.SortedKeys(c.Redacted) {
+		if r := c.Redacted[id]; r.Generation > d.m.Generation {
+			return Contents{}, fmt.Errorf("%w: %s: a redaction by generation %d, after the manifest's %d", ErrCorrupt, name, r.Generation, d.m.Generation)
+		}
+	}
+	return c, nil
 }
 
 // ReadFile reads a data file the manifest names (the dense vectors or the

@@ -2,7 +2,9 @@ package storage
 
 import (
 	"bytes"
+	"maps"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/evpack/evpack/evidence"
@@ -74,7 +76,7 @@ func FuzzDecodeManifest(f *testing.F) {
 func FuzzDecodeBatch(f *testing.F) {
 	chunks := []*evidence.Chunk{testChunk(f, "a", "Records are kept for ten years."), testChunk(f, "b", "Zeile\tmit äöü und \"quotes\"")}
 	for _, cs := range [][]*evidence.Chunk{chunks[:1], chunks} {
-		raw, err := EncodeBatch(testHeader(), cs, nil)
+		raw, err := EncodeBatch(testHeader(), Contents{Chunks: cs})
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -82,7 +84,7 @@ func FuzzDecodeBatch(f *testing.F) {
 	}
 	// Bodies that spell a stored value otherwise than EncodeBatch would:
 	// each must be refused, or read as a value that EncodeBatch then writes.
-	raw, err := EncodeBatch(testHeader(), chunks[:1], nil)
+	raw, err := EncodeBatch(testHeader(), Contents{Chunks: chunks[:1]})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -103,32 +105,33 @@ func FuzzDecodeBatch(f *testing.F) {
 		f.Add(edited, true)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, seal bool) {
-		h, cs, fs, err := DecodeBatch("b.jsonl", sealed(raw, seal))
+		h, c, err := DecodeBatch("b.jsonl", sealed(raw, seal))
 		if err != nil {
 			return
 		}
-		enc, err := EncodeBatch(h, cs, fs)
+		enc, err := EncodeBatch(h, c)
 		if err != nil {
 			t.Fatalf("accepted batch does not encode: %v", err)
 		}
-		h2, back, backFacts, err := DecodeBatch("b.jsonl", enc)
+		h2, back, err := DecodeBatch("b.jsonl", enc)
 		if err != nil {
 			t.Fatalf("accepted batch, encoded, is refused: %v\n%s", err, enc)
 		}
-		if h != h2 || len(cs) != len(back) || len(fs) != len(backFacts) {
-			t.Fatalf("round trip changed the header or the count: %+v %d, %+v %d", h, len(cs), h2, len(back))
+		if h != h2 || len(c.Chunks) != len(back.Chunks) || len(c.Facts) != len(back.Facts) || !slices.Equal(c.Purges, back.Purges) ||
+			!maps.Equal(c.Redacted, back.Redacted) {
+			t.Fatalf("round trip changed the header or the contents: %+v %+v, %+v %+v", h, c, h2, back)
 		}
-		for i := range cs {
-			if f := Differs(cs[i], back[i]); f != "" {
+		for i := range c.Chunks {
+			if f := Differs(c.Chunks[i], back.Chunks[i]); f != "" {
 				t.Fatalf("round trip changed chunk %d's %s", i, f)
 			}
 		}
-		for i := range fs {
-			if *fs[i] != *backFacts[i] {
+		for i := range c.Facts {
+			if *c.Facts[i] != *back.Facts[i] {
 				t.Fatalf("round trip changed fact %d", i)
 			}
 		}
-		again, err := EncodeBatch(h2, back, backFacts)
+		again, err := EncodeBatch(h2, back)
 		if err != nil || !bytes.Equal(enc, again) {
 			t.Fatalf("encoding is not stable: %v", err)
 		}

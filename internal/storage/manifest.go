@@ -38,22 +38,30 @@ const (
 // Manifest is the commit point: a generation exists once the manifest names
 // it. It is stored sealed (fsutil.SealText).
 type Manifest struct {
-	Format     string  `json:"format"`
-	Generation int64   `json:"generation"`
-	Docs       int64   `json:"docs"`   // chunks over all batches
-	Tokens     int64   `json:"tokens"` // analyzed tokens over all chunks (BM25's field length)
-	Batches    []Batch `json:"batches"`
-	Dense      *Dense  `json:"dense,omitempty"`
+	Format     string `json:"format"`
+	Generation int64  `json:"generation"`
+	Docs       int64  `json:"docs"`   // chunks over all batches
+	Tokens     int64  `json:"tokens"` // analyzed tokens over all chunks (BM25's field length)
+	// Purged counts the chunks whose text a purge deleted: they stay in
+	// Docs, but not in the lexical index.
+	Purged  int64   `json:"purged,omitempty"`
+	Batches []Batch `json:"batches"`
+	Dense   *Dense  `json:"dense,omitempty"`
 }
 
 // Batch names one generation's batch file and its checksum.
 type Batch struct {
-	Generation  int64  `json:"generation"`
-	File        string `json:"file"`            // under chunks/
-	Sum         string `json:"sum"`             // BLAKE3 of the whole stored file
-	Chunks      int    `json:"chunks"`          // chunk lines after the header
-	Facts       int    `json:"facts,omitempty"` // fact lines after the chunks
-	CommittedAt string `json:"committed_at"`    // RFC 3339, UTC, seconds
+	Generation int64  `json:"generation"`
+	File       string `json:"file"`             // under chunks/
+	Sum        string `json:"sum"`              // BLAKE3 of the whole stored file
+	Chunks     int    `json:"chunks"`           // chunk lines after the header
+	Facts      int    `json:"facts,omitempty"`  // fact lines after the chunks
+	Purges     int    `json:"purges,omitempty"` // purge lines after the facts
+	// Chain, set when a later purge rewrote the file (File is then
+	// RedactedName), is the checksum the file had when committed: the link
+	// the next generation's header names, and the purge record's.
+	Chain       string `json:"chain,omitempty"`
+	CommittedAt string `json:"committed_at"` // RFC 3339, UTC, seconds
 }
 
 // Dense names the stored vectors of the latest generation, the embedder
@@ -70,6 +78,19 @@ type Dense struct {
 
 // BatchName is the file name of generation gen's batch.
 func BatchName(gen int64) string { return fmt.Sprintf("%08d.jsonl", gen) }
+
+// RedactedName is the file name of generation gen's batch as the purge of
+// generation purge rewrote it.
+func RedactedName(gen, purge int64) string { return fmt.Sprintf("%08d.p%08d.jsonl", gen, purge) }
+
+// ChainSum is the checksum the next generation's batch header names as its
+// previous: the file's checksum as committed.
+func (b Batch) ChainSum() string {
+	if b.Chain != "" {
+		return b.Chain
+	}
+	return b.Sum
+}
 
 // Clone returns a deep copy of m.
 func (m *Manifest) Clone() *Manifest {
@@ -151,12 +172,14 @@ func (m *Manifest) validate() error {
 		switch {
 		case b.Generation != int64(i+1):
 			return fmt.Errorf("batch %d names generation %d", i+1, b.Generation)
-		case b.File != BatchName(b.Generation):
+		case b.Chain == "" && b.File != BatchName(b.Generation):
 			return fmt.Errorf("batch of generation %d is %q, want %q", b.Generation, b.File, BatchName(b.Generation))
-		case !validSum(b.Sum):
+		case b.Chain != "" && !redactedBy(b, m.Generation):
+			return fmt.Errorf("batch of generation %d is %q, not a later purge's rewrite of it", b.Generation, b.File)
+		case !validSum(b.Sum) || (b.Chain != "" && !validSum(b.Chain)):
 			return fmt.Errorf("batch %s: bad checksum %q", b.File, b.Sum)
-		case b.Chunks < 1:
-			return fmt.Errorf("batch %s: %d chunks", b.File, b.Chunks)
+		case b.Chunks < 0 || b.Facts < 0 || b.Purges < 0 || b.Chunks+b.Facts+b.Purges < 1:
+			return fmt.Errorf("batch %s: %d chunks, %d facts, %d purges", b.File, b.Chunks, b.Facts, b.Purges)
 		}
 		chunks += int64(b.Chunks)
 	}
@@ -169,6 +192,17 @@ func (m *Manifest) validate() error {
 		}
 	}
 	return nil
+}
+
+// redactedBy reports whether b's file is the rewrite of its batch by a purge
+// of a later generation, at most latest.
+func redactedBy(b Batch, latest int64) bool {
+	for p := b.Generation + 1; p <= latest; p++ {
+		if b.File == RedactedName(b.Generation, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func plainName(s string) bool {

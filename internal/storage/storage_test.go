@@ -39,9 +39,10 @@ func TestEncodeBatchRoundTrip(t *testing.T) {
 		testChunk(t, "b", "Zeilen mit Umlauten: äöü, ein Tab\tund\nzwei Zeilen, <html> & \"quotes\" \u2028."),
 		{ID: "bare", DocID: "d", Text: "no dates, no meta, no tenant", ContentHash: "blake3:" + strings.Repeat("0", 64)},
 	}
-	raw, err := EncodeBatch(testHeader(), chunks, nil)
+	raw, err := EncodeBatch(testHeader(), Contents{Chunks: chunks})
 	require.NoError(t, err)
-	h, back, _, err := DecodeBatch("b.jsonl", raw)
+	h, c, err := DecodeBatch("b.jsonl", raw)
+	back := c.Chunks
 	require.NoError(t, err)
 	want := testHeader()
 	want.Format = ChunksOnlyFormat
@@ -52,7 +53,7 @@ func TestEncodeBatchRoundTrip(t *testing.T) {
 	}
 	// Encoding what was decoded gives the same bytes: the format has one
 	// spelling of each batch.
-	again, err := EncodeBatch(h, back, nil)
+	again, err := EncodeBatch(h, Contents{Chunks: back})
 	require.NoError(t, err)
 	require.Equal(t, string(raw), string(again))
 }
@@ -66,14 +67,15 @@ func TestEncodeBatchFacts(t *testing.T) {
 		{Kind: evidence.FactSuperseded, ChunkID: "a", By: "b", End: asof.MustDate("2024-05-28"), Anchor: time.Date(2024, 5, 28, 0, 0, 0, 0, time.UTC)},
 		{Kind: evidence.FactRetracted, ChunkID: "x", End: asof.MustDate("2024-06-01"), Anchor: time.Date(2024, 6, 2, 9, 30, 0, 0, time.UTC)},
 	}
-	raw, err := EncodeBatch(testHeader(), chunks, facts)
+	raw, err := EncodeBatch(testHeader(), Contents{Chunks: chunks, Facts: facts})
 	require.NoError(t, err)
-	h, back, backFacts, err := DecodeBatch("b.jsonl", raw)
+	h, got, err := DecodeBatch("b.jsonl", raw)
+	back, backFacts := got.Chunks, got.Facts
 	require.NoError(t, err)
 	require.Equal(t, BatchFormat, h.Format)
 	require.Len(t, back, 1)
 	require.Equal(t, facts, backFacts)
-	again, err := EncodeBatch(h, back, backFacts)
+	again, err := EncodeBatch(h, Contents{Chunks: back, Facts: backFacts})
 	require.NoError(t, err)
 	require.Equal(t, string(raw), string(again))
 
@@ -82,7 +84,7 @@ func TestEncodeBatchFacts(t *testing.T) {
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"unknown kind", `{"fact":"superseded"`, `{"fact":"forgotten"`, `b.jsonl:3: fact on chunk "a"`},
 		{"end missing", `"end":"2024-06-01",`, `"end":"",`, `b.jsonl:4: fact on chunk "x"`},
-		{"fact in a chunks-only batch", BatchFormat, ChunksOnlyFormat, `b.jsonl:3: fact on chunk "a": a fact in a batch`},
+		{"fact in a chunks-only batch", BatchFormat, ChunksOnlyFormat, `b.jsonl: facts, purges or redactions in a batch of format "evpack-chunks/2"`},
 		{"chunk after facts", "", "", `b.jsonl:4: a chunk after the batch's facts`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,7 +94,7 @@ func TestEncodeBatchFacts(t *testing.T) {
 				edited = lines[0] + lines[2] + lines[3] + lines[1]
 			}
 			require.NotEqual(t, string(body), edited)
-			_, _, _, err := DecodeBatch("b.jsonl", fsutil.SealText([]byte(edited)))
+			_, _, err := DecodeBatch("b.jsonl", fsutil.SealText([]byte(edited)))
 			require.ErrorIs(t, err, ErrCorrupt)
 			require.ErrorContains(t, err, tc.want)
 		})
@@ -120,7 +122,7 @@ func TestEncodeBatchRefusesWhatWouldChange(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testChunk(t, "a", "text")
 			tc.edit(c)
-			_, err := EncodeBatch(testHeader(), []*evidence.Chunk{testChunk(t, "ok", "fine"), c}, nil)
+			_, err := EncodeBatch(testHeader(), Contents{Chunks: []*evidence.Chunk{testChunk(t, "ok", "fine"), c}})
 			require.ErrorIs(t, err, ErrUnstorable, tc.reason)
 			require.Contains(t, err.Error(), "its "+tc.field+" would read back changed", tc.reason)
 		})
@@ -141,9 +143,10 @@ func TestLongBatchLine(t *testing.T) {
 		text := strings.Repeat("long line ", n/10)
 		c := &evidence.Chunk{ID: "long", DocID: "d", Text: text}
 		c.ContentHash = c.ComputeHash()
-		raw, err := EncodeBatch(testHeader(), []*evidence.Chunk{c, testChunk(t, "after", "the line after it")}, nil)
+		raw, err := EncodeBatch(testHeader(), Contents{Chunks: []*evidence.Chunk{c, testChunk(t, "after", "the line after it")}})
 		require.NoError(t, err, "%d bytes", n)
-		_, back, _, err := DecodeBatch("long.jsonl", raw)
+		_, got, err := DecodeBatch("long.jsonl", raw)
+		back := got.Chunks
 		require.NoError(t, err, "%d bytes", n)
 		require.Len(t, back, 2)
 		require.Equal(t, len(text), len(back[0].Text))
@@ -239,7 +242,7 @@ func committedIndex(t *testing.T) (string, *Manifest) {
 	name := ChunksDir + "/" + BatchName(1)
 	c, err := d.Begin(1, []string{name}, nil)
 	require.NoError(t, err)
-	raw, err := EncodeBatch(BatchHeader{Generation: 1, CommittedAt: "2024-06-01T00:00:00Z"}, []*evidence.Chunk{testChunk(t, "a", "text")}, nil)
+	raw, err := EncodeBatch(BatchHeader{Generation: 1, CommittedAt: "2024-06-01T00:00:00Z"}, Contents{Chunks: []*evidence.Chunk{testChunk(t, "a", "text")}})
 	require.NoError(t, err)
 	sum, err := c.Write(name, raw)
 	require.NoError(t, err)
@@ -289,8 +292,8 @@ func TestRecover(t *testing.T) {
 		{name: "record of the next generation, documents beyond it", reason: "documents of a generation no record names: refuse, delete nothing",
 			pending: &pending{Generation: 2, Writes: []string{batch2}}, above: 5, beyond: 1, wantErr: ErrCorrupt,
 			kept: []string{batch1, batch2, PendingName}},
-		{name: "record of the next generation, nothing above", reason: "the crash came before the lexical batch: only files to remove",
-			pending: &pending{Generation: 2, Writes: []string{batch2}},
+		{name: "record of the next generation, nothing above", reason: "no document above, but a purge deletes documents: the caller rolls back, then the files go",
+			pending: &pending{Generation: 2, Writes: []string{batch2}}, wantRollback: true,
 			removed: []string{batch2, PendingName}, kept: []string{batch1}},
 		{name: "record of the next generation, rollback fails", reason: "the record must stay for the next Open to try again",
 			pending: &pending{Generation: 2, Writes: []string{batch2}}, above: 1, rollbackErr: errors.New("disk on fire"),

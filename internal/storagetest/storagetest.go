@@ -49,7 +49,7 @@ func ForgeBatches(t testing.TB, dir string, edit func(lines []byte) []byte) bool
 		name := filepath.Join(dir, storage.ChunksDir, b.File)
 		raw, err := os.ReadFile(name)
 		require.NoError(t, err)
-		h, _, facts, err := storage.DecodeBatch(name, raw)
+		h, c, err := storage.DecodeBatch(name, raw)
 		require.NoError(t, err)
 		body, err := fsutil.UnsealText(raw)
 		require.NoError(t, err)
@@ -58,7 +58,7 @@ func ForgeBatches(t testing.TB, dir string, edit func(lines []byte) []byte) bool
 		changed = changed || !bytes.Equal(edited, lines)
 		// The header names the previous file's new checksum.
 		h.Prev = prev
-		fresh, err := storage.EncodeBatch(h, nil, facts)
+		fresh, err := storage.EncodeBatch(h, storage.Contents{Facts: c.Facts, Purges: c.Purges, Redacted: c.Redacted, Chunks: c.Chunks})
 		require.NoError(t, err)
 		header, err := fsutil.UnsealText(fresh)
 		require.NoError(t, err)
