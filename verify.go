@@ -41,12 +41,18 @@ func (e *Engine) verify(ctx context.Context, raw []byte) (*VerifyReport, error) 
 	if err != nil {
 		return nil, err
 	}
-	rep := &VerifyReport{Hash: evidence.Sum(raw)}
-	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K}
 	st, err := e.snapshot()
 	if err != nil {
 		return nil, err
 	}
+	return e.verifyIn(ctx, st, p, raw)
+}
+
+// verifyIn replays pack p, parsed from raw, against committed state st (a
+// snapshot: errMoved when a commit lands during the lexical search).
+func (e *Engine) verifyIn(ctx context.Context, st *state, p *evidence.Pack, raw []byte) (*VerifyReport, error) {
+	rep := &VerifyReport{Hash: evidence.Sum(raw)}
+	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K}
 	// Replay at the pack's own generation: later commits, to any scope, do
 	// not change what it read.
 	if p.Generation > st.gen {
@@ -56,16 +62,8 @@ func (e *Engine) verify(ctx context.Context, raw []byte) (*VerifyReport, error) 
 	sc := st.scope(h.Tenant, p.Generation)
 	h.Generation = sc.gen
 	for _, c := range p.Citations {
-		stored, ok := st.chunks[c.ChunkID]
-		switch {
-		case !ok:
-			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: chunk not in the index", c.Index, c.ChunkID))
-		case stored.ContentHash != c.ContentHash:
-			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: stored content hash %s differs from the pack's %s", c.Index, c.ChunkID, stored.ContentHash, c.ContentHash))
-		case stored.ComputeHash() != stored.ContentHash:
-			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: stored chunk no longer hashes to its content hash (edited after ingest)", c.Index, c.ChunkID))
-		case stored.Text != c.Text:
-			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: pack text differs from the stored text", c.Index, c.ChunkID))
+		if why := st.citedTextProblem(c); why != "" {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: %s", c.Index, c.ChunkID, why))
 		}
 	}
 	// The pack must have been ranked by the reranker this engine runs: a
@@ -108,6 +106,25 @@ func (e *Engine) verify(ctx context.Context, raw []byte) (*VerifyReport, error) 
 		rep.Problems = append(rep.Problems, "replay differs: "+firstDifference(p, replay))
 	}
 	return rep, nil
+}
+
+// citedTextProblem says how the index fails to hold the text citation c
+// cites, or "" when it holds it: the chunk is missing, stored under another
+// content hash, no longer hashes to its own (edited after ingest), or holds
+// other text.
+func (st *state) citedTextProblem(c evidence.Citation) string {
+	stored, ok := st.chunks[c.ChunkID]
+	switch {
+	case !ok:
+		return "chunk not in the index"
+	case stored.ContentHash != c.ContentHash:
+		return fmt.Sprintf("stored content hash %s differs from the pack's %s", stored.ContentHash, c.ContentHash)
+	case stored.ComputeHash() != stored.ContentHash:
+		return "stored chunk no longer hashes to its content hash (edited after ingest)"
+	case stored.Text != c.Text:
+		return "pack text differs from the stored text"
+	}
+	return ""
 }
 
 // ReplayReport is the outcome of Replay.

@@ -1,9 +1,11 @@
 // Command evpack ingests sources, answers questions as of a date with
-// evidence packs, verifies packs by replay, and evaluates rankings.
+// evidence packs, verifies packs by replay, says what changed since a pack
+// was made, and evaluates rankings.
 //
 //	evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] PATH...
 //	evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--format json|text] [--cross-encoder MODEL_DIR [--cuda]] QUESTION
 //	evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
+//	evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
 //	evpack check  --index DIR
 //	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json]
 //	evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
@@ -11,9 +13,16 @@
 //	evpack rerank train (--docs DIR | --corpus FILE.jsonl...) --questions FILE --out MODEL [--folds 5] [--seed 1]
 //	evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
 //
-// Exit status: 0 success; 1 a pack or an index that does not verify; 2 bad
-// usage or input (an --index path that holds no index included); 3 an index
-// that is corrupt, locked by another process or unreadable.
+// diff verifies the pack at its own generation, runs its request again at
+// the latest generation and prints one line per citation (unchanged, moved,
+// outranked, superseded, ended, retracted, text changed) and one per chunk
+// cited now that the pack did not ("new", marked "backfill" when committed
+// after the pack but dated on or before its as-of day).
+//
+// Exit status: 0 success; 1 a pack or an index that does not verify, or
+// (diff) a pack whose citations changed; 2 bad usage or input (an --index
+// path that holds no index included); 3 an index that is corrupt, locked by
+// another process or unreadable.
 package main
 
 import (
@@ -40,6 +49,7 @@ const usage = `usage:
   evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] PATH...
   evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--format json|text] [--cross-encoder MODEL_DIR [--cuda]] QUESTION
   evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
+  evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
   evpack check  --index DIR
   evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]
   evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR] [--folds 5] [--seed 1] [trainer flags]
@@ -48,16 +58,21 @@ const usage = `usage:
   evpack rerank train (--docs DIR | --corpus FILE.jsonl... [--as-of D]) --questions FILE --out MODEL [--folds 5] [--seed 1]
         [--trees N] [--leaves N] [--lr F] [--min-leaf N] [--l2 F] [--subsample F]
 
-ingest, query, verify and eval take --embedder static:PATH|onnx:MODEL_DIR|http://HOST (with --embedder-model,
+ingest, query, verify, diff and eval take --embedder static:PATH|onnx:MODEL_DIR|http://HOST (with --embedder-model,
 --embedder-dims), --legs lexical|dense|lexical,dense and --dense-index exact|hnsw (with --ef-search N);
-query, verify and eval obliqa take --reranker arithmetic|none|smoothed|learned[:MODEL]|cross-encoder:MODEL_DIR. ONNX models need EVPACK_ORT_LIB.
+query, verify, diff and eval obliqa take --reranker arithmetic|none|smoothed|learned[:MODEL]|cross-encoder:MODEL_DIR. ONNX models need EVPACK_ORT_LIB.
 query --cross-encoder (which overrides --reranker) reranks the pool with the model and records its scores in the pack's ledger; verify replays
 such a pack from its ledger without the model, and with --cross-encoder also runs the model once to say whether a
 fresh run would cite the same chunks. --cuda runs the cross-encoder on CUDA (an error if unavailable).
+diff verifies a pack at its own generation, runs its request at the latest one and prints what became of each
+citation (unchanged, moved, outranked, superseded, ended, retracted, text changed) and what is cited now that
+was not (new; backfill: committed after the pack, dated on or before its as-of day); a pack a model reranked
+needs the model (--cross-encoder) for the latest run.
 Commands that open an index take --lock-wait DURATION (default 2s; 0: fail at once if another process has it).
 
-exit status: 0 success; 1 a pack or index that does not verify; 2 bad usage or input (a path
-that holds no index included); 3 an index that is corrupt, locked by another process, or unreadable.
+exit status: 0 success; 1 a pack or index that does not verify, or (diff) a pack whose citations changed;
+2 bad usage or input (a path that holds no index included); 3 an index that is corrupt, locked by another
+process, or unreadable.
 `
 
 // exitError carries an exit status out of a subcommand.
@@ -85,6 +100,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdQuery(ctx, args[1:], stdout, stderr)
 	case "verify":
 		err = cmdVerify(ctx, args[1:], stdout, stderr)
+	case "diff":
+		err = cmdDiff(ctx, args[1:], stdout, stderr)
 	case "check":
 		err = cmdCheck(ctx, args[1:], stdout, stderr)
 	case "eval":

@@ -386,3 +386,102 @@ func TestCrossEncoderQueryAndVerify(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, p2.Ledger)
 }
+
+// TestDiffCommand: evpack diff on a pack of Northwind's 10-K items exits 0
+// while nothing changed, then 1 with one line per citation after the 10-K/A;
+// a missing pack exits 2, a locked index 3.
+func TestDiffCommand(t *testing.T) {
+	const (
+		k  = "edgar/0001234567/0001234567-25-000010/"
+		ka = "edgar/0001234567/0001234567-25-000021/"
+	)
+	edgarDir := func(parts ...string) string {
+		return filepath.Join(append([]string{"..", "..", "testdata"}, parts...)...)
+	}
+	dir := filepath.Join(t.TempDir(), "idx")
+	code, _, errs := runCLI(t, "ingest", "--index", dir, "--connector", "edgar", "--retrieved-at", "2026-01-10T12:00:00Z", edgarDir("edgar-history", "before"))
+	require.Equal(t, 0, code, errs)
+	code, js, errs := runCLI(t, "query", "--index", dir, "--as-of", "2025-05-01", "--filter", "cik=0001234567", "--k", "3", "--format", "json",
+		"What drove Northwind Robotics revenue growth in fiscal 2024?")
+	require.Equal(t, 0, code, errs)
+	pack := filepath.Join(t.TempDir(), "pack.json")
+	require.NoError(t, os.WriteFile(pack, []byte(js), 0o644))
+	hash := fmt.Sprintf("blake3:%x", blake3.Sum256([]byte(js)))
+
+	code, out, errs := runCLI(t, "diff", "--index", dir, pack)
+	require.Equal(t, 0, code, "%s%s", out, errs)
+	require.Equal(t, "pack "+hash+" at generation 1; latest generation 1\n"+
+		"verified: replays byte-identically at generation 1\n"+
+		"[1] "+k+"item-7/1: unchanged\n"+
+		"[2] "+k+"item-cover/1: unchanged\n"+
+		"[3] "+k+"item-8/1: unchanged\n"+
+		"unchanged: all 3 citations, nothing new\n", out)
+
+	code, _, errs = runCLI(t, "ingest", "--index", dir, "--connector", "edgar", "--retrieved-at", "2026-01-10T12:00:00Z", edgarDir("edgar"))
+	require.Equal(t, 0, code, errs)
+	code, out, errs = runCLI(t, "diff", "--index", dir, pack)
+	require.Equal(t, 1, code, "%s%s", out, errs)
+	require.Equal(t, "pack "+hash+" at generation 1; latest generation 2\n"+
+		"verified: replays byte-identically at generation 1\n"+
+		"[1] "+k+"item-7/1: superseded by "+ka+"item-7/1 from 2025-04-20 (fact of generation 2); now replaced by "+ka+"item-7/1 [1]\n"+
+		"[2] "+k+"item-cover/1: superseded by "+ka+"item-cover/1 from 2025-04-20 (fact of generation 2); now replaced by "+ka+"item-cover/1 [2]\n"+
+		"[3] "+k+"item-8/1: superseded by "+ka+"item-8/1 from 2025-04-20 (fact of generation 2); now replaced by "+ka+"item-8/1 [3]\n"+
+		"new [1] "+ka+"item-7/1 (backfill)\n"+
+		"new [2] "+ka+"item-cover/1 (backfill)\n"+
+		"new [3] "+ka+"item-8/1 (backfill)\n"+
+		"changed: 3 of 3 citations; 3 new (3 backfill)\n", out)
+	require.Equal(t, "evpack diff: pack "+pack+": 3 of 3 citations changed and 3 new since generation 1 (latest 2)\n", errs)
+
+	code, out, errs = runCLI(t, "diff", "--index", dir, "--format", "json", pack)
+	require.Equal(t, 1, code, errs)
+	var rep struct {
+		Verified  bool `json:"verified"`
+		Citations []struct {
+			Status      string `json:"status"`
+			Replacement string `json:"replacement"`
+			Fact        struct {
+				End        string `json:"end"`
+				Generation int64  `json:"generation"`
+			} `json:"fact"`
+		} `json:"citations"`
+		New []struct {
+			ChunkID  string `json:"chunk_id"`
+			Backfill bool   `json:"backfill"`
+		} `json:"new"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.True(t, rep.Verified)
+	require.Len(t, rep.Citations, 3)
+	require.Equal(t, "superseded", rep.Citations[0].Status)
+	require.Equal(t, ka+"item-7/1", rep.Citations[0].Replacement)
+	require.Equal(t, "2025-04-20", rep.Citations[0].Fact.End)
+	require.EqualValues(t, 2, rep.Citations[0].Fact.Generation)
+	require.Equal(t, ka+"item-7/1", rep.New[0].ChunkID)
+	require.True(t, rep.New[0].Backfill)
+
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"a missing pack", []string{"diff", "--index", dir, filepath.Join(t.TempDir(), "nope.json")}, 2, "nope.json: no such file or directory"},
+		{"no pack", []string{"diff", "--index", dir}, 2, "need --index DIR and one PACK.json"},
+		{"an unknown format", []string{"diff", "--index", dir, "--format", "yaml", pack}, 2, `--format "yaml": want text or json`},
+		{"not a pack", []string{"diff", "--index", dir, corpus("guidance.jsonl")}, 2, "evpack diff: "},
+		{"no index", []string{"diff", "--index", filepath.Join(dir, "nope"), pack}, 2, "nope does not exist"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, errs := runCLI(t, c.args...)
+			require.Equal(t, c.code, code, errs)
+			require.Contains(t, errs, c.want)
+		})
+	}
+
+	eng, err := evpack.Open(dir, evpack.Options{})
+	require.NoError(t, err)
+	code, _, errs = runCLI(t, "diff", "--index", dir, "--lock-wait", "0", pack)
+	require.Equal(t, 3, code, errs)
+	require.Contains(t, errs, "index locked")
+	require.NoError(t, eng.Close())
+}

@@ -1,0 +1,441 @@
+package evpack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/evidence"
+)
+
+// What changed since: a pack answers its request at its own generation
+// forever (Verify); Diff asks the same request of the latest generation and
+// says, citation by citation, what became of the evidence, and which
+// evidence the index would cite now that the pack did not.
+
+// DiffStatus says what became of one citation of a pack at the latest
+// generation of the index.
+type DiffStatus string
+
+// The statuses of a citation, in the order Diff decides them: the text
+// first (a corrupted index), then the facts, then the ranking.
+const (
+	// DiffUnchanged: the latest pack cites the chunk at the same index.
+	DiffUnchanged DiffStatus = "unchanged"
+	// DiffMoved: the latest pack cites the chunk at another index
+	// (CitationDiff.Now).
+	DiffMoved DiffStatus = "moved"
+	// DiffOutranked: the chunk is still eligible as of the pack's as-of day
+	// but the latest pack does not cite it: other evidence ranks above it.
+	DiffOutranked DiffStatus = "outranked"
+	// DiffSuperseded: a supersession known at the latest generation
+	// excludes the chunk as of the pack's as-of day (CitationDiff.Fact,
+	// whose By names the replacing chunk; CitationDiff.Replacement the
+	// chunk that replaces it now).
+	DiffSuperseded DiffStatus = "superseded"
+	// DiffEnded: a validity end known at the latest generation excludes the
+	// chunk as of the pack's as-of day (CitationDiff.Fact).
+	DiffEnded DiffStatus = "ended"
+	// DiffRetracted: a retraction known at the latest generation excludes
+	// the chunk as of the pack's as-of day (CitationDiff.Fact).
+	DiffRetracted DiffStatus = "retracted"
+	// DiffTextChanged: the index no longer holds the text the pack cites:
+	// the chunk is missing, or its stored text or content hash differs from
+	// the citation's (CitationDiff.Detail). Chunks are immutable, so only a
+	// corrupted or forged index, or a pack of another index, gets here.
+	DiffTextChanged DiffStatus = "text changed"
+	// DiffPurged: the chunk's text was deleted from the index for a legal
+	// reason, its citation kept as a tombstone. Reserved for Purge; Diff
+	// does not report it yet.
+	DiffPurged DiffStatus = "purged"
+)
+
+// CitationDiff is what became of one citation of a pack.
+type CitationDiff struct {
+	Index   int    // the citation's index in the pack (1-based)
+	ChunkID string // the chunk it cites
+	Status  DiffStatus
+	// Now is the chunk's index in the latest pack; 0 when the latest pack
+	// does not cite it (every status but DiffUnchanged and DiffMoved).
+	Now int
+	// Fact is the fact known at the latest generation that excludes the
+	// chunk as of the pack's as-of day (a copy: superseded, ended,
+	// retracted; nil otherwise): Fact.End is the first day the chunk is no
+	// longer valid, Fact.By the replacing chunk of a supersession, and
+	// Fact.Retires() the first as-of day the fact excludes it.
+	Fact *evidence.Fact
+	// FactGeneration is the generation that committed Fact (0 without one).
+	FactGeneration int64
+	// Chain is, for DiffSuperseded, the supersession chain walked from
+	// Fact.By, in order: each link is the chunk that the next-ending
+	// supersession known at the latest generation names as the previous
+	// link's replacement. It stops at the first link eligible as of the
+	// pack's as-of day (Replacement), at a link the index records no
+	// replacement for, before a link already walked, or after
+	// maxReplacementChain links.
+	Chain []string
+	// Replacement is, for DiffSuperseded, the chunk that replaces the cited
+	// one now: the last link of Chain when it is eligible as of the pack's
+	// as-of day at the latest generation; "" when no link is.
+	Replacement string
+	// ReplacementNow is Replacement's index in the latest pack; 0 when the
+	// latest pack does not cite it.
+	ReplacementNow int
+	// Detail says, for DiffTextChanged, what differs; "" otherwise.
+	Detail string
+}
+
+// NewCitation is a chunk the latest pack cites that the old pack did not.
+type NewCitation struct {
+	Index     int    // its index in the latest pack
+	ChunkID   string // the chunk
+	Committed int64  // the generation that committed it
+	// Backfill is true when the chunk was committed after the pack's
+	// generation but is anchored on or before its as-of day: evidence the
+	// index did not yet hold when the pack was made, although it was
+	// knowable on the day. False for a chunk the index held then and
+	// ranks into the pack now.
+	Backfill bool
+}
+
+// DiffReport says what changed since a pack was made: whether the pack
+// still replays at its own generation, and how the same request fares at
+// the latest generation of its scope.
+type DiffReport struct {
+	// Verify is the replay of the pack at its own generation (Verify).
+	Verify *VerifyReport
+	// Generation is the pack's generation; LatestGeneration the latest
+	// generation of its scope (its tenant and the shared corpus), at which
+	// the request ran again.
+	Generation, LatestGeneration int64
+	// Compared is false when the pack's generation is not committed here
+	// (Verify says so): then the report holds Verify alone.
+	Compared bool
+	// LatestHash is the hash of the pack the request gets at
+	// LatestGeneration.
+	LatestHash string
+	// Citations holds one entry per citation of the pack, in citation
+	// order.
+	Citations []CitationDiff
+	// New holds the chunks the latest pack cites that the pack did not, in
+	// the latest pack's citation order.
+	New []NewCitation
+}
+
+// Unchanged reports whether the pack verifies at its generation, every
+// citation is DiffUnchanged and nothing is new: the request cites the same
+// evidence at the same indexes today.
+func (r *DiffReport) Unchanged() bool {
+	if !r.Verify.OK() || !r.Compared || len(r.New) > 0 {
+		return false
+	}
+	for _, c := range r.Citations {
+		if c.Status != DiffUnchanged {
+			return false
+		}
+	}
+	return true
+}
+
+// maxReplacementChain bounds the walk along a supersession chain.
+const maxReplacementChain = 64
+
+// Diff verifies the pack in raw at its own generation (the report's
+// Verify) and runs its request (question, as-of day, tenant, filters, K)
+// again at the latest generation of its scope, with the engine's
+// configuration, to say what became of each citation and what the index
+// cites now that it did not. Like Verify, it returns an error only when
+// the pack cannot be read or a query cannot run (the engine's reranker
+// must be able to rank: a retired model cannot say what it would cite
+// now); a pack that does not hold at its generation is a Problem of
+// Verify's. The whole report reads one committed state: a commit that lands
+// meanwhile starts it again.
+func (e *Engine) Diff(ctx context.Context, raw []byte) (*DiffReport, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("evpack: diff: %w", err)
+		}
+		rep, err := e.diff(ctx, raw)
+		if !errors.Is(err, errMoved) {
+			return rep, err
+		}
+	}
+}
+
+func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
+	p, err := evidence.Parse(raw)
+	if err != nil {
+		return nil, err // as Verify: the pack cannot be read
+	}
+	st, err := e.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	v, err := e.verifyIn(ctx, st, p, raw)
+	if err != nil {
+		return nil, err
+	}
+	rep := &DiffReport{Verify: v, Generation: p.Generation, Citations: []CitationDiff{}, New: []NewCitation{}}
+	if p.Generation > st.gen {
+		return rep, nil // Verify's problem says so; there is nothing to compare
+	}
+	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K}
+	sc, err := st.scopeOf(&h, reads{})
+	if err != nil {
+		return nil, fmt.Errorf("evpack: diff: %w", err)
+	}
+	latest, err := e.query(ctx, h, sc, e.opts.Reranker)
+	if err != nil {
+		return nil, fmt.Errorf("evpack: diff: the request at generation %d: %w", sc.gen, err)
+	}
+	rep.Compared, rep.LatestGeneration, rep.LatestHash = true, sc.gen, evidence.Sum(latest.Bytes())
+
+	now := make(map[string]int, len(latest.Citations)) // chunk ID -> index in latest; lookups only
+	for _, c := range latest.Citations {
+		now[c.ChunkID] = c.Index
+	}
+	cited := make(map[string]bool, len(p.Citations)) // lookups only
+	for _, c := range p.Citations {
+		cited[c.ChunkID] = true
+		rep.Citations = append(rep.Citations, sc.citationDiff(h, c, now))
+	}
+	for _, c := range latest.Citations {
+		if cited[c.ChunkID] {
+			continue
+		}
+		g := st.committed[c.ChunkID]
+		rep.New = append(rep.New, NewCitation{Index: c.Index, ChunkID: c.ChunkID, Committed: g,
+			Backfill: g > p.Generation && !p.AsOf.Before(c.Anchor.Day())})
+	}
+	return rep, nil
+}
+
+// citationDiff decides what became of citation c of a pack with header h,
+// in the latest scope sc whose pack cites the chunks of now (chunk ID ->
+// index).
+func (sc scope) citationDiff(h evidence.Header, c evidence.Citation, now map[string]int) CitationDiff {
+	d := CitationDiff{Index: c.Index, ChunkID: c.ChunkID}
+	if why := sc.st.citedTextProblem(c); why != "" {
+		d.Status, d.Detail = DiffTextChanged, why
+		return d
+	}
+	if fa, ok := sc.st.retiredBy(c.ChunkID, sc.gen, h.AsOf); ok {
+		f := *fa.f
+		d.Fact, d.FactGeneration = &f, fa.gen
+		switch f.Kind {
+		case evidence.FactSuperseded:
+			d.Status = DiffSuperseded
+			d.Chain, d.Replacement = sc.replacement(h, f.By)
+			d.ReplacementNow = now[d.Replacement]
+		case evidence.FactRetracted:
+			d.Status = DiffRetracted
+		default:
+			d.Status = DiffEnded
+		}
+		return d
+	}
+	switch i, ok := now[c.ChunkID]; {
+	case !ok:
+		d.Status = DiffOutranked
+	case i == c.Index:
+		d.Status, d.Now = DiffUnchanged, i
+	default:
+		d.Status, d.Now = DiffMoved, i
+	}
+	return d
+}
+
+// replacement walks the supersession chain from chunk by and returns the
+// links walked and the first that is eligible for h in scope sc, or ""
+// when the chain ends, loops or runs past maxReplacementChain links first.
+func (sc scope) replacement(h evidence.Header, by string) (chain []string, eligible string) {
+	seen := map[string]bool{} // lookups only
+	for id := by; id != "" && !seen[id] && len(chain) < maxReplacementChain; id = sc.supersededBy(id) {
+		seen[id] = true
+		chain = append(chain, id)
+		if e, ok := sc.entry(id, h.AsOf); ok && e.Excluded == "" && h.Excludes(e.Chunk) == "" {
+			return chain, id
+		}
+	}
+	return chain, ""
+}
+
+// supersededBy returns the chunk that the earliest-retiring supersession of
+// chunk id known at the scope's generation names (ties by the facts'
+// keys), or "".
+func (sc scope) supersededBy(id string) string {
+	var best *evidence.Fact
+	for _, fa := range sc.st.facts[id] {
+		f := fa.f
+		if fa.gen > sc.gen || f.Kind != evidence.FactSuperseded {
+			continue
+		}
+		if best == nil || f.Retires().Before(best.Retires()) || (f.Retires() == best.Retires() && f.Key() < best.Key()) {
+			best = f
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.By
+}
+
+// String renders the report for a person: the pack and the generations,
+// whether it verifies, one line per citation, one per new citation, and a
+// summary.
+func (r *DiffReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pack %s at generation %d", r.Verify.Hash, r.Generation)
+	if r.Compared {
+		fmt.Fprintf(&b, "; latest generation %d", r.LatestGeneration)
+	}
+	b.WriteString("\n")
+	if r.Verify.OK() {
+		fmt.Fprintf(&b, "verified: replays byte-identically at generation %d\n", r.Generation)
+	} else {
+		fmt.Fprintf(&b, "NOT VERIFIED at generation %d", r.Generation)
+		if r.Verify.ReplayHash != "" {
+			fmt.Fprintf(&b, " (replay gives %s)", r.Verify.ReplayHash)
+		}
+		b.WriteString("\n")
+		for _, p := range r.Verify.Problems {
+			fmt.Fprintf(&b, "- %s\n", p)
+		}
+	}
+	if !r.Compared {
+		return b.String()
+	}
+	changed := 0
+	for _, c := range r.Citations {
+		if c.Status != DiffUnchanged {
+			changed++
+		}
+		fmt.Fprintf(&b, "[%d] %s: %s\n", c.Index, c.ChunkID, c.describe())
+	}
+	backfill := 0
+	for _, n := range r.New {
+		if n.Backfill {
+			backfill++
+			fmt.Fprintf(&b, "new [%d] %s (backfill)\n", n.Index, n.ChunkID)
+		} else {
+			fmt.Fprintf(&b, "new [%d] %s\n", n.Index, n.ChunkID)
+		}
+	}
+	switch {
+	case changed == 0 && len(r.New) == 0:
+		fmt.Fprintf(&b, "unchanged: all %d citations, nothing new\n", len(r.Citations))
+	default:
+		fmt.Fprintf(&b, "changed: %d of %d citations; %d new (%d backfill)\n", changed, len(r.Citations), len(r.New), backfill)
+	}
+	return b.String()
+}
+
+// describe renders what became of one citation (String's lines).
+func (d CitationDiff) describe() string {
+	switch d.Status {
+	case DiffUnchanged:
+		return "unchanged"
+	case DiffMoved:
+		return fmt.Sprintf("moved to [%d]", d.Now)
+	case DiffOutranked:
+		return "outranked (still eligible, no longer cited)"
+	case DiffTextChanged:
+		return "text changed: " + d.Detail
+	}
+	if d.Fact == nil {
+		return string(d.Status)
+	}
+	s := string(d.Fact.Kind)
+	if d.Fact.By != "" {
+		s += " by " + d.Fact.By
+	}
+	s += " from " + d.Fact.End.String()
+	if d.Fact.Anchor.After(d.Fact.End.Start()) { // published after it took effect
+		s += " (known " + asof.FormatInstant(d.Fact.Anchor) + ")"
+	}
+	s += fmt.Sprintf(" (fact of generation %d)", d.FactGeneration)
+	if d.Status != DiffSuperseded {
+		return s
+	}
+	switch {
+	case d.Replacement == "" && len(d.Chain) > 0:
+		return s + "; no replacement is eligible now (the chain ends at " + d.Chain[len(d.Chain)-1] + ")"
+	case d.Replacement == "":
+		return s + "; no replacement is eligible now"
+	case d.ReplacementNow == 0:
+		return s + "; now replaced by " + d.Replacement + " (not cited)"
+	}
+	return s + fmt.Sprintf("; now replaced by %s [%d]", d.Replacement, d.ReplacementNow)
+}
+
+// The JSON form of a DiffReport: snake_case keys like a pack's, days as
+// YYYY-MM-DD, instants as RFC 3339.
+type (
+	diffJSON struct {
+		Hash             string             `json:"hash"`
+		Verified         bool               `json:"verified"`
+		ReplayHash       string             `json:"replay_hash,omitempty"`
+		Problems         []string           `json:"problems"`
+		Generation       int64              `json:"generation"`
+		Compared         bool               `json:"compared"`
+		LatestGeneration int64              `json:"latest_generation,omitempty"`
+		LatestHash       string             `json:"latest_hash,omitempty"`
+		Unchanged        bool               `json:"unchanged"`
+		Citations        []citationDiffJSON `json:"citations"`
+		New              []newCitationJSON  `json:"new"`
+	}
+	citationDiffJSON struct {
+		Index          int        `json:"index"`
+		ChunkID        string     `json:"chunk_id"`
+		Status         DiffStatus `json:"status"`
+		Now            int        `json:"now,omitempty"`
+		Fact           *factJSON  `json:"fact,omitempty"`
+		Chain          []string   `json:"chain,omitempty"`
+		Replacement    string     `json:"replacement,omitempty"`
+		ReplacementNow int        `json:"replacement_now,omitempty"`
+		Detail         string     `json:"detail,omitempty"`
+	}
+	factJSON struct {
+		Kind       evidence.FactKind `json:"kind"`
+		End        string            `json:"end"`
+		Anchor     string            `json:"anchor"`
+		Retires    string            `json:"retires"`
+		By         string            `json:"by,omitempty"`
+		Generation int64             `json:"generation"`
+	}
+	newCitationJSON struct {
+		Index     int    `json:"index"`
+		ChunkID   string `json:"chunk_id"`
+		Committed int64  `json:"committed"`
+		Backfill  bool   `json:"backfill"`
+	}
+)
+
+// MarshalJSON implements json.Marshaler: the report with snake_case keys,
+// days as YYYY-MM-DD and instants as RFC 3339, lists in the report's order.
+func (r *DiffReport) MarshalJSON() ([]byte, error) {
+	out := diffJSON{Hash: r.Verify.Hash, Verified: r.Verify.OK(), ReplayHash: r.Verify.ReplayHash,
+		Problems: append([]string{}, r.Verify.Problems...), Generation: r.Generation, Compared: r.Compared,
+		LatestGeneration: r.LatestGeneration, LatestHash: r.LatestHash, Unchanged: r.Unchanged(),
+		Citations: []citationDiffJSON{}, New: []newCitationJSON{}}
+	for _, c := range r.Citations {
+		cj := citationDiffJSON{Index: c.Index, ChunkID: c.ChunkID, Status: c.Status, Now: c.Now,
+			Chain: c.Chain, Replacement: c.Replacement, ReplacementNow: c.ReplacementNow, Detail: c.Detail}
+		if f := c.Fact; f != nil {
+			cj.Fact = &factJSON{Kind: f.Kind, End: f.End.String(), Anchor: asof.FormatInstant(f.Anchor),
+				Retires: f.Retires().String(), By: f.By, Generation: c.FactGeneration}
+		}
+		out.Citations = append(out.Citations, cj)
+	}
+	for _, n := range r.New {
+		out.New = append(out.New, newCitationJSON(n))
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("evpack: diff report: %w", err)
+	}
+	return b, nil
+}
