@@ -47,9 +47,8 @@ const (
 	// the citation's (CitationDiff.Detail). Chunks are immutable, so only a
 	// corrupted or forged index, or a pack of another index, gets here.
 	DiffTextChanged DiffStatus = "text changed"
-	// DiffPurged: the chunk's text was deleted from the index for a legal
-	// reason, its citation kept as a tombstone. Reserved for Purge; Diff
-	// does not report it yet.
+	// DiffPurged: the chunk's text was deleted from the index (Engine.Purge);
+	// CitationDiff.Detail names the purge's generation and reason.
 	DiffPurged DiffStatus = "purged"
 )
 
@@ -84,7 +83,8 @@ type CitationDiff struct {
 	// ReplacementNow is Replacement's index in the latest pack; 0 when the
 	// latest pack does not cite it.
 	ReplacementNow int
-	// Detail says, for DiffTextChanged, what differs; "" otherwise.
+	// Detail says, for DiffTextChanged, what differs, and for DiffPurged,
+	// which purge; "" otherwise.
 	Detail string
 }
 
@@ -218,6 +218,10 @@ func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
 // index).
 func (sc scope) citationDiff(h evidence.Header, c evidence.Citation, now map[string]int) CitationDiff {
 	d := CitationDiff{Index: c.Index, ChunkID: c.ChunkID}
+	if pa, ok := sc.st.purged[c.ChunkID]; ok {
+		d.Status, d.Detail = DiffPurged, fmt.Sprintf("purged at generation %d: %s", pa.gen, pa.reason)
+		return d
+	}
 	if why := sc.st.citedTextProblem(c); why != "" {
 		d.Status, d.Detail = DiffTextChanged, why
 		return d
@@ -344,6 +348,8 @@ func (d CitationDiff) describe() string {
 		return "outranked (still eligible, no longer cited)"
 	case DiffTextChanged:
 		return "text changed: " + d.Detail
+	case DiffPurged:
+		return d.Detail
 	}
 	if d.Fact == nil {
 		return string(d.Status)

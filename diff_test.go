@@ -60,25 +60,24 @@ func TestDiffALFRED(t *testing.T) {
 	require.EqualValues(t, 2, rep.LatestGeneration)
 	require.Equal(t, []CitationDiff{
 		{Index: 1, ChunkID: q4, Status: DiffUnchanged, Now: 1},
-		// The -5.0 vintage came with its own end (2020-06-25) in the record
-		// that first brought it, so the index holds that end as the chunk's
-		// own validity, not as a supersession fact: the chain the index
-		// records stops at -5.0, which is no longer in force on 2020-07-15.
-		// (TestDiffFollowsTheChain walks a chain of facts to -5.1.)
+		// The -5.0 vintage came already ended (2020-06-25) and naming -5.1:
+		// ingest records that supersession as a fact of its batch too, so
+		// the chain runs -4.8 -> -5.0 -> -5.1, in force on 2020-07-15 and
+		// cited now as [2].
 		{Index: 2, ChunkID: adv, Status: DiffSuperseded, Fact: superseded(adv, "2020-05-28", sec), FactGeneration: 2,
-			Chain: []string{sec}},
+			Chain: []string{sec, "fred/A191RL1Q225SBEA/2020-01-01@2020-06-25"}, Replacement: "fred/A191RL1Q225SBEA/2020-01-01@2020-06-25", ReplacementNow: 2},
 	}, rep.Citations)
 	// -5.1 is a backfill: published 2020-06-25, on or before the pack's
 	// as-of day 2020-07-15, but committed in generation 2, after the pack's
 	// generation 1 (the 2020-05-15 fetch could not hold it).
 	require.Equal(t, []NewCitation{{Index: 2, ChunkID: thrd, Committed: 2, Backfill: true}}, rep.New)
 	require.False(t, rep.Unchanged())
-	require.Equal(t, "[2] "+adv+": superseded by "+sec+" from 2020-05-28 (fact of generation 2); no replacement is eligible now (the chain ends at "+sec+")",
+	require.Equal(t, "[2] "+adv+": superseded by "+sec+" from 2020-05-28 (fact of generation 2); now replaced by "+thrd+" [2]",
 		strings.Split(rep.String(), "\n")[3])
 
 	js, err := json.Marshal(rep)
 	require.NoError(t, err)
-	require.Contains(t, string(js), `{"index":2,"chunk_id":"`+adv+`","status":"superseded","fact":{"kind":"superseded","end":"2020-05-28","anchor":"2020-05-28T00:00:00Z","retires":"2020-05-28","by":"`+sec+`","generation":2},"chain":["`+sec+`"]}`)
+	require.Contains(t, string(js), `{"index":2,"chunk_id":"`+adv+`","status":"superseded","fact":{"kind":"superseded","end":"2020-05-28","anchor":"2020-05-28T00:00:00Z","retires":"2020-05-28","by":"`+sec+`","generation":2},"chain":["`+sec+`","`+thrd+`"],"replacement":"`+thrd+`","replacement_now":2}`)
 	require.Contains(t, string(js), `"new":[{"index":2,"chunk_id":"`+thrd+`","committed":2,"backfill":true}]`)
 }
 
@@ -373,7 +372,8 @@ func TestDiffStartsAgainWhenACommitLands(t *testing.T) {
 	require.True(t, rep.Verify.OK(), "%v", rep.Verify.Problems)
 	require.EqualValues(t, 2, rep.LatestGeneration)
 	require.Equal(t, []CitationDiff{{Index: 1, ChunkID: "gdp@2020-04-29", Status: DiffSuperseded,
-		Fact: superseded("gdp@2020-04-29", "2020-05-28", "gdp@2020-05-28"), FactGeneration: 2, Chain: []string{"gdp@2020-05-28"}}}, rep.Citations)
+		Fact: superseded("gdp@2020-04-29", "2020-05-28", "gdp@2020-05-28"), FactGeneration: 2,
+		Chain: []string{"gdp@2020-05-28", "gdp@2020-06-25"}, Replacement: "gdp@2020-06-25", ReplacementNow: 1}}, rep.Citations)
 	require.Equal(t, []NewCitation{{Index: 1, ChunkID: "gdp@2020-06-25", Committed: 2, Backfill: true}}, rep.New)
 
 	cancelled, cancel := context.WithCancel(ctx)

@@ -393,6 +393,16 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		cp := ch
 		batch[ch.ID] = &cp
 		add = append(add, &cp)
+		if recs[i].By != "" && !cp.Valid.To.IsZero() {
+			// Already ended, by a chunk the source names: the supersession
+			// is a fact too, so an index that saw the chunk open first holds
+			// the same facts, and Diff can follow the chain.
+			f := &evidence.Fact{Kind: evidence.FactSuperseded, ChunkID: cp.ID, By: recs[i].By, End: cp.Valid.To, Anchor: cp.Valid.To.Start()}
+			if err := f.Prepare(); err != nil {
+				return rep, &evidence.ChunkError{ChunkID: cp.ID, Where: recs[i].Where, Err: err}
+			}
+			facts, factWhere = append(facts, f), append(factWhere, recs[i].Where)
+		}
 		if reason := cp.Citable(); reason != "" {
 			rep.Flagged = append(rep.Flagged, Flag{ChunkID: cp.ID, Reason: reason})
 		} else if cp.Anchor.At.IsZero() {

@@ -151,14 +151,11 @@ func (st *state) newFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fa
 		case !c.Valid.From.IsZero() && !c.Valid.From.Before(f.End):
 			return nil, 0, fail("ends on %s, on or before the chunk's first valid day %s", f.End, c.Valid.From)
 		}
-		if f.By != "" {
-			by, ok := lookup(f.By)
-			switch {
-			case !ok:
-				return nil, 0, fail("replacing chunk %q is not committed", f.By)
-			case by.Tenant != c.Tenant:
-				return nil, 0, fail("replacing chunk %q belongs to another tenant", f.By)
-			}
+		// The replacement may not be fetched yet (a source names it before
+		// it arrives, or ingest order splits them); once known, it must be
+		// the same tenant's.
+		if by, ok := lookup(f.By); ok && by.Tenant != c.Tenant {
+			return nil, 0, fail("replacing chunk %q belongs to another tenant", f.By)
 		}
 		key := f.Key()
 		if seen[key] || slices.ContainsFunc(st.facts[f.ChunkID], func(fa factAt) bool { return fa.f.Key() == key }) {

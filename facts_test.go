@@ -60,7 +60,8 @@ func TestLaterFetchEndsValidity(t *testing.T) {
 
 	rep, err := e.Ingest(ctx, connectors.Records(second), IngestOptions{})
 	require.NoError(t, err)
-	require.Equal(t, IngestReport{Read: 3, Added: 2, Documents: 1, Versions: 2, Unchanged: 0, Facts: 1, Generation: 2}, rep)
+	// Two facts: -4.8 ended by -5.0 (learned now), and -5.0 arriving ended by -5.1.
+	require.Equal(t, IngestReport{Read: 3, Added: 2, Documents: 1, Versions: 2, Unchanged: 0, Facts: 2, Generation: 2}, rep)
 	f := e.st.facts["gdp@2020-04-29"][0]
 	require.Equal(t, evidence.Fact{Kind: evidence.FactSuperseded, ChunkID: "gdp@2020-04-29", By: "gdp@2020-05-28",
 		End: asof.MustDate("2020-05-28"), Anchor: asof.MustDate("2020-05-28").Start()}, *f.f)
@@ -167,7 +168,7 @@ func TestBadFactsFailTheBatch(t *testing.T) {
 	}{
 		{"no such chunk", "a fact names a committed chunk", []connectors.Record{fresh, fact(func(f *evidence.Fact) { f.ChunkID = "ghost" })}, evidence.ErrBadFact, `facts.jsonl:7: chunk "ghost"`},
 		{"end before start", "an end before the validity starts contradicts the chunk", []connectors.Record{fresh, fact(func(f *evidence.Fact) { f.End = asof.MustDate("2020-04-29") })}, evidence.ErrBadFact, "on or before the chunk's first valid day"},
-		{"unknown replacement", "a supersession names a committed chunk", []connectors.Record{fresh, fact(func(f *evidence.Fact) { f.Kind, f.By = evidence.FactSuperseded, "ghost" })}, evidence.ErrBadFact, `replacing chunk "ghost" is not committed`},
+		{"replacement of another tenant", "tenants are sealed", []connectors.Record{othersChunk(t), fact(func(f *evidence.Fact) { f.Kind, f.By = evidence.FactSuperseded, "globex-note" })}, evidence.ErrBadFact, `replacing chunk "globex-note" belongs to another tenant`},
 		{"no anchor", "an end is knowable from some instant", []connectors.Record{fresh, fact(func(f *evidence.Fact) { f.Anchor = time.Time{} })}, evidence.ErrBadFact, "facts.jsonl:7"},
 		{"validity extended", "facts only end validity", []connectors.Record{fresh, withEnd(t, first[0], "2020-06-01"), withEnd(t, first[0], "2020-07-01")}, evidence.ErrValidityExtended, `chunk "gdp@2020-04-29"`},
 	} {
@@ -182,6 +183,13 @@ func TestBadFactsFailTheBatch(t *testing.T) {
 			require.Empty(t, e.st.factLog)
 		})
 	}
+}
+
+func othersChunk(t testing.TB) connectors.Record {
+	t.Helper()
+	r := vintage(t, "globex-note", "Globex's own note.", "2020-05-01", "", "", "2020-05-15")
+	r.Chunk.Tenant = "globex"
+	return r
 }
 
 func withEnd(t testing.TB, r connectors.Record, end string) connectors.Record {

@@ -104,9 +104,29 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 			return PurgeReport{}, err
 		}
 	}
+	if err := e.publishPurge(ctx, st, next, ids, c, m); err != nil {
+		return PurgeReport{}, err
+	}
+	// Deleted documents stay in bleve's segments (their terms in its
+	// dictionaries) until the segments are merged: merge now, so the text
+	// leaves the lexical index's files too.
+	if e.store == nil {
+		return rep, nil // a memory index has no files (and bleve's in-memory merge never returns)
+	}
+	if err := e.lex.Merge(ctx); err != nil {
+		return rep, fmt.Errorf("evpack: purge committed at generation %d, but merging the lexical index failed (run Merge again): %w", gen, err)
+	}
+	return rep, nil
+}
+
+// publishPurge deletes the lexical documents of ids, publishes manifest m
+// of commit c (nil for a memory index) and makes next the state; on any
+// error it puts back what it changed.
+func (e *Engine) publishPurge(ctx context.Context, st, next *state, ids []string, c *storage.Commit, m *storage.Manifest) error {
+	gen := next.gen
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	fail := func(cause error) (PurgeReport, error) {
+	fail := func(cause error) error {
 		// Put the documents back as st has them; if bleve cannot take them,
 		// the commit's record stays for the next Open to finish the job.
 		docs := make([]retrieve.Doc, len(ids))
@@ -115,18 +135,18 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 		}
 		if err := e.lex.Index(context.WithoutCancel(ctx), docs); err != nil {
 			e.broken = fmt.Errorf("%w: purge of generation %d failed (%v) and could not be rolled back: %v", ErrBroken, gen, cause, err)
-			return PurgeReport{}, errors.Join(cause, e.broken)
+			return errors.Join(cause, e.broken)
 		}
 		if c != nil {
 			cause = errors.Join(cause, c.Abort())
 		}
-		return PurgeReport{}, cause
+		return cause
 	}
 	switch {
 	case e.closed:
-		return PurgeReport{}, errors.Join(ErrClosed, abort(c))
+		return errors.Join(ErrClosed, abort(c))
 	case e.broken != nil:
-		return PurgeReport{}, errors.Join(e.broken, abort(c))
+		return errors.Join(e.broken, abort(c))
 	}
 	if err := e.lex.Delete(ctx, ids); err != nil {
 		return fail(err)
@@ -138,7 +158,7 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 	}
 	e.st = next
 	e.views.clear() // views of earlier generations held the purged rows
-	return rep, nil
+	return nil
 }
 
 func abort(c *storage.Commit) error {
@@ -282,10 +302,10 @@ func (s *state) purge(gen int64, at time.Time, ids []string, reason string, lex 
 		committed := s.committed[id]
 		ts := n.ownTenant(c.Tenant, own)
 		for _, t := range lexTerms {
-			ts.lexDF[t] = ts.lexDF[t].without(committed)
+			dropOne(ts.lexDF, t, committed)
 		}
 		for _, t := range terms.Distinct(slices.Clone(rr)) {
-			ts.rrDF[t] = ts.rrDF[t].without(committed)
+			dropOne(ts.rrDF, t, committed)
 		}
 		ts.addPurge(gen, id)
 		n.purged[id] = purgeAt{gen: gen, reason: reason, r: storage.Redaction{Generation: gen, Tokens: tokens, Terms: len(rr)}}
@@ -306,6 +326,17 @@ func (s *state) purge(gen int64, at time.Time, ids []string, reason string, lex 
 		n.chunks[id] = &cp
 	}
 	return &n
+}
+
+// dropOne takes one chunk committed at generation g out of term t's
+// document frequencies df; a term no chunk holds any more leaves df, as a
+// recount would have it.
+func dropOne(df map[string]series, t string, g int64) {
+	if s := df[t].without(g); len(s) > 0 {
+		df[t] = s
+	} else {
+		delete(df, t)
+	}
 }
 
 // without returns s less one count from generation g on, dropping points

@@ -175,7 +175,7 @@ type analyzed struct {
 func (s *state) extend(gen int64, at time.Time, add []*evidence.Chunk, an []analyzed, facts []*evidence.Fact) *state {
 	n := &state{
 		gen: gen, commits: append(s.commits, at), chunks: maps.Clone(s.chunks), committed: maps.Clone(s.committed),
-		facts: s.facts, factLog: s.factLog,
+		facts: s.facts, factLog: s.factLog, purged: s.purged, purgeLog: s.purgeLog,
 		tenants: maps.Clone(s.tenants), stats: s.stats, bounds: s.bounds.Clone(),
 		terms: maps.Clone(s.terms), intern: maps.Clone(s.intern),
 		entities: maps.Clone(s.entities), feats: maps.Clone(s.feats),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/rerank"
@@ -17,6 +18,18 @@ type VerifyReport struct {
 	Hash       string   // hash of the pack as given
 	ReplayHash string   // hash of the pack the index gives now
 	Problems   []string // empty iff the pack holds
+	// Purged lists the citations whose chunk's text a purge deleted, in
+	// citation order: such a pack cannot be replayed, and says so, rather
+	// than "differs".
+	Purged []PurgedCitation
+}
+
+// PurgedCitation is a citation of a chunk whose text was purged.
+type PurgedCitation struct {
+	Index      int
+	ChunkID    string
+	Generation int64 // the purge's
+	Reason     string
 }
 
 // OK reports whether the pack replays byte-identically and every cited chunk
@@ -62,9 +75,18 @@ func (e *Engine) verifyIn(ctx context.Context, st *state, p *evidence.Pack, raw 
 	sc := st.scope(h.Tenant, p.Generation)
 	h.Generation = sc.gen
 	for _, c := range p.Citations {
+		if pa, ok := st.purged[c.ChunkID]; ok && st.chunks[c.ChunkID].ContentHash == c.ContentHash {
+			rep.Purged = append(rep.Purged, PurgedCitation{Index: c.Index, ChunkID: c.ChunkID, Generation: pa.gen, Reason: pa.reason})
+			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: purged at generation %d (%s): its text is deleted, so the pack cannot be replayed",
+				c.Index, c.ChunkID, pa.gen, pa.reason))
+			continue
+		}
 		if why := st.citedTextProblem(c); why != "" {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: %s", c.Index, c.ChunkID, why))
 		}
+	}
+	if len(rep.Purged) > 0 {
+		return rep, nil // a replay without the purged text would only "differ"
 	}
 	// The pack must have been ranked by the reranker this engine runs: a
 	// ledger replays recorded scores under the pack's own reranker name, so
@@ -103,9 +125,25 @@ func (e *Engine) verifyIn(ctx context.Context, st *state, p *evidence.Pack, raw 
 	got := replay.Bytes()
 	rep.ReplayHash = evidence.Sum(got)
 	if !bytes.Equal(got, raw) {
-		rep.Problems = append(rep.Problems, "replay differs: "+firstDifference(p, replay))
+		why := "replay differs: " + firstDifference(p, replay)
+		if gone := sc.purgedIn(); len(gone) > 0 {
+			why += fmt.Sprintf(" (the scope held chunks since purged, whose terms no longer count: %s)", strings.Join(gone, ", "))
+		}
+		rep.Problems = append(rep.Problems, why)
 	}
 	return rep, nil
+}
+
+// purgedIn lists the purged chunks the scope held at its generation, in
+// purge order.
+func (sc scope) purgedIn() []string {
+	var out []string
+	for _, id := range sc.st.purgeLog {
+		if sc.admits(id) && slices.Contains(sc.names, sc.st.chunks[id].Tenant) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // citedTextProblem says how the index fails to hold the text citation c

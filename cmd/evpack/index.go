@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -301,8 +302,17 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "index %s: generation %d, %d chunks\n", *dir, rep.Generation, rep.Chunks)
 	for _, f := range rep.Files {
-		if f.Chunks > 0 {
-			fmt.Fprintf(stdout, "file %s %s (%d chunks)\n", f.Name, f.Sum, f.Chunks)
+		var held []string
+		for _, n := range []struct {
+			n    int
+			what string
+		}{{f.Chunks, "chunks"}, {f.Facts, "facts"}, {f.Purges, "purges"}} {
+			if n.n > 0 {
+				held = append(held, fmt.Sprintf("%d %s", n.n, n.what))
+			}
+		}
+		if len(held) > 0 {
+			fmt.Fprintf(stdout, "file %s %s (%s)\n", f.Name, f.Sum, strings.Join(held, ", "))
 		} else {
 			fmt.Fprintf(stdout, "file %s %s\n", f.Name, f.Sum)
 		}
@@ -334,4 +344,37 @@ func rerankerFlag(fs *flag.FlagSet, opts func() (evpack.Options, error)) func() 
 		}
 		return o, nil
 	}
+}
+
+// cmdPurge deletes chunks' text for good (evpack.Engine.Purge): the legal
+// deletion, recorded as a generation of its own with its reason.
+func cmdPurge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("purge", stderr)
+	dir := fs.String("index", "", "index directory")
+	reason := fs.String("reason", "", "why the text is deleted (recorded with the purge)")
+	dense := denseFlags(fs)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if *dir == "" || *reason == "" || len(pos) == 0 {
+		return usageErr("need --index DIR, --reason TEXT and one or more CHUNK_IDs")
+	}
+	eng, err := openExisting(*dir, dense)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	rep, err := eng.Purge(ctx, pos, *reason)
+	if err != nil {
+		if errors.Is(err, evpack.ErrBadRequest) {
+			return &exitError{code: 2, err: err}
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "purged %d chunks at generation %d: %s\n", len(rep.Purged), rep.Generation, strings.Join(rep.Purged, ", "))
+	for _, f := range rep.Rewritten {
+		fmt.Fprintf(stdout, "rewrote %s without their text\n", f)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@
 //	evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
 //	evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
 //	evpack check  --index DIR
+//	evpack purge  --index DIR --reason TEXT CHUNK_ID...
 //	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json]
 //	evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
 //	evpack vectors import --format wink-json IN OUT [--max-words N]
@@ -51,6 +52,7 @@ const usage = `usage:
   evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
   evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
   evpack check  --index DIR
+  evpack purge  --index DIR --reason TEXT CHUNK_ID...
   evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]
   evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR] [--folds 5] [--seed 1] [trainer flags]
   evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
@@ -100,6 +102,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdQuery(ctx, args[1:], stdout, stderr)
 	case "verify":
 		err = cmdVerify(ctx, args[1:], stdout, stderr)
+	case "purge":
+		err = cmdPurge(ctx, args[1:], stdout, stderr)
 	case "diff":
 		err = cmdDiff(ctx, args[1:], stdout, stderr)
 	case "check":

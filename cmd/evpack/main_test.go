@@ -485,3 +485,36 @@ func TestDiffCommand(t *testing.T) {
 	require.Contains(t, errs, "index locked")
 	require.NoError(t, eng.Close())
 }
+
+// TestPurgeCommand: evpack purge deletes a cited chunk's text; verify then
+// says "purged" (exit 1), diff names the purge, and check lists the purge
+// file; a chunk that is not committed is bad input (exit 2).
+func TestPurgeCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	code, _, errs := runCLI(t, "ingest", "--index", dir, "--connector", "jsonl", filepath.Join("..", "..", "testdata", "corpus", "guidance.jsonl"))
+	require.Equal(t, 0, code, errs)
+	code, js, errs := runCLI(t, "query", "--index", dir, "--as-of", "2026-02-01", "--k", "1", "--format", "json", "index retained records client transaction history")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, js, `"chunk_id":"gn-2019-04"`)
+	pack := filepath.Join(t.TempDir(), "pack.json")
+	require.NoError(t, os.WriteFile(pack, []byte(js), 0o644))
+
+	code, _, errs = runCLI(t, "purge", "--index", dir, "--reason", "erasure request 17", "ghost")
+	require.Equal(t, 2, code, errs)
+	require.Contains(t, errs, `chunk "ghost" is not committed`)
+	code, out, errs := runCLI(t, "purge", "--index", dir, "--reason", "erasure request 17", "gn-2019-04")
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, "purged 1 chunks at generation 2: gn-2019-04\nrewrote chunks/00000001.p00000002.jsonl without their text\n", out)
+
+	code, out, errs = runCLI(t, "verify", "--index", dir, pack)
+	require.Equal(t, 1, code, "%s%s", out, errs)
+	require.Contains(t, out+errs, "citation [1] gn-2019-04: purged at generation 2 (erasure request 17)")
+	require.NotContains(t, out+errs, "differs")
+	code, out, _ = runCLI(t, "diff", "--index", dir, pack)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "[1] gn-2019-04: purged at generation 2: erasure request 17\n")
+	code, out, errs = runCLI(t, "check", "--index", dir)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "file chunks/00000002.jsonl ")
+	require.Contains(t, out, " (1 purges)\n")
+}
