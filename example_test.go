@@ -69,7 +69,7 @@ func ExampleOpenMemory() {
 	// - reranked 5
 	// - dropped 0
 	// - cited 2
-	// hash: blake3:f9f8d39062a6bae03aca8bfad0b446a2b80796c848b5d0e4bb3b40f04fdbedcc
+	// hash: blake3:bb96546bd4a9fd7313bf966958d49f0a10b85ad0f701b30c10c93eda82b6e41e
 }
 
 // An index on disk outlives the process: Open creates it in an empty

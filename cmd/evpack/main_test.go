@@ -248,7 +248,7 @@ func TestCheckCommand(t *testing.T) {
 	code, out, errs := runCLI(t, "check", "--index", dir)
 	require.Equal(t, 0, code, errs)
 	want := fmt.Sprintf("index %s: generation 2, 18 chunks\n", dir) +
-		fmt.Sprintf("file chunks/00000001.jsonl %s (11 chunks)\n", m.Batches[0].Sum) +
+		fmt.Sprintf("file chunks/00000001.jsonl %s (11 chunks, 5 facts)\n", m.Batches[0].Sum) +
 		fmt.Sprintf("file chunks/00000002.jsonl %s (7 chunks)\n", m.Batches[1].Sum) +
 		"ok: every file matches its checksum, every chunk its content hash, the lexical index the chunks\n"
 	require.Equal(t, want, out)

@@ -19,6 +19,7 @@ import (
 	"github.com/evpack/evpack"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/eval"
+	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
@@ -735,4 +736,80 @@ func packOf(p *evidence.Pack, err error) error {
 		_, _ = p.Encode()
 	}
 	return err
+}
+
+// BenchmarkQueryPinnedFacts: the corpus committed, then a second commit in
+// which 2,788 of its chunks are superseded by amended versions (a fact each,
+// from 2024-12-01, before the as-of day). Per question, taking turns: the
+// latest generation (the superseded kept out by the retirement clause), the
+// same request pinned to generation 1 (the superseded re-admitted by ID
+// inside the query), and bleve over the corpus alone.
+func BenchmarkQueryPinnedFacts(b *testing.B) {
+	o := dataset(b)
+	recs, _ := Records(o)
+	ctx := context.Background()
+	dir := b.TempDir()
+	eng, err := evpack.Open(filepath.Join(dir, "evpack"), evpack.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { eng.Close() })
+	if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	end := asof.MustDate("2024-12-01")
+	var more []connectors.Record
+	seen := map[string]bool{}
+	for i := 0; len(more) < 2*2788; i++ {
+		old := recs[(i*7919)%len(recs)].Chunk
+		if seen[old.ID] {
+			continue
+		}
+		seen[old.ID] = true
+		c := old
+		c.ID, c.Version, c.Text = old.ID+"@amended", "amended", old.Text+" (as amended)"
+		c.Anchor = asof.Anchor{At: end.Start(), Field: "published"}
+		c.Valid = asof.Interval{From: end}
+		more = append(more, connectors.Record{Chunk: c}, connectors.Record{Fact: &evidence.Fact{
+			Kind: evidence.FactSuperseded, ChunkID: old.ID, By: c.ID, End: end, Anchor: end.Start()}})
+	}
+	if rep, err := eng.Ingest(ctx, connectors.Records(more), evpack.IngestOptions{}); err != nil || rep.Facts != 2788 {
+		b.Fatal(rep, err)
+	}
+	if err := eng.Merge(ctx); err != nil {
+		b.Fatal(err)
+	}
+	idx := mergedBleve(b, filepath.Join(dir, "bleve"), recs)
+	b.Cleanup(func() { idx.Close() })
+	var latest, pinned, bl []time.Duration
+	i := 0
+	for b.Loop() {
+		q := o.Questions[i%len(o.Questions)].Text
+		for _, gen := range []int64{0, 1} {
+			start := time.Now()
+			p, err := eng.Query(ctx, evpack.Request{Question: q, AsOf: AsOf, Generation: gen})
+			if err := packOf(p, err); err != nil {
+				b.Fatal(err)
+			}
+			if gen == 0 {
+				latest = append(latest, time.Since(start))
+			} else {
+				pinned = append(pinned, time.Since(start))
+			}
+		}
+		start := time.Now()
+		mq := bleve.NewMatchQuery(q)
+		mq.SetField("text")
+		if _, err := idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(mq, 10, 0, false)); err != nil {
+			b.Fatal(err)
+		}
+		bl = append(bl, time.Since(start))
+		i++
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(Percentile(latest, 0.5)), "latest-p50-ms")
+	b.ReportMetric(ms(Percentile(pinned, 0.5)), "pinned-p50-ms")
+	b.ReportMetric(ms(Percentile(bl, 0.5)), "bleve-p50-ms")
+	b.ReportMetric(ms(Percentile(latest, 0.5))/ms(Percentile(bl, 0.5)), "latest-ratio")
+	b.ReportMetric(ms(Percentile(pinned, 0.5))/ms(Percentile(bl, 0.5)), "pinned-ratio")
 }

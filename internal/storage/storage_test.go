@@ -394,3 +394,41 @@ func TestOpenAfterInterruptedCreate(t *testing.T) {
 		})
 	}
 }
+
+// A purge generation's batch holds purge lines; a rewritten batch keeps
+// every field of a purged chunk but its text, with the counts its text gave.
+// Both read back to the same contents and bytes; a redaction that keeps
+// text, or claims an earlier generation, is ErrCorrupt.
+func TestEncodeBatchPurges(t *testing.T) {
+	purge, err := EncodeBatch(testHeader(), Contents{Purges: []Purge{{ChunkID: "a", ContentHash: evidence.Sum([]byte("a")), Reason: "erasure request 17"}}})
+	require.NoError(t, err)
+	h, c, err := DecodeBatch("p.jsonl", purge)
+	require.NoError(t, err)
+	require.Equal(t, BatchFormat, h.Format)
+	require.Equal(t, []Purge{{ChunkID: "a", ContentHash: evidence.Sum([]byte("a")), Reason: "erasure request 17"}}, c.Purges)
+
+	gone := testChunk(t, "a", "Records are kept for ten years.")
+	gone.Text = ""
+	kept := testChunk(t, "b", "Other text.")
+	red := Contents{Chunks: []*evidence.Chunk{gone, kept}, Redacted: map[string]Redaction{"a": {Generation: 5, Tokens: 6, Terms: 4}}}
+	raw, err := EncodeBatch(testHeader(), red)
+	require.NoError(t, err)
+	h, back, err := DecodeBatch("r.jsonl", raw)
+	require.NoError(t, err)
+	require.Equal(t, BatchFormat, h.Format)
+	require.Equal(t, red.Redacted, back.Redacted)
+	require.Empty(t, Differs(gone, back.Chunks[0]))
+	again, err := EncodeBatch(h, back)
+	require.NoError(t, err)
+	require.Equal(t, string(raw), string(again))
+
+	_, err = EncodeBatch(testHeader(), Contents{Chunks: []*evidence.Chunk{kept}, Redacted: map[string]Redaction{"b": {Generation: 5}}})
+	require.ErrorIs(t, err, ErrUnstorable, "a redacted chunk keeps no text")
+	body, err := fsutil.UnsealText(raw)
+	require.NoError(t, err)
+	early := strings.Replace(string(body), `"purged":{"generation":5`, `"purged":{"generation":3`, 1)
+	require.NotEqual(t, string(body), early)
+	_, _, err = DecodeBatch("r.jsonl", fsutil.SealText([]byte(early)))
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorContains(t, err, "r.jsonl:2: chunk \"a\": a redaction keeps no text and comes from a later generation")
+}
