@@ -17,9 +17,9 @@ import (
 	"github.com/philippgille/chromem-go"
 
 	"github.com/evpack/evpack"
+	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/eval"
-	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
