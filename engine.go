@@ -393,10 +393,12 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		cp := ch
 		batch[ch.ID] = &cp
 		add = append(add, &cp)
-		if recs[i].By != "" && !cp.Valid.To.IsZero() {
+		if recs[i].By != "" && !cp.Valid.To.IsZero() && e.lex.HoldsFacts() {
 			// Already ended, by a chunk the source names: the supersession
 			// is a fact too, so an index that saw the chunk open first holds
-			// the same facts, and Diff can follow the chain.
+			// the same facts, and Diff can follow the chain. (An index made
+			// before facts existed goes on without it: the chunk's own end
+			// keeps it out all the same.)
 			f := &evidence.Fact{Kind: evidence.FactSuperseded, ChunkID: cp.ID, By: recs[i].By, End: cp.Valid.To, Anchor: cp.Valid.To.Start()}
 			if err := f.Prepare(); err != nil {
 				return rep, &evidence.ChunkError{ChunkID: cp.ID, Where: recs[i].Where, Err: err}
