@@ -29,6 +29,19 @@ func secretRecord(t testing.TB) connectors.Record {
 		Anchor:      asof.Anchor{At: asof.MustDate("2024-01-01").Start(), Field: "published"}}}
 }
 
+// purgeFixture opens an index on disk holding the test corpus and the
+// secret memo.
+func purgeFixture(t *testing.T) (string, *Engine) {
+	t.Helper()
+	dir := t.TempDir()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	ingestCorpus(t, e)
+	_, err = e.Ingest(context.Background(), connectors.Records([]connectors.Record{secretRecord(t)}), IngestOptions{})
+	require.NoError(t, err)
+	return dir, e
+}
+
 // grepDir reports the files under dir whose bytes contain word.
 func grepDir(t *testing.T, dir, word string) []string {
 	t.Helper()
@@ -57,12 +70,7 @@ func grepDir(t *testing.T, dir, word string) []string {
 // reopen (Check agrees at every step).
 func TestPurge(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	e, err := Open(dir, Options{})
-	require.NoError(t, err)
-	ingestCorpus(t, e)
-	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{secretRecord(t)}), IngestOptions{})
-	require.NoError(t, err)
+	dir, e := purgeFixture(t)
 	gen := e.st.gen
 	cites := Request{Question: "who kept the zqxjk ledger Quillfeather", AsOf: asof.MustDate("2026-02-01"), Tenant: "acme", K: 3}
 	other := Request{Question: "penalty fine dirhams", AsOf: asof.MustDate("2026-02-01"), K: 3}
@@ -151,12 +159,7 @@ func TestPurge(t *testing.T) {
 // index answers as before.
 func TestPurgeCrashRollsBack(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	e, err := Open(dir, Options{})
-	require.NoError(t, err)
-	ingestCorpus(t, e)
-	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{secretRecord(t)}), IngestOptions{})
-	require.NoError(t, err)
+	dir, e := purgeFixture(t)
 	want := packsFor(t, e)
 	gen := e.st.gen
 

@@ -695,6 +695,13 @@ func BenchmarkQueryLearned(b *testing.B) {
 //	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench QueryPinned -benchtime 2788x
 func BenchmarkQueryPinned(b *testing.B) {
 	eng, idx, qs := queryFixtureLater(b, 2788)
+	pinnedTurns(b, eng, idx, qs)
+}
+
+// pinnedTurns times, per question and taking turns, eng's latest
+// generation, the same request pinned to generation 1 (both with the
+// pack's bytes and hash), and bare bleve's match query on idx.
+func pinnedTurns(b *testing.B, eng *evpack.Engine, idx bleve.Index, qs []eval.Question) {
 	ctx := context.Background()
 	var latest, pinned, bl []time.Duration
 	i := 0
@@ -703,10 +710,9 @@ func BenchmarkQueryPinned(b *testing.B) {
 		for _, gen := range []int64{0, 1} {
 			start := time.Now()
 			p, err := eng.Query(ctx, evpack.Request{Question: q, AsOf: AsOf, Generation: gen})
-			if err != nil {
+			if err := packOf(p, err); err != nil {
 				b.Fatal(err)
 			}
-			_, _ = p.Encode()
 			if gen == 0 {
 				latest = append(latest, time.Since(start))
 			} else {
@@ -781,35 +787,5 @@ func BenchmarkQueryPinnedFacts(b *testing.B) {
 	}
 	idx := mergedBleve(b, filepath.Join(dir, "bleve"), recs)
 	b.Cleanup(func() { idx.Close() })
-	var latest, pinned, bl []time.Duration
-	i := 0
-	for b.Loop() {
-		q := o.Questions[i%len(o.Questions)].Text
-		for _, gen := range []int64{0, 1} {
-			start := time.Now()
-			p, err := eng.Query(ctx, evpack.Request{Question: q, AsOf: AsOf, Generation: gen})
-			if err := packOf(p, err); err != nil {
-				b.Fatal(err)
-			}
-			if gen == 0 {
-				latest = append(latest, time.Since(start))
-			} else {
-				pinned = append(pinned, time.Since(start))
-			}
-		}
-		start := time.Now()
-		mq := bleve.NewMatchQuery(q)
-		mq.SetField("text")
-		if _, err := idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(mq, 10, 0, false)); err != nil {
-			b.Fatal(err)
-		}
-		bl = append(bl, time.Since(start))
-		i++
-	}
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	b.ReportMetric(ms(Percentile(latest, 0.5)), "latest-p50-ms")
-	b.ReportMetric(ms(Percentile(pinned, 0.5)), "pinned-p50-ms")
-	b.ReportMetric(ms(Percentile(bl, 0.5)), "bleve-p50-ms")
-	b.ReportMetric(ms(Percentile(latest, 0.5))/ms(Percentile(bl, 0.5)), "latest-ratio")
-	b.ReportMetric(ms(Percentile(pinned, 0.5))/ms(Percentile(bl, 0.5)), "pinned-ratio")
+	pinnedTurns(b, eng, idx, o.Questions)
 }
