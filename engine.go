@@ -256,6 +256,9 @@ func (e *Engine) Merge(ctx context.Context) error {
 	if _, err := e.snapshot(); err != nil {
 		return err
 	}
+	if e.store == nil {
+		return nil // a memory index has no segments to compact (and bleve's in-memory merge never returns)
+	}
 	return e.lex.Merge(ctx)
 }
 
@@ -933,6 +936,29 @@ func (e *Engine) denseSetting() string {
 	return "exact int8 scan, " + e.emb.Identity()
 }
 
+// admitter returns the in-memory eligibility predicate of a request of the
+// scope as of day asOf with lexical restriction elig: the chunk's own fields
+// (elig.Admits, evidence.Header's predicate), committed by the scope's
+// generation when the request is pinned, and retired by no fact that
+// generation knew. The dense leg scans with it; the lexical leg compiles the
+// same predicate into its query.
+func (sc scope) admitter(elig retrieve.Eligibility, asOf asof.Date) func(c *evidence.Chunk) bool {
+	st := sc.st
+	admit := elig.Admits
+	if !sc.latest { // a pinned request: only what its generation had committed
+		admit = func(c *evidence.Chunk) bool { return elig.Admits(c) && sc.admits(c.ID) }
+	}
+	if st.bounds.MinRetired <= asOf.Days() { // some fact may retire a chunk as of the day
+		base := admit
+		admit = func(c *evidence.Chunk) bool { return base(c) && st.retiredAt(c.ID, sc.gen) > asOf.Days() }
+	}
+	if len(st.purged) > 0 { // a purged chunk is never eligible, at any generation
+		base := admit
+		admit = func(c *evidence.Chunk) bool { _, gone := st.purged[c.ID]; return !gone && base(c) }
+	}
+	return admit
+}
+
 // denseSearch runs the dense leg for question vector q and returns its hits
 // and the trace line that says which path ran and why. The exact scan is the
 // default; with an HNSW graph, a request whose eligible set is small scans it
@@ -940,21 +966,8 @@ func (e *Engine) denseSetting() string {
 // that finds fewer hits than exist (a part of the graph it cannot reach
 // through eligible-poor regions) falls back to the exact scan.
 func (e *Engine) denseSearch(ctx context.Context, sc scope, v *denseView, q []int8, elig retrieve.Eligibility, asOf asof.Date) ([]retrieve.DenseHit, string, error) {
-	st := sc.st
-	admit := func(row int) bool { return elig.Admits(v.rows[row]) }
-	if !sc.latest { // a pinned request: only what its generation had committed
-		admit = func(row int) bool { c := v.rows[row]; return elig.Admits(c) && sc.admits(c.ID) }
-	}
-	if st.bounds.MinRetired <= asOf.Days() { // some fact may retire a row as of the day
-		base := admit
-		admit = func(row int) bool {
-			return base(row) && st.retiredAt(v.rows[row].ID, sc.gen) > asOf.Days()
-		}
-	}
-	if len(st.purged) > 0 { // a purged chunk is never eligible, at any generation
-		base := admit
-		admit = func(row int) bool { _, gone := st.purged[v.rows[row].ID]; return !gone && base(row) }
-	}
+	admits := sc.admitter(elig, asOf)
+	admit := func(row int) bool { return admits(v.rows[row]) }
 	if q == nil {
 		return nil, "dense: the question has no known words", nil
 	}

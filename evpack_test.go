@@ -680,3 +680,11 @@ func TestCorruptIndexFilesAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// Merge on a memory index returns (bleve's in-memory merge would wait
+// forever for a merger that never runs).
+func TestMergeMemory(t *testing.T) {
+	e := checked(t, memEngine(t, Options{}))
+	ingestCorpus(t, e)
+	require.NoError(t, e.Merge(context.Background()))
+}

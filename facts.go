@@ -173,28 +173,41 @@ func (st *state) newFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fa
 // end day (the source could not say it earlier). pending are the facts the
 // batch brings so far. It returns nil when the end is already known, and
 // ErrValidityExtended when the record would extend or reopen the validity.
+//
+// The ends a record is compared with are the validity ends said so far: the
+// chunk's own and those of the facts that end it as a record's end would
+// (endsValidity). An end said before is no news, even when a stricter one
+// was said since (a source whose record lines keep the end they had while a
+// fact line ends the chunk earlier); a later end never said is an
+// extension. A retraction, or an end said after it took effect, ends no
+// validity: a record that ends the chunk at or after such a fact's end still
+// says something (it retires the chunk from its own end day, which the fact
+// may not), and one ingest of that record with the fact would hold both.
 func (st *state) endFact(prev *evidence.Chunk, rec *connectors.Record, pending []*evidence.Fact) (*evidence.Fact, error) {
-	end := prev.Valid.To
-	lower := func(d asof.Date) {
-		if end.IsZero() || d.Before(end) {
-			end = d
-		}
+	var ends []asof.Date
+	if !prev.Valid.To.IsZero() {
+		ends = append(ends, prev.Valid.To)
 	}
 	for _, fa := range st.facts[prev.ID] {
-		lower(fa.f.End)
+		if endsValidity(fa.f) {
+			ends = append(ends, fa.f.End)
+		}
 	}
 	for _, f := range pending {
-		if f.ChunkID == prev.ID {
-			lower(f.End)
+		if f.ChunkID == prev.ID && endsValidity(f) {
+			ends = append(ends, f.End)
 		}
 	}
 	to := rec.Chunk.Valid.To
-	switch {
-	case to == end:
+	if slices.Contains(ends, to) {
 		return nil, nil
-	case to.IsZero() || (!end.IsZero() && end.Before(to)):
-		return nil, &evidence.ChunkError{ChunkID: prev.ID, Where: rec.Where,
-			Err: fmt.Errorf("%w: the index ends it on %s, the record on %q", evidence.ErrValidityExtended, end, to.String())}
+	}
+	if len(ends) > 0 {
+		end := slices.MinFunc(ends, func(a, b asof.Date) int { return int(a.Days() - b.Days()) })
+		if to.IsZero() || end.Before(to) {
+			return nil, &evidence.ChunkError{ChunkID: prev.ID, Where: rec.Where,
+				Err: fmt.Errorf("%w: the index ends it on %s, the record on %q", evidence.ErrValidityExtended, end, to.String())}
+		}
 	}
 	f := &evidence.Fact{Kind: evidence.FactEnded, ChunkID: prev.ID, End: to, Anchor: to.Start()}
 	if rec.By != "" {
@@ -208,4 +221,13 @@ func (st *state) endFact(prev *evidence.Chunk, rec *connectors.Record, pending [
 		return nil, err
 	}
 	return f, nil
+}
+
+// endsValidity reports whether f ends its chunk exactly as a record's valid_to
+// would: an end or a supersession that retires the chunk from its end day
+// (known by then). A retraction withdraws the chunk rather than ending its
+// validity, and an end said after it took effect retires it only from the
+// day it was said; neither is a validity a later record could extend.
+func endsValidity(f *evidence.Fact) bool {
+	return f.Kind != evidence.FactRetracted && f.Retires() == f.End
 }

@@ -111,7 +111,7 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 	// dictionaries) until the segments are merged: merge now, so the text
 	// leaves the lexical index's files too.
 	if e.store == nil {
-		return rep, nil // a memory index has no files (and bleve's in-memory merge never returns)
+		return rep, nil // a memory index has no files (see Merge)
 	}
 	if err := e.lex.Merge(ctx); err != nil {
 		return rep, fmt.Errorf("evpack: purge committed at generation %d, but merging the lexical index failed (run Merge again): %w", gen, err)

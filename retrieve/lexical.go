@@ -484,6 +484,65 @@ func (e Eligibility) clauses(b Bounds) []query.Query {
 	return qs
 }
 
+// restrict returns q limited to the documents e admits: q conjoined with
+// e's clauses (see clauses) and, for a pinned request with few later
+// documents, with those documents kept out. Search and Eligible share it, so
+// the eligible set a test reads is the one every search runs over.
+func (e Eligibility) restrict(q query.Query, b Bounds) query.Query {
+	if cl := e.clauses(b); len(cl) > 0 {
+		q = bleve.NewConjunctionQuery(append([]query.Query{q}, cl...)...)
+	}
+	if e.Pinned && e.FewerAfter {
+		later := afterGeneration(e.UpTo)
+		later.SetBoost(0)
+		bq := bleve.NewBooleanQuery()
+		bq.AddMust(q)
+		bq.AddMustNot(later)
+		q = bq
+	}
+	return q
+}
+
+// Eligible returns the IDs of every document elig admits, sorted: a
+// match-all query restricted exactly as Search restricts its text query
+// (the eligibility clauses, the retirement clause with its re-admitted IDs,
+// the generation clause of a pinned request). It is the eligible set as the
+// index computes it, for tests and audits to compare with the in-memory
+// predicate. b must describe the committed index (see Bounds); like Search,
+// it reads every document the index holds, so the caller keeps a commit
+// from landing meanwhile.
+func (l *Lexical) Eligible(ctx context.Context, elig Eligibility, b Bounds) ([]string, error) {
+	if err := l.usable(); err != nil {
+		return nil, err
+	}
+	q := elig.restrict(bleve.NewMatchAllQuery(), b)
+	// bleve allocates a page's matches up front: a small page keeps a small
+	// eligible set cheap, and a large one takes a few searches.
+	const page = 128
+	var ids, after []string
+	for {
+		req := bleve.NewSearchRequestOptions(q, page, 0, false)
+		req.Score = "none"
+		req.SortBy([]string{"_id"})
+		req.SearchAfter = after
+		res, err := l.idx.SearchInContext(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("%w: eligible: %v", ErrLexical, err)
+		}
+		for _, h := range res.Hits {
+			ids = append(ids, h.ID)
+		}
+		if len(res.Hits) < page {
+			slices.Sort(ids) // bleve sorts by _id already; the order is ours to promise
+			return ids, nil
+		}
+		after = []string{res.Hits[len(res.Hits)-1].ID}
+	}
+}
+
 // scopeTerms are the tenant field's terms a request of tenant may see.
 func scopeTerms(tenant string) []string {
 	if tenant == "" {
@@ -543,17 +602,7 @@ func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b B
 	if stats.DocFreq != nil {
 		q = &scopedMatch{MatchQuery: mq, df: stats.DocFreq}
 	}
-	if cl := elig.clauses(b); len(cl) > 0 {
-		q = bleve.NewConjunctionQuery(append([]query.Query{q}, cl...)...)
-	}
-	if elig.Pinned && elig.FewerAfter {
-		later := afterGeneration(elig.UpTo)
-		later.SetBoost(0)
-		bq := bleve.NewBooleanQuery()
-		bq.AddMust(q)
-		bq.AddMustNot(later)
-		q = bq
-	}
+	q = elig.restrict(q, b)
 	var pre map[string]any
 	if stats.Docs > 0 {
 		pre = map[string]any{search.BM25PreSearchDataKey: &search.BM25Stats{
