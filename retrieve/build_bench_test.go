@@ -62,7 +62,7 @@ func BenchmarkGraphBuildTurns(b *testing.B) {
 	for b.Loop() {
 		for turn := range turns {
 			for _, build := range builds {
-				start := time.Now()
+				start, cpu := time.Now(), cpuSeconds()
 				var g *Graph
 				var err error
 				if build == "old" {
@@ -73,9 +73,10 @@ func BenchmarkGraphBuildTurns(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				rate := float64(n) / time.Since(start).Seconds()
+				wall := time.Since(start).Seconds()
+				rate := float64(n) / wall
 				rates[build] = append(rates[build], rate)
-				b.Logf("turn %d: %s: %.0f inserts/s", turn, build, rate)
+				b.Logf("turn %d: %s: %.0f inserts/s (%.1f s, on %.2f cores)", turn, build, rate, wall, (cpuSeconds()-cpu)/wall)
 				if turn == 0 {
 					var rs []string
 					for _, ef := range []int{128, 64} {
@@ -167,13 +168,14 @@ func BenchmarkGraphInsertAt(b *testing.B) {
 		for turn := range turns {
 			for _, v := range variants {
 				g := cloneGraph(base)
-				start := time.Now()
+				start, cpu := time.Now(), cpuSeconds()
 				if err := v.insert(g); err != nil {
 					b.Fatal(err)
 				}
-				rate := float64(k) / time.Since(start).Seconds()
+				wall := time.Since(start).Seconds()
+				rate := float64(k) / wall
 				rates[v.name] = append(rates[v.name], rate)
-				b.Logf("turn %d: %s: %.0f inserts/s", turn, v.name, rate)
+				b.Logf("turn %d: %s: %.0f inserts/s (on %.2f cores)", turn, v.name, rate, (cpuSeconds()-cpu)/wall)
 			}
 		}
 	}

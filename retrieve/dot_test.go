@@ -61,6 +61,10 @@ func TestDotKernels(t *testing.T) {
 	}
 }
 
+// BenchmarkDot384 times one 384-d dot product: the kernel Dot dispatches to,
+// the portable one, and the one before (graph_legacy_test.go).
+//
+//	go test ./retrieve -run '^$' -bench Dot384 -count 3
 func BenchmarkDot384(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	x, y := make([]int8, 384), make([]int8, 384)
@@ -76,6 +80,11 @@ func BenchmarkDot384(b *testing.B) {
 	b.Run("generic", func(b *testing.B) {
 		for b.Loop() {
 			s += dotGeneric(x, y)
+		}
+	})
+	b.Run("old", func(b *testing.B) {
+		for b.Loop() {
+			s += legacyDot(x, y)
 		}
 	})
 	_ = s
