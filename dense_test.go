@@ -356,6 +356,32 @@ func TestGraphPersistsWithTheDenseIndex(t *testing.T) {
 	require.NoError(t, err, "other build settings: built anew, not refused")
 	require.NoError(t, e3.Close())
 
+	// The round build is named wherever the sequential one is implied: in
+	// the manifest, in the stored graph and in every pack's fingerprint.
+	rounds := retrieve.GraphOptions{ExactFactor: -1, Build: retrieve.BuildRounds(retrieve.DefaultGraphRounds)}
+	rdir := t.TempDir()
+	er, err := Open(rdir, opts(rounds))
+	require.NoError(t, err)
+	ingestCorpus(t, er)
+	wantRounds := packsFor(t, er)
+	p, err := er.Query(context.Background(), Request{Question: "retention period", AsOf: asof.MustDate("2026-02-01")})
+	require.NoError(t, err)
+	require.Contains(t, p.Fingerprint.Get("dense"), "exact_factor=-1 build=rounds/64 (approximate;")
+	_, err = er.View(Options{DenseIndex: "hnsw", Graph: retrieve.GraphOptions{Build: retrieve.BuildSequential}})
+	require.ErrorIs(t, err, ErrBadOptions, "a view cannot change the build")
+	same, err := er.View(Options{DenseIndex: "hnsw", Graph: retrieve.GraphOptions{EfSearch: 64}})
+	require.NoError(t, err, "a view without a build keeps the index's")
+	require.Equal(t, rounds.Build, same.Options().Graph.Build)
+	require.NoError(t, er.Close())
+	require.Equal(t, "m=16 ef_construction=128 seed=1 build=rounds/64", storagetest.ReadManifest(t, rdir).Dense.GraphBuild)
+	er2, err := Open(rdir, opts(rounds))
+	require.NoError(t, err)
+	require.Equal(t, wantRounds, packsFor(t, er2), "packs from the loaded round graph")
+	require.NoError(t, er2.Close())
+	er3, err := Open(rdir, opts(walk))
+	require.NoError(t, err, "the sequential build over a stored round graph: built anew, not refused")
+	require.NoError(t, er3.Close())
+
 	raw, err := os.ReadFile(graphs[0])
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(graphs[0], raw[:len(raw)-7], 0o644))

@@ -74,7 +74,10 @@ func (e *Engine) View(opts Options) (*Engine, error) {
 		if g.M == 0 && g.EfConstruction == 0 && g.Seed == 0 {
 			g.M, g.EfConstruction, g.Seed = e.graph.M, e.graph.EfConstruction, e.graph.Seed
 		}
-		if g.M != e.graph.M || g.EfConstruction != e.graph.EfConstruction || g.Seed != e.graph.Seed {
+		if g.Build == "" {
+			g.Build = e.graph.Build
+		}
+		if g.M != e.graph.M || g.EfConstruction != e.graph.EfConstruction || g.Seed != e.graph.Seed || g.Build != e.graph.Build {
 			return nil, fmt.Errorf("%w: a view cannot change the graph's build settings (%s)", ErrBadOptions, e.graph)
 		}
 		opts.Graph = g

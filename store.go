@@ -17,9 +17,15 @@ import (
 	"github.com/evpack/evpack/retrieve"
 )
 
-// graphBuild names the settings that shape a graph's links.
+// graphBuild names the settings that shape a graph's links. The build is
+// named only when it is not the sequential one, which every manifest written
+// before builds had names holds.
 func graphBuild(o retrieve.GraphOptions) string {
-	return fmt.Sprintf("m=%d ef_construction=%d seed=%d", o.M, o.EfConstruction, o.Seed)
+	s := fmt.Sprintf("m=%d ef_construction=%d seed=%d", o.M, o.EfConstruction, o.Seed)
+	if o.Build != "" && o.Build != retrieve.BuildSequential {
+		s += " build=" + o.Build
+	}
+	return s
 }
 
 // corpusFree reports whether emb's vectors are independent of the corpus.

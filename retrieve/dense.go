@@ -272,25 +272,6 @@ func CheckVectors(vecs [][]int8, n, dims int, name func(i int) string) error {
 	return nil
 }
 
-// Dot is the exact similarity of two int8 vectors.
-func Dot(a, b []int8) int64 {
-	b = b[:len(a)]
-	// Four partial sums: integer addition is associative, so this is the
-	// same number, computed about twice as fast.
-	var s0, s1, s2, s3 int64
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += int64(a[i]) * int64(b[i])
-		s1 += int64(a[i+1]) * int64(b[i+1])
-		s2 += int64(a[i+2]) * int64(b[i+2])
-		s3 += int64(a[i+3]) * int64(b[i+3])
-	}
-	for ; i < len(a); i++ {
-		s0 += int64(a[i]) * int64(b[i])
-	}
-	return s0 + s1 + s2 + s3
-}
-
 // Admits reports whether chunk c is in the eligible set: evidence.Header's
 // predicate (the one definition, which the citation gate re-checks), and the
 // same one the lexical leg compiles into its index query (see Eligibility).
@@ -355,6 +336,11 @@ type Dense struct {
 	ids   []string // ascending
 	vecs  [][]int8 // nil where a chunk has no vector
 	norm2 []int64
+	// rows holds every vector in one block, row r's at r·dims (zeros for a
+	// row without one), and vecs slices it; nil when the vectors differ in
+	// length. See pack.
+	rows []int8
+	dims int
 	// indexed counts the rows with a vector.
 	indexed int
 	// sum is the checksum of the stored form, computed at most once.
@@ -436,6 +422,7 @@ func (d *Dense) WithoutFirstComponent() *Dense {
 			out.indexed++
 		}
 	}
+	out.pack()
 	return out
 }
 
@@ -481,7 +468,47 @@ func NewDense(ids []string, vecs [][]int8) *Dense {
 			d.indexed++
 		}
 	}
+	d.pack()
 	return d
+}
+
+// pack copies the vectors into one block, rows, when they all have the same
+// length. A graph walk then finds a vector's address by arithmetic
+// (vecAt), where vecs[r] is first a load of the slice's header from a table
+// as large as the index: at scale both are cache misses, one after the
+// other, on every vector a walk compares.
+func (d *Dense) pack() {
+	dims := -1
+	for _, v := range d.vecs {
+		switch {
+		case v == nil:
+		case dims == -1:
+			dims = len(v)
+		case len(v) != dims:
+			return
+		}
+	}
+	if dims <= 0 {
+		return
+	}
+	d.rows, d.dims = make([]int8, len(d.vecs)*dims), dims
+	for r, v := range d.vecs {
+		if v != nil {
+			o := r * dims
+			d.vecs[r] = d.rows[o : o+dims : o+dims]
+			copy(d.vecs[r], v)
+		}
+	}
+}
+
+// vecAt returns row r's vector, which r must have: from rows when the
+// vectors are packed (see pack).
+func (d *Dense) vecAt(r int32) []int8 {
+	if d.rows == nil {
+		return d.vecs[r]
+	}
+	o := int(r) * d.dims
+	return d.rows[o : o+d.dims : o+d.dims]
 }
 
 // Vector returns the stored vector of id, or nil.

@@ -24,6 +24,11 @@ func TestGraphOptionsValidate(t *testing.T) {
 		{"ef-construction-below-m", "the beam must hold M candidates to choose M links", GraphOptions{M: 16, EfConstruction: 8}},
 		{"ef-search-negative", "a beam has a positive width", GraphOptions{EfSearch: -1}},
 		{"exact-factor-negative", "only -1 (never exact) is a valid negative", GraphOptions{ExactFactor: -2}},
+		{"build-unknown", "a build is named, not guessed", GraphOptions{Build: "parallel"}},
+		{"build-rounds-of-one", "rounds of one node are the sequential build: one graph, one name", GraphOptions{Build: "rounds/1"}},
+		{"build-rounds-not-canonical", "one name per build: rounds/064 would name rounds/64 again", GraphOptions{Build: "rounds/064"}},
+		{"build-rounds-too-large", "a round is at most 65536 nodes", GraphOptions{Build: "rounds/65537"}},
+		{"build-rounds-no-size", "the round size is part of the name", GraphOptions{Build: "rounds/"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := tc.opts.WithDefaults(); !errors.Is(err, ErrGraphOptions) {
@@ -37,6 +42,16 @@ func TestGraphOptionsValidate(t *testing.T) {
 	}
 	if got, want := o.String(), "hnsw m=16 ef_construction=128 ef_search=128 seed=1 exact_factor=2000"; got != want {
 		t.Fatalf("String() = %q, want %q", got, want)
+	}
+	if o.Build != BuildSequential {
+		t.Fatalf("default build %q, want %q", o.Build, BuildSequential)
+	}
+	o.Build = BuildRounds(64)
+	if got, want := o.String(), "hnsw m=16 ef_construction=128 ef_search=128 seed=1 exact_factor=2000 build=rounds/64"; got != want {
+		t.Fatalf("String() = %q, want %q", got, want)
+	}
+	if _, err := o.WithDefaults(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -58,12 +73,19 @@ func digest(res [][]DenseHit) string {
 	return fmt.Sprintf("%x", blake3.Sum256(fmt.Append(nil, res)))
 }
 
-// TestGraphAgainstExact: recall@10 of the default graph against the exact
-// scan, hits in the exact order, and never a refused chunk.
+// TestGraphAgainstExact: recall@10 of the default graph, and of the round
+// build, against the exact scan, hits in the exact order, and never a
+// refused chunk.
 func TestGraphAgainstExact(t *testing.T) {
+	for _, build := range []string{BuildSequential, BuildRounds(DefaultGraphRounds)} {
+		t.Run(build, func(t *testing.T) { testGraphAgainstExact(t, build) })
+	}
+}
+
+func testGraphAgainstExact(t *testing.T, build string) {
 	ctx := context.Background()
 	d, qs := randomDense(3, 3000, 32)
-	g, err := NewGraph(ctx, d, GraphOptions{})
+	g, err := NewGraph(ctx, d, GraphOptions{Build: build})
 	if err != nil {
 		t.Fatal(err)
 	}
