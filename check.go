@@ -140,9 +140,9 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 		case d.Generation != st.committed[d.ID]:
 			bad("lexical document %q: generation %d, its chunk was committed at %d", d.ID, d.Generation, st.committed[d.ID])
 		default:
-			if want, _ := st.lexDoc(d.ID); d.Retired != want.Retired || d.FactGen != want.FactGen {
-				bad("lexical document %q: retired %q by facts of generation %d, the facts say %q and %d",
-					d.ID, d.Retired.String(), d.FactGen, want.Retired.String(), want.FactGen)
+			if want, _ := st.lexDoc(d.ID); d.Retired != want.Retired || d.FactGen != want.FactGen || d.FirstFact != want.FirstFactGen {
+				bad("lexical document %q: retired %q by facts of generations %d..%d, the facts say %q and %d..%d",
+					d.ID, d.Retired.String(), d.FirstFact, d.FactGen, want.Retired.String(), want.FirstFactGen, want.FactGen)
 			}
 		}
 		return nil

@@ -81,7 +81,10 @@ func (s *state) lexDoc(id string) (retrieve.Doc, error) {
 	if r := s.retiredAt(id, s.gen); r != never {
 		d.Retired = asof.DateFromDays(r)
 	}
-	for _, fa := range s.facts[id] {
+	for i, fa := range s.facts[id] { // oldest first
+		if i == 0 {
+			d.FirstFactGen = fa.gen
+		}
 		d.FactGen = max(d.FactGen, fa.gen)
 	}
 	return d, nil
@@ -106,14 +109,16 @@ func (sc scope) entry(id string, d asof.Date) (evidence.Entry, bool) {
 
 // readmit lists the chunks of the scope that facts committed after its
 // generation retire on or before day d but that its generation still held
-// valid (see retrieve.Eligibility.Readmit), sorted.
+// valid, and that already had a fact by then (the others are kept by the
+// first-fact clause: see retrieve.Eligibility.Readmit), sorted.
 func (sc scope) readmit(d asof.Date) []string {
 	st := sc.st
 	i := sort.Search(len(st.factLog), func(i int) bool { return st.factLog[i].gen > sc.gen })
 	var ids []string
 	for _, fa := range st.factLog[i:] {
 		id := fa.f.ChunkID
-		if fa.f.Retires().Days() > d.Days() || !sc.admits(id) || !slices.Contains(sc.names, st.chunks[id].Tenant) {
+		if fa.f.Retires().Days() > d.Days() || !sc.admits(id) || !slices.Contains(sc.names, st.chunks[id].Tenant) ||
+			st.facts[id][0].gen > sc.gen {
 			continue
 		}
 		if st.retiredAt(id, sc.gen) > d.Days() {

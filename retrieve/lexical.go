@@ -42,7 +42,11 @@ const (
 	// can be found and undone.
 	fieldRetired = "retired"
 	fieldFactGen = "fact_gen"
-	fieldMeta    = "meta"
+	// fieldFirstFact is the generation of the chunk's first fact (0 for
+	// none): a request pinned to generation G keeps every chunk whose first
+	// fact came after G in one range clause instead of naming each.
+	fieldFirstFact = "first_fact_gen"
+	fieldMeta      = "meta"
 	// fieldSum holds the chunk's content hash, stored, so that Check can
 	// compare each lexical document with the chunk it was built from.
 	fieldSum = "sum"
@@ -173,6 +177,9 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 	if facts {
 		_, facts = im.DefaultMapping.Properties[fieldFactGen]
 	}
+	if facts {
+		_, facts = im.DefaultMapping.Properties[fieldFirstFact]
+	}
 	return &Lexical{idx: idx, analyzer: a, name: im.DefaultAnalyzer, facts: facts}, nil
 }
 
@@ -251,9 +258,9 @@ func newMapping(an string) *mapping.IndexMappingImpl {
 		kw.DocValues = false
 		doc.AddFieldMappingsAt(f, kw)
 	}
-	for _, f := range []string{fieldAnchorDay, fieldFrom, fieldTo, fieldGen, fieldRetired, fieldFactGen} {
+	for _, f := range []string{fieldAnchorDay, fieldFrom, fieldTo, fieldGen, fieldRetired, fieldFactGen, fieldFirstFact} {
 		num := bleve.NewNumericFieldMapping()
-		num.Store = f == fieldGen || f == fieldRetired || f == fieldFactGen
+		num.Store = f == fieldGen || f == fieldRetired || f == fieldFactGen || f == fieldFirstFact
 		num.DocValues = false
 		doc.AddFieldMappingsAt(f, num)
 	}
@@ -290,8 +297,9 @@ type Doc struct {
 	// Retired is the first as-of day on which facts exclude the chunk
 	// (evidence.Fact.Retires, the earliest over its facts); zero for never.
 	Retired asof.Date
-	// FactGen is the generation of the newest of those facts (0 for none).
-	FactGen int64
+	// FactGen is the generation of the newest of those facts (0 for none),
+	// FirstFactGen of the oldest.
+	FactGen, FirstFactGen int64
 }
 
 // Index adds docs to the index, or replaces the documents of the same chunk
@@ -345,7 +353,7 @@ func docOf(d Doc) map[string]any {
 	return map[string]any{
 		fieldText: c.Text, fieldTenant: tenant, fieldMeta: meta,
 		fieldAnchorDay: anchor, fieldFrom: from, fieldTo: to, fieldGen: float64(d.Gen), fieldSum: c.ContentHash,
-		fieldRetired: retired, fieldFactGen: float64(d.FactGen),
+		fieldRetired: retired, fieldFactGen: float64(d.FactGen), fieldFirstFact: float64(d.FirstFactGen),
 	}
 }
 
@@ -368,9 +376,10 @@ type Eligibility struct {
 	// every match must be intersected with). Either gives the same hits and
 	// scores.
 	FewerAfter bool
-	// Readmit names chunks (sorted) that facts committed after UpTo retire
-	// on or before AsOf but that generation UpTo still held valid: a pinned
-	// request keeps them despite their documents' retirement day.
+	// A pinned request keeps, despite their documents' retirement day, the
+	// chunks whose first fact came after UpTo (one range clause), and the
+	// chunks named in Readmit (sorted): those with facts by UpTo that
+	// generation UpTo still held valid on AsOf but later facts retire.
 	Readmit []string
 }
 
@@ -461,15 +470,26 @@ func (e Eligibility) clauses(b Bounds) []query.Query {
 		qs = append(qs, to)
 	}
 	if b.MinRetired <= day {
-		var retired query.Query = bleve.NewNumericRangeInclusiveQuery(&asOf, nil, &no, nil)
-		retired.(*query.NumericRangeQuery).SetField(fieldRetired)
-		if len(e.Readmit) > 0 {
-			ids := bleve.NewDocIDQuery(e.Readmit)
-			ids.SetBoost(0)
-			retired.(query.BoostableQuery).SetBoost(0)
-			retired = bleve.NewDisjunctionQuery(retired, ids)
+		notYet := bleve.NewNumericRangeInclusiveQuery(&asOf, nil, &no, nil)
+		notYet.SetField(fieldRetired)
+		kept := []query.Query{notYet}
+		if e.Pinned {
+			upTo := float64(e.UpTo)
+			later := bleve.NewNumericRangeInclusiveQuery(&upTo, nil, &no, nil)
+			later.SetField(fieldFirstFact)
+			kept = append(kept, later)
 		}
-		qs = append(qs, retired)
+		if len(e.Readmit) > 0 {
+			kept = append(kept, bleve.NewDocIDQuery(e.Readmit))
+		}
+		if len(kept) == 1 {
+			qs = append(qs, notYet)
+		} else {
+			for _, q := range kept {
+				q.(query.BoostableQuery).SetBoost(0)
+			}
+			qs = append(qs, bleve.NewDisjunctionQuery(kept...))
+		}
 	}
 	for _, f := range e.Filters {
 		fq := bleve.NewTermQuery(f.Key + "=" + f.Value)
@@ -612,7 +632,7 @@ func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b B
 			FieldCardinality: map[string]int{fieldText: int(stats.Tokens),
 				fieldTenant: int(stats.Docs), fieldMeta: int(stats.Docs), fieldAnchorDay: int(stats.Docs),
 				fieldFrom: int(stats.Docs), fieldTo: int(stats.Docs), fieldGen: int(stats.Docs),
-				fieldRetired: int(stats.Docs)},
+				fieldRetired: int(stats.Docs), fieldFactGen: int(stats.Docs), fieldFirstFact: int(stats.Docs)},
 		}}
 	}
 	// bleve orders by raw score only (ties by its internal doc number, which
@@ -811,6 +831,7 @@ type StoredDoc struct {
 	Generation  int64
 	Retired     asof.Date // zero: no fact retires the chunk
 	FactGen     int64
+	FirstFact   int64 // FirstFactGen
 }
 
 // Docs calls fn for every document of the index in chunk ID order.
@@ -823,7 +844,7 @@ func (l *Lexical) Docs(ctx context.Context, fn func(StoredDoc) error) error {
 	for {
 		req := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), page, 0, false)
 		req.Score = "none"
-		req.Fields = []string{fieldSum, fieldGen, fieldRetired, fieldFactGen}
+		req.Fields = []string{fieldSum, fieldGen, fieldRetired, fieldFactGen, fieldFirstFact}
 		req.SortBy([]string{"_id"})
 		req.SearchAfter = after
 		res, err := l.idx.SearchInContext(ctx, req)
@@ -841,6 +862,9 @@ func (l *Lexical) Docs(ctx context.Context, fn func(StoredDoc) error) error {
 			}
 			if g, ok := h.Fields[fieldFactGen].(float64); ok {
 				d.FactGen = int64(g)
+			}
+			if g, ok := h.Fields[fieldFirstFact].(float64); ok {
+				d.FirstFact = int64(g)
 			}
 			if err := fn(d); err != nil {
 				return err

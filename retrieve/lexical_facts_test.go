@@ -43,13 +43,14 @@ func TestLexicalRetirement(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Generation 2: a fact retires a from 2024-06-01.
-	if err := l.Index(ctx, []Doc{{Chunk: a, Gen: 1, Retired: asof.MustDate("2024-06-01"), FactGen: 2}}); err != nil {
+	if err := l.Index(ctx, []Doc{{Chunk: a, Gen: 1, Retired: asof.MustDate("2024-06-01"), FactGen: 2, FirstFactGen: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	bounds.Retire(asof.MustDate("2024-06-01"))
-	ids := func(day string, readmit ...string) []string {
+	ids := func(day string, pinned int64, readmit ...string) []string {
 		t.Helper()
-		res, err := l.Search(ctx, "records retained", Eligibility{AsOf: asof.MustDate(day), Readmit: readmit}, bounds, 10, BM25Stats{})
+		e := Eligibility{AsOf: asof.MustDate(day), Readmit: readmit, Pinned: pinned > 0, UpTo: pinned}
+		res, err := l.Search(ctx, "records retained", e, bounds, 10, BM25Stats{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,14 +62,17 @@ func TestLexicalRetirement(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, day string
+		pinned    int64
 		readmit   []string
 		want      []string
 	}{
-		{"before the retirement day", "2024-05-31", nil, []string{"a", "b"}},
-		{"on it", "2024-06-01", nil, []string{"b"}},
-		{"re-admitted by ID", "2024-06-01", []string{"a"}, []string{"a", "b"}},
+		{"before the retirement day", "2024-05-31", 0, nil, []string{"a", "b"}},
+		{"on it", "2024-06-01", 0, nil, []string{"b"}},
+		{"re-admitted by ID", "2024-06-01", 0, []string{"a"}, []string{"a", "b"}},
+		{"pinned before its first fact", "2024-06-01", 1, nil, []string{"a", "b"}},
+		{"pinned at its first fact", "2024-06-01", 2, nil, []string{"b"}},
 	} {
-		if got := ids(tc.day, tc.readmit...); !slices.Equal(got, tc.want) {
+		if got := ids(tc.day, tc.pinned, tc.readmit...); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -82,7 +86,7 @@ func TestLexicalRetirement(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got := ids("2024-06-01"); restored != 1 || !slices.Equal(got, []string{"a", "b"}) {
+	if got := ids("2024-06-01", 0); restored != 1 || !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("after the roll back: restored %d, cited %v", restored, got)
 	}
 }
