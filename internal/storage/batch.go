@@ -231,7 +231,7 @@ func DecodeBatch(name string, raw []byte) (BatchHeader, Contents, error) {
 			if sp.ChunkID == "" || sp.ContentHash == "" || sp.Reason == "" {
 				return fail(where, "purge of chunk %q: chunk, content hash and reason are required", sp.ChunkID)
 			}
-			c.Purges = append(c.Purges, Purge{ChunkID: sp.ChunkID, ContentHash: sp.ContentHash, Reason: sp.Reason})
+			c.Purges = append(c.Purges, Purge(sp))
 		case bytes.HasPrefix(text, factPrefix):
 			if len(c.Purges) > 0 {
 				return fail(where, "a fact after the batch's purges")
