@@ -504,8 +504,10 @@ func (e *Engine) commit(ctx context.Context, st, next *state, add []*evidence.Ch
 		d, _ := next.lexDoc(ch.ID)
 		docs = append(docs, d)
 	}
+	touched := map[string]bool{} // stored chunks already re-indexed (lookups only)
 	for _, f := range facts {
-		if st.chunks[f.ChunkID] != nil && !slices.ContainsFunc(docs, func(d retrieve.Doc) bool { return d.Chunk.ID == f.ChunkID }) {
+		if st.chunks[f.ChunkID] != nil && !touched[f.ChunkID] { // a new chunk is indexed above
+			touched[f.ChunkID] = true
 			d, _ := next.lexDoc(f.ChunkID)
 			docs = append(docs, d)
 		}

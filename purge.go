@@ -87,11 +87,8 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 	var dense *retrieve.Dense
 	var graph *retrieve.Graph
 	if st.dense != nil { // a corpus-free embedder's vectors: the purged rows lose theirs
-		dense, err = withoutVectors(st.dense, ids)
-		if err == nil {
-			graph, err = buildGraph(ctx, dense, e.graph)
-		}
-		if err != nil {
+		dense = withoutVectors(st.dense, ids)
+		if graph, err = buildGraph(ctx, dense, e.graph); err != nil {
 			return PurgeReport{}, err
 		}
 		next.setDense(dense, graph)
@@ -169,7 +166,7 @@ func abort(c *storage.Commit) error {
 }
 
 // withoutVectors returns d with the rows of ids holding no vector.
-func withoutVectors(d *retrieve.Dense, ids []string) (*retrieve.Dense, error) {
+func withoutVectors(d *retrieve.Dense, ids []string) *retrieve.Dense {
 	all := d.IDs()
 	vecs := make([][]int8, len(all))
 	for i, id := range all {
@@ -177,7 +174,7 @@ func withoutVectors(d *retrieve.Dense, ids []string) (*retrieve.Dense, error) {
 			vecs[i], _ = d.Vector(id)
 		}
 	}
-	return retrieve.NewDense(all, vecs), nil
+	return retrieve.NewDense(all, vecs)
 }
 
 // writePurge starts the commit of next's generation, a purge of ids: the

@@ -87,6 +87,20 @@ func queryFixture(b *testing.B) (*evpack.Engine, bleve.Index, []eval.Question) {
 // later chunks copied from it under new IDs (so the latest generation holds
 // more than the first), before the merge.
 func queryFixtureLater(b *testing.B, later int) (*evpack.Engine, bleve.Index, []eval.Question) {
+	return queryFixtureThen(b, func(recs []connectors.Record) []connectors.Record {
+		more := make([]connectors.Record, later)
+		for i := range more {
+			more[i] = recs[(i*7919)%len(recs)]
+			more[i].Chunk.ID = fmt.Sprintf("later-%d", i)
+		}
+		return more
+	})
+}
+
+// queryFixtureThen commits the corpus, then (when it returns any) the
+// records next makes of the corpus's, merges, and returns the engine, bare
+// bleve over the corpus alone and the questions.
+func queryFixtureThen(b *testing.B, next func(recs []connectors.Record) []connectors.Record) (*evpack.Engine, bleve.Index, []eval.Question) {
 	o := dataset(b)
 	recs, _ := Records(o)
 	ctx := context.Background()
@@ -99,12 +113,7 @@ func queryFixtureLater(b *testing.B, later int) (*evpack.Engine, bleve.Index, []
 	if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	if later > 0 {
-		more := make([]connectors.Record, later)
-		for i := range more {
-			more[i] = recs[(i*7919)%len(recs)]
-			more[i].Chunk.ID = fmt.Sprintf("later-%d", i)
-		}
+	if more := next(recs); len(more) > 0 {
 		if _, err := eng.Ingest(ctx, connectors.Records(more), evpack.IngestOptions{}); err != nil {
 			b.Fatal(err)
 		}
@@ -748,44 +757,27 @@ func packOf(p *evidence.Pack, err error) error {
 // which 2,788 of its chunks are superseded by amended versions (a fact each,
 // from 2024-12-01, before the as-of day). Per question, taking turns: the
 // latest generation (the superseded kept out by the retirement clause), the
-// same request pinned to generation 1 (the superseded re-admitted by ID
-// inside the query), and bleve over the corpus alone.
+// same request pinned to generation 1 (the superseded kept inside the query
+// by the first-fact clause), and bleve over the corpus alone.
 func BenchmarkQueryPinnedFacts(b *testing.B) {
-	o := dataset(b)
-	recs, _ := Records(o)
-	ctx := context.Background()
-	dir := b.TempDir()
-	eng, err := evpack.Open(filepath.Join(dir, "evpack"), evpack.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { eng.Close() })
-	if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
-		b.Fatal(err)
-	}
 	end := asof.MustDate("2024-12-01")
-	var more []connectors.Record
-	seen := map[string]bool{}
-	for i := 0; len(more) < 2*2788; i++ {
-		old := recs[(i*7919)%len(recs)].Chunk
-		if seen[old.ID] {
-			continue
+	eng, idx, qs := queryFixtureThen(b, func(recs []connectors.Record) []connectors.Record {
+		var more []connectors.Record
+		seen := map[string]bool{}
+		for i := 0; len(more) < 2*2788; i++ {
+			old := recs[(i*7919)%len(recs)].Chunk
+			if seen[old.ID] {
+				continue
+			}
+			seen[old.ID] = true
+			c := old
+			c.ID, c.Version, c.Text = old.ID+"@amended", "amended", old.Text+" (as amended)"
+			c.Anchor = asof.Anchor{At: end.Start(), Field: "published"}
+			c.Valid = asof.Interval{From: end}
+			more = append(more, connectors.Record{Chunk: c}, connectors.Record{Fact: &evidence.Fact{
+				Kind: evidence.FactSuperseded, ChunkID: old.ID, By: c.ID, End: end, Anchor: end.Start()}})
 		}
-		seen[old.ID] = true
-		c := old
-		c.ID, c.Version, c.Text = old.ID+"@amended", "amended", old.Text+" (as amended)"
-		c.Anchor = asof.Anchor{At: end.Start(), Field: "published"}
-		c.Valid = asof.Interval{From: end}
-		more = append(more, connectors.Record{Chunk: c}, connectors.Record{Fact: &evidence.Fact{
-			Kind: evidence.FactSuperseded, ChunkID: old.ID, By: c.ID, End: end, Anchor: end.Start()}})
-	}
-	if rep, err := eng.Ingest(ctx, connectors.Records(more), evpack.IngestOptions{}); err != nil || rep.Facts != 2788 {
-		b.Fatal(rep, err)
-	}
-	if err := eng.Merge(ctx); err != nil {
-		b.Fatal(err)
-	}
-	idx := mergedBleve(b, filepath.Join(dir, "bleve"), recs)
-	b.Cleanup(func() { idx.Close() })
-	pinnedTurns(b, eng, idx, o.Questions)
+		return more
+	})
+	pinnedTurns(b, eng, idx, qs)
 }
