@@ -173,6 +173,9 @@ func (e *Engine) checkFiles(st *state, rep *CheckReport, bad func(string, ...any
 		chunks := cont.Chunks
 		rep.Files = append(rep.Files, CheckedFile{Name: storage.ChunksDir + "/" + b.File, Sum: b.Sum,
 			Chunks: len(chunks), Facts: len(cont.Facts), Purges: len(cont.Purges)})
+		if b.Analysis != "" {
+			checkAnalysis(e, b, chunks, rep, bad)
+		}
 		for _, p := range cont.Purges {
 			if purgesInBatches >= len(st.purgeLog) || st.purgeLog[purgesInBatches] != p.ChunkID || st.purged[p.ChunkID].gen != b.Generation {
 				bad("%s: the purge of chunk %q is not the engine's purge %d", b.File, p.ChunkID, purgesInBatches+1)
@@ -251,6 +254,32 @@ func checkTenants(st, fresh *state, bad func(string, ...any)) {
 			bad("tenant %q: corpus digests over generations differ from a recount", name)
 		case !sameDF(a.lexDF, b.lexDF) || !sameDF(a.rrDF, b.rrDF):
 			bad("tenant %q: term document frequencies differ from a recount", name)
+		}
+	}
+}
+
+// checkAnalysis compares batch b's analysis file with a fresh analysis of
+// the batch's chunks. A file made by other analyzers is left alone: Open
+// does not use it.
+func checkAnalysis(e *Engine, b storage.Batch, chunks []*evidence.Chunk, rep *CheckReport, bad func(string, ...any)) {
+	a, _, err := e.store.ReadAnalysis(b)
+	if err != nil {
+		bad("%v", err)
+		return
+	}
+	rep.Files = append(rep.Files, CheckedFile{Name: storage.ChunksDir + "/" + b.Analysis, Sum: b.AnalysisSum, Chunks: len(a.Chunks)})
+	if a.Identity != analysisIdentity(e.lex) {
+		return
+	}
+	for i, c := range chunks {
+		ac, an := a.Chunks[i], analyze(e.lex, nil, c.Text)
+		switch {
+		case ac.ID != c.ID:
+			bad("%s: entry %d is chunk %q, the batch's is %q", b.Analysis, i, ac.ID, c.ID)
+		case ac.Tokens != an.tokens || !slices.Equal(ac.Lex, an.lex):
+			bad("%s: chunk %q: lexical terms differ from its text's analysis", b.Analysis, c.ID)
+		case !slices.Equal(ac.Rerank, an.rr):
+			bad("%s: chunk %q: reranker terms differ from its text's analysis", b.Analysis, c.ID)
 		}
 	}
 }

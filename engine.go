@@ -467,7 +467,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	if dense != nil {
 		next.setDense(dense, graph)
 	}
-	if err := e.commit(ctx, st, next, add, facts, total, dense, graph); err != nil {
+	if err := e.commit(ctx, st, next, batchWrite{add: add, an: an, facts: facts, total: total, dense: dense, graph: graph}); err != nil {
 		return rep, err
 	}
 	rep.Added, rep.Facts = len(add), len(facts)
@@ -482,18 +482,30 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	return rep, nil
 }
 
-// commit makes next, which is st plus the chunks add (total tokens, and the
-// dense index and graph over all chunks when the index has a dense leg),
-// the committed state. Files are written before the write lock is taken;
-// under it, only the lexical batch, the manifest and the swap. On any error
-// the batch is rolled back and st stays the state.
-func (e *Engine) commit(ctx context.Context, st, next *state, add []*evidence.Chunk, facts []*evidence.Fact, total int64, dense *retrieve.Dense, graph *retrieve.Graph) error {
+// batchWrite is what one commit adds: its chunks (analyzed as an, total
+// tokens over them), its facts, and the dense index and graph over all
+// chunks when the index keeps a corpus-free embedder's.
+type batchWrite struct {
+	add   []*evidence.Chunk
+	an    []analyzed
+	facts []*evidence.Fact
+	total int64
+	dense *retrieve.Dense
+	graph *retrieve.Graph
+}
+
+// commit makes next, which is st plus w, the committed state. Files are
+// written before the write lock is taken; under it, only the lexical batch,
+// the manifest and the swap. On any error the batch is rolled back and st
+// stays the state.
+func (e *Engine) commit(ctx context.Context, st, next *state, w batchWrite) error {
 	gen := next.gen
+	add, facts := w.add, w.facts
 	var c *storage.Commit
 	var m *storage.Manifest
 	if e.store != nil {
 		var err error
-		if c, m, err = e.writeFiles(gen, next.commits[gen-1], add, facts, total, dense, graph); err != nil {
+		if c, m, err = e.writeFiles(gen, next.commits[gen-1], w); err != nil {
 			return err
 		}
 	}
@@ -553,9 +565,11 @@ func (e *Engine) commit(ctx context.Context, st, next *state, add []*evidence.Ch
 }
 
 // writeFiles starts the commit of generation gen in the index directory and
-// writes its files: the batch, and a corpus-free embedder's vectors and
-// graph. It returns the commit and the manifest that will publish it.
-func (e *Engine) writeFiles(gen int64, at time.Time, add []*evidence.Chunk, facts []*evidence.Fact, total int64, dense *retrieve.Dense, graph *retrieve.Graph) (*storage.Commit, *storage.Manifest, error) {
+// writes its files: the batch, its analysis file, and a corpus-free
+// embedder's vectors and graph. It returns the commit and the manifest that
+// will publish it.
+func (e *Engine) writeFiles(gen int64, at time.Time, w batchWrite) (*storage.Commit, *storage.Manifest, error) {
+	add, facts, total, dense, graph := w.add, w.facts, w.total, w.dense, w.graph
 	prev := e.store.Manifest()
 	m := prev.Clone()
 	m.Generation, m.Docs, m.Tokens = gen, prev.Docs+int64(len(add)), prev.Tokens+total
@@ -570,12 +584,27 @@ func (e *Engine) writeFiles(gen int64, at time.Time, add []*evidence.Chunk, fact
 		return nil, nil, err
 	}
 	writes := []string{storage.ChunksDir + "/" + b.File}
+	if len(add) > 0 {
+		b.Analysis = storage.AnalysisName(gen)
+		writes = append(writes, storage.ChunksDir+"/"+b.Analysis)
+	}
+	// writeBatch writes the batch file, then its analysis (which names the
+	// batch's checksum).
+	writeBatch := func(c *storage.Commit) (err error) {
+		if b.Sum, err = c.Write(writes[0], raw); err != nil {
+			return err
+		}
+		if b.Analysis != "" {
+			b.AnalysisSum, err = c.Write(writes[1], storage.EncodeAnalysis(e.analysisOf(b.Sum, add, w.an)))
+		}
+		return err
+	}
 	if corpusFree(e.emb) && len(add) == 0 { // a commit of facts alone: the stored vectors stay
 		c, err := e.store.Begin(gen, writes, nil)
 		if err != nil {
 			return nil, nil, err
 		}
-		if b.Sum, err = c.Write(writes[0], raw); err != nil {
+		if err := writeBatch(c); err != nil {
 			return nil, nil, errors.Join(fmt.Errorf("evpack: ingest: %w", err), c.Abort())
 		}
 		m.Batches = append(m.Batches, b)
@@ -606,7 +635,7 @@ func (e *Engine) writeFiles(gen int64, at time.Time, add []*evidence.Chunk, fact
 	fail := func(err error) (*storage.Commit, *storage.Manifest, error) {
 		return nil, nil, errors.Join(fmt.Errorf("evpack: ingest: %w", err), c.Abort())
 	}
-	if b.Sum, err = c.Write(writes[0], raw); err != nil {
+	if err := writeBatch(c); err != nil {
 		return fail(err)
 	}
 	m.Batches = append(m.Batches, b)

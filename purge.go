@@ -233,10 +233,16 @@ func (e *Engine) writePurge(next *state, ids []string, dense *retrieve.Dense, gr
 		}
 		nb := old
 		nb.File, nb.Chain = storage.RedactedName(g, gen), old.ChainSum()
+		// The analysis file holds the purged texts' terms: it goes with
+		// them, and Open analyzes the rewritten batch instead.
+		nb.Analysis, nb.AnalysisSum = "", ""
 		m.Batches[g-1] = nb
 		rewrites = append(rewrites, rewrite{i: int(g - 1), raw: raw})
 		writes = append(writes, storage.ChunksDir+"/"+nb.File)
 		obsolete = append(obsolete, storage.ChunksDir+"/"+old.File)
+		if old.Analysis != "" {
+			obsolete = append(obsolete, storage.ChunksDir+"/"+old.Analysis)
+		}
 		rewritten = append(rewritten, storage.ChunksDir+"/"+nb.File)
 	}
 	if dense != nil && prev.Dense != nil {

@@ -170,6 +170,7 @@ func newState() *state {
 type analyzed struct {
 	lex    []string
 	tokens int
+	rr     []string // reranker terms in text order (rerank.Terms)
 	feats  []int32
 	// redacted, for a purged chunk read back, holds the counts its text
 	// gave (tokens is then Tokens); nil otherwise.
@@ -242,7 +243,7 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, own map[string]bo
 	s.stats.Tokens += int64(an.tokens)
 	s.bounds.Add(c)
 	s.addEntityNames(c, gen)
-	ts := rerank.Terms(c.Text)
+	ts := slices.Clone(an.rr) // interned below: never the caller's slice
 	for i, t := range ts {
 		if interned, ok := s.intern[t]; ok {
 			ts[i] = interned
@@ -292,6 +293,7 @@ func (s *state) placeInDocument(c *evidence.Chunk, ts []string, own map[string]b
 func analyze(lex *retrieve.Lexical, emb retrieve.Embedder, text string) analyzed {
 	var an analyzed
 	an.lex, an.tokens = lex.Terms(text)
+	an.rr = rerank.Terms(text)
 	if emb != nil {
 		an.feats = analyzeChunk(emb, text)
 	}
@@ -379,11 +381,15 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 			return nil, fmt.Errorf("%w: %s: batch %s: committed_at: %v", ErrCorrupt, storage.ManifestName, b.File, err)
 		}
 		st.gen, st.commits = b.Generation, append(st.commits, at)
-		for _, ch := range c.Chunks {
+		ans, err := analyzeBatch(d, b, c.Chunks, lex, emb)
+		if err != nil {
+			return nil, err
+		}
+		for i, ch := range c.Chunks {
 			if _, dup := st.chunks[ch.ID]; dup {
 				return nil, fmt.Errorf("%w: %s: chunk %q stored twice", ErrCorrupt, b.File, ch.ID)
 			}
-			an := analyze(lex, emb, ch.Text)
+			an := ans[i]
 			if r, ok := c.Redacted[ch.ID]; ok { // purged: the counts its text gave
 				an.tokens, an.redacted = r.Tokens, &r
 				redacted[ch.ID] = r

@@ -249,7 +249,9 @@ func TestCheckCommand(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	want := fmt.Sprintf("index %s: generation 2, 18 chunks\n", dir) +
 		fmt.Sprintf("file chunks/00000001.jsonl %s (11 chunks, 5 facts)\n", m.Batches[0].Sum) +
+		fmt.Sprintf("file chunks/00000001.analysis %s (11 chunks)\n", m.Batches[0].AnalysisSum) +
 		fmt.Sprintf("file chunks/00000002.jsonl %s (7 chunks)\n", m.Batches[1].Sum) +
+		fmt.Sprintf("file chunks/00000002.analysis %s (7 chunks)\n", m.Batches[1].AnalysisSum) +
 		"ok: every file matches its checksum, every chunk its content hash, the lexical index the chunks\n"
 	require.Equal(t, want, out)
 

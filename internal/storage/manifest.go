@@ -62,6 +62,11 @@ type Batch struct {
 	// the next generation's header names, and the purge record's.
 	Chain       string `json:"chain,omitempty"`
 	CommittedAt string `json:"committed_at"` // RFC 3339, UTC, seconds
+	// Analysis, when set, names the batch's analysis file (AnalysisName)
+	// and AnalysisSum its checksum: derived data that spares Open the
+	// analysis of every stored text (see Analysis).
+	Analysis    string `json:"analysis,omitempty"`
+	AnalysisSum string `json:"analysis_sum,omitempty"`
 }
 
 // Dense names the stored vectors of the latest generation, the embedder
@@ -109,6 +114,9 @@ func (m *Manifest) Files() []string {
 	var out []string
 	for _, b := range m.Batches {
 		out = append(out, ChunksDir+"/"+b.File)
+		if b.Analysis != "" {
+			out = append(out, ChunksDir+"/"+b.Analysis)
+		}
 	}
 	if m.Dense != nil {
 		out = append(out, m.Dense.File)
@@ -180,6 +188,10 @@ func (m *Manifest) validate() error {
 			return fmt.Errorf("batch %s: bad checksum %q", b.File, b.Sum)
 		case b.Chunks < 0 || b.Facts < 0 || b.Purges < 0 || b.Chunks+b.Facts+b.Purges < 1:
 			return fmt.Errorf("batch %s: %d chunks, %d facts, %d purges", b.File, b.Chunks, b.Facts, b.Purges)
+		case b.Analysis != "" && (b.Analysis != AnalysisName(b.Generation) || b.Chain != "" || !validSum(b.AnalysisSum)):
+			return fmt.Errorf("batch %s: analysis file %q (checksum %q) is not this batch's", b.File, b.Analysis, b.AnalysisSum)
+		case b.Analysis == "" && b.AnalysisSum != "":
+			return fmt.Errorf("batch %s: an analysis checksum but no analysis file", b.File)
 		}
 		chunks += int64(b.Chunks)
 	}

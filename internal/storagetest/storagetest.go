@@ -39,8 +39,8 @@ func WriteManifest(t testing.TB, dir string, m *storage.Manifest) {
 
 // ForgeBatches rewrites every batch file of the closed index in dir with
 // edit applied to the chunk lines of each, then re-seals everything: each
-// file's checksum line, the chain of prev links and the manifest's
-// checksums. It reports whether edit changed anything.
+// file's checksum line, the chain of prev links, each analysis file's link
+// to its batch (its terms left as they were) and the manifest's checksums. It reports whether edit changed anything.
 func ForgeBatches(t testing.TB, dir string, edit func(lines []byte) []byte) bool {
 	t.Helper()
 	m := ReadManifest(t, dir)
@@ -67,6 +67,17 @@ func ForgeBatches(t testing.TB, dir string, edit func(lines []byte) []byte) bool
 		require.NoError(t, os.WriteFile(name, out, 0o644))
 		m.Batches[i].Sum = evidence.Sum(out)
 		prev = m.Batches[i].Sum
+		if b.Analysis != "" { // the forger re-points it at the forged batch, terms unchanged
+			aname := filepath.Join(dir, storage.ChunksDir, b.Analysis)
+			raw, err := os.ReadFile(aname)
+			require.NoError(t, err)
+			a, err := storage.DecodeAnalysis(aname, raw)
+			require.NoError(t, err)
+			a.Batch = m.Batches[i].Sum
+			araw := storage.EncodeAnalysis(a)
+			require.NoError(t, os.WriteFile(aname, araw, 0o644))
+			m.Batches[i].AnalysisSum = evidence.Sum(araw)
+		}
 	}
 	WriteManifest(t, dir, m)
 	return changed

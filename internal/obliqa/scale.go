@@ -1,0 +1,97 @@
+package obliqa
+
+import (
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"time"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/connectors"
+)
+
+// Scale grows the ObliQA corpus the way a regulatory mirror grows, for the
+// cost benchmarks: every passage held by each of Tenants tenants, in
+// Versions dated versions, version v in force from its own day until the
+// next version's (the last stays open) and published 30 days before. Version
+// days are a year apart, shifted per passage by a seeded 0..179 days, so on
+// ScaleAsOf exactly one version of each passage is in force: a request of
+// one tenant sees as many chunks as ObliQA holds, out of Tenants × Versions
+// times as many.
+//
+// The corpus is a function of the base records and the seed; batches are
+// made one at a time, so a caller holds one batch, never the whole corpus.
+type Scale struct {
+	Tenants  int
+	Versions int
+	Seed     uint64
+}
+
+// scaleStart is version 0's first possible day.
+var scaleStart = asof.MustDate("2014-01-01")
+
+// scaleDay returns the day n days after scaleStart.
+func scaleDay(n int) asof.Date { return asof.DateFromDays(scaleStart.Days() + int64(n)) }
+
+// ScaleAsOf returns the day the cost benchmarks ask on: inside version
+// Versions/2 of every passage.
+func (s Scale) ScaleAsOf() asof.Date {
+	return scaleDay(365*(s.Versions/2) + 200)
+}
+
+// Tenant names tenant i.
+func (s Scale) Tenant(i int) string { return fmt.Sprintf("t%02d", i) }
+
+// Len returns how many records the scale makes of base.
+func (s Scale) Len(base []connectors.Record) int { return len(base) * s.Tenants * s.Versions }
+
+// Batches yields the corpus in batches of at most size records, in the
+// order a mirror fetches it: version by version, and within a version,
+// tenant by tenant.
+func (s Scale) Batches(base []connectors.Record, size int) iter.Seq[[]connectors.Record] {
+	return func(yield func([]connectors.Record) bool) {
+		shift := make([]int, len(base))
+		rng := rand.New(rand.NewPCG(s.Seed, 0x5ca1e))
+		for i := range shift {
+			shift[i] = rng.IntN(180)
+		}
+		batch := make([]connectors.Record, 0, size)
+		for v := range s.Versions {
+			for t := range s.Tenants {
+				for i, r := range base {
+					batch = append(batch, s.version(r, shift[i], t, v))
+					if len(batch) == size {
+						if !yield(batch) {
+							return
+						}
+						batch = make([]connectors.Record, 0, size)
+					}
+				}
+			}
+		}
+		if len(batch) > 0 {
+			yield(batch)
+		}
+	}
+}
+
+// version returns version v of base record r for tenant t.
+func (s Scale) version(r connectors.Record, shift, t, v int) connectors.Record {
+	from := scaleDay(365*v + shift)
+	c := r.Chunk
+	c.ID = fmt.Sprintf("%s/%s/v%d", s.Tenant(t), r.Chunk.ID, v)
+	c.Tenant = s.Tenant(t)
+	c.Version = fmt.Sprint(v + 1)
+	c.SourceURL = fmt.Sprintf("%s?v=%d", r.Chunk.SourceURL, v+1)
+	if v > 0 { // an amendment names its day, as amended texts do
+		c.Text = fmt.Sprintf("%s (As amended with effect from %s.)", r.Chunk.Text, from)
+	}
+	c.Valid = asof.Interval{From: from}
+	if v+1 < s.Versions {
+		c.Valid.To = scaleDay(365*(v+1) + shift)
+	}
+	published := asof.DateFromDays(from.Days() - 30).Start()
+	c.RetrievedAt = published.Add(24 * time.Hour)
+	c.Anchor = asof.ResolveAnchor("published", published, c.RetrievedAt)
+	return connectors.Record{Where: fmt.Sprintf("scale %s v%d: %s", c.Tenant, v, r.Where), Chunk: c}
+}

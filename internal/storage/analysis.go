@@ -1,0 +1,191 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+
+	"github.com/evpack/evpack/internal/fsutil"
+)
+
+// An analysis file keeps what the analyzers made of one batch's chunks, so
+// that Open reads it instead of analyzing every stored text again (most of
+// what Open cost). It is derived data, not part of the log: a function of
+// the batch file and of the analyzers named in its identity, checked against
+// both before use, and rebuilt from the batch when either differs. A batch
+// a purge rewrote has none (the terms of purged text must go with the text).
+
+// AnalysisFormat is the magic and version of an analysis file.
+const AnalysisFormat = "evpack-analysis/1\n"
+
+// AnalysisName is the file name of generation gen's analysis file.
+func AnalysisName(gen int64) string { return fmt.Sprintf("%08d.analysis", gen) }
+
+// Analyzed is what the analyzers made of one chunk's text.
+type Analyzed struct {
+	ID     string
+	Tokens int      // analyzed lexical tokens (BM25's field length)
+	Lex    []string // distinct lexical terms, in the analyzer's order
+	Rerank []string // reranker terms in text order
+}
+
+// Analysis is the content of an analysis file: the analyzers' identity, the
+// checksum of the batch file it was made from, and one entry per chunk in
+// the batch's order.
+type Analysis struct {
+	Identity string
+	Batch    string
+	Chunks   []Analyzed
+}
+
+// EncodeAnalysis returns the sealed bytes of a. Terms are stored once, in a
+// table in first-seen order; entries refer to them by index.
+func EncodeAnalysis(a Analysis) []byte {
+	idx := map[string]uint64{}
+	var table []string
+	ref := func(t string) uint64 {
+		i, ok := idx[t]
+		if !ok {
+			i = uint64(len(table))
+			idx[t] = i
+			table = append(table, t)
+		}
+		return i
+	}
+	var body []byte
+	for _, c := range a.Chunks {
+		body = appendString(body, c.ID)
+		body = binary.AppendUvarint(body, uint64(c.Tokens))
+		for _, list := range [][]string{c.Lex, c.Rerank} {
+			body = binary.AppendUvarint(body, uint64(len(list)))
+			for _, t := range list {
+				body = binary.AppendUvarint(body, ref(t))
+			}
+		}
+	}
+	out := []byte(AnalysisFormat)
+	out = appendString(out, a.Identity)
+	out = appendString(out, a.Batch)
+	out = binary.AppendUvarint(out, uint64(len(table)))
+	for _, t := range table {
+		out = appendString(out, t)
+	}
+	out = binary.AppendUvarint(out, uint64(len(a.Chunks)))
+	out = append(out, body...)
+	return fsutil.Seal(out)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// DecodeAnalysis checks and parses an analysis file; name is used in errors.
+func DecodeAnalysis(name string, raw []byte) (Analysis, error) {
+	body, err := fsutil.Unseal(raw, AnalysisFormat, 0)
+	if err != nil {
+		return Analysis{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
+	}
+	r := reader{b: body}
+	var a Analysis
+	a.Identity, a.Batch = r.str(), r.str()
+	table := make([]string, r.count(len(body)))
+	for i := range table {
+		table[i] = r.str()
+	}
+	a.Chunks = make([]Analyzed, r.count(len(body)))
+	term := func() string {
+		i := r.uvarint()
+		if i >= uint64(len(table)) {
+			r.fail()
+			return ""
+		}
+		return table[i]
+	}
+	for i := range a.Chunks {
+		c := &a.Chunks[i]
+		c.ID = r.str()
+		c.Tokens = r.count(1 << 40)
+		c.Lex = make([]string, r.count(len(body)))
+		for j := range c.Lex {
+			c.Lex[j] = term()
+		}
+		c.Rerank = make([]string, r.count(len(body)))
+		for j := range c.Rerank {
+			c.Rerank[j] = term()
+		}
+	}
+	if r.bad || r.off != len(body) {
+		return Analysis{}, fmt.Errorf("%w: %s: malformed at byte %d of %d", ErrCorrupt, name, len(AnalysisFormat)+r.off, len(raw))
+	}
+	return a, nil
+}
+
+// reader reads the varint-framed fields of a sealed body; the first
+// malformed field sets bad, and every later read returns zero values.
+type reader struct {
+	b   []byte
+	off int
+	bad bool
+}
+
+func (r *reader) fail() { r.bad, r.off = true, len(r.b) }
+
+func (r *reader) uvarint() uint64 {
+	if r.bad {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+// count reads a length no larger than limit (a bound from the file's size,
+// so that a corrupt length cannot make a huge allocation).
+func (r *reader) count(limit int) int {
+	v := r.uvarint()
+	if v > uint64(limit) {
+		r.fail()
+		return 0
+	}
+	return int(v)
+}
+
+func (r *reader) str() string {
+	v := r.uvarint() // the remaining length is known only after the varint
+	if r.bad || v > uint64(len(r.b)-r.off) {
+		r.fail()
+		return ""
+	}
+	n := int(v)
+	s := string(r.b[r.off : r.off+n])
+	r.off += n
+	return s
+}
+
+// ReadAnalysis reads the analysis file of batch b, when the manifest names
+// one, and checks it against its checksum there and against the batch it
+// was made from. It returns false when b has none.
+func (d *Dir) ReadAnalysis(b Batch) (Analysis, bool, error) {
+	if b.Analysis == "" {
+		return Analysis{}, false, nil
+	}
+	name := filepath.Join(d.path, ChunksDir, b.Analysis)
+	raw, err := d.readSummed(name, b.AnalysisSum)
+	if err != nil {
+		return Analysis{}, false, err
+	}
+	a, err := DecodeAnalysis(name, raw)
+	if err != nil {
+		return Analysis{}, false, err
+	}
+	if a.Batch != b.Sum || len(a.Chunks) != b.Chunks {
+		return Analysis{}, false, fmt.Errorf("%w: %s was made from a batch of %d chunks hashing to %s, the manifest's %s has %d and hashes to %s",
+			ErrCorrupt, name, len(a.Chunks), a.Batch, b.File, b.Chunks, b.Sum)
+	}
+	return a, true, nil
+}
