@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
@@ -211,60 +213,66 @@ func DecodeBatch(name string, raw []byte) (BatchHeader, Contents, error) {
 	fail := func(where string, format string, args ...any) (BatchHeader, Contents, error) {
 		return h, Contents{}, fmt.Errorf("%w: %s: "+format, append([]any{ErrCorrupt, where}, args...)...)
 	}
-	for line := 1; len(body) > 0; line++ {
-		// Lines are split by hand: a chunk's text has no length limit, and
-		// a scanner's would make a stored batch unreadable.
+	// Split the lines by hand: a chunk's text has no length limit, and a
+	// scanner's would make a stored batch unreadable.
+	var lines [][]byte
+	for len(body) > 0 {
 		cut := bytes.IndexByte(body, '\n')
-		text := body[:cut]
-		body = body[cut+1:]
-		where := fmt.Sprintf("%s:%d", name, line)
+		lines, body = append(lines, body[:cut]), body[cut+1:]
+	}
+	where := func(i int) string { return fmt.Sprintf("%s:%d", name, i+1) }
+	// Chunk lines, most of a batch, are decoded on every core first; the
+	// pass below then reads the file in order, so the error reported is
+	// always the first line's.
+	parsed := decodeChunkLines(lines)
+	for i, text := range lines {
 		switch {
-		case line == 1:
+		case i == 0:
 			if err := strictJSON(text, &h); err != nil || (h.Format != BatchFormat && h.Format != ChunksOnlyFormat) {
-				return fail(where, "want a header with format %q or %q", BatchFormat, ChunksOnlyFormat)
+				return fail(where(i), "want a header with format %q or %q", BatchFormat, ChunksOnlyFormat)
 			}
 		case bytes.HasPrefix(text, purgePrefix):
 			var sp storedPurge
 			if err := strictJSON(text, &sp); err != nil {
-				return fail(where, "%v", err)
+				return fail(where(i), "%v", err)
 			}
 			if sp.ChunkID == "" || sp.ContentHash == "" || sp.Reason == "" {
-				return fail(where, "purge of chunk %q: chunk, content hash and reason are required", sp.ChunkID)
+				return fail(where(i), "purge of chunk %q: chunk, content hash and reason are required", sp.ChunkID)
 			}
 			c.Purges = append(c.Purges, Purge(sp))
 		case bytes.HasPrefix(text, factPrefix):
 			if len(c.Purges) > 0 {
-				return fail(where, "a fact after the batch's purges")
+				return fail(where(i), "a fact after the batch's purges")
 			}
 			var sf storedFact
 			if err := strictJSON(text, &sf); err != nil {
-				return fail(where, "%v", err)
+				return fail(where(i), "%v", err)
 			}
 			f, err := sf.fact()
 			if err != nil {
-				return fail(where, "fact on chunk %q: %w", sf.ChunkID, err)
+				return fail(where(i), "fact on chunk %q: %w", sf.ChunkID, err)
 			}
 			c.Facts = append(c.Facts, f)
 		default:
 			if len(c.Facts) > 0 || len(c.Purges) > 0 {
-				return fail(where, "a chunk after the batch's facts or purges")
+				return fail(where(i), "a chunk after the batch's facts or purges")
 			}
-			var s storedChunk
-			if err := strictJSON(text, &s); err != nil {
-				return fail(where, "%v", err)
+			p := parsed[i]
+			switch {
+			case p.jsonErr != nil:
+				return fail(where(i), "%v", p.jsonErr)
+			case p.err != nil:
+				return fail(where(i), "chunk %q: %w", p.s.ID, p.err)
 			}
-			ch, err := s.chunk()
-			if err != nil {
-				return fail(where, "chunk %q: %w", s.ID, err)
-			}
-			if s.Purged != nil {
-				if ch.Text != "" || s.Purged.Generation <= h.Generation {
-					return fail(where, "chunk %q: a redaction keeps no text and comes from a later generation", s.ID)
+			ch := p.c
+			if p.s.Purged != nil {
+				if ch.Text != "" || p.s.Purged.Generation <= h.Generation {
+					return fail(where(i), "chunk %q: a redaction keeps no text and comes from a later generation", p.s.ID)
 				}
 				if c.Redacted == nil {
 					c.Redacted = map[string]Redaction{}
 				}
-				c.Redacted[ch.ID] = *s.Purged
+				c.Redacted[ch.ID] = *p.s.Purged
 			}
 			c.Chunks = append(c.Chunks, ch)
 		}
@@ -278,6 +286,41 @@ func DecodeBatch(name string, raw []byte) (BatchHeader, Contents, error) {
 		return fail(name, "facts, purges or redactions in a batch of format %q", h.Format)
 	}
 	return h, c, nil
+}
+
+// parsedChunk is one chunk line decoded: the stored form, the chunk, and
+// the line's JSON error or the chunk's field error.
+type parsedChunk struct {
+	s            storedChunk
+	c            *evidence.Chunk
+	jsonErr, err error
+}
+
+// decodeChunkLines decodes the chunk lines among lines (every line but the
+// header, the fact lines and the purge lines) on GOMAXPROCS workers; each
+// result sits at its line's index.
+func decodeChunkLines(lines [][]byte) []parsedChunk {
+	out := make([]parsedChunk, len(lines))
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(lines)/256))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 1 + w; i < len(lines); i += workers {
+				text := lines[i]
+				if bytes.HasPrefix(text, purgePrefix) || bytes.HasPrefix(text, factPrefix) {
+					continue
+				}
+				p := &out[i]
+				if p.jsonErr = strictJSON(text, &p.s); p.jsonErr == nil {
+					p.c, p.err = p.s.chunk()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 func (s *storedFact) fact() (*evidence.Fact, error) {
