@@ -512,8 +512,11 @@ func (e *Engine) commit(ctx context.Context, st, next *state, w batchWrite) erro
 	// The lexical documents the commit writes: its chunks, and the earlier
 	// chunks whose retirement its facts change, as next knows them.
 	docs := make([]retrieve.Doc, 0, len(add)+len(facts))
-	for _, ch := range add {
+	for i, ch := range add {
 		d, _ := next.lexDoc(ch.ID)
+		if an := w.an[i]; an.freqs != nil { // bleve need not analyze the text again
+			d.Analysis = &retrieve.Analysis{Terms: an.lex, Freqs: an.freqs, Tokens: an.tokens}
+		}
 		docs = append(docs, d)
 	}
 	touched := map[string]bool{} // stored chunks already re-indexed (lookups only)

@@ -169,6 +169,7 @@ func newState() *state {
 // its dense features (nil without a dense leg).
 type analyzed struct {
 	lex    []string
+	freqs  []int // how often each lex term occurs (set at ingest; not stored)
 	tokens int
 	rr     []string // reranker terms in text order (rerank.Terms)
 	feats  []int32
@@ -292,7 +293,8 @@ func (s *state) placeInDocument(c *evidence.Chunk, ts []string, own map[string]b
 // analyze computes what state.add needs of a chunk's text.
 func analyze(lex *retrieve.Lexical, emb retrieve.Embedder, text string) analyzed {
 	var an analyzed
-	an.lex, an.tokens = lex.Terms(text)
+	a := lex.Analyze(text)
+	an.lex, an.freqs, an.tokens = a.Terms, a.Freqs, a.Tokens
 	an.rr = rerank.Terms(text)
 	if emb != nil {
 		an.feats = analyzeChunk(emb, text)

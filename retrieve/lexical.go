@@ -17,6 +17,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/standard"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	"github.com/blevesearch/bleve/v2/mapping"
@@ -270,6 +271,16 @@ func newMapping(an string) *mapping.IndexMappingImpl {
 	sum.Index = false
 	sum.DocValues = false
 	doc.AddFieldMappingsAt(fieldSum, sum)
+	// No "_all" composite field: no query reads it, and indexing every
+	// token a second time there cost about a third of ingest. (An index
+	// made before keeps its stored mapping, and its composite: same hits,
+	// same scores, since no query names it.)
+	for _, fms := range doc.Properties {
+		for _, fm := range fms.Fields {
+			fm.IncludeInAll = false
+		}
+	}
+	doc.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping())
 	m.DefaultMapping = doc
 	return m
 }
@@ -280,13 +291,57 @@ func (l *Lexical) Analyzer() string { return l.name }
 // Terms returns the distinct terms the index's analyzer makes of text, in
 // ascending order, and how many tokens it makes: the field length BM25 uses.
 func (l *Lexical) Terms(text string) ([]string, int) {
+	a := l.Analyze(text)
+	return a.Terms, a.Tokens
+}
+
+// Analysis is what the index's analyzer makes of a text: its distinct terms
+// in ascending order, how often each occurs, and how many tokens it makes
+// (the field length BM25 uses).
+type Analysis struct {
+	Terms  []string
+	Freqs  []int
+	Tokens int
+}
+
+// Analyze runs the index's analyzer over text.
+func (l *Lexical) Analyze(text string) Analysis {
 	ts := l.analyzer.Analyze([]byte(text))
-	out := make([]string, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, string(t.Term))
+	terms := make([]string, len(ts))
+	for i, t := range ts {
+		terms[i] = string(t.Term)
 	}
-	slices.Sort(out)
-	return slices.Compact(out), len(ts)
+	slices.Sort(terms)
+	a := Analysis{Tokens: len(ts)}
+	for i, t := range terms {
+		if i > 0 && t == terms[i-1] {
+			a.Freqs[len(a.Freqs)-1]++
+			continue
+		}
+		a.Terms, a.Freqs = append(a.Terms, t), append(a.Freqs, 1)
+	}
+	return a
+}
+
+// analyzed is an analysis.Analyzer that returns a text's analysis made
+// before (Lexical.Analyze), so that bleve does not analyze it again: a
+// token per occurrence of each term. With term vectors off, bleve keeps of
+// a text field only its terms' frequencies and its token count, which this
+// stream gives exactly.
+type analyzed Analysis
+
+func (a *analyzed) Analyze([]byte) analysis.TokenStream {
+	toks := make([]analysis.Token, a.Tokens)
+	out := make(analysis.TokenStream, 0, a.Tokens)
+	for i, t := range a.Terms {
+		term := []byte(t)
+		for range a.Freqs[i] {
+			tok := &toks[len(out)]
+			tok.Term, tok.Position, tok.Type = term, len(out)+1, analysis.AlphaNumeric
+			out = append(out, tok)
+		}
+	}
+	return out
 }
 
 // Doc is one lexical document: a chunk, the generation that committed it,
@@ -300,6 +355,10 @@ type Doc struct {
 	// FactGen is the generation of the newest of those facts (0 for none),
 	// FirstFactGen of the oldest.
 	FactGen, FirstFactGen int64
+	// Analysis, when set, is Analyze's output for the chunk's text, made
+	// for the corpus statistics: Index then hands it to bleve instead of
+	// analyzing the text a second time.
+	Analysis *Analysis
 }
 
 // Index adds docs to the index, or replaces the documents of the same chunk
@@ -316,7 +375,7 @@ func (l *Lexical) Index(ctx context.Context, docs []Doc) (err error) {
 				return err
 			}
 		}
-		if err := b.Index(d.Chunk.ID, docOf(d)); err != nil {
+		if err := l.add(b, d); err != nil {
 			return fmt.Errorf("%w: chunk %q: %v", ErrLexical, d.Chunk.ID, err)
 		}
 	}
@@ -324,6 +383,25 @@ func (l *Lexical) Index(ctx context.Context, docs []Doc) (err error) {
 		return l.fail(fmt.Errorf("%w: batch of %d: %v", ErrLexical, len(docs), err))
 	}
 	return nil
+}
+
+// add adds d to batch b: mapped as the index's mapping says, with its text
+// field analyzed as d.Analysis says when it is set (and the field keeps no
+// term vectors, whose positions it does not hold).
+func (l *Lexical) add(b *bleve.Batch, d Doc) error {
+	if d.Analysis == nil || len(d.Analysis.Terms) != len(d.Analysis.Freqs) {
+		return b.Index(d.Chunk.ID, docOf(d))
+	}
+	doc := document.NewDocument(d.Chunk.ID)
+	if err := l.idx.Mapping().MapDocument(doc, docOf(d)); err != nil {
+		return err
+	}
+	for i, f := range doc.Fields {
+		if f.Name() == fieldText && !f.Options().IncludeTermVectors() {
+			doc.Fields[i] = document.NewTextFieldCustom(fieldText, f.ArrayPositions(), f.Value(), f.Options(), (*analyzed)(d.Analysis))
+		}
+	}
+	return b.IndexAdvanced(doc)
 }
 
 func docOf(d Doc) map[string]any {

@@ -52,3 +52,50 @@ func cpuTime(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkIngestTurns: the ObliQA corpus ingested on disk by evpack (Open,
+// one Ingest, Close) and by bare bleve (one batch of the texts, Close),
+// taking turns; it reports each system's CPU time per ingest (including
+// the goroutines each starts, which Close waits for) and their ratio.
+//
+//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench 'IngestTurns' -benchtime 3x
+func BenchmarkIngestTurns(b *testing.B) {
+	o := dataset(b)
+	recs, _ := Records(o)
+	ctx := context.Background()
+	var ev, bl time.Duration
+	for b.Loop() {
+		dir := b.TempDir()
+		c0 := cpuTime(b)
+		eng, err := evpack.Open(filepath.Join(dir, "evpack"), evpack.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if err := eng.Close(); err != nil {
+			b.Fatal(err)
+		}
+		c1 := cpuTime(b)
+		idx := bareBleve(b, filepath.Join(dir, "bleve"))
+		batch := idx.NewBatch()
+		for _, r := range recs {
+			if err := batch.Index(r.Chunk.ID, map[string]any{"text": r.Chunk.Text}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := idx.Batch(batch); err != nil {
+			b.Fatal(err)
+		}
+		if err := idx.Close(); err != nil {
+			b.Fatal(err)
+		}
+		c2 := cpuTime(b)
+		ev, bl = ev+c1-c0, bl+c2-c1
+	}
+	n := float64(b.N)
+	b.ReportMetric(ev.Seconds()/n, "evpack-cpu-s")
+	b.ReportMetric(bl.Seconds()/n, "bleve-cpu-s")
+	b.ReportMetric(ev.Seconds()/bl.Seconds(), "cpu-ratio")
+}
