@@ -404,18 +404,13 @@ func (l *Lexical) add(b *bleve.Batch, d Doc) error {
 	return b.IndexAdvanced(doc)
 }
 
+// docOf returns the fields of d's document. A field at its open value (no
+// validity start or end, no retirement, no fact) is left out: bleve indexes
+// sixteen terms of every number, and most chunks have none of those values,
+// so ingest and the index are smaller without them (filter's clauses name
+// the documents they exclude, so a missing field excludes nothing).
 func docOf(d Doc) map[string]any {
 	c := d.Chunk
-	from, to, retired := float64(openFrom), float64(openTo), float64(openTo)
-	if !c.Valid.From.IsZero() {
-		from = float64(c.Valid.From.Days())
-	}
-	if !c.Valid.To.IsZero() {
-		to = float64(c.Valid.To.Days())
-	}
-	if !d.Retired.IsZero() {
-		retired = float64(d.Retired.Days())
-	}
 	anchor := float64(openTo) // undated: never eligible
 	if !c.Anchor.At.IsZero() {
 		anchor = float64(c.Anchor.Day().Days())
@@ -428,11 +423,26 @@ func docOf(d Doc) map[string]any {
 	if tenant == "" {
 		tenant = noTenant
 	}
-	return map[string]any{
+	fields := map[string]any{
 		fieldText: c.Text, fieldTenant: tenant, fieldMeta: meta,
-		fieldAnchorDay: anchor, fieldFrom: from, fieldTo: to, fieldGen: float64(d.Gen), fieldSum: c.ContentHash,
-		fieldRetired: retired, fieldFactGen: float64(d.FactGen), fieldFirstFact: float64(d.FirstFactGen),
+		fieldAnchorDay: anchor, fieldGen: float64(d.Gen), fieldSum: c.ContentHash,
 	}
+	if !c.Valid.From.IsZero() {
+		fields[fieldFrom] = float64(c.Valid.From.Days())
+	}
+	if !c.Valid.To.IsZero() {
+		fields[fieldTo] = float64(c.Valid.To.Days())
+	}
+	if !d.Retired.IsZero() {
+		fields[fieldRetired] = float64(d.Retired.Days())
+	}
+	if d.FactGen != 0 {
+		fields[fieldFactGen] = float64(d.FactGen)
+	}
+	if d.FirstFactGen != 0 {
+		fields[fieldFirstFact] = float64(d.FirstFactGen)
+	}
+	return fields
 }
 
 // Eligibility is the set of chunks a request may see: owned by Tenant,
@@ -505,13 +515,26 @@ func (b *Bounds) Add(c *evidence.Chunk) {
 	b.Tenants[c.Tenant]++
 }
 
-// clauses compiles e into filter clauses, leaving out those that b proves
-// can exclude no committed chunk.
-func (e Eligibility) clauses(b Bounds) []query.Query {
+// filter is an Eligibility compiled into boost-0 clauses: must, which
+// every admitted document matches, and mustNot, which none does.
+//
+// A field at its open value (no validity start or end, no retirement, no
+// fact) is not indexed at all (see docOf), so the clauses on those fields
+// name the documents kept out, never the ones kept: "valid_to ≤ as-of" as a
+// must-not, not "valid_to > as-of" as a must. (An index made when every
+// document held every field gives the same answer: an open value is never
+// inside the excluding range.)
+type filter struct {
+	must, mustNot []query.Query
+}
+
+// filter compiles e, leaving out the clauses that b proves can exclude no
+// committed chunk.
+func (e Eligibility) filter(b Bounds) filter {
 	day := e.AsOf.Days()
 	asOf := float64(day)
 	yes, no := true, false
-	var qs []query.Query
+	var f filter
 	if outside := len(b.Tenants) - b.inScope(e.Tenant); outside > 0 {
 		var scope []query.Query
 		for _, t := range scopeTerms(e.Tenant) {
@@ -521,36 +544,36 @@ func (e Eligibility) clauses(b Bounds) []query.Query {
 			scope = append(scope, tq)
 		}
 		if len(scope) == 1 {
-			qs = append(qs, scope[0])
+			f.must = append(f.must, scope[0])
 		} else {
-			qs = append(qs, bleve.NewDisjunctionQuery(scope...))
+			f.must = append(f.must, bleve.NewDisjunctionQuery(scope...))
 		}
 	}
 	if e.Pinned && !e.FewerAfter {
 		upTo := float64(e.UpTo)
 		gen := bleve.NewNumericRangeInclusiveQuery(nil, &upTo, nil, &yes)
 		gen.SetField(fieldGen)
-		qs = append(qs, gen)
+		f.must = append(f.must, gen)
 	}
 	if b.Undated || b.MaxAnchorDay > day {
 		anchor := bleve.NewNumericRangeInclusiveQuery(nil, &asOf, nil, &yes)
 		anchor.SetField(fieldAnchorDay)
-		qs = append(qs, anchor)
+		f.must = append(f.must, anchor)
 	}
-	if b.MaxFrom > day {
-		from := bleve.NewNumericRangeInclusiveQuery(nil, &asOf, nil, &yes)
+	if b.MaxFrom > day { // not yet in force
+		from := bleve.NewNumericRangeInclusiveQuery(&asOf, nil, &no, nil)
 		from.SetField(fieldFrom)
-		qs = append(qs, from)
+		f.mustNot = append(f.mustNot, from)
 	}
-	if b.MinTo <= day {
-		to := bleve.NewNumericRangeInclusiveQuery(&asOf, nil, &no, nil)
+	if b.MinTo <= day { // no longer in force
+		to := bleve.NewNumericRangeInclusiveQuery(nil, &asOf, nil, &yes)
 		to.SetField(fieldTo)
-		qs = append(qs, to)
+		f.mustNot = append(f.mustNot, to)
 	}
-	if b.MinRetired <= day {
-		notYet := bleve.NewNumericRangeInclusiveQuery(&asOf, nil, &no, nil)
-		notYet.SetField(fieldRetired)
-		kept := []query.Query{notYet}
+	if b.MinRetired <= day { // retired by a fact, unless kept
+		retired := bleve.NewNumericRangeInclusiveQuery(nil, &asOf, nil, &yes)
+		retired.SetField(fieldRetired)
+		var kept []query.Query
 		if e.Pinned {
 			upTo := float64(e.UpTo)
 			later := bleve.NewNumericRangeInclusiveQuery(&upTo, nil, &no, nil)
@@ -560,42 +583,50 @@ func (e Eligibility) clauses(b Bounds) []query.Query {
 		if len(e.Readmit) > 0 {
 			kept = append(kept, bleve.NewDocIDQuery(e.Readmit))
 		}
-		if len(kept) == 1 {
-			qs = append(qs, notYet)
+		if len(kept) == 0 {
+			f.mustNot = append(f.mustNot, retired)
 		} else {
+			out := bleve.NewBooleanQuery()
+			out.AddMust(retired)
 			for _, q := range kept {
 				q.(query.BoostableQuery).SetBoost(0)
+				out.AddMustNot(q)
 			}
-			qs = append(qs, bleve.NewDisjunctionQuery(kept...))
+			f.mustNot = append(f.mustNot, out)
 		}
 	}
-	for _, f := range e.Filters {
-		fq := bleve.NewTermQuery(f.Key + "=" + f.Value)
+	for _, fl := range e.Filters {
+		fq := bleve.NewTermQuery(fl.Key + "=" + fl.Value)
 		fq.SetField(fieldMeta)
-		qs = append(qs, fq)
+		f.must = append(f.must, fq)
+	}
+	if e.Pinned && e.FewerAfter {
+		f.mustNot = append(f.mustNot, afterGeneration(e.UpTo))
 	}
 	// Boost 0: the clauses restrict the match set and add nothing to a score
 	// (nor to the query norm, which sums squared boosted weights).
-	for _, q := range qs {
+	for _, q := range slices.Concat(f.must, f.mustNot) {
 		q.(query.BoostableQuery).SetBoost(0)
 	}
-	return qs
+	return f
 }
 
+// none reports whether f admits every document.
+func (f filter) none() bool { return len(f.must) == 0 && len(f.mustNot) == 0 }
+
 // restrict returns q limited to the documents e admits: q conjoined with
-// e's clauses (see clauses) and, for a pinned request with few later
-// documents, with those documents kept out. Search and Eligible share it, so
-// the eligible set a test reads is the one every search runs over.
+// e's must clauses, and with its must-not clauses kept out (see filter).
+// Search and Eligible share it, so the eligible set a test reads is the one
+// every search runs over.
 func (e Eligibility) restrict(q query.Query, b Bounds) query.Query {
-	if cl := e.clauses(b); len(cl) > 0 {
-		q = bleve.NewConjunctionQuery(append([]query.Query{q}, cl...)...)
+	f := e.filter(b)
+	if len(f.must) > 0 {
+		q = bleve.NewConjunctionQuery(append([]query.Query{q}, f.must...)...)
 	}
-	if e.Pinned && e.FewerAfter {
-		later := afterGeneration(e.UpTo)
-		later.SetBoost(0)
+	if len(f.mustNot) > 0 {
 		bq := bleve.NewBooleanQuery()
 		bq.AddMust(q)
-		bq.AddMustNot(later)
+		bq.AddMustNot(f.mustNot...)
 		q = bq
 	}
 	return q
