@@ -63,7 +63,7 @@ func ExampleOpenMemory() {
 	// This Act applies to every licensed firm that keeps books and records of client transactions.
 	//
 	// Trace:
-	// - lexical: 5 hits among chunks eligible as of 2020-06-30, kept 5
+	// - lexical: kept 5 of the chunks eligible as of 2020-06-30 that match
 	// - fused 5 (rrf k=60 lexical=1)
 	// - pool 5
 	// - reranked 5
