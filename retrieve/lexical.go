@@ -623,8 +623,8 @@ type Result struct {
 //
 // It prunes (MaxScore over bleve's postings, see maxscore.go) and returns
 // exactly what SearchExhaustive returns, the same IDs with the same scores in
-// the same order, for every question; a question of more tokens than bleve's
-// slice disjunction takes (searcher.DisjunctionHeapTakeover) is answered by
+// the same order, for every question. The rare question whose pruned scores
+// cannot be shown to round as bleve's do (see nearBoundary) is answered by
 // SearchExhaustive itself.
 func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b Bounds, n int, stats BM25Stats) (Result, error) {
 	if n <= 0 {

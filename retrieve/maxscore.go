@@ -42,9 +42,17 @@ import (
 //     searcher adds their zero scores to the disjunction's, which leaves it
 //     unchanged, and their weights (zero) leave the norm unchanged.
 //
-// A longer question goes to bleve's heap disjunction, whose order of
-// summation follows the heap's history, which pruning cannot replay; such
-// questions take the exhaustive path (see Search).
+// A longer question goes to bleve's heap disjunction, which derives the norm
+// from its searchers in token order (unsorted) and sums a document's scores
+// in the order its heap pops them, an order that follows the heap's whole
+// history and that pruning cannot replay. There the pruned search sums in
+// token order: the searchers' scores are bleve's bits, their sum may differ
+// from bleve's in the last bits, by at most (2m+2) roundings of the score for
+// m matching searchers (recursive summation of positive terms). That moves
+// the quantized score only if a rounding boundary lies that close; a scored
+// document that close to one (about 1 in 10^6) and not below the final cut
+// sends the whole question to the exhaustive path, so the hits are bleve's
+// in every case.
 //
 // The top n are then ranked as the exhaustive path ranks them: by score
 // quantized to ScoreQuantum, descending, then chunk ID. The collector keeps
@@ -84,6 +92,11 @@ type prunedSearch struct {
 	// ubPrefix[i] bounds the score of a document that matches terms[:i] only.
 	ubPrefix []float64
 	filter   *eligibleFilter
+	// heap: bleve takes the question by its heap disjunction, whose order of
+	// summation this search does not replay; risky holds the quantized
+	// scores of the documents scored within reach of a rounding boundary.
+	heap  bool
+	risky []float64
 }
 
 // errUnprunable says the question needs the exhaustive path.
@@ -100,8 +113,8 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 	if len(tokens) == 0 {
 		return nil, nil, nil // bleve: a match-none searcher
 	}
-	if len(tokens) > searcher.DisjunctionHeapTakeover {
-		return nil, nil, errUnprunable{"more tokens than bleve's slice disjunction takes"}
+	if searcher.DisjunctionMaxClauseCount != 0 && len(tokens) > searcher.DisjunctionMaxClauseCount {
+		return nil, nil, errUnprunable{"more tokens than bleve takes (its error is the answer)"}
 	}
 	adv, err := l.idx.Advanced()
 	if err != nil {
@@ -123,9 +136,14 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 	if ps.filter, err = newEligibleFilter(ctx, r, l.idx, elig, b); err != nil {
 		return nil, nil, err
 	}
-	top, err := ps.run(ctx, n)
+	top, cut, err := ps.run(ctx, n)
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, q := range ps.risky {
+		if q >= cut {
+			return nil, nil, errUnprunable{"a score a few roundings from a quantum boundary, summed in another order than bleve's heap"}
+		}
 	}
 	type scored struct {
 		Hit
@@ -178,7 +196,7 @@ func (l *Lexical) newPrunedSearch(ctx context.Context, r index.IndexReader, toke
 	if !(avg > 0) || math.IsInf(avg, 0) {
 		return nil, errUnprunable{"no average field length"}
 	}
-	ps := &prunedSearch{total: len(tokens), avg: avg}
+	ps := &prunedSearch{total: len(tokens), avg: avg, heap: len(tokens) > searcher.DisjunctionHeapTakeover}
 	byTerm := map[string]*prunedTerm{}
 	slots := make(slotList, len(tokens))
 	for i, tok := range tokens {
@@ -200,9 +218,12 @@ func (l *Lexical) newPrunedSearch(ctx context.Context, r index.IndexReader, toke
 		t.mult++
 		slots[i] = t
 	}
-	// The disjunction's order: its searchers sorted by Count with sort.Sort
-	// (not stable), which this replays on a list in the same initial order.
-	sort.Sort(slots)
+	// The slice disjunction's order: its searchers sorted by Count with
+	// sort.Sort (not stable), which this replays on a list in the same
+	// initial order. The heap disjunction keeps token order.
+	if !ps.heap {
+		sort.Sort(slots)
+	}
 	weights := 0.0
 	for _, t := range slots {
 		boosted := 1.0 * t.idf // TermQueryScorer.Weight: (boost × idf)²
@@ -399,13 +420,17 @@ func (h *topQ) floor() float64 {
 // Invariant: a document is passed over only when a bound on its score,
 // times 1+pruneEps, is below floor(), so its quantized score is below the
 // n-th best.
-func (ps *prunedSearch) run(ctx context.Context, n int) ([]candidate, error) {
+//
+// It returns the candidates and the cut: the least quantized score that
+// could still be among the top n, bleve's rounding aside (-Inf while fewer
+// than n documents matched).
+func (ps *prunedSearch) run(ctx context.Context, n int) ([]candidate, float64, error) {
 	top := &topQ{n: n}
 	ess := 0
 	for steps := 0; ; steps++ {
 		if steps%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		floor := top.floor()
@@ -437,7 +462,7 @@ func (ps *prunedSearch) run(ctx context.Context, n int) ([]candidate, error) {
 		if ok && ps.filter != nil {
 			var err error
 			if ok, err = ps.filter.admits(d); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		// non-essential terms, largest bound first, while the document can
@@ -446,7 +471,7 @@ func (ps *prunedSearch) run(ctx context.Context, n int) ([]candidate, error) {
 		for i := ess - 1; ok && i >= 0; i-- {
 			t := ps.terms[i]
 			if err := t.advance(d); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			rest = i
 			t.hit = !t.done && t.cur == d
@@ -466,7 +491,11 @@ func (ps *prunedSearch) run(ctx context.Context, n int) ([]candidate, error) {
 				}
 			}
 			raw = raw * (float64(m) / float64(ps.total))
-			top.offer(candidate{num: d, raw: raw, q: quantize(raw)})
+			c := candidate{num: d, raw: raw, q: quantize(raw)}
+			if ps.heap && nearBoundary(raw, m) {
+				ps.risky = append(ps.risky, c.q)
+			}
+			top.offer(c)
 		}
 		for _, t := range ps.terms[:ess] {
 			t.hit = false
@@ -474,13 +503,31 @@ func (ps *prunedSearch) run(ctx context.Context, n int) ([]candidate, error) {
 		for _, t := range ps.terms[ess:] {
 			if t.hit {
 				if err := t.next(); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 			}
 			t.hit = false
 		}
 	}
-	return append(top.heap, top.ties...), nil
+	cut := math.Inf(-1)
+	if top.full() {
+		cut = top.min() - 1.5*ScoreQuantum // a quantum below may tie when rounded otherwise
+	}
+	return append(top.heap, top.ties...), cut, nil
+}
+
+// nearBoundary reports whether raw, a sum of m positive searcher scores times
+// the coordination factor, lies close enough to a rounding boundary of
+// quantize that the same terms summed in another order might round to the
+// neighbouring quantum. Two recursive sums of m positive terms differ by at
+// most 2(m-1) roundings of the sum; the coordination product and the division
+// by ScoreQuantum add four more. The margin allows (2m+8) roundings, and ten
+// per cent.
+func nearBoundary(raw float64, m int) bool {
+	y := raw / ScoreQuantum
+	const u = 0x1p-53 // unit roundoff of float64
+	margin := float64(2*m+8) * u * math.Abs(y) * 1.1
+	return math.Abs(y-(math.Floor(y)+0.5)) <= margin
 }
 
 // bound bounds the score of a document whose known terms score sum over m
