@@ -288,7 +288,7 @@ func TestNearBoundary(t *testing.T) {
 		m    int
 		want bool
 	}{
-		{0.5e-9, 3, true},            // exactly half a quantum
+		{0.5e-9, 3, true}, // exactly half a quantum
 		{(12345 + 0.5) * 1e-9, 3, true},
 		{0.25e-9, 3, false},
 		{12345.25e-9, 20, false},
