@@ -160,5 +160,5 @@ func TestFilterRunsInsideTheIndexQuery(t *testing.T) {
 	p, err := e.Query(ctx, Request{Question: "capital buffer", AsOf: asof.MustDate("2021-01-01")})
 	require.NoError(t, err)
 	require.Equal(t, []string{"old"}, citedIDs(p))
-	require.Equal(t, "lexical: 1 hits among chunks eligible as of 2021-01-01, kept 1", p.Trace.Steps[0])
+	require.Equal(t, "lexical: kept 1 of the chunks eligible as of 2021-01-01 that match", p.Trace.Steps[0])
 }

@@ -851,10 +851,12 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 		if err != nil {
 			return nil, err
 		}
-		if res.Total == 0 {
+		// The line names what the request determines, never how many
+		// chunks matched: the pruned search does not count them.
+		if len(res.Hits) == 0 {
 			steps = append(steps, fmt.Sprintf("lexical: 0 chunks eligible as of %s match", h.AsOf))
 		} else {
-			steps = append(steps, fmt.Sprintf("lexical: %d hits among chunks eligible as of %s, kept %d", res.Total, h.AsOf, len(res.Hits)))
+			steps = append(steps, fmt.Sprintf("lexical: kept %d of the chunks eligible as of %s that match", len(res.Hits), h.AsOf))
 		}
 		ids := make([]string, len(res.Hits))
 		for i, hit := range res.Hits {

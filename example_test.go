@@ -63,13 +63,13 @@ func ExampleOpenMemory() {
 	// This Act applies to every licensed firm that keeps books and records of client transactions.
 	//
 	// Trace:
-	// - lexical: 5 hits among chunks eligible as of 2020-06-30, kept 5
+	// - lexical: kept 5 of the chunks eligible as of 2020-06-30 that match
 	// - fused 5 (rrf k=60 lexical=1)
 	// - pool 5
 	// - reranked 5
 	// - dropped 0
 	// - cited 2
-	// hash: blake3:bb96546bd4a9fd7313bf966958d49f0a10b85ad0f701b30c10c93eda82b6e41e
+	// hash: blake3:ecd9f01386dd41810c1219a38cf0beaa469f0e5c47b0435280d9686caf7e0874
 }
 
 // An index on disk outlives the process: Open creates it in an empty

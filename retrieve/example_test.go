@@ -83,7 +83,7 @@ func ExampleEmbedder() {
 	}
 	// Output:
 	// dense: exact int8 scan, hashing-words/v1 dims=64
-	// - lexical: 6 hits among chunks eligible as of 2026-01-15, kept 6
+	// - lexical: kept 6 of the chunks eligible as of 2026-01-15 that match
 	// - dense: exact scan of 6 chunks eligible as of 2026-01-15, kept 6
 	// - fused 6 (rrf k=60 lexical=1 dense=1)
 	// - pool 6

@@ -101,8 +101,11 @@ func (o LexicalOptions) analyzer() (string, error) {
 type Lexical struct {
 	idx      bleve.Index
 	analyzer analysis.Analyzer
-	name     string
-	facts    bool // the mapping has the fact fields (HoldsFacts)
+	// textAnalyzer is the one bleve's match query uses on the text field
+	// (the field's, by the mapping): the pruned search analyzes with it.
+	textAnalyzer analysis.Analyzer
+	name         string
+	facts        bool // the mapping has the fact fields (HoldsFacts)
 
 	// failed is why the index may no longer be touched, or nil. After a
 	// write that bleve could not persist (a full disk), bleve's in-memory
@@ -181,7 +184,12 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 	if facts {
 		_, facts = im.DefaultMapping.Properties[fieldFirstFact]
 	}
-	return &Lexical{idx: idx, analyzer: a, name: im.DefaultAnalyzer, facts: facts}, nil
+	ta := idx.Mapping().AnalyzerNamed(idx.Mapping().AnalyzerNameForPath(fieldText))
+	if ta == nil {
+		idx.Close()
+		return nil, fmt.Errorf("%w: analyzer of field %q unavailable", ErrLexical, fieldText)
+	}
+	return &Lexical{idx: idx, analyzer: a, textAnalyzer: ta, name: im.DefaultAnalyzer, facts: facts}, nil
 }
 
 // HoldsFacts reports whether the index was made with the fields that record
@@ -710,14 +718,23 @@ type Hit struct {
 	Score float64 // BM25, quantized to ScoreQuantum
 }
 
-// Result is a ranked lexical list and how many chunks matched.
+// Result is a ranked lexical list.
+//
+// It carries no count of the chunks that matched: the pruned search does not
+// score, nor even read, most of them.
 type Result struct {
-	Hits  []Hit
-	Total uint64 // eligible chunks matching any query term
+	Hits []Hit
 }
 
-// Search returns up to n eligible chunks ranked by BM25 for text.
-// b must describe the committed index (see Bounds).
+// Search returns up to n eligible chunks ranked by BM25 for text: the n best
+// by score quantized to ScoreQuantum, descending, then chunk ID. b must
+// describe the committed index (see Bounds).
+//
+// It prunes (MaxScore over bleve's postings, see maxscore.go) and returns
+// exactly what SearchExhaustive returns, the same IDs with the same scores in
+// the same order, for every question. The rare question whose pruned scores
+// cannot be shown to round as bleve's do (see nearBoundary) is answered by
+// SearchExhaustive itself.
 func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b Bounds, n int, stats BM25Stats) (Result, error) {
 	if n <= 0 {
 		return Result{}, nil
@@ -725,25 +742,31 @@ func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b B
 	if err := l.usable(); err != nil {
 		return Result{}, err
 	}
-	mq := bleve.NewMatchQuery(text)
-	mq.SetField(fieldText)
-	var q query.Query = mq
-	if stats.DocFreq != nil {
-		q = &scopedMatch{MatchQuery: mq, df: stats.DocFreq}
+	hits, _, err := l.searchPruned(ctx, text, elig, b, n, stats)
+	var unprunable errUnprunable
+	if errors.As(err, &unprunable) {
+		return l.SearchExhaustive(ctx, text, elig, b, n, stats)
 	}
-	q = elig.restrict(q, b)
-	var pre map[string]any
-	if stats.Docs > 0 {
-		pre = map[string]any{search.BM25PreSearchDataKey: &search.BM25Stats{
-			DocCount: float64(stats.Docs),
-			// The other fields are filters with boost 0; bleve still asks
-			// for their statistics, and any positive figure will do.
-			FieldCardinality: map[string]int{fieldText: int(stats.Tokens),
-				fieldTenant: int(stats.Docs), fieldMeta: int(stats.Docs), fieldAnchorDay: int(stats.Docs),
-				fieldFrom: int(stats.Docs), fieldTo: int(stats.Docs), fieldGen: int(stats.Docs),
-				fieldRetired: int(stats.Docs), fieldFactGen: int(stats.Docs), fieldFirstFact: int(stats.Docs)},
-		}}
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		return Result{}, err
 	}
+	return Result{Hits: hits}, nil
+}
+
+// SearchExhaustive is Search by bleve's own match query, which scores every
+// posting of every question term: the reference the pruned search is tested
+// against, and the peer it is measured with.
+func (l *Lexical) SearchExhaustive(ctx context.Context, text string, elig Eligibility, b Bounds, n int, stats BM25Stats) (Result, error) {
+	if n <= 0 {
+		return Result{}, nil
+	}
+	if err := l.usable(); err != nil {
+		return Result{}, err
+	}
+	q, pre := exhaustiveQuery(text, elig, b, stats)
 	// bleve orders by raw score only (ties by its internal doc number, which
 	// depends on segment layout). Fetch one past the cut, quantize, re-sort
 	// with the ID tie-break, and fetch more while the lowest fetched score
@@ -776,8 +799,33 @@ func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b B
 			}
 			hits = hits[:n]
 		}
-		return Result{Hits: hits, Total: res.Total}, nil
+		return Result{Hits: hits}, nil
 	}
+}
+
+// exhaustiveQuery is bleve's query for text restricted by elig, and the
+// search request's pre-search data that hands bleve the scope's statistics.
+func exhaustiveQuery(text string, elig Eligibility, b Bounds, stats BM25Stats) (query.Query, map[string]any) {
+	mq := bleve.NewMatchQuery(text)
+	mq.SetField(fieldText)
+	var q query.Query = mq
+	if stats.DocFreq != nil {
+		q = &scopedMatch{MatchQuery: mq, df: stats.DocFreq}
+	}
+	q = elig.restrict(q, b)
+	var pre map[string]any
+	if stats.Docs > 0 {
+		pre = map[string]any{search.BM25PreSearchDataKey: &search.BM25Stats{
+			DocCount: float64(stats.Docs),
+			// The other fields are filters with boost 0; bleve still asks
+			// for their statistics, and any positive figure will do.
+			FieldCardinality: map[string]int{fieldText: int(stats.Tokens),
+				fieldTenant: int(stats.Docs), fieldMeta: int(stats.Docs), fieldAnchorDay: int(stats.Docs),
+				fieldFrom: int(stats.Docs), fieldTo: int(stats.Docs), fieldGen: int(stats.Docs),
+				fieldRetired: int(stats.Docs), fieldFactGen: int(stats.Docs), fieldFirstFact: int(stats.Docs)},
+		}}
+	}
+	return q, pre
 }
 
 func quantize(score float64) float64 { return math.Round(score/ScoreQuantum) * ScoreQuantum }

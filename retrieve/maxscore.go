@@ -1,0 +1,599 @@
+package retrieve
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/scorer"
+	"github.com/blevesearch/bleve/v2/search/searcher"
+	index "github.com/blevesearch/bleve_index_api"
+)
+
+// Pruned top-k BM25 (MaxScore) over bleve's postings.
+//
+// bleve answers a match query exhaustively: every posting of every question
+// term is decoded and scored. prunedSearch reads the same postings through
+// the same index reader and scores a document with the float operations
+// bleve v2.6.3 performs, in the same order, so that a raw score is the bits
+// bleve would compute:
+//
+//   - the match query makes one term searcher per analyzed token (a
+//     duplicate token is a second searcher), all of boost 1, under a
+//     disjunction of minimum 1;
+//   - a term searcher's idf is log(1 + (N - df + 0.5)/(df + 0.5)) with N the
+//     BM25 document count and df its reader's Count (the scope's document
+//     frequency when BM25Stats.DocFreq is set, see scopedMatch); avgdl is
+//     ceil(field tokens / N);
+//   - the disjunction (up to searcher.DisjunctionHeapTakeover searchers) sorts
+//     its searchers by Count with sort.Sort, derives the query norm
+//     1/sqrt(sum of idf^2) in that order, and scores a document as the sum,
+//     in that order, of its matching searchers' scores times the coordination
+//     factor matching/total; a searcher's score is
+//     idf*(tf*k1)/(tf + k1*(1 - b + b*len/avgdl)) times idf*norm;
+//   - the eligibility clauses around it have boost 0: a conjunction or boolean
+//     searcher adds their zero scores to the disjunction's, which leaves it
+//     unchanged, and their weights (zero) leave the norm unchanged.
+//
+// A longer question goes to bleve's heap disjunction, which derives the norm
+// from its searchers in token order (unsorted) and sums a document's scores
+// in the order its heap pops them, an order that follows the heap's whole
+// history and that pruning cannot replay. There the pruned search sums in
+// token order: the searchers' scores are bleve's bits, their sum may differ
+// from bleve's in the last bits, by at most (2m+2) roundings of the score for
+// m matching searchers (recursive summation of positive terms). That moves
+// the quantized score only if a rounding boundary lies that close; a scored
+// document that close to one (about 1 in 10^6) and not below the final cut
+// sends the whole question to the exhaustive path, so the hits are bleve's
+// in every case.
+//
+// The top n are then ranked as the exhaustive path ranks them: by score
+// quantized to ScoreQuantum, descending, then chunk ID. The collector keeps
+// the n best quantized scores and every document tying the n-th, and only
+// those have their external IDs resolved.
+
+// pruneEps is the relative margin by which a bound must fall below the n-th
+// best score before a document is passed over: bounds are summed in another
+// order than scores, with a few roundings of relative size 1e-16 each.
+const pruneEps = 1e-9
+
+// prunedTerm is one distinct term of the question.
+type prunedTerm struct {
+	term  string
+	tfr   index.TermFieldReader
+	tfd   index.TermFieldDoc
+	cur   uint64 // the reader's current document; valid while !done
+	freq  uint64
+	norm  float64
+	done  bool
+	df    uint64
+	idf   float64
+	qw    float64 // query weight: boost (1) × idf × query norm
+	mult  int     // how many of the question's tokens it is
+	ub    float64 // bound on mult × one searcher's score, with margin
+	score float64 // the current document's score for one searcher
+	hit   bool    // the current candidate contains the term
+}
+
+// prunedSearch is one pruned search: the question's terms, bleve's order of
+// summation, and the eligibility filter.
+type prunedSearch struct {
+	terms []*prunedTerm // by bound ascending, then term
+	order []int         // bleve's summation order: terms index per searcher
+	total int           // searchers (tokens, duplicates included)
+	avg   float64
+	// ubPrefix[i] bounds the score of a document that matches terms[:i] only.
+	ubPrefix []float64
+	filter   *eligibleFilter
+	// heap: bleve takes the question by its heap disjunction, whose order of
+	// summation this search does not replay; risky holds the quantized
+	// scores of the documents scored within reach of a rounding boundary.
+	heap  bool
+	risky []float64
+}
+
+// errUnprunable says the question needs the exhaustive path.
+type errUnprunable struct{ why string }
+
+func (e errUnprunable) Error() string { return "retrieve: not prunable: " + e.why }
+
+// searchPruned returns what the exhaustive search returns (see Search), or
+// errUnprunable when the question must take that path.
+// Beside the hits it returns their raw scores, for tests to compare bit for
+// bit with bleve's.
+func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibility, b Bounds, n int, stats BM25Stats) ([]Hit, []float64, error) {
+	tokens := l.textAnalyzer.Analyze([]byte(text))
+	if len(tokens) == 0 {
+		return nil, nil, nil // bleve: a match-none searcher
+	}
+	if searcher.DisjunctionMaxClauseCount != 0 && len(tokens) > searcher.DisjunctionMaxClauseCount {
+		return nil, nil, errUnprunable{"more tokens than bleve takes (its error is the answer)"}
+	}
+	adv, err := l.idx.Advanced()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: pruned search: %v", ErrLexical, err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: pruned search: reader: %v", ErrLexical, err)
+	}
+	defer r.Close()
+
+	ps, err := l.newPrunedSearch(ctx, r, tokens, stats)
+	if ps != nil {
+		defer ps.close()
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if ps.filter, err = newEligibleFilter(ctx, r, l.idx, elig, b); err != nil {
+		return nil, nil, err
+	}
+	top, cut, err := ps.run(ctx, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, q := range ps.risky {
+		if q >= cut {
+			return nil, nil, errUnprunable{"a score a few roundings from a quantum boundary, summed in another order than bleve's heap"}
+		}
+	}
+	type scored struct {
+		Hit
+		raw float64
+	}
+	hits := make([]scored, len(top))
+	var idb [8]byte
+	for i, c := range top {
+		binary.BigEndian.PutUint64(idb[:], c.num)
+		id, err := r.ExternalID(idb[:])
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: pruned search: external ID of %d: %v", ErrLexical, c.num, err)
+		}
+		hits[i] = scored{Hit{ID: id, Score: c.q}, c.raw}
+	}
+	slices.SortFunc(hits, func(a, b scored) int { return compareHits(a.Hit, b.Hit) })
+	hits = hits[:min(n, len(hits))]
+	out, raw := make([]Hit, len(hits)), make([]float64, len(hits))
+	for i, h := range hits {
+		out[i], raw[i] = h.Hit, h.raw
+	}
+	return out, raw, nil
+}
+
+// newPrunedSearch opens a term reader per distinct token and derives what
+// bleve's term and disjunction searchers would: idf, query norm, order.
+func (l *Lexical) newPrunedSearch(ctx context.Context, r index.IndexReader, tokens analysis.TokenStream, stats BM25Stats) (*prunedSearch, error) {
+	var docs uint64
+	var card int
+	if stats.Docs > 0 {
+		// as bleve reads search.BM25Stats: the count converted from float64
+		docs, card = uint64(float64(stats.Docs)), int(stats.Tokens)
+	} else {
+		var err error
+		if docs, err = r.DocCount(); err != nil {
+			return nil, fmt.Errorf("%w: pruned search: doc count: %v", ErrLexical, err)
+		}
+		br, ok := r.(index.BM25Reader)
+		if !ok {
+			return nil, errUnprunable{"reader without field cardinality"}
+		}
+		if card, err = br.FieldCardinality(fieldText); err != nil {
+			return nil, fmt.Errorf("%w: pruned search: field cardinality: %v", ErrLexical, err)
+		}
+	}
+	if docs == 0 {
+		return nil, errUnprunable{"no documents (bleve falls back to tf-idf)"}
+	}
+	avg := math.Ceil(float64(card) / float64(docs))
+	if !(avg > 0) || math.IsInf(avg, 0) {
+		return nil, errUnprunable{"no average field length"}
+	}
+	ps := &prunedSearch{total: len(tokens), avg: avg, heap: len(tokens) > searcher.DisjunctionHeapTakeover}
+	byTerm := map[string]*prunedTerm{}
+	slots := make(slotList, len(tokens))
+	for i, tok := range tokens {
+		t := byTerm[string(tok.Term)]
+		if t == nil {
+			tfr, err := r.TermFieldReader(ctx, tok.Term, fieldText, true, true, false)
+			if err != nil {
+				return ps, fmt.Errorf("%w: pruned search: term %q: %v", ErrLexical, tok.Term, err)
+			}
+			t = &prunedTerm{term: string(tok.Term), tfr: tfr, df: tfr.Count()}
+			if stats.DocFreq != nil {
+				t.df = stats.DocFreq[t.term]
+			}
+			// scorer.TermQueryScorer.computeIDF, BM25 branch
+			t.idf = math.Log(1 + (float64(docs)-float64(t.df)+0.5)/(float64(t.df)+0.5))
+			byTerm[t.term] = t
+			ps.terms = append(ps.terms, t)
+		}
+		t.mult++
+		slots[i] = t
+	}
+	// The slice disjunction's order: its searchers sorted by Count with
+	// sort.Sort (not stable), which this replays on a list in the same
+	// initial order. The heap disjunction keeps token order.
+	if !ps.heap {
+		sort.Sort(slots)
+	}
+	weights := 0.0
+	for _, t := range slots {
+		boosted := 1.0 * t.idf // TermQueryScorer.Weight: (boost × idf)²
+		weights += boosted * boosted
+	}
+	qnorm := 1.0 / math.Sqrt(weights)
+	for _, t := range ps.terms {
+		t.qw = 1.0 * t.idf * qnorm
+		// tf·k1/(tf + k1·x) < k1 for x ≥ 1-b > 0: one searcher scores
+		// below idf·k1·qw.
+		t.ub = float64(t.mult) * t.idf * search.BM25_k1 * t.qw * (1 + pruneEps)
+	}
+	slices.SortFunc(ps.terms, func(a, b *prunedTerm) int {
+		return cmp.Or(cmp.Compare(a.ub, b.ub), cmp.Compare(a.term, b.term))
+	})
+	pos := make(map[*prunedTerm]int, len(ps.terms))
+	for i, t := range ps.terms {
+		pos[t] = i
+	}
+	ps.order = make([]int, len(slots))
+	for i, t := range slots {
+		ps.order[i] = pos[t]
+	}
+	// A document matching only terms[:i] scores at most their bounds'
+	// sum times the coordination factor of all their searchers.
+	ps.ubPrefix = make([]float64, len(ps.terms)+1)
+	sum, m := 0.0, 0
+	for i, t := range ps.terms {
+		sum += t.ub
+		m += t.mult
+		ps.ubPrefix[i+1] = sum * float64(m) / float64(ps.total) * (1 + pruneEps)
+	}
+	for _, t := range ps.terms {
+		if err := t.next(); err != nil {
+			return ps, err
+		}
+	}
+	return ps, nil
+}
+
+// slotList is the question's term searchers in token order, sorted as
+// bleve's OrderedSearcherList sorts them.
+type slotList []*prunedTerm
+
+func (s slotList) Len() int           { return len(s) }
+func (s slotList) Less(i, j int) bool { return s[i].df < s[j].df }
+func (s slotList) Swap(i, j int)      { s[i], s[j] = s[j], s[i] }
+
+// next moves t to its next posting.
+func (t *prunedTerm) next() error {
+	d, err := t.tfr.Next(&t.tfd)
+	return t.take(d, err)
+}
+
+// advance moves t to its first posting at or after document num.
+func (t *prunedTerm) advance(num uint64) error {
+	if t.done || t.cur >= num {
+		return nil
+	}
+	var idb [8]byte
+	binary.BigEndian.PutUint64(idb[:], num)
+	d, err := t.tfr.Advance(idb[:], &t.tfd)
+	return t.take(d, err)
+}
+
+func (t *prunedTerm) take(d *index.TermFieldDoc, err error) error {
+	if err != nil {
+		return fmt.Errorf("%w: pruned search: postings of %q: %v", ErrLexical, t.term, err)
+	}
+	if d == nil {
+		t.done = true
+		return nil
+	}
+	if len(d.ID) != 8 {
+		return fmt.Errorf("%w: pruned search: postings of %q: internal ID of %d bytes", ErrLexical, t.term, len(d.ID))
+	}
+	t.cur, t.freq, t.norm = binary.BigEndian.Uint64(d.ID), d.Freq, d.Norm
+	return nil
+}
+
+// searcherScore is one term searcher's score for the current posting,
+// computed as scorer.TermQueryScorer.Score computes it (BM25 branch), with
+// the same expressions so that a compiler fuses (or not) as it does there.
+func (t *prunedTerm) searcherScore(avg float64) float64 {
+	var tf float64
+	if t.freq < scorer.MaxSqrtCache {
+		tf = scorer.SqrtCache[int(t.freq)]
+	} else {
+		tf = math.Sqrt(float64(t.freq))
+	}
+	fieldLength := 1 / (t.norm * t.norm)
+	score := t.idf * (tf * search.BM25_k1) /
+		(tf + search.BM25_k1*(1-search.BM25_b+(search.BM25_b*fieldLength/avg)))
+	if t.qw != 1.0 {
+		score = score * t.qw
+	}
+	return score
+}
+
+func (ps *prunedSearch) close() {
+	for _, t := range ps.terms {
+		t.tfr.Close()
+	}
+	if ps.filter != nil {
+		ps.filter.close()
+	}
+}
+
+// candidate is a scored document, by internal number.
+type candidate struct {
+	num uint64
+	raw float64
+	q   float64 // raw quantized
+}
+
+// topQ keeps the n best quantized scores and every document that ties the
+// n-th of them: a superset of the top n by (quantized score, ID) whatever the
+// IDs. Invariant: every document it dropped scores, quantized, strictly
+// below min() once full.
+type topQ struct {
+	n    int
+	heap []candidate // min-heap by q
+	ties []candidate // q == heap[0].q, not in heap
+}
+
+func (h *topQ) full() bool { return len(h.heap) >= h.n }
+
+func (h *topQ) min() float64 { return h.heap[0].q }
+
+func (h *topQ) offer(c candidate) {
+	if !h.full() {
+		h.heap = append(h.heap, c)
+		h.up(len(h.heap) - 1)
+		return
+	}
+	switch m := h.heap[0].q; {
+	case c.q < m:
+	case c.q == m:
+		h.ties = append(h.ties, c)
+	default:
+		out := h.heap[0]
+		h.heap[0] = c
+		h.down(0)
+		if h.heap[0].q == out.q {
+			h.ties = append(h.ties, out)
+		} else {
+			h.ties = h.ties[:0] // they tied a score now below the cut
+		}
+	}
+}
+
+func (h *topQ) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if h.heap[p].q <= h.heap[i].q {
+			return
+		}
+		h.heap[p], h.heap[i] = h.heap[i], h.heap[p]
+		i = p
+	}
+}
+
+func (h *topQ) down(i int) {
+	for {
+		l, s := 2*i+1, i
+		if l < len(h.heap) && h.heap[l].q < h.heap[s].q {
+			s = l
+		}
+		if r := l + 1; r < len(h.heap) && h.heap[r].q < h.heap[s].q {
+			s = r
+		}
+		if s == i {
+			return
+		}
+		h.heap[s], h.heap[i] = h.heap[i], h.heap[s]
+		i = s
+	}
+}
+
+// floor is the raw score a bound must reach for its document to be scored:
+// below it, the document's quantized score is below the n-th best (with two
+// quanta and pruneEps to spare). -Inf until the collector is full.
+func (h *topQ) floor() float64 {
+	if !h.full() {
+		return math.Inf(-1)
+	}
+	return h.min() - 2*ScoreQuantum
+}
+
+// run is MaxScore over the terms: terms[:ess] are non-essential (a document
+// matching only them cannot reach the floor) and are only advanced to the
+// candidates that the essential terms produce.
+//
+// Invariant: a document is passed over only when a bound on its score,
+// times 1+pruneEps, is below floor(), so its quantized score is below the
+// n-th best.
+//
+// It returns the candidates and the cut: the least quantized score that
+// could still be among the top n, bleve's rounding aside (-Inf while fewer
+// than n documents matched).
+func (ps *prunedSearch) run(ctx context.Context, n int) ([]candidate, float64, error) {
+	top := &topQ{n: n}
+	ess := 0
+	for steps := 0; ; steps++ {
+		if steps%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, 0, err
+			}
+		}
+		floor := top.floor()
+		for ess < len(ps.terms) && ps.ubPrefix[ess+1] < floor {
+			ess++
+		}
+		// the next candidate: the least current document of an essential term
+		var d uint64
+		found := false
+		for _, t := range ps.terms[ess:] {
+			if !t.done && (!found || t.cur < d) {
+				d, found = t.cur, true
+			}
+		}
+		if !found {
+			break
+		}
+		// essential terms at d: exact scores; the rest: bounds
+		sum, m := 0.0, 0
+		for _, t := range ps.terms[ess:] {
+			t.hit = !t.done && t.cur == d
+			if t.hit {
+				t.score = t.searcherScore(ps.avg)
+				sum += float64(t.mult) * t.score
+				m += t.mult
+			}
+		}
+		ok := ps.bound(sum, m, ess) >= floor
+		if ok && ps.filter != nil {
+			var err error
+			if ok, err = ps.filter.admits(d); err != nil {
+				return nil, 0, err
+			}
+		}
+		// non-essential terms, largest bound first, while the document can
+		// still reach the floor
+		rest := ess
+		for i := ess - 1; ok && i >= 0; i-- {
+			t := ps.terms[i]
+			if err := t.advance(d); err != nil {
+				return nil, 0, err
+			}
+			rest = i
+			t.hit = !t.done && t.cur == d
+			if t.hit {
+				t.score = t.searcherScore(ps.avg)
+				sum += float64(t.mult) * t.score
+				m += t.mult
+			}
+			ok = ps.bound(sum, m, rest) >= floor
+		}
+		if ok {
+			// every term is known at d: bleve's sum, in bleve's order
+			raw := 0.0
+			for _, i := range ps.order {
+				if t := ps.terms[i]; t.hit {
+					raw += t.score
+				}
+			}
+			raw = raw * (float64(m) / float64(ps.total))
+			c := candidate{num: d, raw: raw, q: quantize(raw)}
+			if ps.heap && nearBoundary(raw, m) {
+				ps.risky = append(ps.risky, c.q)
+			}
+			top.offer(c)
+		}
+		for _, t := range ps.terms[:ess] {
+			t.hit = false
+		}
+		for _, t := range ps.terms[ess:] {
+			if t.hit {
+				if err := t.next(); err != nil {
+					return nil, 0, err
+				}
+			}
+			t.hit = false
+		}
+	}
+	cut := math.Inf(-1)
+	if top.full() {
+		cut = top.min() - 1.5*ScoreQuantum // a quantum below may tie when rounded otherwise
+	}
+	return append(top.heap, top.ties...), cut, nil
+}
+
+// nearBoundary reports whether raw, a sum of m positive searcher scores times
+// the coordination factor, lies close enough to a rounding boundary of
+// quantize that the same terms summed in another order might round to the
+// neighbouring quantum. Two recursive sums of m positive terms differ by at
+// most 2(m-1) roundings of the sum; the coordination product and the division
+// by ScoreQuantum add four more. The margin allows (2m+8) roundings, and ten
+// per cent.
+func nearBoundary(raw float64, m int) bool {
+	y := raw / ScoreQuantum
+	const u = 0x1p-53 // unit roundoff of float64
+	margin := float64(2*m+8) * u * math.Abs(y) * 1.1
+	return math.Abs(y-(math.Floor(y)+0.5)) <= margin
+}
+
+// bound bounds the score of a document whose known terms score sum over m
+// searchers and which may also match terms[:rest].
+func (ps *prunedSearch) bound(sum float64, m, rest int) float64 {
+	for _, t := range ps.terms[:rest] {
+		sum += t.ub
+		m += t.mult
+	}
+	return sum * float64(m) / float64(ps.total) * (1 + pruneEps)
+}
+
+// eligibleFilter answers, for increasing internal document numbers, whether
+// the eligibility admits them: a searcher of Eligibility.restrict over
+// match-all (the query Eligible runs), advanced to each candidate.
+type eligibleFilter struct {
+	s    search.Searcher
+	sctx *search.SearchContext
+	cur  uint64
+	done bool
+	init bool
+}
+
+// newEligibleFilter returns nil when the eligibility has no clause: every
+// document the index holds is admitted.
+func newEligibleFilter(ctx context.Context, r index.IndexReader, idx bleve.Index, elig Eligibility, b Bounds) (*eligibleFilter, error) {
+	if len(elig.clauses(b)) == 0 && !(elig.Pinned && elig.FewerAfter) {
+		return nil, nil
+	}
+	q := elig.restrict(bleve.NewMatchAllQuery(), b)
+	s, err := q.Searcher(ctx, r, idx.Mapping(), search.SearcherOptions{Score: "none"})
+	if err != nil {
+		return nil, fmt.Errorf("%w: pruned search: eligibility: %v", ErrLexical, err)
+	}
+	return &eligibleFilter{s: s, sctx: &search.SearchContext{
+		DocumentMatchPool: search.NewDocumentMatchPool(s.DocumentMatchPoolSize()+1, 0),
+		IndexReader:       r,
+	}}, nil
+}
+
+// admits reports whether document num is eligible; num must not decrease
+// from one call to the next.
+func (f *eligibleFilter) admits(num uint64) (bool, error) {
+	if f.done {
+		return false, nil
+	}
+	if f.init && f.cur >= num {
+		return f.cur == num, nil
+	}
+	var idb [8]byte
+	binary.BigEndian.PutUint64(idb[:], num)
+	dm, err := f.s.Advance(f.sctx, idb[:])
+	f.init = true
+	if err != nil {
+		return false, fmt.Errorf("%w: pruned search: eligibility: %v", ErrLexical, err)
+	}
+	if dm == nil {
+		f.done = true
+		return false, nil
+	}
+	if len(dm.IndexInternalID) != 8 {
+		return false, fmt.Errorf("%w: pruned search: eligibility: internal ID of %d bytes", ErrLexical, len(dm.IndexInternalID))
+	}
+	f.cur = binary.BigEndian.Uint64(dm.IndexInternalID)
+	f.sctx.DocumentMatchPool.Put(dm)
+	return f.cur == num, nil
+}
+
+func (f *eligibleFilter) close() { f.s.Close() }
