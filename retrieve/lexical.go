@@ -106,6 +106,7 @@ type Lexical struct {
 	textAnalyzer analysis.Analyzer
 	name         string
 	facts        bool // the mapping has the fact fields (HoldsFacts)
+	memory       bool // no directory: Merge has nothing to do
 
 	// failed is why the index may no longer be touched, or nil. After a
 	// write that bleve could not persist (a full disk), bleve's in-memory
@@ -189,7 +190,7 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 		idx.Close()
 		return nil, fmt.Errorf("%w: analyzer of field %q unavailable", ErrLexical, fieldText)
 	}
-	return &Lexical{idx: idx, analyzer: a, textAnalyzer: ta, name: im.DefaultAnalyzer, facts: facts}, nil
+	return &Lexical{idx: idx, analyzer: a, textAnalyzer: ta, name: im.DefaultAnalyzer, facts: facts, memory: dir == ""}, nil
 }
 
 // HoldsFacts reports whether the index was made with the fields that record
@@ -858,6 +859,9 @@ func (l *Lexical) Merge(ctx context.Context) (err error) {
 	defer l.recoverBleve(&err, "merge")
 	if err := l.usable(); err != nil {
 		return err
+	}
+	if l.memory { // bleve's in-memory scorch never finishes a forced merge
+		return nil
 	}
 	adv, err := l.idx.Advanced()
 	if err != nil {

@@ -99,3 +99,13 @@ func TestIndexWithAnalysisIsTheSame(t *testing.T) {
 		require.Equal(t, a, b, q)
 	}
 }
+
+// Merge of an in-memory index returns at once, as its doc says (bleve's
+// forced merge of in-memory segments never returns: this test would hang).
+func TestMergeInMemoryReturns(t *testing.T) {
+	l, err := OpenLexical("", LexicalOptions{})
+	require.NoError(t, err)
+	defer l.Close()
+	require.NoError(t, l.Index(context.Background(), []Doc{{Chunk: factsChunk(t, "a", "records kept"), Gen: 1}}))
+	require.NoError(t, l.Merge(context.Background()))
+}

@@ -554,7 +554,7 @@ type eligibleFilter struct {
 // newEligibleFilter returns nil when the eligibility has no clause: every
 // document the index holds is admitted.
 func newEligibleFilter(ctx context.Context, r index.IndexReader, idx bleve.Index, elig Eligibility, b Bounds) (*eligibleFilter, error) {
-	if len(elig.clauses(b)) == 0 && !(elig.Pinned && elig.FewerAfter) {
+	if elig.filter(b).none() {
 		return nil, nil
 	}
 	q := elig.restrict(bleve.NewMatchAllQuery(), b)
