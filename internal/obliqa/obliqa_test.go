@@ -2,6 +2,7 @@ package obliqa
 
 import (
 	"context"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/evpack/evpack"
 	"github.com/evpack/evpack/eval"
+	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
 	"github.com/evpack/evpack/retrieve/vectors"
@@ -210,4 +212,59 @@ func TestRankStatsLearned(t *testing.T) {
 			"# go run ./cmd/evpack eval obliqa --docs DIR/documents --questions DIR/ObliQA_dev.json --reranker learned\n"+
 			"# Update only deliberately (go test ./internal/obliqa -run TestRankStatsLearned -update), with the reason in the commit.\n",
 		fmt.Sprintf("model record: %s\n", m.Record()))
+}
+
+// TestLearnedRowsDigest pins every feature row and model score of the
+// learned reranker over the pools of 50 the engine hands it for the dev
+// questions: one BLAKE3 digest of the rows and scores, in question and pool
+// order. The features and the tree evaluation may be made faster, never
+// different: this digest must not move unless the feature set or the model
+// does (record a change with -update and say why).
+func TestLearnedRowsDigest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("answers 2,788 questions")
+	}
+	o := dataset(t)
+	ctx := context.Background()
+	eng, err := Build(ctx, o, evpack.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	cp := &capture{}
+	view, err := eng.View(evpack.Options{Reranker: cp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range o.Questions {
+		if _, err := view.Query(ctx, evpack.Request{Question: q.Text, AsOf: AsOf}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := rerank.DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf []byte
+	rows, scores := 0, 0
+	for _, p := range cp.pools {
+		rs := rerank.FeatureRows(p.question, p.cands, p.stats)
+		out := make([]int64, len(rs))
+		m.ScoreRows(rs, out)
+		for i, r := range rs {
+			for _, v := range r {
+				buf = binary.AppendVarint(buf, v)
+			}
+			buf = binary.AppendVarint(buf, out[i])
+			if want := m.Score(&rs[i]); want != out[i] {
+				t.Fatalf("%q row %d: ScoreRows %d, Score %d", p.question, i, out[i], want)
+			}
+		}
+		rows += len(rs)
+		scores += len(out)
+	}
+	assertGolden(t, "learned_rows.txt", fmt.Sprintf(
+		"# Every feature row and model score of the learned reranker (embedded model) over the dev pools of 50:\n"+
+			"# go test ./internal/obliqa -run TestLearnedRowsDigest (-update only when the feature set or the model changes).\n"+
+			"pools %d\nrows %d\nmodel %s\ndigest %s\n", len(cp.pools), rows, m.Sum(), evidence.Sum(buf)))
 }
