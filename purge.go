@@ -314,10 +314,11 @@ func (s *state) purge(gen int64, at time.Time, ids []string, reason string, lex 
 		p := s.docPlace[id]
 		if !own["doc\x00"+p.key] {
 			d := n.docOrder[p.key]
-			n.docOrder[p.key] = &docList{ids: d.ids, terms: slices.Clone(d.terms)}
+			n.docOrder[p.key] = &docList{ids: d.ids, terms: slices.Clone(d.terms), nums: slices.Clone(d.nums)}
 			own["doc\x00"+p.key] = true
 		}
 		n.docOrder[p.key].terms[p.pos] = nil
+		n.docOrder[p.key].nums[p.pos] = nil
 		cp := *c
 		cp.Text = ""
 		n.chunks[id] = &cp

@@ -59,7 +59,7 @@ type state struct {
 	stats   retrieve.BM25Stats // the whole index's totals (the manifest's)
 	bounds  retrieve.Bounds
 	terms   map[string][]string // reranker terms per chunk ID, interned
-	intern  map[string]string
+	intern  map[string]internedTerm
 	// entities maps a tenant and entity filter (entityKey) to the names its
 	// chunks declare.
 	entities map[string][]entityName
@@ -87,11 +87,23 @@ type state struct {
 // already sort in document order.
 const MetaPosition = "position"
 
-// docList is one document version's chunks in document order: IDs and
-// their reranker terms side by side.
+// docList is one document version's chunks in document order: IDs, their
+// reranker terms and the same terms as numbers (internedTerm.id), side by
+// side.
 type docList struct {
 	ids   []string
 	terms [][]string
+	nums  [][]uint32
+}
+
+// internedTerm is the one copy of a reranker term that every chunk's terms
+// share, and its number: given in order of first arrival, never reused, so
+// that rerank.TermNumbers can match terms by number. Only equality of
+// numbers is ever used, never their order, so ingest order cannot reach a
+// ranking through them.
+type internedTerm struct {
+	s  string
+	id uint32
 }
 
 // docPlace is a chunk's document version and its order key there.
@@ -159,7 +171,7 @@ func cmpInt(a, b int) int {
 
 func newState() *state {
 	return &state{chunks: map[string]*evidence.Chunk{}, committed: map[string]int64{}, facts: map[string][]factAt{}, purged: map[string]purgeAt{}, tenants: map[string]*tenantStats{},
-		terms: map[string][]string{}, intern: map[string]string{}, entities: map[string][]entityName{}, feats: map[string][]int32{},
+		terms: map[string][]string{}, intern: map[string]internedTerm{}, entities: map[string][]entityName{}, feats: map[string][]int32{},
 		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds(),
 		docOrder: map[string]*docList{}, docPlace: map[string]docPlace{}}
 }
@@ -243,12 +255,14 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, own map[string]bo
 	s.bounds.Add(c)
 	s.addEntityNames(c, gen)
 	ts := rerank.Terms(c.Text)
+	nums := make([]uint32, len(ts))
 	for i, t := range ts {
-		if interned, ok := s.intern[t]; ok {
-			ts[i] = interned
-		} else {
-			s.intern[t] = t
+		in, ok := s.intern[t]
+		if !ok {
+			in = internedTerm{s: t, id: uint32(len(s.intern))}
+			s.intern[t] = in
 		}
+		ts[i], nums[i] = in.s, in.id
 	}
 	s.terms[c.ID] = ts
 	rrCount := len(ts)
@@ -256,13 +270,13 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, own map[string]bo
 		rrCount = an.redacted.Terms
 	}
 	s.ownTenant(c.Tenant, own).add(gen, c, an.lex, terms.Distinct(ts), an.tokens, rrCount)
-	s.placeInDocument(c, ts, own)
+	s.placeInDocument(c, ts, nums, own)
 }
 
-// placeInDocument inserts c, with its reranker terms ts, into its document
+// placeInDocument inserts c, with its reranker terms ts (nums as numbers), into its document
 // version's order. own names the documents whose lists s already owns (a
 // list shared with the state s extends is copied before it changes).
-func (s *state) placeInDocument(c *evidence.Chunk, ts []string, own map[string]bool) {
+func (s *state) placeInDocument(c *evidence.Chunk, ts []string, nums []uint32, own map[string]bool) {
 	place := docPlace{key: c.Tenant + "\x00" + c.DocID + "\x00" + c.Version, seq: math.MaxInt64}
 	if v, err := strconv.ParseInt(c.Meta[MetaPosition], 10, 64); err == nil && v >= 0 {
 		place.seq = v
@@ -274,13 +288,14 @@ func (s *state) placeInDocument(c *evidence.Chunk, ts []string, own map[string]b
 		d = &docList{}
 		s.docOrder[place.key] = d
 	case !own["doc\x00"+place.key]:
-		d = &docList{ids: slices.Clone(d.ids), terms: slices.Clone(d.terms)}
+		d = &docList{ids: slices.Clone(d.ids), terms: slices.Clone(d.terms), nums: slices.Clone(d.nums)}
 		s.docOrder[place.key] = d
 	}
 	own["doc\x00"+place.key] = true
 	at, _ := slices.BinarySearchFunc(d.ids, c.ID, s.cmpDocOrder)
 	d.ids = slices.Insert(d.ids, at, c.ID)
 	d.terms = slices.Insert(d.terms, at, ts)
+	d.nums = slices.Insert(d.nums, at, nums)
 	for i := at; i < len(d.ids); i++ { // chunks after it move one place on
 		p := s.docPlace[d.ids[i]]
 		p.pos = i

@@ -467,8 +467,10 @@ func TestSmoothedAndIntBM25(t *testing.T) {
 	}
 }
 
-// TestScoreRowsIsScore: the lockstep, branch-free walk gives Score's sums
-// for every row, pools of every length (the four-row groups and the tail).
+// TestScoreRowsIsScore: the row-set evaluation gives Score's sums for every
+// row, in pools of every length up to 11 and across the 64-row words (64,
+// 65, 130), with values drawn at random, equal to one of the model's
+// thresholds, and one either side of one.
 func TestScoreRowsIsScore(t *testing.T) {
 	m, err := DefaultModel()
 	if err != nil {
@@ -477,11 +479,14 @@ func TestScoreRowsIsScore(t *testing.T) {
 	const seed = 9
 	t.Logf("row seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	for n := range 11 {
+	for _, n := range []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 64, 65, 130} {
 		rows := make([]Row, n)
 		for i := range rows {
 			for k := range rows[i] {
 				rows[i][k] = rng.Int64N(2*s) - s/10
+				if cuts := m.cuts[k]; len(cuts) > 0 && rng.IntN(2) == 0 {
+					rows[i][k] = cuts[rng.IntN(len(cuts))] + rng.Int64N(3) - 1
+				}
 			}
 			rows[i][0] = int64(rng.IntN(50) + 1)
 		}

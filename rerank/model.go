@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/evpack/evpack/evidence"
@@ -59,88 +61,145 @@ type Model struct {
 	trees    [][]Node
 	sum      string // BLAKE3 of the encoded file
 	raw      []byte
-	flat     []flatNode // every tree, children side by side, for ScoreRows
-	vals     []int64    // leaf values by flat node
-	roots    []int32
-	depth    []int32 // steps from each root to its deepest leaf
+	// The trees compiled for ScoreRows (see compile).
+	cuts     [NumFeatures][]int64 // per feature, the distinct thresholds its splits use, ascending
+	cutStart [NumFeatures + 1]int32
+	nodes    []maskNode // every tree's nodes in preorder, tree after tree
+	vals     []int64    // leaf values by node
+	roots    []int32    // first node of each tree; roots[len(trees)] == len(nodes)
+	widest   int        // nodes of the largest tree
 }
 
-// flatNode is a node laid out for evaluation: a split's right child is
-// right after its left one. A leaf loops to itself (feature 0, threshold
-// maxThreshold: every clamped row goes "left", to the leaf again), so that
-// walking exactly its tree's depth from the root ends on the row's leaf
-// whatever the path, and several rows can walk in lockstep without branches.
-type flatNode struct {
-	thr  int64
-	feat int32
-	left int32
+// maskNode is a node compiled for ScoreRows, in its tree's preorder (a
+// split's left child comes right after it): a split names its threshold by
+// its place among all features' cuts; a leaf has cut -1. Offsets count
+// from the tree's first node.
+type maskNode struct {
+	cut   int32
+	right int32 // a split's right child
+	end   int32 // the node after its subtree
 }
 
-// compile lays the trees out as flat nodes, breadth first, each split's
-// children in adjacent slots, with leaf values and tree depths beside.
+// compile gathers each feature's distinct thresholds (ascending) and lays
+// the trees out tree after tree, each split naming its threshold's slot.
 func (m *Model) compile() {
-	m.flat, m.roots, m.depth, m.vals = nil, nil, nil, nil
-	type item struct{ src, dst, depth int32 }
-	for _, nodes := range m.trees {
-		root := int32(len(m.flat))
-		m.roots = append(m.roots, root)
-		m.flat = append(m.flat, flatNode{})
-		m.vals = append(m.vals, 0)
-		depth := int32(0)
-		queue := []item{{0, root, 0}}
-		for len(queue) > 0 {
-			q := queue[0]
-			queue = queue[1:]
-			n := nodes[q.src]
-			if n.Feature < 0 {
-				m.flat[q.dst] = flatNode{thr: maxThreshold, feat: 0, left: q.dst}
-				m.vals[q.dst] = n.Value
-				depth = max(depth, q.depth)
-				continue
-			}
-			l := int32(len(m.flat))
-			m.flat = append(m.flat, flatNode{}, flatNode{})
-			m.vals = append(m.vals, 0, 0)
-			m.flat[q.dst] = flatNode{thr: n.Threshold, feat: n.Feature, left: l}
-			queue = append(queue, item{n.Left, l, q.depth + 1}, item{n.Right, l + 1, q.depth + 1})
-		}
-		m.depth = append(m.depth, depth)
+	for f := range m.cuts {
+		m.cuts[f] = nil
 	}
+	for _, nodes := range m.trees {
+		for _, n := range nodes {
+			if n.Feature >= 0 {
+				m.cuts[n.Feature] = append(m.cuts[n.Feature], n.Threshold)
+			}
+		}
+	}
+	var at int32
+	for f := range m.cuts {
+		slices.Sort(m.cuts[f])
+		m.cuts[f] = slices.Compact(m.cuts[f])
+		m.cutStart[f] = at
+		at += int32(len(m.cuts[f])) + 1 // one more slot: rows right of every cut
+	}
+	m.cutStart[NumFeatures] = at
+	m.nodes, m.vals, m.roots, m.widest = nil, nil, nil, 0
+	for _, nodes := range m.trees {
+		m.roots = append(m.roots, int32(len(m.nodes)))
+		m.widest = max(m.widest, len(nodes))
+		m.preorder(nodes, 0, len(m.nodes))
+	}
+	m.roots = append(m.roots, int32(len(m.nodes)))
+}
+
+// preorder appends node i of nodes and its subtree in preorder; root is
+// the tree's first compiled node. (Children lie after their parent in a
+// checked model, so the recursion ends.)
+func (m *Model) preorder(nodes []Node, i int32, root int) {
+	at := len(m.nodes)
+	n := nodes[i]
+	if n.Feature < 0 {
+		m.nodes = append(m.nodes, maskNode{cut: -1, end: int32(at + 1 - root)})
+		m.vals = append(m.vals, n.Value)
+		return
+	}
+	k, _ := slices.BinarySearch(m.cuts[n.Feature], n.Threshold)
+	m.nodes = append(m.nodes, maskNode{cut: m.cutStart[n.Feature] + int32(k)})
+	m.vals = append(m.vals, 0)
+	m.preorder(nodes, n.Left, root)
+	m.nodes[at].right = int32(len(m.nodes) - root)
+	m.preorder(nodes, n.Right, root)
+	m.nodes[at].end = int32(len(m.nodes) - root)
 }
 
 // ScoreRows adds the model's score of each row to out[i] (len(out) ==
-// len(rows)); rows must be as FeatureRows returns them (clamped to
-// ±maxThreshold). It walks tree by tree, four rows in lockstep, each step
-// branch-free: the right child when threshold − value is negative (its sign
-// bit; thresholds and values lie within ±2⁶¹, so it cannot overflow). The
-// sums are those of Score: integer addition does not depend on order.
+// len(rows)); the sums are those of Score. It takes the rows 64 at a time
+// as the bits of a word. For each feature it finds, once, the set of rows
+// at or below each of the model's thresholds on it (each row's place among
+// the sorted thresholds by binary search, then prefix unions). Then every
+// tree sends the set of rows reaching a node down both sides with one AND
+// each (stepping over subtrees no row reaches), and adds each leaf's value
+// to the rows reaching it. Integer
+// addition does not depend on order, so the sums are exact.
 func (m *Model) ScoreRows(rows []Row, out []int64) {
-	flat, vals := m.flat, m.vals
-	for t, root := range m.roots {
-		d := m.depth[t]
-		r := 0
-		for ; r+4 <= len(rows); r += 4 {
-			r0, r1, r2, r3 := &rows[r], &rows[r+1], &rows[r+2], &rows[r+3]
-			a, b, c, e := root, root, root, root
-			for k := int32(0); k < d; k++ {
-				na, nb, nc, ne := &flat[a], &flat[b], &flat[c], &flat[e]
-				a = na.left + int32(uint64(na.thr-r0[na.feat])>>63)
-				b = nb.left + int32(uint64(nb.thr-r1[nb.feat])>>63)
-				c = nc.left + int32(uint64(nc.thr-r2[nc.feat])>>63)
-				e = ne.left + int32(uint64(ne.thr-r3[ne.feat])>>63)
-			}
-			out[r] += vals[a]
-			out[r+1] += vals[b]
-			out[r+2] += vals[c]
-			out[r+3] += vals[e]
+	left := make([]uint64, m.cutStart[NumFeatures]) // per cut: rows going left at it
+	reach := make([]uint64, m.widest)
+	for base := 0; base < len(rows); base += 64 {
+		batch := rows[base:min(base+64, len(rows))]
+		if base > 0 {
+			clear(left)
 		}
-		for ; r < len(rows); r++ {
-			row, a := &rows[r], root
-			for k := int32(0); k < d; k++ {
-				n := &flat[a]
-				a = n.left + int32(uint64(n.thr-row[n.feat])>>63)
+		for f := range NumFeatures {
+			cuts, slots := m.cuts[f], left[m.cutStart[f]:m.cutStart[f+1]]
+			if len(cuts) == 0 {
+				continue
 			}
-			out[r] += vals[a]
+			for r := range batch {
+				// k: how many cuts lie below the value; the row goes
+				// left at cut k and every cut after it.
+				v, k, n := batch[r][f], 0, len(cuts)
+				for n > 0 {
+					half := n / 2
+					if cuts[k+half] < v {
+						k += half + 1
+						n -= half + 1
+					} else {
+						n = half
+					}
+				}
+				slots[k] |= 1 << r
+			}
+			for k := 1; k < len(slots); k++ {
+				slots[k] |= slots[k-1]
+			}
+		}
+		all := uint64(1)<<len(batch) - 1
+		if len(batch) == 64 {
+			all = ^uint64(0)
+		}
+		acc := out[base : base+len(batch)]
+		for t := range len(m.roots) - 1 {
+			nodes, vals := m.nodes[m.roots[t]:m.roots[t+1]], m.vals[m.roots[t]:m.roots[t+1]]
+			// Preorder: a split's left child is the next node; its right
+			// child's rows wait in reach; a subtree no row reaches is
+			// stepped over.
+			reach[0] = all
+			for i := int32(0); i < int32(len(nodes)); {
+				n, set := nodes[i], reach[i]
+				switch {
+				case set == 0:
+					i = n.end
+				case n.cut < 0:
+					v := vals[i]
+					for ; set != 0; set &= set - 1 {
+						acc[bits.TrailingZeros64(set)] += v
+					}
+					i++
+				default:
+					l := left[n.cut]
+					reach[i+1] = set & l
+					reach[n.right] = set &^ l
+					i++
+				}
+			}
 		}
 	}
 }
