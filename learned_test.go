@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/rerank"
 )
 
@@ -100,6 +102,23 @@ func TestDocumentOrder(t *testing.T) {
 	ids, _, pos = st.scope("acme", 1).Document("acme/d/art-3")
 	require.Equal(t, []string{"acme/d/art-3"}, ids, "a tenant's chunk is not a neighbour of the shared document's")
 	require.Equal(t, 0, pos)
+	requireDocPlaces(t, st)
+
+	// A later commit into document d copies its list: the new state's
+	// places point to the copy, the old state's stay as they were.
+	c = corpusRecords(t)[0].Chunk
+	c.ID, c.DocID, c.Version, c.Meta = "d/art-0", "d", "1", nil
+	next := st.extend(2, time.Unix(0, 0).UTC(), []*evidence.Chunk{&c}, []analyzed{{}}, nil)
+	requireDocPlaces(t, next)
+	requireDocPlaces(t, st)
+	ids, _, pos = next.scope("", 2).Document("d/art-2")
+	require.Equal(t, []string{"d/art-0", "d/art-1", "d/art-2", "d/art-10"}, ids)
+	require.Equal(t, 2, pos)
+	ids, _, pos = st.scope("", 1).Document("d/art-2")
+	require.Equal(t, []string{"d/art-1", "d/art-2", "d/art-10"}, ids)
+	require.Equal(t, 1, pos)
+	ids, _, pos = next.scope("", 1).Document("d/art-0")
+	require.True(t, ids == nil && pos == -1, "a scope at generation 1 does not see a chunk of generation 2")
 }
 
 // TestFallbackIsInTheTrace: a learned model that cannot be loaded falls back

@@ -266,10 +266,10 @@ func (s scope) TermNumber(term string) (uint32, bool) {
 
 func (s scope) document(id string) ([]string, [][]string, [][]uint32, int) {
 	p, ok := s.st.docPlace[id]
-	if !ok || !s.admits(id) {
+	if !ok || p.gen > s.gen { // as !s.admits(id), without a second lookup
 		return nil, nil, nil, -1
 	}
-	d := s.st.docOrder[p.key]
+	d := p.list
 	if s.latest {
 		return d.ids, d.terms, d.nums, p.pos
 	}

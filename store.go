@@ -108,9 +108,11 @@ type internedTerm struct {
 
 // docPlace is a chunk's document version and its order key there.
 type docPlace struct {
-	key string // Tenant + "\x00" + DocID + "\x00" + Version
-	seq int64  // MetaPosition, or MaxInt64 (after the positioned) when absent or not a number
-	pos int    // index in docOrder[key], kept current as chunks arrive
+	key  string   // Tenant + "\x00" + DocID + "\x00" + Version
+	seq  int64    // MetaPosition, or MaxInt64 (after the positioned) when absent or not a number
+	pos  int      // index in docOrder[key], kept current as chunks arrive
+	gen  int64    // the generation that committed the chunk (as committed)
+	list *docList // docOrder[key] of this state, kept current when the list is copied
 }
 
 // cmpDocOrder orders two chunks of one document version.
@@ -270,19 +272,22 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, own map[string]bo
 		rrCount = an.redacted.Terms
 	}
 	s.ownTenant(c.Tenant, own).add(gen, c, an.lex, terms.Distinct(ts), an.tokens, rrCount)
-	s.placeInDocument(c, ts, nums, own)
+	s.placeInDocument(gen, c, ts, nums, own)
 }
 
-// placeInDocument inserts c, with its reranker terms ts (nums as numbers), into its document
-// version's order. own names the documents whose lists s already owns (a
-// list shared with the state s extends is copied before it changes).
-func (s *state) placeInDocument(c *evidence.Chunk, ts []string, nums []uint32, own map[string]bool) {
-	place := docPlace{key: c.Tenant + "\x00" + c.DocID + "\x00" + c.Version, seq: math.MaxInt64}
+// placeInDocument inserts c, committed at generation gen, with its reranker
+// terms ts (nums as numbers), into its document version's order. own names
+// the documents whose lists s already owns (a list shared with the state s
+// extends is copied before it changes, and its chunks' places then point to
+// the copy).
+func (s *state) placeInDocument(gen int64, c *evidence.Chunk, ts []string, nums []uint32, own map[string]bool) {
+	place := docPlace{key: c.Tenant + "\x00" + c.DocID + "\x00" + c.Version, seq: math.MaxInt64, gen: gen}
 	if v, err := strconv.ParseInt(c.Meta[MetaPosition], 10, 64); err == nil && v >= 0 {
 		place.seq = v
 	}
 	s.docPlace[c.ID] = place
 	d := s.docOrder[place.key]
+	copied := false
 	switch {
 	case d == nil:
 		d = &docList{}
@@ -290,15 +295,20 @@ func (s *state) placeInDocument(c *evidence.Chunk, ts []string, nums []uint32, o
 	case !own["doc\x00"+place.key]:
 		d = &docList{ids: slices.Clone(d.ids), terms: slices.Clone(d.terms), nums: slices.Clone(d.nums)}
 		s.docOrder[place.key] = d
+		copied = true
 	}
 	own["doc\x00"+place.key] = true
 	at, _ := slices.BinarySearchFunc(d.ids, c.ID, s.cmpDocOrder)
 	d.ids = slices.Insert(d.ids, at, c.ID)
 	d.terms = slices.Insert(d.terms, at, ts)
 	d.nums = slices.Insert(d.nums, at, nums)
-	for i := at; i < len(d.ids); i++ { // chunks after it move one place on
+	from := at // chunks after it move one place on
+	if copied {
+		from = 0 // and every chunk of a copied list points to the copy
+	}
+	for i := from; i < len(d.ids); i++ {
 		p := s.docPlace[d.ids[i]]
-		p.pos = i
+		p.pos, p.list = i, d
 		s.docPlace[d.ids[i]] = p
 	}
 }

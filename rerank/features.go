@@ -259,6 +259,16 @@ func (x *extractor) endInfo(ci *chunkInfo, start int) {
 	ci.bm25 = x.bm25(ci.tf, ci.n)
 }
 
+// neighbour returns the BM25 of the chunk at position pos of p's
+// document: that of candidate cand's info when it is one (cand >= 0), else
+// computed; false when there is none.
+func (x *extractor) neighbour(p *place, pos int, cand int32, infos []chunkInfo) (int64, bool) {
+	if cand >= 0 {
+		return infos[cand].bm25, true
+	}
+	return x.neighbourBM25(p.dterms, p.nums, pos)
+}
+
 // neighbourBM25 returns the BM25 of the chunk at position pos of a
 // document (its terms, or their numbers when nums is not nil), and false
 // when there is none.
@@ -359,7 +369,28 @@ func FeatureRows(question string, cands []Candidate, stats Stats) []Row {
 		places[i] = x.placeOf(c)
 		infos[i] = x.candidateInfo(c, places[i])
 		maxBM25 = max(maxBM25, infos[i].bm25)
-		docKey[i] = "\x00" + c.ID // a chunk of unknown document is its own
+		if places[i].doc != nil {
+			docKey[i] = places[i].doc[0]
+		} else {
+			docKey[i] = "\x00" + c.ID // a chunk of unknown document is its own
+		}
+	}
+	// A neighbour that is itself a candidate gives the BM25 of its info.
+	prevOf, nextOf := make([]int32, len(cands)), make([]int32, len(cands))
+	for i := range cands {
+		prevOf[i], nextOf[i] = -1, -1
+		if places[i].doc == nil {
+			continue
+		}
+		for j := range cands {
+			switch {
+			case places[j].doc == nil || docKey[j] != docKey[i]:
+			case places[j].pos == places[i].pos-1:
+				prevOf[i] = int32(j)
+			case places[j].pos == places[i].pos+1:
+				nextOf[i] = int32(j)
+			}
+		}
 	}
 	var total int64
 	for _, v := range x.qidf {
@@ -379,15 +410,14 @@ func FeatureRows(question string, cands []Candidate, stats Stats) []Row {
 			continue
 		}
 		pos := p.pos
-		docKey[i] = p.doc[0]
 		r[17], r[19] = int64(pos), int64(len(p.doc))
 		r[18] = s * int64(pos) / int64(len(p.doc))
 		var nsum, nn int64
-		if b, ok := x.neighbourBM25(p.dterms, p.nums, pos-1); ok {
+		if b, ok := x.neighbour(p, pos-1, prevOf[i], infos); ok {
 			r[10] = s * b / maxBM25
 			nsum, nn = nsum+b, nn+1
 		}
-		if b, ok := x.neighbourBM25(p.dterms, p.nums, pos+1); ok {
+		if b, ok := x.neighbour(p, pos+1, nextOf[i], infos); ok {
 			r[11] = s * b / maxBM25
 			nsum, nn = nsum+b, nn+1
 		}
@@ -529,14 +559,12 @@ func docFeatures(cands []Candidate, docKey []string, infos []chunkInfo, rows []R
 		count int64
 		sum   int64
 	}
-	idx := make(map[string]int, len(cands)) // lookups only; output is built from aggs in pool order
-	var aggs []agg
+	aggs := make([]agg, 0, len(cands)) // in pool order of first appearance
 	of := make([]int, len(cands))
 	for i := range cands {
-		k, ok := idx[docKey[i]]
-		if !ok {
+		k := slices.IndexFunc(aggs, func(a agg) bool { return a.key == docKey[i] })
+		if k < 0 {
 			k = len(aggs)
-			idx[docKey[i]] = k
 			aggs = append(aggs, agg{key: docKey[i]})
 		}
 		of[i] = k
