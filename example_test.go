@@ -69,7 +69,7 @@ func ExampleOpenMemory() {
 	// - reranked 5
 	// - dropped 0
 	// - cited 2
-	// hash: blake3:bb96546bd4a9fd7313bf966958d49f0a10b85ad0f701b30c10c93eda82b6e41e
+	// hash: blake3:a375f4a7ddc63379d008b9ceab256866e768e73183ea7d4b8382a29ba5d725a8
 }
 
 // An index on disk outlives the process: Open creates it in an empty
