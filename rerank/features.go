@@ -126,7 +126,9 @@ type extractor struct {
 	tf        []int32 // a neighbour's tf vector
 	hits      []int32 // hit positions and question terms are cut from these
 	hitIdx    []int32
-	prev, cur []int64 // the exact run's rows
+	occ       [][]int32 // per question term, its positions in seq, ascending
+	run       []int64   // the exact run's lengths by position in seq
+	stamp     []int32   // 1 + the hit that set run[j]; 0 none
 }
 
 func newExtractor(question string, stats Stats) *extractor {
@@ -166,7 +168,11 @@ func newExtractor(question string, stats Stats) *extractor {
 		}
 	}
 	x.tf = make([]int32, len(x.qterms))
-	x.prev, x.cur = make([]int64, len(x.seq)), make([]int64, len(x.seq))
+	x.occ = make([][]int32, len(x.qterms))
+	for j, k := range x.seq {
+		x.occ[k] = append(x.occ[k], int32(j))
+	}
+	x.run, x.stamp = make([]int64, len(x.seq)), make([]int32, len(x.seq))
 	return x
 }
 
@@ -486,27 +492,31 @@ func (x *extractor) matchFeatures(ci *chunkInfo, total int64, r *Row) {
 		}
 		r[8] = s * n / int64(len(x.bigram))
 	}
-	// Longest run: cur[j] is the length of the verbatim run ending at the
-	// current hit and at question position j. prev is only read after a
-	// hit has written it, so the rows need no clearing between chunks.
-	prev, cur := x.prev, x.cur
+	// Longest run: the run ending at hit i and at question position j is
+	// one longer than the run ending at hit i-1 and position j-1 when the
+	// two hits are adjacent, else 1; only the positions j holding hit i's
+	// term can end a run, so each hit visits those alone (x.occ). run[j]
+	// holds the length at the hit stamp[j] names.
 	var best int64
 	lastPos := int32(-2)
+	run, stamp := x.run, x.stamp
 	for i, p := range ci.hitPos {
-		for j, qk := range x.seq {
-			cur[j] = 0
-			if qk != ci.hitIdx[i] {
-				continue
+		adjacent := p == lastPos+1
+		// Last position first: a term repeated at j-1 and j must read
+		// j-1 as hit i-1 left it, before this hit writes it.
+		occ := x.occ[ci.hitIdx[i]]
+		for o := len(occ) - 1; o >= 0; o-- {
+			j := occ[o]
+			n := int64(1)
+			if adjacent && j > 0 && stamp[j-1] == int32(i) {
+				n = run[j-1] + 1
 			}
-			cur[j] = 1
-			if j > 0 && p == lastPos+1 {
-				cur[j] = prev[j-1] + 1
-			}
-			best = max(best, cur[j])
+			run[j], stamp[j] = n, int32(i+1)
+			best = max(best, n)
 		}
-		prev, cur = cur, prev
 		lastPos = p
 	}
+	clear(stamp)
 	r[9] = best
 }
 

@@ -500,3 +500,44 @@ func TestScoreRowsIsScore(t *testing.T) {
 		}
 	}
 }
+
+// TestExactRunIsLongestCommonRun: the exact_run feature is the longest run
+// of the question's terms found verbatim in the chunk (a longest common
+// substring of the two term sequences), on random questions and chunks
+// over a small vocabulary, repeated terms included.
+func TestExactRunIsLongestCommonRun(t *testing.T) {
+	const seed = 5
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	words := []string{"zork", "fnord", "blarg", "quux", "wibbl"}
+	text := func(n int) string {
+		ws := make([]string, n)
+		for i := range ws {
+			ws[i] = words[rng.IntN(len(words))]
+		}
+		return strings.Join(ws, " ")
+	}
+	longest := func(a, b []string) int64 {
+		var best int64
+		for i := range a {
+			for j := range b {
+				n := int64(0)
+				for i+int(n) < len(a) && j+int(n) < len(b) && a[i+int(n)] == b[j+int(n)] {
+					n++
+				}
+				best = max(best, n)
+			}
+		}
+		return best
+	}
+	for range 500 {
+		q := text(1 + rng.IntN(8))
+		cands := []Candidate{{ID: "a", Text: text(rng.IntN(30)), Rank: 1}, {ID: "b", Text: text(rng.IntN(30)), Rank: 2}}
+		rows := FeatureRows(q, cands, nil)
+		for i, c := range cands {
+			if want := longest(Terms(q), Terms(c.Text)); rows[i][9] != want {
+				t.Fatalf("question %q, chunk %q: exact_run %d, want %d", q, c.Text, rows[i][9], want)
+			}
+		}
+	}
+}

@@ -152,10 +152,17 @@ func (m *Model) ScoreRows(rows []Row, out []int64) {
 			if len(cuts) == 0 {
 				continue
 			}
+			lastV, lastK := int64(0), -1
 			for r := range batch {
 				// k: how many cuts lie below the value; the row goes
-				// left at cut k and every cut after it.
-				v, k, n := batch[r][f], 0, len(cuts)
+				// left at cut k and every cut after it. Rows of a pool
+				// often share a value (the question's, the document's).
+				v := batch[r][f]
+				if lastK >= 0 && v == lastV {
+					slots[lastK] |= 1 << r
+					continue
+				}
+				k, n := 0, len(cuts)
 				for n > 0 {
 					half := n / 2
 					if cuts[k+half] < v {
@@ -166,6 +173,7 @@ func (m *Model) ScoreRows(rows []Row, out []int64) {
 					}
 				}
 				slots[k] |= 1 << r
+				lastV, lastK = v, k
 			}
 			for k := 1; k < len(slots); k++ {
 				slots[k] |= slots[k-1]
