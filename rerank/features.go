@@ -117,11 +117,13 @@ type extractor struct {
 	avg    int64               // average chunk terms, at least 1
 	docs   Documents           // nil: no document context
 	// By number (docs implements TermNumbers): the numbers of the question
-	// terms some chunk has, the question term of each, and a filter.
-	nums      TermNumbers
-	qnums     []uint32
-	qnumIdx   []int32
-	numFilter [filterWords]uint64
+	// terms some chunk has, the question term of each, and a table by the
+	// number's low bits: 1 + the index into qnums of the one question
+	// number with those bits, numShared when several have them, 0 none.
+	nums     TermNumbers
+	qnums    []uint32
+	qnumIdx  []int32
+	numTable *[numSlots]uint8
 	slab      []int32 // tf vectors are cut from it
 	tf        []int32 // a neighbour's tf vector
 	hits      []int32 // hit positions and question terms are cut from these
@@ -162,8 +164,15 @@ func newExtractor(question string, stats Stats) *extractor {
 			if n, ok := tn.TermNumber(t); ok {
 				x.qnums = append(x.qnums, n)
 				x.qnumIdx = append(x.qnumIdx, int32(k))
-				h := n % (filterWords * 64)
-				x.numFilter[h/64] |= 1 << (h % 64)
+			}
+		}
+		x.numTable = new([numSlots]uint8)
+		for i, n := range x.qnums {
+			switch slot := &x.numTable[n%numSlots]; {
+			case *slot == 0 && i+1 < numShared:
+				*slot = uint8(i + 1)
+			default:
+				*slot = numShared
 			}
 		}
 	}
@@ -176,7 +185,7 @@ func newExtractor(question string, stats Stats) *extractor {
 	return x
 }
 
-// filterWords sizes the question-term filters: 4,096 bits.
+// filterWords sizes the question-term filter: 4,096 bits.
 const filterWords = 64
 
 // termHash is a cheap hash of a term's length, first and last bytes, for
@@ -201,17 +210,30 @@ func (x *extractor) lookup(t string) int32 {
 	return -1
 }
 
+// The question-number table: numSlots slots by a number's low bits.
+const (
+	numSlots  = 4096
+	numShared = 255
+)
+
 // lookupNum returns the index of the question term numbered n, or -1.
 func (x *extractor) lookupNum(n uint32) int32 {
-	if h := n % (filterWords * 64); x.numFilter[h/64]&(1<<(h%64)) == 0 {
+	switch i := x.numTable[n%numSlots]; i {
+	case 0:
+		return -1
+	case numShared:
+		for j, q := range x.qnums {
+			if q == n {
+				return x.qnumIdx[j]
+			}
+		}
+		return -1
+	default:
+		if x.qnums[i-1] == n {
+			return x.qnumIdx[i-1]
+		}
 		return -1
 	}
-	for i, q := range x.qnums {
-		if q == n {
-			return x.qnumIdx[i]
-		}
-	}
-	return -1
 }
 
 // newInfo returns an empty chunkInfo for a chunk of n terms, its tf vector

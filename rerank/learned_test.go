@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -538,6 +539,75 @@ func TestExactRunIsLongestCommonRun(t *testing.T) {
 			if want := longest(Terms(q), Terms(c.Text)); rows[i][9] != want {
 				t.Fatalf("question %q, chunk %q: exact_run %d, want %d", q, c.Text, rows[i][9], want)
 			}
+		}
+	}
+}
+
+// numberedDocs adds TermNumbers to a fakeDocs: term numbers given in order
+// of first sight, spaced by step, so that with step 4096 every number
+// shares its low bits with every other (the lookup's shared slots).
+type numberedDocs struct {
+	*fakeDocs
+	num map[string]uint32
+}
+
+func numbered(f *fakeDocs, step uint32) *numberedDocs {
+	n := &numberedDocs{fakeDocs: f, num: map[string]uint32{}}
+	for _, id := range slices.Sorted(maps.Keys(f.terms)) {
+		for _, t := range f.terms[id] {
+			if _, ok := n.num[t]; !ok {
+				n.num[t] = uint32(len(n.num))*step + 7
+			}
+		}
+	}
+	return n
+}
+
+func (n *numberedDocs) TermNumber(t string) (uint32, bool) {
+	v, ok := n.num[t]
+	return v, ok
+}
+
+func (n *numberedDocs) DocumentNumbers(id string) ([]string, [][]string, [][]uint32, int) {
+	ids, ts, pos := n.Document(id)
+	var nums [][]uint32
+	for _, c := range ts {
+		row := make([]uint32, len(c))
+		for i, t := range c {
+			row[i] = n.num[t]
+		}
+		nums = append(nums, row)
+	}
+	return ids, ts, nums, pos
+}
+
+// TestFeatureRowsByNumber: matching terms by number (TermNumbers, as the
+// engine does) gives the rows that matching by string gives, whether the
+// numbers' low bits are all distinct or all shared, and whether the
+// candidates carry their stored terms, none, or terms of their own.
+func TestFeatureRowsByNumber(t *testing.T) {
+	f := smallFake()
+	for _, q := range []string{"capital conservation buffer of common equity", "hold liquid assets", "records buffer capital", "boats"} {
+		pool := smallPool(f, "a/3", "b/2", "a/2", "a/5", "c/1", "a/1")
+		want := FeatureRows(q, pool, f)
+		for _, step := range []uint32{1, 4096} {
+			if diff := cmp.Diff(want, FeatureRows(q, pool, numbered(f, step))); diff != "" {
+				t.Fatalf("%q, step %d:\n%s", q, step, diff)
+			}
+			bare := slices.Clone(pool)
+			for i := range bare {
+				bare[i].Terms = nil
+			}
+			if diff := cmp.Diff(want, FeatureRows(q, bare, numbered(f, step))); diff != "" {
+				t.Fatalf("%q, step %d, no terms on the candidates:\n%s", q, step, diff)
+			}
+		}
+		// A candidate whose terms are not its stored ones is matched by
+		// string, as without numbers.
+		own := slices.Clone(pool)
+		own[0].Terms = Terms("capital capital buffer")
+		if diff := cmp.Diff(FeatureRows(q, own, f), FeatureRows(q, own, numbered(f, 4096))); diff != "" {
+			t.Fatalf("%q, a candidate with terms of its own:\n%s", q, diff)
 		}
 	}
 }
