@@ -124,13 +124,13 @@ type extractor struct {
 	qnums    []uint32
 	qnumIdx  []int32
 	numTable *[numSlots]uint8
-	slab      []int32 // tf vectors are cut from it
-	tf        []int32 // a neighbour's tf vector
-	hits      []int32 // hit positions and question terms are cut from these
-	hitIdx    []int32
-	occ       [][]int32 // per question term, its positions in seq, ascending
-	run       []int64   // the exact run's lengths by position in seq
-	stamp     []int32   // 1 + the hit that set run[j]; 0 none
+	slab     []int32 // tf vectors are cut from it
+	tf       []int32 // a neighbour's tf vector
+	hits     []int32 // hit positions and question terms are cut from these
+	hitIdx   []int32
+	occ      [][]int32 // per question term, its positions in seq, ascending
+	run      []int64   // the exact run's lengths by position in seq
+	stamp    []int32   // 1 + the hit that set run[j]; 0 none
 }
 
 func newExtractor(question string, stats Stats) *extractor {
