@@ -358,10 +358,15 @@ type place struct {
 	pos    int
 }
 
-// placeOf returns c's document.
+// placeOf returns c's document: the one it carries, else its Stats'.
 func (x *extractor) placeOf(c *Candidate) place {
 	var p place
 	switch {
+	case c.Doc != nil && x.docs != nil:
+		p = place{doc: c.Doc.IDs, dterms: c.Doc.Terms, pos: c.Doc.Pos}
+		if x.nums != nil {
+			p.nums = c.Doc.Nums
+		}
 	case x.nums != nil:
 		p.doc, p.dterms, p.nums, p.pos = x.nums.DocumentNumbers(c.ID)
 	case x.docs != nil:

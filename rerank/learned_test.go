@@ -602,6 +602,22 @@ func TestFeatureRowsByNumber(t *testing.T) {
 				t.Fatalf("%q, step %d, no terms on the candidates:\n%s", q, step, diff)
 			}
 		}
+		// A candidate carrying its document (as the engine hands it over)
+		// gives the rows its Stats' lookup gives.
+		for _, step := range []uint32{1, 4096} {
+			nd := numbered(f, step)
+			carried := slices.Clone(pool)
+			for i := range carried {
+				ids, ts, nums, pos := nd.DocumentNumbers(carried[i].ID)
+				carried[i].Doc = &DocumentPlace{IDs: ids, Terms: ts, Nums: nums, Pos: pos}
+			}
+			if diff := cmp.Diff(want, FeatureRows(q, carried, nd)); diff != "" {
+				t.Fatalf("%q, step %d, documents carried:\n%s", q, step, diff)
+			}
+			if diff := cmp.Diff(want, FeatureRows(q, carried, f)); diff != "" {
+				t.Fatalf("%q, documents carried with numbers, Stats without:\n%s", q, diff)
+			}
+		}
 		// A candidate whose terms are not its stored ones is matched by
 		// string, as without numbers.
 		own := slices.Clone(pool)
