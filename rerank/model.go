@@ -64,24 +64,30 @@ type Model struct {
 	// The trees compiled for ScoreRows (see compile).
 	cuts     [NumFeatures][]int64 // per feature, the distinct thresholds its splits use, ascending
 	cutStart [NumFeatures + 1]int32
-	nodes    []maskNode // every tree's nodes in preorder, tree after tree
-	vals     []int64    // leaf values by node
-	roots    []int32    // first node of each tree; roots[len(trees)] == len(nodes)
-	widest   int        // nodes of the largest tree
+	splits     []maskSplit // every tree's splits, parents before children, tree after tree
+	leaves     []maskLeaf  // every tree's leaves, tree after tree
+	splitStart []int32     // tree t's splits are splits[splitStart[t]:splitStart[t+1]]
+	leafStart  []int32     // and its leaves leaves[leafStart[t]:leafStart[t+1]]
+	widest     int         // nodes of the largest tree
 }
 
-// maskNode is a node compiled for ScoreRows, in its tree's preorder (a
-// split's left child comes right after it): a split names its threshold by
-// its place among all features' cuts; a leaf has cut -1. Offsets count
-// from the tree's first node.
-type maskNode struct {
-	cut   int32
-	right int32 // a split's right child
-	end   int32 // the node after its subtree
+// maskSplit is a split compiled for ScoreRows: its threshold's place
+// among all features' cuts, and its own and its children's node indices
+// within the tree.
+type maskSplit struct {
+	cut, self, left, right int32
+}
+
+// maskLeaf is a leaf compiled for ScoreRows: its node index within the
+// tree and its value.
+type maskLeaf struct {
+	node int32
+	val  int64
 }
 
 // compile gathers each feature's distinct thresholds (ascending) and lays
-// the trees out tree after tree, each split naming its threshold's slot.
+// the trees out tree after tree, splits apart from leaves, each split
+// naming its threshold's slot.
 func (m *Model) compile() {
 	for f := range m.cuts {
 		m.cuts[f] = nil
@@ -101,44 +107,32 @@ func (m *Model) compile() {
 		at += int32(len(m.cuts[f])) + 1 // one more slot: rows right of every cut
 	}
 	m.cutStart[NumFeatures] = at
-	m.nodes, m.vals, m.roots, m.widest = nil, nil, nil, 0
+	m.splits, m.leaves, m.widest = nil, nil, 0
+	m.splitStart, m.leafStart = []int32{0}, []int32{0}
 	for _, nodes := range m.trees {
-		m.roots = append(m.roots, int32(len(m.nodes)))
 		m.widest = max(m.widest, len(nodes))
-		m.preorder(nodes, 0, len(m.nodes))
+		for i, n := range nodes { // file order: children after their parent (check)
+			if n.Feature < 0 {
+				m.leaves = append(m.leaves, maskLeaf{node: int32(i), val: n.Value})
+				continue
+			}
+			k, _ := slices.BinarySearch(m.cuts[n.Feature], n.Threshold)
+			m.splits = append(m.splits, maskSplit{cut: m.cutStart[n.Feature] + int32(k), self: int32(i), left: n.Left, right: n.Right})
+		}
+		m.splitStart = append(m.splitStart, int32(len(m.splits)))
+		m.leafStart = append(m.leafStart, int32(len(m.leaves)))
 	}
-	m.roots = append(m.roots, int32(len(m.nodes)))
-}
-
-// preorder appends node i of nodes and its subtree in preorder; root is
-// the tree's first compiled node. (Children lie after their parent in a
-// checked model, so the recursion ends.)
-func (m *Model) preorder(nodes []Node, i int32, root int) {
-	at := len(m.nodes)
-	n := nodes[i]
-	if n.Feature < 0 {
-		m.nodes = append(m.nodes, maskNode{cut: -1, end: int32(at + 1 - root)})
-		m.vals = append(m.vals, n.Value)
-		return
-	}
-	k, _ := slices.BinarySearch(m.cuts[n.Feature], n.Threshold)
-	m.nodes = append(m.nodes, maskNode{cut: m.cutStart[n.Feature] + int32(k)})
-	m.vals = append(m.vals, 0)
-	m.preorder(nodes, n.Left, root)
-	m.nodes[at].right = int32(len(m.nodes) - root)
-	m.preorder(nodes, n.Right, root)
-	m.nodes[at].end = int32(len(m.nodes) - root)
 }
 
 // ScoreRows adds the model's score of each row to out[i] (len(out) ==
 // len(rows)); the sums are those of Score. It takes the rows 64 at a time
 // as the bits of a word. For each feature it finds, once, the set of rows
 // at or below each of the model's thresholds on it (each row's place among
-// the sorted thresholds by binary search, then prefix unions). Then every
-// tree sends the set of rows reaching a node down both sides with one AND
-// each (stepping over subtrees no row reaches), and adds each leaf's value
-// to the rows reaching it. Integer
-// addition does not depend on order, so the sums are exact.
+// the sorted thresholds by a branch-free binary search, then prefix
+// unions). Then every tree sends the set of rows reaching each split down
+// both sides with one AND each (parents before children, no branch), and
+// adds each leaf's value to the rows reaching it. Integer addition does
+// not depend on order, so the sums are exact.
 func (m *Model) ScoreRows(rows []Row, out []int64) {
 	left := make([]uint64, m.cutStart[NumFeatures]) // per cut: rows going left at it
 	reach := make([]uint64, m.widest)
@@ -162,16 +156,17 @@ func (m *Model) ScoreRows(rows []Row, out []int64) {
 					slots[lastK] |= 1 << r
 					continue
 				}
+				// Lower bound without branches to mispredict: the
+				// window [k, k+n) holds the last cut below v, if any.
+				// cut − v is negative exactly when cut < v (both lie
+				// within ±2⁶¹), so its sign, shifted down, is the step.
 				k, n := 0, len(cuts)
-				for n > 0 {
+				for n > 1 {
 					half := n / 2
-					if cuts[k+half] < v {
-						k += half + 1
-						n -= half + 1
-					} else {
-						n = half
-					}
+					k += half & int((cuts[k+half]-v)>>63)
+					n -= half
 				}
+				k += int(uint64(cuts[k]-v) >> 63)
 				slots[k] |= 1 << r
 				lastV, lastK = v, k
 			}
@@ -184,28 +179,16 @@ func (m *Model) ScoreRows(rows []Row, out []int64) {
 			all = ^uint64(0)
 		}
 		acc := out[base : base+len(batch)]
-		for t := range len(m.roots) - 1 {
-			nodes, vals := m.nodes[m.roots[t]:m.roots[t+1]], m.vals[m.roots[t]:m.roots[t+1]]
-			// Preorder: a split's left child is the next node; its right
-			// child's rows wait in reach; a subtree no row reaches is
-			// stepped over.
+		for t := range len(m.splitStart) - 1 {
 			reach[0] = all
-			for i := int32(0); i < int32(len(nodes)); {
-				n, set := nodes[i], reach[i]
-				switch {
-				case set == 0:
-					i = n.end
-				case n.cut < 0:
-					v := vals[i]
-					for ; set != 0; set &= set - 1 {
-						acc[bits.TrailingZeros64(set)] += v
-					}
-					i++
-				default:
-					l := left[n.cut]
-					reach[i+1] = set & l
-					reach[n.right] = set &^ l
-					i++
+			for _, sp := range m.splits[m.splitStart[t]:m.splitStart[t+1]] {
+				set, l := reach[sp.self], left[sp.cut]
+				reach[sp.left] = set & l
+				reach[sp.right] = set &^ l
+			}
+			for _, lf := range m.leaves[m.leafStart[t]:m.leafStart[t+1]] {
+				for set := reach[lf.node]; set != 0; set &= set - 1 {
+					acc[bits.TrailingZeros64(set)] += lf.val
 				}
 			}
 		}
