@@ -62,8 +62,8 @@ type Model struct {
 	sum      string // BLAKE3 of the encoded file
 	raw      []byte
 	// The trees compiled for ScoreRows (see compile).
-	cuts     [NumFeatures][]int64 // per feature, the distinct thresholds its splits use, ascending
-	cutStart [NumFeatures + 1]int32
+	cuts       [NumFeatures][]int64 // per feature, the distinct thresholds its splits use, ascending
+	cutStart   [NumFeatures + 1]int32
 	splits     []maskSplit // every tree's splits, parents before children, tree after tree
 	leaves     []maskLeaf  // every tree's leaves, tree after tree
 	splitStart []int32     // tree t's splits are splits[splitStart[t]:splitStart[t+1]]
