@@ -218,7 +218,12 @@ const (
 
 // lookupNum returns the index of the question term numbered n, or -1.
 func (x *extractor) lookupNum(n uint32) int32 {
-	switch i := x.numTable[n%numSlots]; i {
+	return x.lookupSlot(n, x.numTable[n%numSlots])
+}
+
+// lookupSlot is lookupNum for a number whose table slot holds i.
+func (x *extractor) lookupSlot(n uint32, i uint8) int32 {
+	switch i {
 	case 0:
 		return -1
 	case numShared:
@@ -267,13 +272,19 @@ func (x *extractor) info(toks []string) chunkInfo {
 func (x *extractor) infoNums(nums []uint32) chunkInfo {
 	ci := x.newInfo(len(nums))
 	start := len(x.hits)
+	tbl, tf, hits, hitIdx := x.numTable, ci.tf, x.hits, x.hitIdx
 	for pos, t := range nums {
-		if k := x.lookupNum(t); k >= 0 {
-			ci.tf[k]++
-			x.hits = append(x.hits, int32(pos))
-			x.hitIdx = append(x.hitIdx, k)
+		i := tbl[t%numSlots]
+		if i == 0 { // most terms: no question term has its low bits
+			continue
+		}
+		if k := x.lookupSlot(t, i); k >= 0 {
+			tf[k]++
+			hits = append(hits, int32(pos))
+			hitIdx = append(hitIdx, k)
 		}
 	}
+	x.hits, x.hitIdx = hits, hitIdx
 	x.endInfo(&ci, start)
 	return ci
 }
@@ -306,12 +317,17 @@ func (x *extractor) neighbourBM25(dterms [][]string, nums [][]uint32, pos int) (
 	}
 	clear(x.tf)
 	if nums != nil {
+		tbl, tf := x.numTable, x.tf
 		for _, t := range nums[pos] {
-			if k := x.lookupNum(t); k >= 0 {
-				x.tf[k]++
+			i := tbl[t%numSlots]
+			if i == 0 {
+				continue
+			}
+			if k := x.lookupSlot(t, i); k >= 0 {
+				tf[k]++
 			}
 		}
-		return x.bm25(x.tf, len(nums[pos])), true
+		return x.bm25(tf, len(nums[pos])), true
 	}
 	for _, t := range dterms[pos] {
 		if k := x.lookup(t); k >= 0 {
