@@ -96,6 +96,26 @@ type docList struct {
 	nums  [][]uint32
 }
 
+// packNums lays the term numbers of d's chunks out in one array in
+// document order, so that a chunk's neighbours and heading path lie next to
+// it in memory (the learned reranker reads them for every candidate). d
+// must be owned by the state being built; a purged chunk's nil stays nil.
+func (d *docList) packNums() {
+	n := 0
+	for _, ns := range d.nums {
+		n += len(ns)
+	}
+	arena := make([]uint32, 0, n)
+	for i, ns := range d.nums {
+		if ns == nil {
+			continue
+		}
+		start := len(arena)
+		arena = append(arena, ns...)
+		d.nums[i] = arena[start:len(arena):len(arena)]
+	}
+}
+
 // internedTerm is the one copy of a reranker term that every chunk's terms
 // share, and its number: given in order of first arrival, never reused, so
 // that rerank.TermNumbers can match terms by number. Only equality of
@@ -206,6 +226,13 @@ func (s *state) extend(gen int64, at time.Time, add []*evidence.Chunk, an []anal
 	own := map[string]bool{} // tenants and documents whose figures n already copied
 	for i, c := range add {
 		n.add(gen, c, an[i], own)
+	}
+	packed := map[string]bool{}
+	for _, c := range add { // the documents this commit changed, each once
+		if key := n.docPlace[c.ID].key; !packed[key] {
+			packed[key] = true
+			n.docOrder[key].packNums()
+		}
 	}
 	if len(facts) > 0 {
 		n.facts = maps.Clone(s.facts)
