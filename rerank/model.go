@@ -178,7 +178,9 @@ func (m *Model) ScoreRows(rows []Row, out []int64) {
 		if len(batch) == 64 {
 			all = ^uint64(0)
 		}
-		acc := out[base : base+len(batch)]
+		// acc[64] takes the adds of rows that are not there, so that a
+		// leaf's first two rows are added without a branch.
+		var acc [65]int64
 		for t := range len(m.splitStart) - 1 {
 			reach[0] = all
 			for _, sp := range m.splits[m.splitStart[t]:m.splitStart[t+1]] {
@@ -187,10 +189,17 @@ func (m *Model) ScoreRows(rows []Row, out []int64) {
 				reach[sp.right] = set &^ l
 			}
 			for _, lf := range m.leaves[m.leafStart[t]:m.leafStart[t+1]] {
-				for set := reach[lf.node]; set != 0; set &= set - 1 {
-					acc[bits.TrailingZeros64(set)] += lf.val
+				set, v := reach[lf.node], lf.val
+				acc[bits.TrailingZeros64(set)] += v // 64 when set is empty
+				set &= set - 1
+				acc[bits.TrailingZeros64(set)] += v
+				for set &= set - 1; set != 0; set &= set - 1 {
+					acc[bits.TrailingZeros64(set)] += v
 				}
 			}
+		}
+		for r := range batch {
+			out[base+r] += acc[r]
 		}
 	}
 }
