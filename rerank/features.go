@@ -123,7 +123,7 @@ type extractor struct {
 	nums     TermNumbers
 	qnums    []uint32
 	qnumIdx  []int32
-	numTable *[numSlots]uint8
+	numTable [numSlots]uint8
 	slab     []int32 // tf vectors are cut from it
 	tf       []int32 // a neighbour's tf vector
 	hits     []int32 // hit positions and question terms are cut from these
@@ -134,7 +134,7 @@ type extractor struct {
 }
 
 func newExtractor(question string, stats Stats) *extractor {
-	x := &extractor{avg: 1, hits: make([]int32, 0, 2048), hitIdx: make([]int32, 0, 2048)}
+	x := &extractor{avg: 1, hits: make([]int32, 0, 1024), hitIdx: make([]int32, 0, 1024)}
 	for i, t := range terms.Split(question) {
 		k := slices.Index(x.qterms, t)
 		if k < 0 {
@@ -166,7 +166,6 @@ func newExtractor(question string, stats Stats) *extractor {
 				x.qnumIdx = append(x.qnumIdx, int32(k))
 			}
 		}
-		x.numTable = new([numSlots]uint8)
 		for i, n := range x.qnums {
 			switch slot := &x.numTable[n%numSlots]; {
 			case *slot == 0 && i+1 < numShared:
@@ -272,7 +271,7 @@ func (x *extractor) info(toks []string) chunkInfo {
 func (x *extractor) infoNums(nums []uint32) chunkInfo {
 	ci := x.newInfo(len(nums))
 	start := len(x.hits)
-	tbl, tf, hits, hitIdx := x.numTable, ci.tf, x.hits, x.hitIdx
+	tbl, tf, hits, hitIdx := &x.numTable, ci.tf, x.hits, x.hitIdx
 	for pos, t := range nums {
 		i := tbl[t%numSlots]
 		if i == 0 { // most terms: no question term has its low bits
@@ -317,7 +316,7 @@ func (x *extractor) neighbourBM25(dterms [][]string, nums [][]uint32, pos int) (
 	}
 	clear(x.tf)
 	if nums != nil {
-		tbl, tf := x.numTable, x.tf
+		tbl, tf := &x.numTable, x.tf
 		for _, t := range nums[pos] {
 			i := tbl[t%numSlots]
 			if i == 0 {
@@ -432,11 +431,13 @@ func FeatureRows(question string, cands []Candidate, stats Stats) []Row {
 			continue
 		}
 		for j := range cands {
-			switch {
-			case places[j].doc == nil || docKey[j] != docKey[i]:
-			case places[j].pos == places[i].pos-1:
+			// Positions first: the document's key is compared only for
+			// a candidate one place away.
+			switch d := places[j].pos - places[i].pos; {
+			case d != -1 && d != 1, places[j].doc == nil || docKey[j] != docKey[i]:
+			case d == -1:
 				prevOf[i] = int32(j)
-			case places[j].pos == places[i].pos+1:
+			default:
 				nextOf[i] = int32(j)
 			}
 		}
