@@ -125,7 +125,8 @@ func (m *Model) compile() {
 }
 
 // ScoreRows adds the model's score of each row to out[i] (len(out) ==
-// len(rows)); the sums are those of Score. It takes the rows 64 at a time
+// len(rows)); rows must be as FeatureRows returns them (clamped to
+// ±maxThreshold), and the sums are those of Score. It takes the rows 64 at a time
 // as the bits of a word. For each feature it finds, once, the set of rows
 // at or below each of the model's thresholds on it (each row's place among
 // the sorted thresholds by a branch-free binary search, then prefix
