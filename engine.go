@@ -896,10 +896,21 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 	}
 	steps = append(steps, fmt.Sprintf("fused %d (%s)", len(fused), e.fusionSetting()), fmt.Sprintf("pool %d", len(fused)))
 	cands := make([]rerank.Candidate, len(fused))
+	places := make([]rerank.DocumentPlace, len(fused))
 	for i, f := range fused {
 		cands[i] = rerank.Candidate{ID: f.ID, Rank: i + 1}
-		if c, ok := st.chunks[f.ID]; ok {
-			cands[i].Text, cands[i].Terms = c.Text, st.terms[f.ID]
+		c, ok := st.chunks[f.ID]
+		if !ok {
+			continue
+		}
+		cands[i].Text = c.Text
+		// The chunk's document (its terms among them) in one lookup,
+		// handed to the reranker with the candidate.
+		if ids, ts, nums, pos := sc.document(f.ID); ids != nil {
+			places[i] = rerank.DocumentPlace{IDs: ids, Terms: ts, Nums: nums, Pos: pos}
+			cands[i].Terms, cands[i].Doc = ts[pos], &places[i]
+		} else {
+			cands[i].Terms = st.terms[f.ID]
 		}
 	}
 	ranked, err := rr.Rerank(ctx, text, cands, sc)

@@ -69,7 +69,7 @@ func ExampleOpenMemory() {
 	// - reranked 5
 	// - dropped 0
 	// - cited 2
-	// hash: blake3:ecd9f01386dd41810c1219a38cf0beaa469f0e5c47b0435280d9686caf7e0874
+	// hash: blake3:e6e6bb3dab9989483f15db517684b04efd066dcac0fb6b7946a3c07f6c798060
 }
 
 // An index on disk outlives the process: Open creates it in an empty

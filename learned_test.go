@@ -6,28 +6,30 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/rerank"
 )
 
-// learnedOptions are the default options with the embedded learned model.
+// learnedOptions are the default options, whose reranker is the embedded
+// learned model.
 func learnedOptions(t testing.TB) Options {
 	t.Helper()
-	m, err := rerank.DefaultModel()
-	require.NoError(t, err)
-	l, err := rerank.NewLearned(m)
-	require.NoError(t, err)
-	return Options{Reranker: l}
+	return Options{}
 }
 
-// TestGoldenPacksLearned pins the packs of the golden requests ranked by the
-// embedded learned model (integer features, integer trees): the same bytes
-// on amd64 and arm64 (.ci/run runs it under qemu-aarch64).
+// TestGoldenPacksLearned pins the packs of the golden requests in the
+// default configuration, ranked by the embedded learned model (integer
+// features, integer trees): the same bytes on amd64 and arm64 (.ci/run runs
+// it under qemu-aarch64). TestGoldenPacks pins the arithmetic reranker's.
 func TestGoldenPacksLearned(t *testing.T) {
 	e := memEngine(t, learnedOptions(t))
+	_, ok := e.Options().Reranker.(*rerank.Learned)
+	require.True(t, ok, "the default reranker is the learned one, not %s", e.Options().Reranker.Name())
 	ingestCorpus(t, e)
 	reqs, err := loadRequests()
 	require.NoError(t, err)
@@ -100,6 +102,23 @@ func TestDocumentOrder(t *testing.T) {
 	ids, _, pos = st.scope("acme", 1).Document("acme/d/art-3")
 	require.Equal(t, []string{"acme/d/art-3"}, ids, "a tenant's chunk is not a neighbour of the shared document's")
 	require.Equal(t, 0, pos)
+	requireDocPlaces(t, st)
+
+	// A later commit into document d copies its list: the new state's
+	// places point to the copy, the old state's stay as they were.
+	c = corpusRecords(t)[0].Chunk
+	c.ID, c.DocID, c.Version, c.Meta = "d/art-0", "d", "1", nil
+	next := st.extend(2, time.Unix(0, 0).UTC(), []*evidence.Chunk{&c}, []analyzed{{}}, nil)
+	requireDocPlaces(t, next)
+	requireDocPlaces(t, st)
+	ids, _, pos = next.scope("", 2).Document("d/art-2")
+	require.Equal(t, []string{"d/art-0", "d/art-1", "d/art-2", "d/art-10"}, ids)
+	require.Equal(t, 2, pos)
+	ids, _, pos = st.scope("", 1).Document("d/art-2")
+	require.Equal(t, []string{"d/art-1", "d/art-2", "d/art-10"}, ids)
+	require.Equal(t, 1, pos)
+	ids, _, pos = next.scope("", 1).Document("d/art-0")
+	require.True(t, ids == nil && pos == -1, "a scope at generation 1 does not see a chunk of generation 2")
 }
 
 // TestFallbackIsInTheTrace: a learned model that cannot be loaded falls back

@@ -59,8 +59,14 @@ type Options struct {
 	RRFK int
 	// LexicalWeight weighs the lexical leg in fusion (0 means 1).
 	LexicalWeight float64
-	// Reranker orders the pool; nil means rerank.NewArithmetic with
-	// rerank.DefaultWeights. Use rerank.None{} to keep the fused order.
+	// Reranker orders the pool; nil means the learned reranker with the
+	// model shipped with the module (rerank.DefaultModel, trained on the
+	// ObliQA dev split; it won the dev cross-validation against the
+	// arithmetic reranker, see docs/benchmarks.md). Should that model fail
+	// to load, the arithmetic reranker ranks instead, and every pack's
+	// trace and fingerprint say so (rerank.Fallback). The arithmetic
+	// reranker is one option away: Reranker: rerank.DefaultArithmetic().
+	// Use rerank.None{} to keep the fused order.
 	Reranker rerank.Reranker
 	// Embedder, when set, adds the dense leg. It belongs to the index (set
 	// it when opening; a view cannot change it).
@@ -146,11 +152,13 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: DenseIndex %q (want exact or hnsw)", ErrBadOptions, o.DenseIndex)
 	}
 	if o.Reranker == nil {
-		a, err := rerank.NewArithmetic(rerank.DefaultWeights)
-		if err != nil {
-			return o, err
+		// The load error needs no return: the Fallback names its class in
+		// every pack's trace and fingerprint, and the engine still works.
+		r, _ := rerank.LearnedOrFallback("")
+		if r == nil {
+			return o, fmt.Errorf("%w: no default reranker", ErrBadOptions)
 		}
-		o.Reranker = a
+		o.Reranker = r
 	}
 	switch {
 	case o.K < 1 || o.K > MaxK:
@@ -169,7 +177,7 @@ func (o Options) withDefaults() (Options, error) {
 
 // String prints the options as the fingerprint would record them.
 func (o Options) String() string {
-	name := "arithmetic (default)"
+	name := "learned (default)"
 	if o.Reranker != nil {
 		name = o.Reranker.Name()
 	}

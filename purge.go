@@ -294,7 +294,7 @@ func (s *state) purge(gen int64, at time.Time, ids []string, reason string, lex 
 	n := *s
 	n.gen, n.commits = gen, append(s.commits, at)
 	n.chunks, n.terms, n.feats, n.purged = maps.Clone(s.chunks), maps.Clone(s.terms), maps.Clone(s.feats), maps.Clone(s.purged)
-	n.tenants, n.docOrder = maps.Clone(s.tenants), maps.Clone(s.docOrder)
+	n.tenants, n.docOrder, n.docPlace = maps.Clone(s.tenants), maps.Clone(s.docOrder), maps.Clone(s.docPlace)
 	n.counts = &retrieve.Counts{N: maps.Clone(s.counts.N), Total: s.counts.Total}
 	n.purgeLog = append(s.purgeLog, ids...)
 	own := map[string]bool{}
@@ -320,10 +320,17 @@ func (s *state) purge(gen int64, at time.Time, ids []string, reason string, lex 
 		p := s.docPlace[id]
 		if !own["doc\x00"+p.key] {
 			d := n.docOrder[p.key]
-			n.docOrder[p.key] = &docList{ids: d.ids, terms: slices.Clone(d.terms)}
+			cp := &docList{ids: d.ids, terms: slices.Clone(d.terms), nums: slices.Clone(d.nums)}
+			n.docOrder[p.key] = cp
 			own["doc\x00"+p.key] = true
+			for _, other := range d.ids { // their places point to the copy
+				q := n.docPlace[other]
+				q.list = cp
+				n.docPlace[other] = q
+			}
 		}
 		n.docOrder[p.key].terms[p.pos] = nil
+		n.docOrder[p.key].nums[p.pos] = nil
 		cp := *c
 		cp.Text = ""
 		n.chunks[id] = &cp

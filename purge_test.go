@@ -138,15 +138,18 @@ func TestPurge(t *testing.T) {
 		require.Equal(t, "purged at generation 4: erasure request 2026-117", d.Citations[0].Detail)
 	}
 	check(e)
+	requireDocPlaces(t, e.st)
 	require.NoError(t, e.Close())
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
 	checked(t, e)
 	require.Equal(t, gen+1, e.st.gen)
 	check(e)
+	requireDocPlaces(t, e.st)
 	// Chunks still arrive after a purge, and the chain goes on.
 	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "after", 3, 9)), IngestOptions{})
 	require.NoError(t, err)
+	requireDocPlaces(t, e.st)
 	require.NoError(t, e.Close())
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
@@ -202,4 +205,22 @@ func TestPurgeMemory(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, citedIDs(p), "memo-roe")
 	require.Empty(t, e.st.chunks["memo-roe"].Text)
+}
+
+// requireDocPlaces checks the document context the rerankers read: every
+// chunk's place points to its document's list of this state, at its own
+// position, with the generation that committed it, and its terms' numbers
+// are those of its terms.
+func requireDocPlaces(t *testing.T, st *state) {
+	t.Helper()
+	for id, p := range st.docPlace { // checks only: nothing is built from the order
+		require.Same(t, st.docOrder[p.key], p.list, id)
+		require.Equal(t, id, p.list.ids[p.pos], id)
+		require.Equal(t, st.committed[id], p.gen, id)
+		ts, nums := p.list.terms[p.pos], p.list.nums[p.pos]
+		require.Len(t, nums, len(ts), id)
+		for i, term := range ts {
+			require.Equal(t, st.intern[term].id, nums[i], id)
+		}
+	}
 }

@@ -247,27 +247,46 @@ func (s scope) TermTotal() int64 {
 // Document implements rerank.Documents: id's document version in document
 // order as the scope's generation had it.
 func (s scope) Document(id string) ([]string, [][]string, int) {
+	ids, terms, _, pos := s.document(id)
+	return ids, terms, pos
+}
+
+// DocumentNumbers implements rerank.TermNumbers: Document with the terms
+// as numbers too.
+func (s scope) DocumentNumbers(id string) ([]string, [][]string, [][]uint32, int) {
+	return s.document(id)
+}
+
+// TermNumber implements rerank.TermNumbers: the number every chunk's copy
+// of term carries, false when no chunk of the index has it.
+func (s scope) TermNumber(term string) (uint32, bool) {
+	in, ok := s.st.intern[term]
+	return in.id, ok
+}
+
+func (s scope) document(id string) ([]string, [][]string, [][]uint32, int) {
 	p, ok := s.st.docPlace[id]
-	if !ok || !s.admits(id) {
-		return nil, nil, -1
+	if !ok || p.gen > s.gen { // as !s.admits(id), without a second lookup
+		return nil, nil, nil, -1
 	}
-	d := s.st.docOrder[p.key]
+	d := p.list
 	if s.latest {
-		return d.ids, d.terms, p.pos
+		return d.ids, d.terms, d.nums, p.pos
 	}
 	// A pinned request: leave out what later commits added to the document.
 	var ids []string
 	var terms [][]string
+	var nums [][]uint32
 	pos := -1
 	for i, other := range d.ids {
 		if s.admits(other) {
 			if other == id {
 				pos = len(ids)
 			}
-			ids, terms = append(ids, other), append(terms, d.terms[i])
+			ids, terms, nums = append(ids, other), append(terms, d.terms[i]), append(nums, d.nums[i])
 		}
 	}
-	return ids, terms, pos
+	return ids, terms, nums, pos
 }
 
 // digest names the scope's chunks: BLAKE3 over the scope's tenants and

@@ -59,7 +59,7 @@ type state struct {
 	stats   retrieve.BM25Stats // the whole index's totals (the manifest's)
 	bounds  retrieve.Bounds
 	terms   map[string][]string // reranker terms per chunk ID, interned
-	intern  map[string]string
+	intern  map[string]internedTerm
 	// entities maps a tenant and entity filter (entityKey) to the names its
 	// chunks declare.
 	entities map[string][]entityName
@@ -87,18 +87,52 @@ type state struct {
 // already sort in document order.
 const MetaPosition = "position"
 
-// docList is one document version's chunks in document order: IDs and
-// their reranker terms side by side.
+// docList is one document version's chunks in document order: IDs, their
+// reranker terms and the same terms as numbers (internedTerm.id), side by
+// side.
 type docList struct {
 	ids   []string
 	terms [][]string
+	nums  [][]uint32
+}
+
+// packNums lays the term numbers of d's chunks out in one array in
+// document order, so that a chunk's neighbours and heading path lie next to
+// it in memory (the learned reranker reads them for every candidate). d
+// must be owned by the state being built; a purged chunk's nil stays nil.
+func (d *docList) packNums() {
+	n := 0
+	for _, ns := range d.nums {
+		n += len(ns)
+	}
+	arena := make([]uint32, 0, n)
+	for i, ns := range d.nums {
+		if ns == nil {
+			continue
+		}
+		start := len(arena)
+		arena = append(arena, ns...)
+		d.nums[i] = arena[start:len(arena):len(arena)]
+	}
+}
+
+// internedTerm is the one copy of a reranker term that every chunk's terms
+// share, and its number: given in order of first arrival, never reused, so
+// that rerank.TermNumbers can match terms by number. Only equality of
+// numbers is ever used, never their order, so ingest order cannot reach a
+// ranking through them.
+type internedTerm struct {
+	s  string
+	id uint32
 }
 
 // docPlace is a chunk's document version and its order key there.
 type docPlace struct {
-	key string // Tenant + "\x00" + DocID + "\x00" + Version
-	seq int64  // MetaPosition, or MaxInt64 (after the positioned) when absent or not a number
-	pos int    // index in docOrder[key], kept current as chunks arrive
+	key  string   // Tenant + "\x00" + DocID + "\x00" + Version
+	seq  int64    // MetaPosition, or MaxInt64 (after the positioned) when absent or not a number
+	pos  int      // index in docOrder[key], kept current as chunks arrive
+	gen  int64    // the generation that committed the chunk (as committed)
+	list *docList // docOrder[key] of this state, kept current when the list is copied
 }
 
 // cmpDocOrder orders two chunks of one document version.
@@ -159,7 +193,7 @@ func cmpInt(a, b int) int {
 
 func newState() *state {
 	return &state{chunks: map[string]*evidence.Chunk{}, committed: map[string]int64{}, facts: map[string][]factAt{}, purged: map[string]purgeAt{}, tenants: map[string]*tenantStats{},
-		terms: map[string][]string{}, intern: map[string]string{}, entities: map[string][]entityName{}, feats: map[string][]int32{},
+		terms: map[string][]string{}, intern: map[string]internedTerm{}, entities: map[string][]entityName{}, feats: map[string][]int32{},
 		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds(),
 		docOrder: map[string]*docList{}, docPlace: map[string]docPlace{}}
 }
@@ -194,6 +228,13 @@ func (s *state) extend(gen int64, at time.Time, add []*evidence.Chunk, an []anal
 	own := map[string]bool{} // tenants and documents whose figures n already copied
 	for i, c := range add {
 		n.add(gen, c, an[i], own)
+	}
+	packed := map[string]bool{}
+	for _, c := range add { // the documents this commit changed, each once
+		if key := n.docPlace[c.ID].key; !packed[key] {
+			packed[key] = true
+			n.docOrder[key].packNums()
+		}
 	}
 	if len(facts) > 0 {
 		n.facts = maps.Clone(s.facts)
@@ -245,12 +286,14 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, own map[string]bo
 	s.bounds.Add(c)
 	s.addEntityNames(c, gen)
 	ts := slices.Clone(an.rr) // interned below: never the caller's slice
+	nums := make([]uint32, len(ts))
 	for i, t := range ts {
-		if interned, ok := s.intern[t]; ok {
-			ts[i] = interned
-		} else {
-			s.intern[t] = t
+		in, ok := s.intern[t]
+		if !ok {
+			in = internedTerm{s: t, id: uint32(len(s.intern))}
+			s.intern[t] = in
 		}
+		ts[i], nums[i] = in.s, in.id
 	}
 	s.terms[c.ID] = ts
 	rrCount := len(ts)
@@ -258,34 +301,43 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, own map[string]bo
 		rrCount = an.redacted.Terms
 	}
 	s.ownTenant(c.Tenant, own).add(gen, c, an.lex, terms.Distinct(ts), an.tokens, rrCount)
-	s.placeInDocument(c, ts, own)
+	s.placeInDocument(gen, c, ts, nums, own)
 }
 
-// placeInDocument inserts c, with its reranker terms ts, into its document
-// version's order. own names the documents whose lists s already owns (a
-// list shared with the state s extends is copied before it changes).
-func (s *state) placeInDocument(c *evidence.Chunk, ts []string, own map[string]bool) {
-	place := docPlace{key: c.Tenant + "\x00" + c.DocID + "\x00" + c.Version, seq: math.MaxInt64}
+// placeInDocument inserts c, committed at generation gen, with its reranker
+// terms ts (nums as numbers), into its document version's order. own names
+// the documents whose lists s already owns (a list shared with the state s
+// extends is copied before it changes, and its chunks' places then point to
+// the copy).
+func (s *state) placeInDocument(gen int64, c *evidence.Chunk, ts []string, nums []uint32, own map[string]bool) {
+	place := docPlace{key: c.Tenant + "\x00" + c.DocID + "\x00" + c.Version, seq: math.MaxInt64, gen: gen}
 	if v, err := strconv.ParseInt(c.Meta[MetaPosition], 10, 64); err == nil && v >= 0 {
 		place.seq = v
 	}
 	s.docPlace[c.ID] = place
 	d := s.docOrder[place.key]
+	copied := false
 	switch {
 	case d == nil:
 		d = &docList{}
 		s.docOrder[place.key] = d
 	case !own["doc\x00"+place.key]:
-		d = &docList{ids: slices.Clone(d.ids), terms: slices.Clone(d.terms)}
+		d = &docList{ids: slices.Clone(d.ids), terms: slices.Clone(d.terms), nums: slices.Clone(d.nums)}
 		s.docOrder[place.key] = d
+		copied = true
 	}
 	own["doc\x00"+place.key] = true
 	at, _ := slices.BinarySearchFunc(d.ids, c.ID, s.cmpDocOrder)
 	d.ids = slices.Insert(d.ids, at, c.ID)
 	d.terms = slices.Insert(d.terms, at, ts)
-	for i := at; i < len(d.ids); i++ { // chunks after it move one place on
+	d.nums = slices.Insert(d.nums, at, nums)
+	from := at // chunks after it move one place on
+	if copied {
+		from = 0 // and every chunk of a copied list points to the copy
+	}
+	for i := from; i < len(d.ids); i++ {
 		p := s.docPlace[d.ids[i]]
-		p.pos = i
+		p.pos, p.list = i, d
 		s.docPlace[d.ids[i]] = p
 	}
 }

@@ -27,8 +27,10 @@ type Weights struct {
 // out. It stays a feature so that other corpora can weigh it.
 var DefaultWeights = Weights{Coverage: 1, Density: 2, Proximity: 0, Phrase: 4, Prior: 4}
 
-// Arithmetic is the default reranker: bit-stable because it uses integers
-// only. It is safe for concurrent use.
+// Arithmetic is the reranker of integer features of the candidate alone
+// (no document context): bit-stable because it uses integers only. The
+// engine's default is the learned reranker; Arithmetic is its fallback. It
+// is safe for concurrent use.
 type Arithmetic struct {
 	w Weights
 }
@@ -54,6 +56,12 @@ func (a *Arithmetic) Name() string {
 	return fmt.Sprintf("arithmetic/1 coverage=%d density=%d proximity=%d phrase=%d prior=%d %s",
 		a.w.Coverage, a.w.Density, a.w.Proximity, a.w.Phrase, a.w.Prior, terms.Version)
 }
+
+// DefaultArithmetic returns the Arithmetic reranker with DefaultWeights
+// (tuned on ObliQA dev): the engine's default before the learned reranker,
+// now one option away from it (evpack.Options.Reranker), and the fallback
+// when a learned model cannot be loaded.
+func DefaultArithmetic() *Arithmetic { return &Arithmetic{w: DefaultWeights} }
 
 // Features are one candidate's feature values, for explanations and tuning.
 type Features struct {

@@ -81,6 +81,23 @@ const smoothNum, smoothDen = 3, 10
 // Row is one candidate's feature values, in FeatureNames order.
 type Row [NumFeatures]int64
 
+// TermNumbers is implemented by a Documents that also numbers its terms:
+// one number per distinct term, shared by every chunk's copy of it. The
+// learned reranker then matches a chunk's terms to the question's by number
+// (four bytes a term, read in order) instead of by string. The engine's
+// Stats implements it, with the numbers computed once per chunk when the
+// chunk is committed. Only equality of numbers is used: the features are
+// those computed from the terms themselves.
+type TermNumbers interface {
+	Documents
+	// TermNumber returns term's number; false when no chunk has the term.
+	TermNumber(term string) (uint32, bool)
+	// DocumentNumbers is Document with each chunk's terms as numbers too
+	// (nums[i] numbers terms[i], term by term). The slices must not be
+	// changed.
+	DocumentNumbers(id string) (ids []string, terms [][]string, nums [][]uint32, pos int)
+}
+
 // chunkInfo is what one pass over a chunk's terms gives.
 type chunkInfo struct {
 	n      int     // terms
@@ -99,15 +116,25 @@ type extractor struct {
 	filter [filterWords]uint64 // bit termHash(t) set for each question term
 	avg    int64               // average chunk terms, at least 1
 	docs   Documents           // nil: no document context
-	cache  map[string]*chunkInfo
-	slab   []int32 // tf vectors are cut from it
-	hits   []int32 // hit positions and question terms are cut from these
-	hitIdx []int32
+	// By number (docs implements TermNumbers): the numbers of the question
+	// terms some chunk has, the question term of each, and a table by the
+	// number's low bits: 1 + the index into qnums of the one question
+	// number with those bits, numShared when several have them, 0 none.
+	nums     TermNumbers
+	qnums    []uint32
+	qnumIdx  []int32
+	numTable [numSlots]uint8
+	slab     []int32 // tf vectors are cut from it
+	tf       []int32 // a neighbour's tf vector
+	hits     []int32 // hit positions and question terms are cut from these
+	hitIdx   []int32
+	occ      [][]int32 // per question term, its positions in seq, ascending
+	run      []int64   // the exact run's lengths by position in seq
+	stamp    []int32   // 1 + the hit that set run[j]; 0 none
 }
 
 func newExtractor(question string, stats Stats) *extractor {
-	x := &extractor{cache: map[string]*chunkInfo{}, avg: 1,
-		hits: make([]int32, 0, 2048), hitIdx: make([]int32, 0, 2048)}
+	x := &extractor{avg: 1, hits: make([]int32, 0, 1024), hitIdx: make([]int32, 0, 1024)}
 	for i, t := range terms.Split(question) {
 		k := slices.Index(x.qterms, t)
 		if k < 0 {
@@ -131,6 +158,29 @@ func newExtractor(question string, stats Stats) *extractor {
 			x.avg = max(1, d.TermTotal()/n)
 		}
 	}
+	if tn, ok := stats.(TermNumbers); ok {
+		x.nums = tn
+		for k, t := range x.qterms {
+			if n, ok := tn.TermNumber(t); ok {
+				x.qnums = append(x.qnums, n)
+				x.qnumIdx = append(x.qnumIdx, int32(k))
+			}
+		}
+		for i, n := range x.qnums {
+			switch slot := &x.numTable[n%numSlots]; {
+			case *slot == 0 && i+1 < numShared:
+				*slot = uint8(i + 1)
+			default:
+				*slot = numShared
+			}
+		}
+	}
+	x.tf = make([]int32, len(x.qterms))
+	x.occ = make([][]int32, len(x.qterms))
+	for j, k := range x.seq {
+		x.occ[k] = append(x.occ[k], int32(j))
+	}
+	x.run, x.stamp = make([]int64, len(x.seq)), make([]int32, len(x.seq))
 	return x
 }
 
@@ -159,17 +209,52 @@ func (x *extractor) lookup(t string) int32 {
 	return -1
 }
 
-// info analyses a chunk's terms once per query.
-func (x *extractor) info(id string, toks []string) *chunkInfo {
-	if ci, ok := x.cache[id]; ok {
-		return ci
+// The question-number table: numSlots slots by a number's low bits.
+const (
+	numSlots  = 4096
+	numShared = 255
+)
+
+// lookupNum returns the index of the question term numbered n, or -1.
+func (x *extractor) lookupNum(n uint32) int32 {
+	return x.lookupSlot(n, x.numTable[n%numSlots])
+}
+
+// lookupSlot is lookupNum for a number whose table slot holds i.
+func (x *extractor) lookupSlot(n uint32, i uint8) int32 {
+	switch i {
+	case 0:
+		return -1
+	case numShared:
+		for j, q := range x.qnums {
+			if q == n {
+				return x.qnumIdx[j]
+			}
+		}
+		return -1
+	default:
+		if x.qnums[i-1] == n {
+			return x.qnumIdx[i-1]
+		}
+		return -1
 	}
+}
+
+// newInfo returns an empty chunkInfo for a chunk of n terms, its tf vector
+// cut from the slab.
+func (x *extractor) newInfo(n int) chunkInfo {
 	nq := len(x.qterms)
 	if len(x.slab) < nq {
 		x.slab = make([]int32, 64*max(nq, 1))
 	}
-	ci := &chunkInfo{n: len(toks), tf: x.slab[:nq:nq]}
+	ci := chunkInfo{n: n, tf: x.slab[:nq:nq]}
 	x.slab = x.slab[nq:]
+	return ci
+}
+
+// info analyses a candidate's terms.
+func (x *extractor) info(toks []string) chunkInfo {
+	ci := x.newInfo(len(toks))
 	start := len(x.hits)
 	for pos, t := range toks {
 		if k := x.lookup(t); k >= 0 {
@@ -178,25 +263,90 @@ func (x *extractor) info(id string, toks []string) *chunkInfo {
 			x.hitIdx = append(x.hitIdx, k)
 		}
 	}
-	// The chunk's hits are its stretch of the shared buffers (an append
-	// that outgrows them moves on to a new array; earlier stretches stay).
-	end := len(x.hits)
-	ci.hitPos, ci.hitIdx = x.hits[start:end:end], x.hitIdx[start:end:end]
-	ci.bm25 = x.bm25(ci)
-	x.cache[id] = ci
+	x.endInfo(&ci, start)
 	return ci
 }
 
+// infoNums is info over the terms' numbers.
+func (x *extractor) infoNums(nums []uint32) chunkInfo {
+	ci := x.newInfo(len(nums))
+	start := len(x.hits)
+	tbl, tf, hits, hitIdx := &x.numTable, ci.tf, x.hits, x.hitIdx
+	for pos, t := range nums {
+		i := tbl[t%numSlots]
+		if i == 0 { // most terms: no question term has its low bits
+			continue
+		}
+		if k := x.lookupSlot(t, i); k >= 0 {
+			tf[k]++
+			hits = append(hits, int32(pos))
+			hitIdx = append(hitIdx, k)
+		}
+	}
+	x.hits, x.hitIdx = hits, hitIdx
+	x.endInfo(&ci, start)
+	return ci
+}
+
+// endInfo cuts the chunk's hits, from start, out of the shared buffers (an
+// append that outgrows them moves on to a new array; earlier stretches
+// stay) and computes its BM25.
+func (x *extractor) endInfo(ci *chunkInfo, start int) {
+	end := len(x.hits)
+	ci.hitPos, ci.hitIdx = x.hits[start:end:end], x.hitIdx[start:end:end]
+	ci.bm25 = x.bm25(ci.tf, ci.n)
+}
+
+// neighbour returns the BM25 of the chunk at position pos of p's
+// document: that of candidate cand's info when it is one (cand >= 0), else
+// computed; false when there is none.
+func (x *extractor) neighbour(p *place, pos int, cand int32, infos []chunkInfo) (int64, bool) {
+	if cand >= 0 {
+		return infos[cand].bm25, true
+	}
+	return x.neighbourBM25(p.dterms, p.nums, pos)
+}
+
+// neighbourBM25 returns the BM25 of the chunk at position pos of a
+// document (its terms, or their numbers when nums is not nil), and false
+// when there is none.
+func (x *extractor) neighbourBM25(dterms [][]string, nums [][]uint32, pos int) (int64, bool) {
+	if pos < 0 || pos >= len(dterms) {
+		return 0, false
+	}
+	clear(x.tf)
+	if nums != nil {
+		tbl, tf := &x.numTable, x.tf
+		for _, t := range nums[pos] {
+			i := tbl[t%numSlots]
+			if i == 0 {
+				continue
+			}
+			if k := x.lookupSlot(t, i); k >= 0 {
+				tf[k]++
+			}
+		}
+		return x.bm25(tf, len(nums[pos])), true
+	}
+	for _, t := range dterms[pos] {
+		if k := x.lookup(t); k >= 0 {
+			x.tf[k]++
+		}
+	}
+	return x.bm25(x.tf, len(dterms[pos])), true
+}
+
 // bm25 is Σ idf × tf × (k1+1) / (tf + k1 × (1 − b + b × len/avg)) with
-// k1 = 12/10 and b = 3/4, numerator and denominator multiplied by 40 × avg.
-func (x *extractor) bm25(ci *chunkInfo) int64 {
+// k1 = 12/10 and b = 3/4, numerator and denominator multiplied by 40 × avg,
+// for a chunk of n terms with question-term frequencies tfs.
+func (x *extractor) bm25(tfs []int32, n int) int64 {
 	var s int64
-	for k, tf := range ci.tf {
+	for k, tf := range tfs {
 		if tf == 0 {
 			continue
 		}
 		t := int64(tf)
-		s += x.qidf[k] * t * 88 * x.avg / (40*t*x.avg + 12*x.avg + 36*int64(ci.n))
+		s += x.qidf[k] * t * 88 * x.avg / (40*t*x.avg + 12*x.avg + 36*int64(n))
 	}
 	return s
 }
@@ -214,12 +364,42 @@ func (x *extractor) termsOf(c *Candidate) []string {
 	return terms.Split(c.Text)
 }
 
-// neighbour returns the info of the chunk at position pos of doc, or nil.
-func (x *extractor) neighbour(doc []string, dterms [][]string, pos int) *chunkInfo {
-	if pos < 0 || pos >= len(doc) {
-		return nil
+// place is a candidate's document: its chunks' IDs and terms (and their
+// numbers, nil when not known), and its position; doc nil when unknown.
+type place struct {
+	doc    []string
+	dterms [][]string
+	nums   [][]uint32
+	pos    int
+}
+
+// placeOf returns c's document: the one it carries, else its Stats'.
+func (x *extractor) placeOf(c *Candidate) place {
+	var p place
+	switch {
+	case c.Doc != nil && x.docs != nil:
+		p = place{doc: c.Doc.IDs, dterms: c.Doc.Terms, pos: c.Doc.Pos}
+		if x.nums != nil {
+			p.nums = c.Doc.Nums
+		}
+	case x.nums != nil:
+		p.doc, p.dterms, p.nums, p.pos = x.nums.DocumentNumbers(c.ID)
+	case x.docs != nil:
+		p.doc, p.dterms, p.pos = x.docs.Document(c.ID)
 	}
-	return x.info(doc[pos], dterms[pos])
+	return p
+}
+
+// candidateInfo analyses candidate c, by number when its terms are its
+// document's own (the same slice), else by string.
+func (x *extractor) candidateInfo(c *Candidate, p place) chunkInfo {
+	if p.doc != nil && p.nums != nil {
+		stored := p.dterms[p.pos]
+		if c.Terms == nil || len(c.Terms) == len(stored) && (len(stored) == 0 || &c.Terms[0] == &stored[0]) {
+			return x.infoNums(p.nums[p.pos])
+		}
+	}
+	return x.info(x.termsOf(c))
 }
 
 // FeatureRows returns the feature rows of cands for question, in cands order.
@@ -228,21 +408,46 @@ func (x *extractor) neighbour(doc []string, dterms [][]string, pos int) *chunkIn
 func FeatureRows(question string, cands []Candidate, stats Stats) []Row {
 	x := newExtractor(question, stats)
 	rows := make([]Row, len(cands))
-	infos := make([]*chunkInfo, len(cands))
+	infos := make([]chunkInfo, len(cands))
+	places := make([]place, len(cands))
 	docKey := make([]string, len(cands))
 	var maxBM25 int64 = 1
 	for i := range cands {
 		c := &cands[i]
-		infos[i] = x.info(c.ID, x.termsOf(c))
+		places[i] = x.placeOf(c)
+		infos[i] = x.candidateInfo(c, places[i])
 		maxBM25 = max(maxBM25, infos[i].bm25)
-		docKey[i] = "\x00" + c.ID // a chunk of unknown document is its own
+		if places[i].doc != nil {
+			docKey[i] = places[i].doc[0]
+		} else {
+			docKey[i] = "\x00" + c.ID // a chunk of unknown document is its own
+		}
+	}
+	// A neighbour that is itself a candidate gives the BM25 of its info.
+	prevOf, nextOf := make([]int32, len(cands)), make([]int32, len(cands))
+	for i := range cands {
+		prevOf[i], nextOf[i] = -1, -1
+		if places[i].doc == nil {
+			continue
+		}
+		for j := range cands {
+			// Positions first: the document's key is compared only for
+			// a candidate one place away.
+			switch d := places[j].pos - places[i].pos; {
+			case d != -1 && d != 1, places[j].doc == nil || docKey[j] != docKey[i]:
+			case d == -1:
+				prevOf[i] = int32(j)
+			default:
+				nextOf[i] = int32(j)
+			}
+		}
 	}
 	var total int64
 	for _, v := range x.qidf {
 		total += v
 	}
 	for i := range cands {
-		c, ci, r := &cands[i], infos[i], &rows[i]
+		c, ci, r, p := &cands[i], &infos[i], &rows[i], &places[i]
 		r[0] = int64(c.Rank)
 		r[1] = ci.bm25
 		r[2] = s * ci.bm25 / maxBM25
@@ -250,33 +455,28 @@ func FeatureRows(question string, cands []Candidate, stats Stats) []Row {
 		r[3] = combineDefault(Features{Coverage: r[4], Density: r[6], Proximity: r[7], Phrase: r[8], Prior: prior(c.Rank)})
 		r[20] = int64(ci.n)
 		r[23] = int64(len(x.qterms))
-		if x.docs == nil {
+		if p.doc == nil {
 			r[12] = r[2]
 			continue
 		}
-		doc, dterms, pos := x.docs.Document(c.ID)
-		if doc == nil {
-			r[12] = r[2]
-			continue
-		}
-		docKey[i] = doc[0]
-		r[17], r[19] = int64(pos), int64(len(doc))
-		r[18] = s * int64(pos) / int64(len(doc))
+		pos := p.pos
+		r[17], r[19] = int64(pos), int64(len(p.doc))
+		r[18] = s * int64(pos) / int64(len(p.doc))
 		var nsum, nn int64
-		if p := x.neighbour(doc, dterms, pos-1); p != nil {
-			r[10] = s * p.bm25 / maxBM25
-			nsum, nn = nsum+p.bm25, nn+1
+		if b, ok := x.neighbour(p, pos-1, prevOf[i], infos); ok {
+			r[10] = s * b / maxBM25
+			nsum, nn = nsum+b, nn+1
 		}
-		if n := x.neighbour(doc, dterms, pos+1); n != nil {
-			r[11] = s * n.bm25 / maxBM25
-			nsum, nn = nsum+n.bm25, nn+1
+		if b, ok := x.neighbour(p, pos+1, nextOf[i], infos); ok {
+			r[11] = s * b / maxBM25
+			nsum, nn = nsum+b, nn+1
 		}
 		sm := ci.bm25
 		if nn > 0 {
 			sm += smoothNum * nsum / (smoothDen * nn)
 		}
 		r[12] = s * sm / maxBM25
-		x.headingFeatures(dterms, pos, ci, total, r)
+		x.headingFeatures(p, ci, total, r)
 	}
 	docFeatures(cands, docKey, infos, rows)
 	for i := range rows {
@@ -336,43 +536,57 @@ func (x *extractor) matchFeatures(ci *chunkInfo, total int64, r *Row) {
 		}
 		r[8] = s * n / int64(len(x.bigram))
 	}
-	// Longest run: cur[j] is the length of the verbatim run ending at the
-	// current hit and at question position j.
-	prev, cur := make([]int64, len(x.seq)), make([]int64, len(x.seq))
+	// Longest run: the run ending at hit i and at question position j is
+	// one longer than the run ending at hit i-1 and position j-1 when the
+	// two hits are adjacent, else 1; only the positions j holding hit i's
+	// term can end a run, so each hit visits those alone (x.occ). run[j]
+	// holds the length at the hit stamp[j] names.
 	var best int64
 	lastPos := int32(-2)
+	run, stamp := x.run, x.stamp
 	for i, p := range ci.hitPos {
-		for j, qk := range x.seq {
-			cur[j] = 0
-			if qk != ci.hitIdx[i] {
-				continue
+		adjacent := p == lastPos+1
+		// Last position first: a term repeated at j-1 and j must read
+		// j-1 as hit i-1 left it, before this hit writes it.
+		occ := x.occ[ci.hitIdx[i]]
+		for o := len(occ) - 1; o >= 0; o-- {
+			j := occ[o]
+			n := int64(1)
+			if adjacent && j > 0 && stamp[j-1] == int32(i) {
+				n = run[j-1] + 1
 			}
-			cur[j] = 1
-			if j > 0 && p == lastPos+1 {
-				cur[j] = prev[j-1] + 1
-			}
-			best = max(best, cur[j])
+			run[j], stamp[j] = n, int32(i+1)
+			best = max(best, n)
 		}
-		prev, cur = cur, prev
 		lastPos = p
 	}
+	clear(stamp)
 	r[9] = best
 }
 
-// headingFeatures fills the heading-path coverage features.
-func (x *extractor) headingFeatures(dterms [][]string, pos int, ci *chunkInfo, total int64, r *Row) {
+// headingFeatures fills the heading-path coverage features of the
+// candidate at p.
+func (x *extractor) headingFeatures(p *place, ci *chunkInfo, total int64, r *Row) {
 	if total == 0 {
 		return
 	}
 	var inHeading uint64 // bit per question term (at most 64)
 	found := 0
-	for p := pos - 1; p >= 0 && p >= pos-headingLook && found < headingDepth; p-- {
-		ts := dterms[p]
-		if len(ts) == 0 || len(ts) > headingTerms {
+	for q := p.pos - 1; q >= 0 && q >= p.pos-headingLook && found < headingDepth; q-- {
+		n := len(p.dterms[q])
+		if n == 0 || n > headingTerms {
 			continue
 		}
 		found++
-		for _, t := range ts {
+		if p.nums != nil {
+			for _, t := range p.nums[q] {
+				if k := x.lookupNum(t); k >= 0 && k < 64 {
+					inHeading |= 1 << k
+				}
+			}
+			continue
+		}
+		for _, t := range p.dterms[q] {
 			if k := x.lookup(t); k >= 0 && k < 64 {
 				inHeading |= 1 << k
 			}
@@ -393,20 +607,18 @@ func (x *extractor) headingFeatures(dterms [][]string, pos int, ci *chunkInfo, t
 }
 
 // docFeatures fills the features of each candidate's document in the pool.
-func docFeatures(cands []Candidate, docKey []string, infos []*chunkInfo, rows []Row) {
+func docFeatures(cands []Candidate, docKey []string, infos []chunkInfo, rows []Row) {
 	type agg struct {
 		key   string
 		count int64
 		sum   int64
 	}
-	idx := map[string]int{} // lookups only; output is built from aggs in pool order
-	var aggs []agg
+	aggs := make([]agg, 0, len(cands)) // in pool order of first appearance
 	of := make([]int, len(cands))
 	for i := range cands {
-		k, ok := idx[docKey[i]]
-		if !ok {
+		k := slices.IndexFunc(aggs, func(a agg) bool { return a.key == docKey[i] })
+		if k < 0 {
 			k = len(aggs)
-			idx[docKey[i]] = k
 			aggs = append(aggs, agg{key: docKey[i]})
 		}
 		of[i] = k

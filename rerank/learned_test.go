@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -467,8 +468,10 @@ func TestSmoothedAndIntBM25(t *testing.T) {
 	}
 }
 
-// TestScoreRowsIsScore: the lockstep, branch-free walk gives Score's sums
-// for every row, pools of every length (the four-row groups and the tail).
+// TestScoreRowsIsScore: the row-set evaluation gives Score's sums for every
+// row, in pools of every length up to 11 and across the 64-row words (64,
+// 65, 130), with values drawn at random, equal to one of the model's
+// thresholds, and one either side of one.
 func TestScoreRowsIsScore(t *testing.T) {
 	m, err := DefaultModel()
 	if err != nil {
@@ -477,11 +480,14 @@ func TestScoreRowsIsScore(t *testing.T) {
 	const seed = 9
 	t.Logf("row seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	for n := range 11 {
+	for _, n := range []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 64, 65, 130} {
 		rows := make([]Row, n)
 		for i := range rows {
 			for k := range rows[i] {
 				rows[i][k] = rng.Int64N(2*s) - s/10
+				if cuts := m.cuts[k]; len(cuts) > 0 && rng.IntN(2) == 0 {
+					rows[i][k] = cuts[rng.IntN(len(cuts))] + rng.Int64N(3) - 1
+				}
 			}
 			rows[i][0] = int64(rng.IntN(50) + 1)
 		}
@@ -492,6 +498,132 @@ func TestScoreRowsIsScore(t *testing.T) {
 			if want := m.Score(&rows[i]); out[i] != want {
 				t.Fatalf("pool of %d, row %d: ScoreRows %d, Score %d", len(rows), i, out[i], want)
 			}
+		}
+	}
+}
+
+// TestExactRunIsLongestCommonRun: the exact_run feature is the longest run
+// of the question's terms found verbatim in the chunk (a longest common
+// substring of the two term sequences), on random questions and chunks
+// over a small vocabulary, repeated terms included.
+func TestExactRunIsLongestCommonRun(t *testing.T) {
+	const seed = 5
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	words := []string{"zork", "fnord", "blarg", "quux", "wibbl"}
+	text := func(n int) string {
+		ws := make([]string, n)
+		for i := range ws {
+			ws[i] = words[rng.IntN(len(words))]
+		}
+		return strings.Join(ws, " ")
+	}
+	longest := func(a, b []string) int64 {
+		var best int64
+		for i := range a {
+			for j := range b {
+				n := int64(0)
+				for i+int(n) < len(a) && j+int(n) < len(b) && a[i+int(n)] == b[j+int(n)] {
+					n++
+				}
+				best = max(best, n)
+			}
+		}
+		return best
+	}
+	for range 500 {
+		q := text(1 + rng.IntN(8))
+		cands := []Candidate{{ID: "a", Text: text(rng.IntN(30)), Rank: 1}, {ID: "b", Text: text(rng.IntN(30)), Rank: 2}}
+		rows := FeatureRows(q, cands, nil)
+		for i, c := range cands {
+			if want := longest(Terms(q), Terms(c.Text)); rows[i][9] != want {
+				t.Fatalf("question %q, chunk %q: exact_run %d, want %d", q, c.Text, rows[i][9], want)
+			}
+		}
+	}
+}
+
+// numberedDocs adds TermNumbers to a fakeDocs: term numbers given in order
+// of first sight, spaced by step, so that with step 4096 every number
+// shares its low bits with every other (the lookup's shared slots).
+type numberedDocs struct {
+	*fakeDocs
+	num map[string]uint32
+}
+
+func numbered(f *fakeDocs, step uint32) *numberedDocs {
+	n := &numberedDocs{fakeDocs: f, num: map[string]uint32{}}
+	for _, id := range slices.Sorted(maps.Keys(f.terms)) {
+		for _, t := range f.terms[id] {
+			if _, ok := n.num[t]; !ok {
+				n.num[t] = uint32(len(n.num))*step + 7
+			}
+		}
+	}
+	return n
+}
+
+func (n *numberedDocs) TermNumber(t string) (uint32, bool) {
+	v, ok := n.num[t]
+	return v, ok
+}
+
+func (n *numberedDocs) DocumentNumbers(id string) ([]string, [][]string, [][]uint32, int) {
+	ids, ts, pos := n.Document(id)
+	var nums [][]uint32
+	for _, c := range ts {
+		row := make([]uint32, len(c))
+		for i, t := range c {
+			row[i] = n.num[t]
+		}
+		nums = append(nums, row)
+	}
+	return ids, ts, nums, pos
+}
+
+// TestFeatureRowsByNumber: matching terms by number (TermNumbers, as the
+// engine does) gives the rows that matching by string gives, whether the
+// numbers' low bits are all distinct or all shared, and whether the
+// candidates carry their stored terms, none, or terms of their own.
+func TestFeatureRowsByNumber(t *testing.T) {
+	f := smallFake()
+	for _, q := range []string{"capital conservation buffer of common equity", "hold liquid assets", "records buffer capital", "boats"} {
+		pool := smallPool(f, "a/3", "b/2", "a/2", "a/5", "c/1", "a/1")
+		want := FeatureRows(q, pool, f)
+		for _, step := range []uint32{1, 4096} {
+			if diff := cmp.Diff(want, FeatureRows(q, pool, numbered(f, step))); diff != "" {
+				t.Fatalf("%q, step %d:\n%s", q, step, diff)
+			}
+			bare := slices.Clone(pool)
+			for i := range bare {
+				bare[i].Terms = nil
+			}
+			if diff := cmp.Diff(want, FeatureRows(q, bare, numbered(f, step))); diff != "" {
+				t.Fatalf("%q, step %d, no terms on the candidates:\n%s", q, step, diff)
+			}
+		}
+		// A candidate carrying its document (as the engine hands it over)
+		// gives the rows its Stats' lookup gives.
+		for _, step := range []uint32{1, 4096} {
+			nd := numbered(f, step)
+			carried := slices.Clone(pool)
+			for i := range carried {
+				ids, ts, nums, pos := nd.DocumentNumbers(carried[i].ID)
+				carried[i].Doc = &DocumentPlace{IDs: ids, Terms: ts, Nums: nums, Pos: pos}
+			}
+			if diff := cmp.Diff(want, FeatureRows(q, carried, nd)); diff != "" {
+				t.Fatalf("%q, step %d, documents carried:\n%s", q, step, diff)
+			}
+			if diff := cmp.Diff(want, FeatureRows(q, carried, f)); diff != "" {
+				t.Fatalf("%q, documents carried with numbers, Stats without:\n%s", q, diff)
+			}
+		}
+		// A candidate whose terms are not its stored ones is matched by
+		// string, as without numbers.
+		own := slices.Clone(pool)
+		own[0].Terms = Terms("capital capital buffer")
+		if diff := cmp.Diff(FeatureRows(q, own, f), FeatureRows(q, own, numbered(f, 4096))); diff != "" {
+			t.Fatalf("%q, a candidate with terms of its own:\n%s", q, diff)
 		}
 	}
 }

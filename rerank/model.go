@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/evpack/evpack/evidence"
@@ -59,88 +61,146 @@ type Model struct {
 	trees    [][]Node
 	sum      string // BLAKE3 of the encoded file
 	raw      []byte
-	flat     []flatNode // every tree, children side by side, for ScoreRows
-	vals     []int64    // leaf values by flat node
-	roots    []int32
-	depth    []int32 // steps from each root to its deepest leaf
+	// The trees compiled for ScoreRows (see compile).
+	cuts       [NumFeatures][]int64 // per feature, the distinct thresholds its splits use, ascending
+	cutStart   [NumFeatures + 1]int32
+	splits     []maskSplit // every tree's splits, parents before children, tree after tree
+	leaves     []maskLeaf  // every tree's leaves, tree after tree
+	splitStart []int32     // tree t's splits are splits[splitStart[t]:splitStart[t+1]]
+	leafStart  []int32     // and its leaves leaves[leafStart[t]:leafStart[t+1]]
+	widest     int         // nodes of the largest tree
 }
 
-// flatNode is a node laid out for evaluation: a split's right child is
-// right after its left one. A leaf loops to itself (feature 0, threshold
-// maxThreshold: every clamped row goes "left", to the leaf again), so that
-// walking exactly its tree's depth from the root ends on the row's leaf
-// whatever the path, and several rows can walk in lockstep without branches.
-type flatNode struct {
-	thr  int64
-	feat int32
-	left int32
+// maskSplit is a split compiled for ScoreRows: its threshold's place
+// among all features' cuts, and its own and its children's node indices
+// within the tree.
+type maskSplit struct {
+	cut, self, left, right int32
 }
 
-// compile lays the trees out as flat nodes, breadth first, each split's
-// children in adjacent slots, with leaf values and tree depths beside.
+// maskLeaf is a leaf compiled for ScoreRows: its node index within the
+// tree and its value.
+type maskLeaf struct {
+	node int32
+	val  int64
+}
+
+// compile gathers each feature's distinct thresholds (ascending) and lays
+// the trees out tree after tree, splits apart from leaves, each split
+// naming its threshold's slot.
 func (m *Model) compile() {
-	m.flat, m.roots, m.depth, m.vals = nil, nil, nil, nil
-	type item struct{ src, dst, depth int32 }
+	for f := range m.cuts {
+		m.cuts[f] = nil
+	}
 	for _, nodes := range m.trees {
-		root := int32(len(m.flat))
-		m.roots = append(m.roots, root)
-		m.flat = append(m.flat, flatNode{})
-		m.vals = append(m.vals, 0)
-		depth := int32(0)
-		queue := []item{{0, root, 0}}
-		for len(queue) > 0 {
-			q := queue[0]
-			queue = queue[1:]
-			n := nodes[q.src]
+		for _, n := range nodes {
+			if n.Feature >= 0 {
+				m.cuts[n.Feature] = append(m.cuts[n.Feature], n.Threshold)
+			}
+		}
+	}
+	var at int32
+	for f := range m.cuts {
+		slices.Sort(m.cuts[f])
+		m.cuts[f] = slices.Compact(m.cuts[f])
+		m.cutStart[f] = at
+		at += int32(len(m.cuts[f])) + 1 // one more slot: rows right of every cut
+	}
+	m.cutStart[NumFeatures] = at
+	m.splits, m.leaves, m.widest = nil, nil, 0
+	m.splitStart, m.leafStart = []int32{0}, []int32{0}
+	for _, nodes := range m.trees {
+		m.widest = max(m.widest, len(nodes))
+		for i, n := range nodes { // file order: children after their parent (check)
 			if n.Feature < 0 {
-				m.flat[q.dst] = flatNode{thr: maxThreshold, feat: 0, left: q.dst}
-				m.vals[q.dst] = n.Value
-				depth = max(depth, q.depth)
+				m.leaves = append(m.leaves, maskLeaf{node: int32(i), val: n.Value})
 				continue
 			}
-			l := int32(len(m.flat))
-			m.flat = append(m.flat, flatNode{}, flatNode{})
-			m.vals = append(m.vals, 0, 0)
-			m.flat[q.dst] = flatNode{thr: n.Threshold, feat: n.Feature, left: l}
-			queue = append(queue, item{n.Left, l, q.depth + 1}, item{n.Right, l + 1, q.depth + 1})
+			k, _ := slices.BinarySearch(m.cuts[n.Feature], n.Threshold)
+			m.splits = append(m.splits, maskSplit{cut: m.cutStart[n.Feature] + int32(k), self: int32(i), left: n.Left, right: n.Right})
 		}
-		m.depth = append(m.depth, depth)
+		m.splitStart = append(m.splitStart, int32(len(m.splits)))
+		m.leafStart = append(m.leafStart, int32(len(m.leaves)))
 	}
 }
 
 // ScoreRows adds the model's score of each row to out[i] (len(out) ==
 // len(rows)); rows must be as FeatureRows returns them (clamped to
-// ±maxThreshold). It walks tree by tree, four rows in lockstep, each step
-// branch-free: the right child when threshold − value is negative (its sign
-// bit; thresholds and values lie within ±2⁶¹, so it cannot overflow). The
-// sums are those of Score: integer addition does not depend on order.
+// ±maxThreshold), and the sums are those of Score. It takes the rows 64 at a time
+// as the bits of a word. For each feature it finds, once, the set of rows
+// at or below each of the model's thresholds on it (each row's place among
+// the sorted thresholds by a branch-free binary search, then prefix
+// unions). Then every tree sends the set of rows reaching each split down
+// both sides with one AND each (parents before children, no branch), and
+// adds each leaf's value to the rows reaching it. Integer addition does
+// not depend on order, so the sums are exact.
 func (m *Model) ScoreRows(rows []Row, out []int64) {
-	flat, vals := m.flat, m.vals
-	for t, root := range m.roots {
-		d := m.depth[t]
-		r := 0
-		for ; r+4 <= len(rows); r += 4 {
-			r0, r1, r2, r3 := &rows[r], &rows[r+1], &rows[r+2], &rows[r+3]
-			a, b, c, e := root, root, root, root
-			for k := int32(0); k < d; k++ {
-				na, nb, nc, ne := &flat[a], &flat[b], &flat[c], &flat[e]
-				a = na.left + int32(uint64(na.thr-r0[na.feat])>>63)
-				b = nb.left + int32(uint64(nb.thr-r1[nb.feat])>>63)
-				c = nc.left + int32(uint64(nc.thr-r2[nc.feat])>>63)
-				e = ne.left + int32(uint64(ne.thr-r3[ne.feat])>>63)
-			}
-			out[r] += vals[a]
-			out[r+1] += vals[b]
-			out[r+2] += vals[c]
-			out[r+3] += vals[e]
+	left := make([]uint64, m.cutStart[NumFeatures]) // per cut: rows going left at it
+	reach := make([]uint64, m.widest)
+	for base := 0; base < len(rows); base += 64 {
+		batch := rows[base:min(base+64, len(rows))]
+		if base > 0 {
+			clear(left)
 		}
-		for ; r < len(rows); r++ {
-			row, a := &rows[r], root
-			for k := int32(0); k < d; k++ {
-				n := &flat[a]
-				a = n.left + int32(uint64(n.thr-row[n.feat])>>63)
+		for f := range NumFeatures {
+			cuts, slots := m.cuts[f], left[m.cutStart[f]:m.cutStart[f+1]]
+			if len(cuts) == 0 {
+				continue
 			}
-			out[r] += vals[a]
+			lastV, lastK := int64(0), -1
+			for r := range batch {
+				// k: how many cuts lie below the value; the row goes
+				// left at cut k and every cut after it. Rows of a pool
+				// often share a value (the question's, the document's).
+				v := batch[r][f]
+				if lastK >= 0 && v == lastV {
+					slots[lastK] |= 1 << r
+					continue
+				}
+				// Lower bound without branches to mispredict: the
+				// window [k, k+n) holds the last cut below v, if any.
+				// cut − v is negative exactly when cut < v (both lie
+				// within ±2⁶¹), so its sign, shifted down, is the step.
+				k, n := 0, len(cuts)
+				for n > 1 {
+					half := n / 2
+					k += half & int((cuts[k+half]-v)>>63)
+					n -= half
+				}
+				k += int(uint64(cuts[k]-v) >> 63)
+				slots[k] |= 1 << r
+				lastV, lastK = v, k
+			}
+			for k := 1; k < len(slots); k++ {
+				slots[k] |= slots[k-1]
+			}
+		}
+		all := uint64(1)<<len(batch) - 1
+		if len(batch) == 64 {
+			all = ^uint64(0)
+		}
+		// acc[64] takes the adds of rows that are not there, so that a
+		// leaf's first two rows are added without a branch.
+		var acc [65]int64
+		for t := range len(m.splitStart) - 1 {
+			reach[0] = all
+			for _, sp := range m.splits[m.splitStart[t]:m.splitStart[t+1]] {
+				set, l := reach[sp.self], left[sp.cut]
+				reach[sp.left] = set & l
+				reach[sp.right] = set &^ l
+			}
+			for _, lf := range m.leaves[m.leafStart[t]:m.leafStart[t+1]] {
+				set, v := reach[lf.node], lf.val
+				acc[bits.TrailingZeros64(set)] += v // 64 when set is empty
+				set &= set - 1
+				acc[bits.TrailingZeros64(set)] += v
+				for set &= set - 1; set != 0; set &= set - 1 {
+					acc[bits.TrailingZeros64(set)] += v
+				}
+			}
+		}
+		for r := range batch {
+			out[base+r] += acc[r]
 		}
 	}
 }

@@ -19,6 +19,22 @@ type Candidate struct {
 	// Terms, when not nil, must equal Terms(Text): the engine computes them
 	// once per chunk at ingest so that queries do not stem the pool again.
 	Terms []string
+	// Doc, when not nil, must be what the Stats the candidate is reranked
+	// with returns for its ID (TermNumbers.DocumentNumbers, or
+	// Documents.Document with Nums nil): the engine hands it over with
+	// the pool so that a reranker reading document context does not look
+	// the chunk up again.
+	Doc *DocumentPlace
+}
+
+// DocumentPlace is a chunk's document: its chunks' IDs in document order,
+// their Terms, the terms' numbers (TermNumbers; nil when not known) and the
+// chunk's position among them. The slices must not be changed.
+type DocumentPlace struct {
+	IDs   []string
+	Terms [][]string
+	Nums  [][]uint32
+	Pos   int
 }
 
 // Terms returns the stemmed non-stop terms of text in order, as the

@@ -46,7 +46,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 func rerankerNamed(name string) (rerank.Reranker, error) {
 	switch name {
 	case "arithmetic":
-		return rerank.NewArithmetic(rerank.DefaultWeights)
+		return rerank.DefaultArithmetic(), nil
 	case "none":
 		return rerank.None{}, nil
 	case "smoothed":
@@ -111,7 +111,7 @@ func cmdEvalObliQA(ctx context.Context, args []string, stdout, stderr io.Writer)
 	docs := fs.String("docs", "", "ObliQA documents/ directory")
 	questions := fs.String("questions", "", "ObliQA questions file (ObliQA_dev.json)")
 	pool := fs.Int("pool", evpack.DefaultPool, "candidates reranked")
-	rr := fs.String("reranker", "arithmetic", "arithmetic, none, smoothed, learned[:MODEL] or cross-encoder:MODEL_DIR")
+	rr := fs.String("reranker", "learned", "learned[:MODEL] (the default: the embedded model), arithmetic, none, smoothed or cross-encoder:MODEL_DIR")
 	asJSON := fs.Bool("json", false, "print one JSON object on the last line")
 	perQ := fs.String("per-question", "", "write per-question results as JSONL to this file")
 	dense := denseFlags(fs)

@@ -333,7 +333,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // rerankerFlag adds --reranker to fs and sets it in the options opts makes.
 // A pack verifies only with the reranker that ranked it.
 func rerankerFlag(fs *flag.FlagSet, opts func() (evpack.Options, error)) func() (evpack.Options, error) {
-	rr := fs.String("reranker", "arithmetic", "arithmetic, none, smoothed, learned[:MODEL] or cross-encoder:MODEL_DIR (verify needs the one that ranked the pack)")
+	rr := fs.String("reranker", "learned", "learned[:MODEL] (the default: the embedded model), arithmetic, none, smoothed or cross-encoder:MODEL_DIR (verify needs the one that ranked the pack)")
 	return func() (evpack.Options, error) {
 		o, err := opts()
 		if err != nil {

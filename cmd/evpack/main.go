@@ -8,7 +8,7 @@
 //	evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
 //	evpack check  --index DIR
 //	evpack purge  --index DIR --reason TEXT CHUNK_ID...
-//	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--json]
+//	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker learned|arithmetic|none] [--json]
 //	evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
 //	evpack vectors import --format wink-json IN OUT [--max-words N]
 //	evpack rerank train (--docs DIR | --corpus FILE.jsonl...) --questions FILE --out MODEL [--folds 5] [--seed 1]
@@ -53,7 +53,7 @@ const usage = `usage:
   evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
   evpack check  --index DIR
   evpack purge  --index DIR --reason TEXT CHUNK_ID...
-  evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]
+  evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker learned|arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]
   evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR] [--folds 5] [--seed 1] [trainer flags]
   evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
   evpack vectors import --format wink-json IN OUT [--max-words N]
@@ -62,7 +62,8 @@ const usage = `usage:
 
 ingest, query, verify, diff and eval take --embedder static:PATH|onnx:MODEL_DIR|http://HOST (with --embedder-model,
 --embedder-dims), --legs lexical|dense|lexical,dense and --dense-index exact|hnsw (with --ef-search N);
-query, verify, diff and eval obliqa take --reranker arithmetic|none|smoothed|learned[:MODEL]|cross-encoder:MODEL_DIR. ONNX models need EVPACK_ORT_LIB.
+query, verify, diff and eval obliqa take --reranker learned[:MODEL]|arithmetic|none|smoothed|cross-encoder:MODEL_DIR; the default is
+learned, the model embedded in evpack (trained on ObliQA dev); arithmetic is the reranker before it. ONNX models need EVPACK_ORT_LIB.
 query --cross-encoder (which overrides --reranker) reranks the pool with the model and records its scores in the pack's ledger; verify replays
 such a pack from its ledger without the model, and with --cross-encoder also runs the model once to say whether a
 fresh run would cite the same chunks. --cuda runs the cross-encoder on CUDA (an error if unavailable).

@@ -391,7 +391,8 @@ func TestCrossEncoderQueryAndVerify(t *testing.T) {
 
 // TestDiffCommand: evpack diff on a pack of Northwind's 10-K items exits 0
 // while nothing changed, then 1 with one line per citation after the 10-K/A;
-// a missing pack exits 2, a locked index 3.
+// a missing pack exits 2, a locked index 3. It ranks with --reranker
+// arithmetic, which cites three items the amendment replaces.
 func TestDiffCommand(t *testing.T) {
 	const (
 		k  = "edgar/0001234567/0001234567-25-000010/"
@@ -403,14 +404,14 @@ func TestDiffCommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "idx")
 	code, _, errs := runCLI(t, "ingest", "--index", dir, "--connector", "edgar", "--retrieved-at", "2026-01-10T12:00:00Z", edgarDir("edgar-history", "before"))
 	require.Equal(t, 0, code, errs)
-	code, js, errs := runCLI(t, "query", "--index", dir, "--as-of", "2025-05-01", "--filter", "cik=0001234567", "--k", "3", "--format", "json",
+	code, js, errs := runCLI(t, "query", "--index", dir, "--reranker", "arithmetic", "--as-of", "2025-05-01", "--filter", "cik=0001234567", "--k", "3", "--format", "json",
 		"What drove Northwind Robotics revenue growth in fiscal 2024?")
 	require.Equal(t, 0, code, errs)
 	pack := filepath.Join(t.TempDir(), "pack.json")
 	require.NoError(t, os.WriteFile(pack, []byte(js), 0o644))
 	hash := fmt.Sprintf("blake3:%x", blake3.Sum256([]byte(js)))
 
-	code, out, errs := runCLI(t, "diff", "--index", dir, pack)
+	code, out, errs := runCLI(t, "diff", "--index", dir, "--reranker", "arithmetic", pack)
 	require.Equal(t, 0, code, "%s%s", out, errs)
 	require.Equal(t, "pack "+hash+" at generation 1; latest generation 1\n"+
 		"verified: replays byte-identically at generation 1\n"+
@@ -421,7 +422,7 @@ func TestDiffCommand(t *testing.T) {
 
 	code, _, errs = runCLI(t, "ingest", "--index", dir, "--connector", "edgar", "--retrieved-at", "2026-01-10T12:00:00Z", edgarDir("edgar"))
 	require.Equal(t, 0, code, errs)
-	code, out, errs = runCLI(t, "diff", "--index", dir, pack)
+	code, out, errs = runCLI(t, "diff", "--index", dir, "--reranker", "arithmetic", pack)
 	require.Equal(t, 1, code, "%s%s", out, errs)
 	require.Equal(t, "pack "+hash+" at generation 1; latest generation 2\n"+
 		"verified: replays byte-identically at generation 1\n"+
@@ -434,7 +435,7 @@ func TestDiffCommand(t *testing.T) {
 		"changed: 3 of 3 citations; 3 new (3 backfill)\n", out)
 	require.Equal(t, "evpack diff: pack "+pack+": 3 of 3 citations changed and 3 new since generation 1 (latest 2)\n", errs)
 
-	code, out, errs = runCLI(t, "diff", "--index", dir, "--format", "json", pack)
+	code, out, errs = runCLI(t, "diff", "--index", dir, "--reranker", "arithmetic", "--format", "json", pack)
 	require.Equal(t, 1, code, errs)
 	var rep struct {
 		Verified  bool `json:"verified"`
@@ -482,7 +483,7 @@ func TestDiffCommand(t *testing.T) {
 
 	eng, err := evpack.Open(dir, evpack.Options{})
 	require.NoError(t, err)
-	code, _, errs = runCLI(t, "diff", "--index", dir, "--lock-wait", "0", pack)
+	code, _, errs = runCLI(t, "diff", "--index", dir, "--reranker", "arithmetic", "--lock-wait", "0", pack)
 	require.Equal(t, 3, code, errs)
 	require.Contains(t, errs, "index locked")
 	require.NoError(t, eng.Close())

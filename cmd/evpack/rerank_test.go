@@ -61,19 +61,35 @@ func TestRerankTrainGoldNotIndexed(t *testing.T) {
 }
 
 // TestQueryAndVerifyWithTheLearnedReranker: a pack ranked by the embedded
-// model names it in its fingerprint and verifies with it, not without it.
+// model (the default, and by name) names it in its fingerprint and verifies
+// with it, not with the arithmetic reranker; a pack ranked with --reranker
+// arithmetic verifies only with that.
 func TestQueryAndVerifyWithTheLearnedReranker(t *testing.T) {
 	dir := ingestTestCorpus(t)
 	code, out, errs := runCLI(t, "query", "--index", dir, "--as-of", "2026-01-15", "--format", "json", "--reranker", "learned",
 		"How long must records be retained?")
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, out, "learned/1 model=blake3:")
+	code, byDefault, errs := runCLI(t, "query", "--index", dir, "--as-of", "2026-01-15", "--format", "json",
+		"How long must records be retained?")
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, out, byDefault, "the learned reranker is the default")
 	pack := filepath.Join(t.TempDir(), "pack.json")
 	require.NoError(t, os.WriteFile(pack, []byte(out), 0o644))
-	code, out, errs = runCLI(t, "verify", "--index", dir, "--reranker", "learned", pack)
+	code, out, errs = runCLI(t, "verify", "--index", dir, pack)
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, out, "replays byte-identically")
-	code, out, _ = runCLI(t, "verify", "--index", dir, pack)
+	code, out, _ = runCLI(t, "verify", "--index", dir, "--reranker", "arithmetic", pack)
 	require.Equal(t, 1, code, "the arithmetic reranker cannot vouch for a learned pack")
 	require.Contains(t, out, "FAILED")
+
+	code, out, errs = runCLI(t, "query", "--index", dir, "--as-of", "2026-01-15", "--format", "json", "--reranker", "arithmetic",
+		"How long must records be retained?")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "arithmetic/1 ")
+	require.NoError(t, os.WriteFile(pack, []byte(out), 0o644))
+	code, _, errs = runCLI(t, "verify", "--index", dir, "--reranker", "arithmetic", pack)
+	require.Equal(t, 0, code, errs)
+	code, _, _ = runCLI(t, "verify", "--index", dir, pack)
+	require.Equal(t, 1, code, "the learned reranker cannot vouch for an arithmetic pack")
 }

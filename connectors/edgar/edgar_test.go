@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,8 +59,12 @@ func TestAmendmentFiledAfterAsOfIsNeverCited(t *testing.T) {
 		require.NotEqual(t, amendment, c.Meta["accession"], "the 10-K/A was accepted on 2025-04-20")
 		require.Equal(t, AnchorField, c.Anchor.Field)
 	}
-	require.Equal(t, "edgar/"+northwind+"/"+original+"/item-7/1", before.Citations[0].ChunkID)
-	require.Contains(t, before.Citations[0].Text, "$412.6 million")
+	// The original item 7 answers (the learned reranker ranks item 8, with
+	// the net income, first; the arithmetic ranked item 7 first).
+	i := slices.Index(citedIDs(before), "edgar/"+northwind+"/"+original+"/item-7/1")
+	require.GreaterOrEqual(t, i, 0, "the original item 7 is cited: %v", citedIDs(before))
+	require.Less(t, i, 2, "among the first two: %v", citedIDs(before))
+	require.Contains(t, before.Citations[i].Text, "$412.6 million")
 
 	after := ask(t, eng, q, "2025-05-01", f)
 	ids := map[string]bool{}

@@ -623,8 +623,67 @@ func BenchmarkRerank(b *testing.B) {
 	b.ReportMetric(us(Percentile(lat[1], 0.5))/us(Percentile(lat[0], 0.5)), "learned/arith-p50")
 }
 
-// BenchmarkQueryLearned times the full pipeline with the learned reranker,
-// the default pipeline (arithmetic) and bare bleve (match query, top 10,
+// BenchmarkRerankParts splits the learned reranker's time over the same
+// pools as BenchmarkRerank: its feature rows (rerank.FeatureRows) and its
+// trees (Model.ScoreRows over those rows), with the arithmetic reranker
+// taking turns with both, question by question. It reports each part's p50
+// in µs and each part's p50 over the arithmetic's:
+//
+//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench RerankParts -benchtime 2788x
+func BenchmarkRerankParts(b *testing.B) {
+	o := dataset(b)
+	ctx := context.Background()
+	eng, err := Build(ctx, o, evpack.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	cp := &capture{}
+	view, err := eng.View(evpack.Options{Reranker: cp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, q := range o.Questions {
+		if _, err := view.Query(ctx, evpack.Request{Question: q.Text, AsOf: AsOf}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	arith, err := rerank.NewArithmetic(rerank.DefaultWeights)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := rerank.DefaultModel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var la, lf, lt []time.Duration
+	i := 0
+	for b.Loop() {
+		p := cp.pools[i%len(cp.pools)]
+		start := time.Now()
+		if _, err := arith.Rerank(ctx, p.question, p.cands, p.stats); err != nil {
+			b.Fatal(err)
+		}
+		la = append(la, time.Since(start))
+		start = time.Now()
+		rows := rerank.FeatureRows(p.question, p.cands, p.stats)
+		lf = append(lf, time.Since(start))
+		start = time.Now()
+		m.ScoreRows(rows, make([]int64, len(rows)))
+		lt = append(lt, time.Since(start))
+		i++
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+	a, f, t := us(Percentile(la, 0.5)), us(Percentile(lf, 0.5)), us(Percentile(lt, 0.5))
+	b.ReportMetric(a, "arith-p50-µs")
+	b.ReportMetric(f, "features-p50-µs")
+	b.ReportMetric(t, "trees-p50-µs")
+	b.ReportMetric(f/a, "features/arith")
+	b.ReportMetric(t/a, "trees/arith")
+}
+
+// BenchmarkQueryLearned times the default pipeline (the learned reranker),
+// the same with the arithmetic reranker and bare bleve (match query, top 10,
 // BM25, en analyzer), indexes on disk merged to one segment as in
 // BenchmarkQuery, taking turns question by question; one op is one question
 // asked of all three. It reports p50 and p99 per system in ms and the p50
@@ -647,15 +706,10 @@ func BenchmarkQueryLearned(b *testing.B) {
 	if err := eng.Merge(ctx); err != nil {
 		b.Fatal(err)
 	}
-	m, err := rerank.DefaultModel()
-	if err != nil {
-		b.Fatal(err)
+	if _, ok := eng.Options().Reranker.(*rerank.Learned); !ok {
+		b.Fatalf("the default reranker is %s, not the learned one", eng.Options().Reranker.Name())
 	}
-	learned, err := rerank.NewLearned(m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	lview, err := eng.View(evpack.Options{Reranker: learned})
+	aview, err := eng.View(evpack.Options{Reranker: rerank.DefaultArithmetic()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -663,8 +717,8 @@ func BenchmarkQueryLearned(b *testing.B) {
 	defer idx.Close()
 	systems := []func(q string) error{
 		// What a caller pays: the query, then the pack's bytes and hash.
-		func(q string) error { return packOf(lview.Query(ctx, evpack.Request{Question: q, AsOf: AsOf})) },
 		func(q string) error { return packOf(eng.Query(ctx, evpack.Request{Question: q, AsOf: AsOf})) },
+		func(q string) error { return packOf(aview.Query(ctx, evpack.Request{Question: q, AsOf: AsOf})) },
 		func(q string) error {
 			mq := bleve.NewMatchQuery(q)
 			mq.SetField("text")
