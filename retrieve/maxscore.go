@@ -54,6 +54,12 @@ import (
 // sends the whole question to the exhaustive path, so the hits are bleve's
 // in every case.
 //
+// Where Go may fuse x*y+z into one instruction (arm64, amd64 v3; see
+// exactReplay), the pruned search's term scores and bleve's can differ in
+// their last bits whatever the order (measured under qemu: three ulps), so
+// every question there is checked as a long one is, with a margin for the
+// terms' own roundings: the hits are still bleve's on that CPU.
+//
 // The top n are then ranked as the exhaustive path ranks them: by score
 // quantized to ScoreQuantum, descending, then chunk ID. The collector keeps
 // the n best quantized scores and every document tying the n-th, and only
@@ -94,7 +100,9 @@ type prunedSearch struct {
 	filter   *eligibleFilter
 	// heap: bleve takes the question by its heap disjunction, whose order of
 	// summation this search does not replay; risky holds the quantized
-	// scores of the documents scored within reach of a rounding boundary.
+	// scores of the documents scored within reach of a rounding boundary
+	// (for every question where fused multiply-adds may make a term's score
+	// differ from bleve's in its last bits: exactReplay false).
 	heap  bool
 	risky []float64
 }
@@ -492,7 +500,7 @@ func (ps *prunedSearch) run(ctx context.Context, n int) ([]candidate, float64, e
 			}
 			raw = raw * (float64(m) / float64(ps.total))
 			c := candidate{num: d, raw: raw, q: quantize(raw)}
-			if ps.heap && nearBoundary(raw, m) {
+			if ps.heap && nearBoundary(raw, m) || !exactReplay && nearBoundary(raw, 2*m+4) {
 				ps.risky = append(ps.risky, c.q)
 			}
 			top.offer(c)
