@@ -556,14 +556,10 @@ func (c *capture) Rerank(ctx context.Context, q string, cands []rerank.Candidate
 	return rerank.None{}.Rerank(ctx, q, cands, stats)
 }
 
-// BenchmarkRerank times reranking the pools of 50 that the engine hands
-// the reranker for the dev questions, the learned reranker (embedded model)
-// and the arithmetic reranker taking turns question by question in one
-// loop; one op is one question reranked by both. It reports each one's mean
-// and p50 in µs and the ratio learned / arithmetic:
-//
-//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench Rerank -benchtime 2788x
-func BenchmarkRerank(b *testing.B) {
+// rerankPools returns the pools the engine hands its reranker for the dev
+// questions, the arithmetic reranker and the shipped model: what
+// BenchmarkRerank and BenchmarkRerankParts time.
+func rerankPools(b *testing.B) (*capture, *rerank.Arithmetic, *rerank.Model) {
 	o := dataset(b)
 	ctx := context.Background()
 	eng, err := Build(ctx, o, evpack.Options{})
@@ -589,6 +585,19 @@ func BenchmarkRerank(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return cp, arith, m
+}
+
+// BenchmarkRerank times reranking the pools of 50 that the engine hands
+// the reranker for the dev questions, the learned reranker (embedded model)
+// and the arithmetic reranker taking turns question by question in one
+// loop; one op is one question reranked by both. It reports each one's mean
+// and p50 in µs and the ratio learned / arithmetic:
+//
+//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench Rerank -benchtime 2788x
+func BenchmarkRerank(b *testing.B) {
+	ctx := context.Background()
+	cp, arith, m := rerankPools(b)
 	learned, err := rerank.NewLearned(m)
 	if err != nil {
 		b.Fatal(err)
@@ -631,31 +640,8 @@ func BenchmarkRerank(b *testing.B) {
 //
 //	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench RerankParts -benchtime 2788x
 func BenchmarkRerankParts(b *testing.B) {
-	o := dataset(b)
 	ctx := context.Background()
-	eng, err := Build(ctx, o, evpack.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer eng.Close()
-	cp := &capture{}
-	view, err := eng.View(evpack.Options{Reranker: cp})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, q := range o.Questions {
-		if _, err := view.Query(ctx, evpack.Request{Question: q.Text, AsOf: AsOf}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	arith, err := rerank.NewArithmetic(rerank.DefaultWeights)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := rerank.DefaultModel()
-	if err != nil {
-		b.Fatal(err)
-	}
+	cp, arith, m := rerankPools(b)
 	var la, lf, lt []time.Duration
 	i := 0
 	for b.Loop() {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/evpack/evpack"
-	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/retrieve"
 )
 
@@ -23,16 +22,7 @@ func BenchmarkOpenDense(b *testing.B) {
 	ctx := context.Background()
 	dir := filepath.Join(b.TempDir(), "evpack")
 	opts := evpack.Options{Embedder: retrieve.NewSIF(gloveVectors(b)), Legs: "lexical,dense", DenseIndex: "hnsw"}
-	eng, err := evpack.Open(dir, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	if err := eng.Close(); err != nil {
-		b.Fatal(err)
-	}
+	ingestClosed(b, dir, opts, recs)
 	var open, first, second time.Duration
 	n := 0
 	for b.Loop() {

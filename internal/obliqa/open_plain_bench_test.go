@@ -17,20 +17,9 @@ import (
 //
 //	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench 'BenchmarkOpen$' -benchtime 5x
 func BenchmarkOpen(b *testing.B) {
-	o := dataset(b)
-	recs, _ := Records(o)
-	ctx := context.Background()
+	recs, _ := Records(dataset(b))
 	dir := filepath.Join(b.TempDir(), "evpack")
-	eng, err := evpack.Open(dir, evpack.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	if err := eng.Close(); err != nil {
-		b.Fatal(err)
-	}
+	ingestClosed(b, dir, evpack.Options{}, recs)
 	c0 := cpuTime(b)
 	for b.Loop() {
 		eng, err := evpack.Open(dir, evpack.Options{})
@@ -60,23 +49,12 @@ func cpuTime(b *testing.B) time.Duration {
 //
 //	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench 'IngestTurns' -benchtime 3x
 func BenchmarkIngestTurns(b *testing.B) {
-	o := dataset(b)
-	recs, _ := Records(o)
-	ctx := context.Background()
+	recs, _ := Records(dataset(b))
 	var ev, bl time.Duration
 	for b.Loop() {
 		dir := b.TempDir()
 		c0 := cpuTime(b)
-		eng, err := evpack.Open(filepath.Join(dir, "evpack"), evpack.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		if err := eng.Close(); err != nil {
-			b.Fatal(err)
-		}
+		ingestClosed(b, filepath.Join(dir, "evpack"), evpack.Options{}, recs)
 		c1 := cpuTime(b)
 		idx := bareBleve(b, filepath.Join(dir, "bleve"))
 		batch := idx.NewBatch()
@@ -98,4 +76,19 @@ func BenchmarkIngestTurns(b *testing.B) {
 	b.ReportMetric(ev.Seconds()/n, "evpack-cpu-s")
 	b.ReportMetric(bl.Seconds()/n, "bleve-cpu-s")
 	b.ReportMetric(ev.Seconds()/bl.Seconds(), "cpu-ratio")
+}
+
+// ingestClosed opens an index in dir with opts, ingests recs in one batch
+// and closes it.
+func ingestClosed(b *testing.B, dir string, opts evpack.Options, recs []connectors.Record) {
+	eng, err := evpack.Open(dir, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := eng.Ingest(context.Background(), connectors.Records(recs), evpack.IngestOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := eng.Close(); err != nil {
+		b.Fatal(err)
+	}
 }
