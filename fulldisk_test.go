@@ -201,7 +201,7 @@ func measureBigBatch(t *testing.T, opts Options) diskUse {
 	gen := e.st.gen
 	return diskUse{record: pages(int64(len(rec))), batch: size(storage.ChunksDir + "/" + storage.BatchName(gen)),
 		analysis: size(storage.ChunksDir + "/" + storage.AnalysisName(gen)),
-		dense: size(fmt.Sprintf("dense-%08d.bin", gen)), graph: size(fmt.Sprintf("graph-%08d.bin", gen)),
+		dense:    size(fmt.Sprintf("dense-%08d.bin", gen)), graph: size(fmt.Sprintf("graph-%08d.bin", gen)),
 		total: before - freeBytes(t, mnt)}
 }
 
