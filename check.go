@@ -95,9 +95,11 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 			fresh.ownTenant(st.chunks[id].Tenant, own).addPurge(st.purged[id].gen, id)
 		}
 	}
+	analyses := make(map[string]analyzed, len(ids)) // for the analysis files (checkAnalysis)
 	for _, id := range ids {
 		c := st.chunks[id]
 		an := analyze(e.lex, nil, c.Text)
+		analyses[id] = an
 		if p, ok := st.purged[id]; ok { // its text is gone: the counts it gave
 			an.tokens, an.redacted = p.r.Tokens, &p.r
 			if c.Text != "" {
@@ -124,7 +126,7 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 	}
 
 	if e.store != nil {
-		e.checkFiles(st, rep, bad)
+		e.checkFiles(st, analyses, rep, bad)
 	}
 	seen := 0
 	err := e.lex.Docs(ctx, func(d retrieve.StoredDoc) error {
@@ -158,7 +160,7 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 
 // checkFiles re-reads every file the manifest names and compares the batch
 // files' chunks with st's.
-func (e *Engine) checkFiles(st *state, rep *CheckReport, bad func(string, ...any)) {
+func (e *Engine) checkFiles(st *state, analyses map[string]analyzed, rep *CheckReport, bad func(string, ...any)) {
 	m := e.store.Manifest()
 	if m.Generation != st.gen {
 		bad("manifest at generation %d, engine at %d", m.Generation, st.gen)
@@ -174,7 +176,7 @@ func (e *Engine) checkFiles(st *state, rep *CheckReport, bad func(string, ...any
 		rep.Files = append(rep.Files, CheckedFile{Name: storage.ChunksDir + "/" + b.File, Sum: b.Sum,
 			Chunks: len(chunks), Facts: len(cont.Facts), Purges: len(cont.Purges)})
 		if b.Analysis != "" {
-			checkAnalysis(e, b, chunks, rep, bad)
+			checkAnalysis(e, b, chunks, analyses, rep, bad)
 		}
 		for _, p := range cont.Purges {
 			if purgesInBatches >= len(st.purgeLog) || st.purgeLog[purgesInBatches] != p.ChunkID || st.purged[p.ChunkID].gen != b.Generation {
@@ -258,10 +260,11 @@ func checkTenants(st, fresh *state, bad func(string, ...any)) {
 	}
 }
 
-// checkAnalysis compares batch b's analysis file with a fresh analysis of
-// the batch's chunks. A file made by other analyzers is left alone: Open
-// does not use it.
-func checkAnalysis(e *Engine, b storage.Batch, chunks []*evidence.Chunk, rep *CheckReport, bad func(string, ...any)) {
+// checkAnalysis compares batch b's analysis file with the fresh analysis
+// of each of its chunks (analyses, by chunk ID: the recount's, of the text
+// held in memory, which checkFiles compares with the stored text). A file
+// made by other analyzers is left alone: Open does not use it.
+func checkAnalysis(e *Engine, b storage.Batch, chunks []*evidence.Chunk, analyses map[string]analyzed, rep *CheckReport, bad func(string, ...any)) {
 	a, _, err := e.store.ReadAnalysis(b)
 	if err != nil {
 		bad("%v", err)
@@ -272,7 +275,7 @@ func checkAnalysis(e *Engine, b storage.Batch, chunks []*evidence.Chunk, rep *Ch
 		return
 	}
 	for i, c := range chunks {
-		ac, an := a.Chunks[i], analyze(e.lex, nil, c.Text)
+		ac, an := a.Chunks[i], analyses[c.ID]
 		switch {
 		case ac.ID != c.ID:
 			bad("%s: entry %d is chunk %q, the batch's is %q", b.Analysis, i, ac.ID, c.ID)

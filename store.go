@@ -285,7 +285,7 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, own map[string]bo
 	s.stats.Tokens += int64(an.tokens)
 	s.bounds.Add(c)
 	s.addEntityNames(c, gen)
-	ts := slices.Clone(an.rr) // interned below: never the caller's slice
+	ts := an.rr // interned in place below: the same strings, shared
 	nums := make([]uint32, len(ts))
 	for i, t := range ts {
 		in, ok := s.intern[t]

@@ -628,7 +628,11 @@ func (f filter) none() bool { return len(f.must) == 0 && len(f.mustNot) == 0 }
 // Search and Eligible share it, so the eligible set a test reads is the one
 // every search runs over.
 func (e Eligibility) restrict(q query.Query, b Bounds) query.Query {
-	f := e.filter(b)
+	return e.filter(b).apply(q)
+}
+
+// apply returns q limited to the documents f admits.
+func (f filter) apply(q query.Query) query.Query {
 	if len(f.must) > 0 {
 		q = bleve.NewConjunctionQuery(append([]query.Query{q}, f.must...)...)
 	}

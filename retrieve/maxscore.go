@@ -562,10 +562,11 @@ type eligibleFilter struct {
 // newEligibleFilter returns nil when the eligibility has no clause: every
 // document the index holds is admitted.
 func newEligibleFilter(ctx context.Context, r index.IndexReader, idx bleve.Index, elig Eligibility, b Bounds) (*eligibleFilter, error) {
-	if elig.filter(b).none() {
+	f := elig.filter(b)
+	if f.none() {
 		return nil, nil
 	}
-	q := elig.restrict(bleve.NewMatchAllQuery(), b)
+	q := f.apply(bleve.NewMatchAllQuery()) // what restrict makes: one compilation of the clauses
 	s, err := q.Searcher(ctx, r, idx.Mapping(), search.SearcherOptions{Score: "none"})
 	if err != nil {
 		return nil, fmt.Errorf("%w: pruned search: eligibility: %v", ErrLexical, err)
