@@ -142,9 +142,13 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 		case d.Generation != st.committed[d.ID]:
 			bad("lexical document %q: generation %d, its chunk was committed at %d", d.ID, d.Generation, st.committed[d.ID])
 		default:
-			if want, _ := st.lexDoc(d.ID); d.Retired != want.Retired || d.FactGen != want.FactGen || d.FirstFact != want.FirstFactGen {
+			want, _ := st.lexDoc(d.ID)
+			if d.Retired != want.Retired || d.FactGen != want.FactGen || d.FirstFact != want.FirstFactGen {
 				bad("lexical document %q: retired %q by facts of generations %d..%d, the facts say %q and %d..%d",
 					d.ID, d.Retired.String(), d.FirstFact, d.FactGen, want.Retired.String(), want.FirstFactGen, want.FactGen)
+			}
+			if err := e.lex.CheckDoc(d, want); err != nil {
+				bad("lexical document %q: %v", d.ID, err)
 			}
 		}
 		return nil

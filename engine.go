@@ -114,7 +114,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
 	}
 	lexDir := filepath.Join(dir, storage.LexicalDir)
-	lex, err := retrieve.OpenLexical(lexDir, retrieve.LexicalOptions{Analyzer: string(opts.Analyzer)})
+	lex, err := retrieve.OpenLexical(lexDir, opts.lexicalOptions())
 	if err != nil && d.Manifest().Generation == 0 {
 		// Nothing was ever committed, so the lexical directory holds at most
 		// the empty index a crash interrupted while creating it: make it
@@ -122,7 +122,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		if rerr := os.RemoveAll(lexDir); rerr != nil {
 			return fail(errors.Join(err, rerr))
 		}
-		lex, err = retrieve.OpenLexical(lexDir, retrieve.LexicalOptions{Analyzer: string(opts.Analyzer)})
+		lex, err = retrieve.OpenLexical(lexDir, opts.lexicalOptions())
 	}
 	if err != nil {
 		return fail(err)
@@ -187,7 +187,7 @@ func OpenMemory(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	lex, err := retrieve.OpenLexical("", retrieve.LexicalOptions{Analyzer: string(opts.Analyzer)})
+	lex, err := retrieve.OpenLexical("", opts.lexicalOptions())
 	if err != nil {
 		return nil, err
 	}

@@ -101,6 +101,19 @@ type Options struct {
 	// Analyzer is the lexical analyzer used when an index is created
 	// ("en" or "standard"); an existing index keeps its own.
 	Analyzer Analyzer
+	// PartitionDays is the span in days of the lexical index's time
+	// partitions when an index is created: 0 means
+	// retrieve.DefaultPartitionDays, -1 one bleve index for everything (the
+	// layout of indexes made before partitions). An existing index keeps its
+	// own. Partitions change no ranking, only what a request reads: a
+	// tenant's chunks that came into force after the as-of day, or had all
+	// ended by it, are left unread.
+	PartitionDays int64 `cachekey:"-"`
+}
+
+// lexicalOptions are the options of the lexical index o asks for.
+func (o Options) lexicalOptions() retrieve.LexicalOptions {
+	return retrieve.LexicalOptions{Analyzer: string(o.Analyzer), PartitionDays: max(o.PartitionDays, 0), Unpartitioned: o.PartitionDays == -1}
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -169,6 +182,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: RRFK %d < 1", ErrBadOptions, o.RRFK)
 	case maxCandidates(o.Reranker) > 0 && o.Pool > maxCandidates(o.Reranker):
 		return o, fmt.Errorf("%w: pool %d: reranker %s takes at most %d candidates", ErrBadOptions, o.Pool, o.Reranker.Name(), maxCandidates(o.Reranker))
+	case o.PartitionDays < -1:
+		return o, fmt.Errorf("%w: PartitionDays %d (want -1, 0 or a number of days)", ErrBadOptions, o.PartitionDays)
 	case o.LexicalWeight < 0 || o.DenseWeight < 0:
 		return o, fmt.Errorf("%w: weights must be >= 0 (lexical %v, dense %v)", ErrBadOptions, o.LexicalWeight, o.DenseWeight)
 	}

@@ -145,7 +145,11 @@ func (e *Engine) publishPurge(ctx context.Context, st, next *state, ids []string
 	case e.broken != nil:
 		return errors.Join(e.broken, abort(c))
 	}
-	if err := e.lex.Delete(ctx, ids); err != nil {
+	gone := make([]*evidence.Chunk, len(ids))
+	for i, id := range ids {
+		gone[i] = st.chunks[id]
+	}
+	if err := e.lex.Delete(ctx, gone); err != nil {
 		return fail(err)
 	}
 	if c != nil {

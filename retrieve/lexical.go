@@ -84,6 +84,12 @@ type LexicalOptions struct {
 	// Analyzer is "en" (lower case, stop words, Porter stems; the default) or
 	// "standard" (lower case, stop words). It is fixed when the index is made.
 	Analyzer string
+	// PartitionDays is the span of a time partition (see parts.go):
+	// DefaultPartitionDays when zero. Unpartitioned makes one bleve index
+	// for everything instead, the layout of indexes made before partitions.
+	// Both are fixed when the index is made; an existing index keeps its own.
+	PartitionDays int64
+	Unpartitioned bool
 }
 
 func (o LexicalOptions) analyzer() (string, error) {
@@ -96,17 +102,33 @@ func (o LexicalOptions) analyzer() (string, error) {
 	return "", fmt.Errorf("%w: unknown analyzer %q (want en or standard)", ErrLexical, o.Analyzer)
 }
 
-// Lexical is a BM25 index over chunk text. Search is safe for concurrent use;
-// Index must not run concurrently with another Index.
+func (o LexicalOptions) days() (int64, error) {
+	switch {
+	case o.Unpartitioned:
+		return 0, nil
+	case o.PartitionDays == 0:
+		return DefaultPartitionDays, nil
+	case o.PartitionDays < 0:
+		return 0, fmt.Errorf("%w: PartitionDays %d is negative", ErrLexical, o.PartitionDays)
+	}
+	return o.PartitionDays, nil
+}
+
+// Lexical is a BM25 index over chunk text: one bleve index per partition
+// (parts.go). Search is safe for concurrent use, also with Index; Index
+// must not run concurrently with another Index.
 type Lexical struct {
-	idx      bleve.Index
 	analyzer analysis.Analyzer
 	// textAnalyzer is the one bleve's match query uses on the text field
 	// (the field's, by the mapping): the pruned search analyzes with it.
 	textAnalyzer analysis.Analyzer
 	name         string
-	facts        bool // the mapping has the fact fields (HoldsFacts)
-	memory       bool // no directory: Merge has nothing to do
+	facts        bool   // the mapping has the fact fields (HoldsFacts)
+	dir          string // "" in memory: Merge has nothing to do
+	days         int64  // a partition's span; 0: one part holds everything
+
+	pmu   sync.RWMutex
+	parts []*part // by key
 
 	// failed is why the index may no longer be touched, or nil. After a
 	// write that bleve could not persist (a full disk), bleve's in-memory
@@ -151,19 +173,54 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 	if err != nil {
 		return nil, err
 	}
+	days, err := opts.days()
+	if err != nil {
+		return nil, err
+	}
+	l := &Lexical{dir: dir, name: an, days: days, facts: true}
+	unpartitioned := days == 0
+	if dir != "" {
+		_, err := os.Stat(filepath.Join(dir, "index_meta.json"))
+		switch {
+		case err == nil:
+			unpartitioned = true // made before partitions, or asked so
+		case errors.Is(err, os.ErrNotExist):
+			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+				if unpartitioned {
+					err = createLexical(dir, an)
+				} else {
+					err = createParts(dir, an, days)
+				}
+				if err != nil {
+					return nil, fmt.Errorf("%w: create %q: %v", ErrLexical, dir, err)
+				}
+			}
+			unpartitioned = false
+			if _, err := os.Stat(filepath.Join(dir, "index_meta.json")); err == nil {
+				unpartitioned = true // just made so
+			}
+		default:
+			return nil, fmt.Errorf("%w: open %q: %v", ErrLexical, dir, err)
+		}
+	}
+	if !unpartitioned {
+		l.days = max(l.days, 1)
+		if dir != "" {
+			if err := l.openParts(dir); err != nil {
+				return nil, err
+			}
+		}
+		m := newMapping(l.name)
+		return l, l.setAnalyzers(m, dir)
+	}
+	l.days = 0
 	var idx bleve.Index
-	switch {
-	case dir == "":
+	if dir == "" {
 		// Scorch with no path keeps its segments in memory; bleve.NewMemOnly
 		// would give the legacy upsidedown store, ~30x slower here.
 		idx, err = bleve.NewUsing("", newMapping(an), scorch.Name, scorch.Name, nil)
-	default:
+	} else {
 		idx, err = bleve.Open(dir)
-		if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
-			if err = createLexical(dir, an); err == nil {
-				idx, err = bleve.Open(dir)
-			}
-		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %q: %v", ErrLexical, dir, err)
@@ -173,24 +230,36 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 		idx.Close()
 		return nil, fmt.Errorf("%w: %q has no evpack mapping", ErrLexical, dir)
 	}
-	a := idx.Mapping().AnalyzerNamed(im.DefaultAnalyzer)
-	if a == nil {
+	l.name = im.DefaultAnalyzer
+	_, l.facts = im.DefaultMapping.Properties[fieldRetired]
+	if l.facts {
+		_, l.facts = im.DefaultMapping.Properties[fieldFactGen]
+	}
+	if l.facts {
+		_, l.facts = im.DefaultMapping.Properties[fieldFirstFact]
+	}
+	l.parts = []*part{{dir: dir, idx: idx}}
+	if err := l.setAnalyzers(im, dir); err != nil {
 		idx.Close()
-		return nil, fmt.Errorf("%w: analyzer %q unavailable", ErrLexical, im.DefaultAnalyzer)
+		return nil, err
 	}
-	_, facts := im.DefaultMapping.Properties[fieldRetired]
-	if facts {
-		_, facts = im.DefaultMapping.Properties[fieldFactGen]
+	return l, nil
+}
+
+// setAnalyzers takes the analyzers of the index and of its text field from
+// mapping m.
+func (l *Lexical) setAnalyzers(m mapping.IndexMapping, dir string) error {
+	l.analyzer = m.AnalyzerNamed(l.name)
+	if l.analyzer == nil {
+		l.closeParts()
+		return fmt.Errorf("%w: %q: analyzer %q unavailable", ErrLexical, dir, l.name)
 	}
-	if facts {
-		_, facts = im.DefaultMapping.Properties[fieldFirstFact]
+	l.textAnalyzer = m.AnalyzerNamed(m.AnalyzerNameForPath(fieldText))
+	if l.textAnalyzer == nil {
+		l.closeParts()
+		return fmt.Errorf("%w: %q: analyzer of field %q unavailable", ErrLexical, dir, fieldText)
 	}
-	ta := idx.Mapping().AnalyzerNamed(idx.Mapping().AnalyzerNameForPath(fieldText))
-	if ta == nil {
-		idx.Close()
-		return nil, fmt.Errorf("%w: analyzer of field %q unavailable", ErrLexical, fieldText)
-	}
-	return &Lexical{idx: idx, analyzer: a, textAnalyzer: ta, name: im.DefaultAnalyzer, facts: facts, memory: dir == ""}, nil
+	return nil
 }
 
 // HoldsFacts reports whether the index was made with the fields that record
@@ -371,38 +440,61 @@ type Doc struct {
 }
 
 // Index adds docs to the index, or replaces the documents of the same chunk
-// (a fact changed what is known of it), in one atomic batch.
+// (a fact changed what is known of it): one atomic batch per partition the
+// docs fall in.
 func (l *Lexical) Index(ctx context.Context, docs []Doc) (err error) {
 	defer l.recoverBleve(&err, "index")
 	if err := l.usable(); err != nil {
 		return err
 	}
-	b := l.idx.NewBatch()
-	for i, d := range docs {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+	for _, g := range l.group(docs) {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		if err := l.add(b, d); err != nil {
-			return fmt.Errorf("%w: chunk %q: %v", ErrLexical, d.Chunk.ID, err)
+		p, err := l.partOf(g.key)
+		if err != nil {
+			return l.fail(err)
 		}
-	}
-	if err := l.idx.Batch(b); err != nil {
-		return l.fail(fmt.Errorf("%w: batch of %d: %v", ErrLexical, len(docs), err))
+		if err := l.write(ctx, p, g.docs, nil); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// add adds d to batch b: mapped as the index's mapping says, with its text
-// field analyzed as d.Analysis says when it is set (and the field keeps no
-// term vectors, whose positions it does not hold).
-func (l *Lexical) add(b *bleve.Batch, d Doc) error {
+// docGroup is the documents of one partition, in the order given.
+type docGroup struct {
+	key  partKey
+	docs []Doc
+}
+
+// group splits docs by partition, in key order.
+func (l *Lexical) group(docs []Doc) []docGroup {
+	var out []docGroup
+	at := map[partKey]int{}
+	for _, d := range docs {
+		k := l.keyOf(d)
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, docGroup{key: k})
+		}
+		out[i].docs = append(out[i].docs, d)
+	}
+	slices.SortFunc(out, func(a, b docGroup) int { return comparePartKeys(a.key, b.key) })
+	return out
+}
+
+// add adds d to batch b of part p: mapped as the index's mapping says, with
+// its text field analyzed as d.Analysis says when it is set (and the field
+// keeps no term vectors, whose positions it does not hold).
+func (l *Lexical) add(p *part, b *bleve.Batch, d Doc) error {
 	if d.Analysis == nil || len(d.Analysis.Terms) != len(d.Analysis.Freqs) {
 		return b.Index(d.Chunk.ID, docOf(d))
 	}
 	doc := document.NewDocument(d.Chunk.ID)
-	if err := l.idx.Mapping().MapDocument(doc, docOf(d)); err != nil {
+	if err := p.idx.Mapping().MapDocument(doc, docOf(d)); err != nil {
 		return err
 	}
 	for i, f := range doc.Fields {
@@ -657,7 +749,20 @@ func (l *Lexical) Eligible(ctx context.Context, elig Eligibility, b Bounds) ([]s
 	if err := l.usable(); err != nil {
 		return nil, err
 	}
-	q := elig.restrict(bleve.NewMatchAllQuery(), b)
+	var ids []string
+	for _, sp := range l.partsFor(elig, b) {
+		got, err := eligibleIn(ctx, sp.p.idx, elig.restrict(bleve.NewMatchAllQuery(), sp.bounds))
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, got...)
+	}
+	slices.Sort(ids) // each part's are sorted; the order is ours to promise
+	return ids, nil
+}
+
+// eligibleIn returns the IDs of the documents of idx that q matches.
+func eligibleIn(ctx context.Context, idx bleve.Index, q query.Query) ([]string, error) {
 	// bleve allocates a page's matches up front: a small page keeps a small
 	// eligible set cheap, and a large one takes a few searches.
 	const page = 128
@@ -667,7 +772,7 @@ func (l *Lexical) Eligible(ctx context.Context, elig Eligibility, b Bounds) ([]s
 		req.Score = "none"
 		req.SortBy([]string{"_id"})
 		req.SearchAfter = after
-		res, err := l.idx.SearchInContext(ctx, req)
+		res, err := idx.SearchInContext(ctx, req)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -678,7 +783,6 @@ func (l *Lexical) Eligible(ctx context.Context, elig Eligibility, b Bounds) ([]s
 			ids = append(ids, h.ID)
 		}
 		if len(res.Hits) < page {
-			slices.Sort(ids) // bleve sorts by _id already; the order is ours to promise
 			return ids, nil
 		}
 		after = []string{res.Hits[len(res.Hits)-1].ID}
@@ -771,7 +875,34 @@ func (l *Lexical) SearchExhaustive(ctx context.Context, text string, elig Eligib
 	if err := l.usable(); err != nil {
 		return Result{}, err
 	}
-	q, pre := exhaustiveQuery(text, elig, b, stats)
+	parts := l.partsFor(elig, b)
+	if len(parts) == 0 {
+		return Result{}, nil
+	}
+	if len(parts) > 1 || l.days > 0 {
+		var err error
+		if stats, err = l.wholeStats(ctx, text, stats); err != nil {
+			return Result{}, err
+		}
+	}
+	var hits []Hit
+	for _, sp := range parts {
+		q, pre := exhaustiveQuery(text, elig, sp.bounds, stats)
+		got, err := exhaustiveIn(ctx, sp.p.idx, q, pre, n)
+		if err != nil {
+			return Result{}, err
+		}
+		hits = append(hits, got...)
+	}
+	// Each part's list holds its n best by (score, ID), so theirs are among
+	// them.
+	slices.SortFunc(hits, compareHits)
+	return Result{Hits: hits[:min(n, len(hits))]}, nil
+}
+
+// exhaustiveIn returns the n best documents of idx for q by quantized score,
+// then ID.
+func exhaustiveIn(ctx context.Context, idx bleve.Index, q query.Query, pre map[string]any, n int) ([]Hit, error) {
 	// bleve orders by raw score only (ties by its internal doc number, which
 	// depends on segment layout). Fetch one past the cut, quantize, re-sort
 	// with the ID tie-break, and fetch more while the lowest fetched score
@@ -781,12 +912,12 @@ func (l *Lexical) SearchExhaustive(ctx context.Context, text string, elig Eligib
 	for size := n + 1; ; size *= 2 {
 		req := bleve.NewSearchRequestOptions(q, size, 0, false)
 		req.PreSearchData = pre
-		res, err := l.idx.SearchInContext(ctx, req)
+		res, err := idx.SearchInContext(ctx, req)
 		if err != nil {
 			if ctx.Err() != nil {
-				return Result{}, ctx.Err()
+				return nil, ctx.Err()
 			}
-			return Result{}, fmt.Errorf("%w: search: %v", ErrLexical, err)
+			return nil, fmt.Errorf("%w: search: %v", ErrLexical, err)
 		}
 		hits := make([]Hit, len(res.Hits))
 		for i, h := range res.Hits {
@@ -804,8 +935,70 @@ func (l *Lexical) SearchExhaustive(ctx context.Context, text string, elig Eligib
 			}
 			hits = hits[:n]
 		}
-		return Result{Hits: hits}, nil
+		return hits, nil
 	}
+}
+
+// wholeStats returns stats, or when it is unset (Docs 0), the statistics of
+// the whole index as one bleve index would take them: documents, field
+// cardinality and each question term's document frequency, summed over the
+// partitions, so that a partitioned index scores as one.
+func (l *Lexical) wholeStats(ctx context.Context, text string, stats BM25Stats) (BM25Stats, error) {
+	if stats.Docs > 0 && stats.DocFreq != nil {
+		return stats, nil
+	}
+	tokens := l.textAnalyzer.Analyze([]byte(text))
+	whole := BM25Stats{DocFreq: map[string]uint64{}}
+	for _, p := range l.allParts() {
+		err := func() error {
+			adv, err := p.idx.Advanced()
+			if err != nil {
+				return err
+			}
+			r, err := adv.Reader()
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			docs, err := r.DocCount()
+			if err != nil {
+				return err
+			}
+			whole.Docs += int64(docs)
+			if br, ok := r.(index.BM25Reader); ok {
+				card, err := br.FieldCardinality(fieldText)
+				if err != nil {
+					return err
+				}
+				whole.Tokens += int64(card)
+			}
+			seen := map[string]bool{}
+			for _, tok := range tokens {
+				t := string(tok.Term)
+				if seen[t] {
+					continue
+				}
+				seen[t] = true
+				tfr, err := r.TermFieldReader(ctx, tok.Term, fieldText, false, false, false)
+				if err != nil {
+					return err
+				}
+				whole.DocFreq[t] += tfr.Count()
+				tfr.Close()
+			}
+			return nil
+		}()
+		if err != nil {
+			return BM25Stats{}, fmt.Errorf("%w: statistics of partition %s: %v", ErrLexical, p.key.dirName(), err)
+		}
+	}
+	if stats.Docs > 0 {
+		whole.Docs, whole.Tokens = stats.Docs, stats.Tokens
+	}
+	if stats.DocFreq != nil {
+		whole.DocFreq = stats.DocFreq
+	}
+	return whole, nil
 }
 
 // exhaustiveQuery is bleve's query for text restricted by elig, and the
@@ -858,32 +1051,39 @@ func (l *Lexical) recoverBleve(err *error, op string) {
 	}
 }
 
-// Merge merges the on-disk index into one segment (a no-op for memory).
+// Merge merges each partition of the on-disk index into one segment (a
+// no-op for memory).
 func (l *Lexical) Merge(ctx context.Context) (err error) {
 	defer l.recoverBleve(&err, "merge")
 	if err := l.usable(); err != nil {
 		return err
 	}
-	if l.memory { // bleve's in-memory scorch never finishes a forced merge
+	if l.dir == "" { // bleve's in-memory scorch never finishes a forced merge
 		return nil
 	}
-	adv, err := l.idx.Advanced()
-	if err != nil {
-		return fmt.Errorf("%w: merge: %v", ErrLexical, err)
-	}
-	s, ok := adv.(*scorch.Scorch)
-	if !ok {
-		return nil
-	}
-	opts := mergeplan.SingleSegmentMergePlanOptions
-	if err := s.ForceMerge(ctx, &opts); err != nil {
-		return fmt.Errorf("%w: merge: %v", ErrLexical, err)
+	for _, p := range l.allParts() {
+		adv, err := p.idx.Advanced()
+		if err != nil {
+			return fmt.Errorf("%w: merge %s: %v", ErrLexical, p.dir, err)
+		}
+		s, ok := adv.(*scorch.Scorch)
+		if !ok {
+			continue
+		}
+		opts := mergeplan.SingleSegmentMergePlanOptions
+		if err := s.ForceMerge(ctx, &opts); err != nil {
+			return fmt.Errorf("%w: merge %s: %v", ErrLexical, p.dir, err)
+		}
 	}
 	return nil
 }
 
 // Close closes the index.
-func (l *Lexical) Close() error { return l.idx.Close() }
+func (l *Lexical) Close() error {
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	return l.closeParts()
+}
 
 // RollBack undoes what an unfinished commit after generation gen did to the
 // index: it removes every document of a later generation, and puts back
@@ -894,55 +1094,79 @@ func (l *Lexical) RollBack(ctx context.Context, gen int64, restore func(id strin
 	if err := l.usable(); err != nil {
 		return 0, err
 	}
+	for _, p := range l.allParts() {
+		n, err := l.rollBackPart(ctx, p, gen, restore)
+		changed += n
+		if err != nil {
+			return changed, err
+		}
+	}
+	return changed, nil
+}
+
+func (l *Lexical) rollBackPart(ctx context.Context, p *part, gen int64, restore func(id string) (Doc, error)) (changed int, err error) {
 	for {
 		req := bleve.NewSearchRequestOptions(changedAfter(gen), 1000, 0, false)
 		req.Score = "none"
 		req.Fields = []string{fieldGen}
 		req.SortBy([]string{"_id"})
-		res, err := l.idx.SearchInContext(ctx, req)
+		res, err := p.idx.SearchInContext(ctx, req)
 		if err != nil {
-			return changed, fmt.Errorf("%w: roll back to %d: %v", ErrLexical, gen, err)
+			return changed, fmt.Errorf("%w: roll back %s to %d: %v", ErrLexical, p.dir, gen, err)
 		}
 		if len(res.Hits) == 0 {
 			return changed, nil
 		}
-		b := l.idx.NewBatch()
+		var adds []Doc
+		var deletes []string
 		for _, h := range res.Hits {
 			if g, _ := h.Fields[fieldGen].(float64); int64(g) > gen {
-				b.Delete(h.ID)
+				deletes = append(deletes, h.ID)
 				continue
 			}
 			d, err := restore(h.ID)
-			if err == nil {
-				err = b.Index(h.ID, docOf(d))
+			if err == nil && l.keyOf(d) != p.key {
+				err = fmt.Errorf("its partition is %s, not %s", l.keyOf(d).dirName(), p.key.dirName())
 			}
 			if err != nil {
 				return changed, fmt.Errorf("%w: roll back to %d: chunk %q: %w", ErrLexical, gen, h.ID, err)
 			}
+			adds = append(adds, d)
 		}
-		if err := l.idx.Batch(b); err != nil {
-			return changed, l.fail(fmt.Errorf("%w: roll back to %d: %v", ErrLexical, gen, err))
+		if err := l.write(ctx, p, adds, deletes); err != nil {
+			return changed, fmt.Errorf("roll back to %d: %w", gen, err)
 		}
 		changed += len(res.Hits)
 	}
 }
 
-// Delete removes the documents of chunks ids, in one atomic batch: a purge
-// takes the chunks' text out of the inverted index for good.
-func (l *Lexical) Delete(ctx context.Context, ids []string) (err error) {
+// Delete removes the documents of chunks, one atomic batch per partition
+// they fall in: a purge takes the chunks' text out of the inverted index for
+// good.
+func (l *Lexical) Delete(ctx context.Context, chunks []*evidence.Chunk) (err error) {
 	defer l.recoverBleve(&err, "delete")
 	if err := l.usable(); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	docs := make([]Doc, len(chunks))
+	for i, c := range chunks {
+		docs[i] = Doc{Chunk: c}
 	}
-	b := l.idx.NewBatch()
-	for _, id := range ids {
-		b.Delete(id)
-	}
-	if err := l.idx.Batch(b); err != nil {
-		return l.fail(fmt.Errorf("%w: delete %d: %v", ErrLexical, len(ids), err))
+	for _, g := range l.group(docs) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p, err := l.partOf(g.key)
+		if err != nil {
+			return l.fail(err)
+		}
+		ids := make([]string, len(g.docs))
+		for i, d := range g.docs {
+			ids[i] = d.Chunk.ID
+		}
+		if err := l.write(ctx, p, nil, ids); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -952,7 +1176,15 @@ func (l *Lexical) DocCount() (uint64, error) {
 	if err := l.usable(); err != nil {
 		return 0, err
 	}
-	return l.idx.DocCount()
+	var n uint64
+	for _, p := range l.allParts() {
+		c, err := p.idx.DocCount()
+		if err != nil {
+			return 0, fmt.Errorf("%w: count %s: %v", ErrLexical, p.dir, err)
+		}
+		n += c
+	}
+	return n, nil
 }
 
 // afterGeneration matches the documents committed after generation gen.
@@ -978,13 +1210,17 @@ func (l *Lexical) CountAbove(ctx context.Context, gen int64) (uint64, error) {
 	if err := l.usable(); err != nil {
 		return 0, err
 	}
-	req := bleve.NewSearchRequestOptions(changedAfter(gen), 0, 0, false)
-	req.Score = "none"
-	res, err := l.idx.SearchInContext(ctx, req)
-	if err != nil {
-		return 0, fmt.Errorf("%w: count above %d: %v", ErrLexical, gen, err)
+	var n uint64
+	for _, p := range l.allParts() {
+		req := bleve.NewSearchRequestOptions(changedAfter(gen), 0, 0, false)
+		req.Score = "none"
+		res, err := p.idx.SearchInContext(ctx, req)
+		if err != nil {
+			return 0, fmt.Errorf("%w: count above %d in %s: %v", ErrLexical, gen, p.dir, err)
+		}
+		n += res.Total
 	}
-	return res.Total, nil
+	return n, nil
 }
 
 // StoredDoc is what the lexical index records of a chunk besides its
@@ -997,6 +1233,7 @@ type StoredDoc struct {
 	Retired     asof.Date // zero: no fact retires the chunk
 	FactGen     int64
 	FirstFact   int64 // FirstFactGen
+	Partition   string // the directory of its partition ("" unpartitioned)
 }
 
 // Docs calls fn for every document of the index in chunk ID order.
@@ -1004,6 +1241,29 @@ func (l *Lexical) Docs(ctx context.Context, fn func(StoredDoc) error) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
+	var all []StoredDoc
+	for _, p := range l.allParts() {
+		if err := storedDocs(ctx, p, func(d StoredDoc) error {
+			if l.days > 0 {
+				d.Partition = p.key.dirName()
+			}
+			all = append(all, d)
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	slices.SortStableFunc(all, func(a, b StoredDoc) int { return strings.Compare(a.ID, b.ID) })
+	for _, d := range all {
+		if err := fn(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storedDocs calls fn for every document of p in chunk ID order.
+func storedDocs(ctx context.Context, p *part, fn func(StoredDoc) error) error {
 	const page = 1000
 	var after []string
 	for {
@@ -1012,9 +1272,9 @@ func (l *Lexical) Docs(ctx context.Context, fn func(StoredDoc) error) error {
 		req.Fields = []string{fieldSum, fieldGen, fieldRetired, fieldFactGen, fieldFirstFact}
 		req.SortBy([]string{"_id"})
 		req.SearchAfter = after
-		res, err := l.idx.SearchInContext(ctx, req)
+		res, err := p.idx.SearchInContext(ctx, req)
 		if err != nil {
-			return fmt.Errorf("%w: list documents: %v", ErrLexical, err)
+			return fmt.Errorf("%w: list documents of %s: %v", ErrLexical, p.dir, err)
 		}
 		for _, h := range res.Hits {
 			d := StoredDoc{ID: h.ID}

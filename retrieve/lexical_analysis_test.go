@@ -16,8 +16,18 @@ import (
 // order its analysis workers finish.
 func postings(t *testing.T, l *Lexical) []string {
 	t.Helper()
+	var out []string
+	for _, p := range l.allParts() {
+		out = append(out, partPostings(t, p)...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func partPostings(t *testing.T, p *part) []string {
+	t.Helper()
 	ctx := context.Background()
-	adv, err := l.idx.Advanced()
+	adv, err := p.idx.Advanced()
 	require.NoError(t, err)
 	r, err := adv.Reader()
 	require.NoError(t, err)
@@ -30,7 +40,6 @@ func postings(t *testing.T, l *Lexical) []string {
 		e, err := dict.Next()
 		require.NoError(t, err)
 		if e == nil {
-			slices.Sort(out)
 			return out
 		}
 		tfr, err := r.TermFieldReader(ctx, []byte(e.Term), fieldText, true, true, false)

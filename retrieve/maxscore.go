@@ -72,24 +72,29 @@ const pruneEps = 1e-9
 
 // prunedTerm is one distinct term of the question.
 type prunedTerm struct {
-	term  string
+	term string
+	df   uint64
+	idf  float64
+	qw   float64 // query weight: boost (1) × idf × query norm
+	mult int     // how many of the question's tokens it is
+	ub   float64 // bound on mult × one searcher's score, with margin
+}
+
+// cursor is a term's postings in one partition.
+type cursor struct {
+	*prunedTerm
 	tfr   index.TermFieldReader
 	tfd   index.TermFieldDoc
 	cur   uint64 // the reader's current document; valid while !done
 	freq  uint64
 	norm  float64
 	done  bool
-	df    uint64
-	idf   float64
-	qw    float64 // query weight: boost (1) × idf × query norm
-	mult  int     // how many of the question's tokens it is
-	ub    float64 // bound on mult × one searcher's score, with margin
 	score float64 // the current document's score for one searcher
 	hit   bool    // the current candidate contains the term
 }
 
 // prunedSearch is one pruned search: the question's terms, bleve's order of
-// summation, and the eligibility filter.
+// summation, and a cursor set per partition read.
 type prunedSearch struct {
 	terms []*prunedTerm // by bound ascending, then term
 	order []int         // bleve's summation order: terms index per searcher
@@ -97,7 +102,7 @@ type prunedSearch struct {
 	avg   float64
 	// ubPrefix[i] bounds the score of a document that matches terms[:i] only.
 	ubPrefix []float64
-	filter   *eligibleFilter
+	parts    []*partCursors
 	// heap: bleve takes the question by its heap disjunction, whose order of
 	// summation this search does not replay; risky holds the quantized
 	// scores of the documents scored within reach of a rounding boundary
@@ -105,6 +110,15 @@ type prunedSearch struct {
 	// differ from bleve's in its last bits: exactReplay false).
 	heap  bool
 	risky []float64
+}
+
+// partCursors is the search's state in one partition: its reader, a
+// cursor per term (in the order of prunedSearch.terms) and the eligibility
+// filter compiled against the partition's bounds.
+type partCursors struct {
+	r      index.IndexReader
+	cur    []*cursor
+	filter *eligibleFilter
 }
 
 // errUnprunable says the question needs the exhaustive path.
@@ -124,29 +138,50 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 	if searcher.DisjunctionMaxClauseCount != 0 && len(tokens) > searcher.DisjunctionMaxClauseCount {
 		return nil, nil, errUnprunable{"more tokens than bleve takes (its error is the answer)"}
 	}
-	adv, err := l.idx.Advanced()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: pruned search: %v", ErrLexical, err)
+	parts := l.partsFor(elig, b)
+	if len(parts) == 0 {
+		return nil, nil, nil
 	}
-	r, err := adv.Reader()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: pruned search: reader: %v", ErrLexical, err)
+	if len(parts) > 1 || l.days > 0 {
+		var err error
+		if stats, err = l.wholeStats(ctx, text, stats); err != nil {
+			return nil, nil, err
+		}
 	}
-	defer r.Close()
-
-	ps, err := l.newPrunedSearch(ctx, r, tokens, stats)
-	if ps != nil {
-		defer ps.close()
+	ps := &prunedSearch{}
+	defer ps.close()
+	for i, sp := range parts {
+		adv, err := sp.p.idx.Advanced()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: pruned search: %v", ErrLexical, err)
+		}
+		r, err := adv.Reader()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: pruned search: reader: %v", ErrLexical, err)
+		}
+		pc := &partCursors{r: r}
+		ps.parts = append(ps.parts, pc)
+		if i == 0 {
+			if err := ps.plan(ctx, r, tokens, stats); err != nil {
+				return nil, nil, err
+			}
+		}
+		if err := ps.open(ctx, pc); err != nil {
+			return nil, nil, err
+		}
+		if pc.filter, err = newEligibleFilter(ctx, r, sp.p.idx, elig, sp.bounds); err != nil {
+			return nil, nil, err
+		}
 	}
-	if err != nil {
-		return nil, nil, err
+	top := &topQ{n: n}
+	for i, pc := range ps.parts {
+		if err := ps.run(ctx, top, i, pc); err != nil {
+			return nil, nil, err
+		}
 	}
-	if ps.filter, err = newEligibleFilter(ctx, r, l.idx, elig, b); err != nil {
-		return nil, nil, err
-	}
-	top, cut, err := ps.run(ctx, n)
-	if err != nil {
-		return nil, nil, err
+	cut := math.Inf(-1)
+	if top.full() {
+		cut = top.min() - 1.5*ScoreQuantum // a quantum below may tie when rounded otherwise
 	}
 	for _, q := range ps.risky {
 		if q >= cut {
@@ -157,11 +192,12 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 		Hit
 		raw float64
 	}
-	hits := make([]scored, len(top))
+	found := append(top.heap, top.ties...)
+	hits := make([]scored, len(found))
 	var idb [8]byte
-	for i, c := range top {
+	for i, c := range found {
 		binary.BigEndian.PutUint64(idb[:], c.num)
-		id, err := r.ExternalID(idb[:])
+		id, err := ps.parts[c.part].r.ExternalID(idb[:])
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: pruned search: external ID of %d: %v", ErrLexical, c.num, err)
 		}
@@ -176,9 +212,10 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 	return out, raw, nil
 }
 
-// newPrunedSearch opens a term reader per distinct token and derives what
-// bleve's term and disjunction searchers would: idf, query norm, order.
-func (l *Lexical) newPrunedSearch(ctx context.Context, r index.IndexReader, tokens analysis.TokenStream, stats BM25Stats) (*prunedSearch, error) {
+// plan derives, for the question's tokens, what bleve's term and
+// disjunction searchers would: idf, query norm, order. Statistics stats
+// leaves unset are r's (an unpartitioned index has one reader).
+func (ps *prunedSearch) plan(ctx context.Context, r index.IndexReader, tokens analysis.TokenStream, stats BM25Stats) error {
 	var docs uint64
 	var card int
 	if stats.Docs > 0 {
@@ -187,36 +224,39 @@ func (l *Lexical) newPrunedSearch(ctx context.Context, r index.IndexReader, toke
 	} else {
 		var err error
 		if docs, err = r.DocCount(); err != nil {
-			return nil, fmt.Errorf("%w: pruned search: doc count: %v", ErrLexical, err)
+			return fmt.Errorf("%w: pruned search: doc count: %v", ErrLexical, err)
 		}
 		br, ok := r.(index.BM25Reader)
 		if !ok {
-			return nil, errUnprunable{"reader without field cardinality"}
+			return errUnprunable{"reader without field cardinality"}
 		}
 		if card, err = br.FieldCardinality(fieldText); err != nil {
-			return nil, fmt.Errorf("%w: pruned search: field cardinality: %v", ErrLexical, err)
+			return fmt.Errorf("%w: pruned search: field cardinality: %v", ErrLexical, err)
 		}
 	}
 	if docs == 0 {
-		return nil, errUnprunable{"no documents (bleve falls back to tf-idf)"}
+		return errUnprunable{"no documents (bleve falls back to tf-idf)"}
 	}
 	avg := math.Ceil(float64(card) / float64(docs))
 	if !(avg > 0) || math.IsInf(avg, 0) {
-		return nil, errUnprunable{"no average field length"}
+		return errUnprunable{"no average field length"}
 	}
-	ps := &prunedSearch{total: len(tokens), avg: avg, heap: len(tokens) > searcher.DisjunctionHeapTakeover}
+	ps.total, ps.avg, ps.heap = len(tokens), avg, len(tokens) > searcher.DisjunctionHeapTakeover
 	byTerm := map[string]*prunedTerm{}
 	slots := make(slotList, len(tokens))
 	for i, tok := range tokens {
 		t := byTerm[string(tok.Term)]
 		if t == nil {
-			tfr, err := r.TermFieldReader(ctx, tok.Term, fieldText, true, true, false)
-			if err != nil {
-				return ps, fmt.Errorf("%w: pruned search: term %q: %v", ErrLexical, tok.Term, err)
-			}
-			t = &prunedTerm{term: string(tok.Term), tfr: tfr, df: tfr.Count()}
+			t = &prunedTerm{term: string(tok.Term)}
 			if stats.DocFreq != nil {
 				t.df = stats.DocFreq[t.term]
+			} else {
+				tfr, err := r.TermFieldReader(ctx, tok.Term, fieldText, false, false, false)
+				if err != nil {
+					return fmt.Errorf("%w: pruned search: term %q: %v", ErrLexical, tok.Term, err)
+				}
+				t.df = tfr.Count()
+				tfr.Close()
 			}
 			// scorer.TermQueryScorer.computeIDF, BM25 branch
 			t.idf = math.Log(1 + (float64(docs)-float64(t.df)+0.5)/(float64(t.df)+0.5))
@@ -264,12 +304,25 @@ func (l *Lexical) newPrunedSearch(ctx context.Context, r index.IndexReader, toke
 		m += t.mult
 		ps.ubPrefix[i+1] = sum * float64(m) / float64(ps.total) * (1 + pruneEps)
 	}
+	return nil
+}
+
+// open positions a cursor per term on its first posting in pc's partition.
+// Where the question's term and its document frequency come from the
+// scope's statistics, the reader's own count is not used.
+func (ps *prunedSearch) open(ctx context.Context, pc *partCursors) error {
 	for _, t := range ps.terms {
-		if err := t.next(); err != nil {
-			return ps, err
+		tfr, err := pc.r.TermFieldReader(ctx, []byte(t.term), fieldText, true, true, false)
+		if err != nil {
+			return fmt.Errorf("%w: pruned search: term %q: %v", ErrLexical, t.term, err)
+		}
+		c := &cursor{prunedTerm: t, tfr: tfr}
+		pc.cur = append(pc.cur, c)
+		if err := c.next(); err != nil {
+			return err
 		}
 	}
-	return ps, nil
+	return nil
 }
 
 // slotList is the question's term searchers in token order, sorted as
@@ -281,13 +334,13 @@ func (s slotList) Less(i, j int) bool { return s[i].df < s[j].df }
 func (s slotList) Swap(i, j int)      { s[i], s[j] = s[j], s[i] }
 
 // next moves t to its next posting.
-func (t *prunedTerm) next() error {
+func (t *cursor) next() error {
 	d, err := t.tfr.Next(&t.tfd)
 	return t.take(d, err)
 }
 
 // advance moves t to its first posting at or after document num.
-func (t *prunedTerm) advance(num uint64) error {
+func (t *cursor) advance(num uint64) error {
 	if t.done || t.cur >= num {
 		return nil
 	}
@@ -297,7 +350,7 @@ func (t *prunedTerm) advance(num uint64) error {
 	return t.take(d, err)
 }
 
-func (t *prunedTerm) take(d *index.TermFieldDoc, err error) error {
+func (t *cursor) take(d *index.TermFieldDoc, err error) error {
 	if err != nil {
 		return fmt.Errorf("%w: pruned search: postings of %q: %v", ErrLexical, t.term, err)
 	}
@@ -315,7 +368,7 @@ func (t *prunedTerm) take(d *index.TermFieldDoc, err error) error {
 // searcherScore is one term searcher's score for the current posting,
 // computed as scorer.TermQueryScorer.Score computes it (BM25 branch), with
 // the same expressions so that a compiler fuses (or not) as it does there.
-func (t *prunedTerm) searcherScore(avg float64) float64 {
+func (t *cursor) searcherScore(avg float64) float64 {
 	var tf float64
 	if t.freq < scorer.MaxSqrtCache {
 		tf = scorer.SqrtCache[int(t.freq)]
@@ -332,17 +385,21 @@ func (t *prunedTerm) searcherScore(avg float64) float64 {
 }
 
 func (ps *prunedSearch) close() {
-	for _, t := range ps.terms {
-		t.tfr.Close()
-	}
-	if ps.filter != nil {
-		ps.filter.close()
+	for _, pc := range ps.parts {
+		for _, c := range pc.cur {
+			c.tfr.Close()
+		}
+		if pc.filter != nil {
+			pc.filter.close()
+		}
+		pc.r.Close()
 	}
 }
 
 // candidate is a scored document, by internal number.
 type candidate struct {
-	num uint64
+	part int // index in prunedSearch.parts
+	num  uint64
 	raw float64
 	q   float64 // raw quantized
 }
@@ -421,24 +478,21 @@ func (h *topQ) floor() float64 {
 	return h.min() - 2*ScoreQuantum
 }
 
-// run is MaxScore over the terms: terms[:ess] are non-essential (a document
+// run is MaxScore over the terms in partition pc (number part), offering
+// its candidates to top, which the partitions share (a floor one partition
+// raised holds in the next): terms[:ess] are non-essential (a document
 // matching only them cannot reach the floor) and are only advanced to the
 // candidates that the essential terms produce.
 //
 // Invariant: a document is passed over only when a bound on its score,
 // times 1+pruneEps, is below floor(), so its quantized score is below the
 // n-th best.
-//
-// It returns the candidates and the cut: the least quantized score that
-// could still be among the top n, bleve's rounding aside (-Inf while fewer
-// than n documents matched).
-func (ps *prunedSearch) run(ctx context.Context, n int) ([]candidate, float64, error) {
-	top := &topQ{n: n}
+func (ps *prunedSearch) run(ctx context.Context, top *topQ, part int, pc *partCursors) error {
 	ess := 0
 	for steps := 0; ; steps++ {
 		if steps%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, 0, err
+				return err
 			}
 		}
 		floor := top.floor()
@@ -448,7 +502,7 @@ func (ps *prunedSearch) run(ctx context.Context, n int) ([]candidate, float64, e
 		// the next candidate: the least current document of an essential term
 		var d uint64
 		found := false
-		for _, t := range ps.terms[ess:] {
+		for _, t := range pc.cur[ess:] {
 			if !t.done && (!found || t.cur < d) {
 				d, found = t.cur, true
 			}
@@ -458,7 +512,7 @@ func (ps *prunedSearch) run(ctx context.Context, n int) ([]candidate, float64, e
 		}
 		// essential terms at d: exact scores; the rest: bounds
 		sum, m := 0.0, 0
-		for _, t := range ps.terms[ess:] {
+		for _, t := range pc.cur[ess:] {
 			t.hit = !t.done && t.cur == d
 			if t.hit {
 				t.score = t.searcherScore(ps.avg)
@@ -467,19 +521,19 @@ func (ps *prunedSearch) run(ctx context.Context, n int) ([]candidate, float64, e
 			}
 		}
 		ok := ps.bound(sum, m, ess) >= floor
-		if ok && ps.filter != nil {
+		if ok && pc.filter != nil {
 			var err error
-			if ok, err = ps.filter.admits(d); err != nil {
-				return nil, 0, err
+			if ok, err = pc.filter.admits(d); err != nil {
+				return err
 			}
 		}
 		// non-essential terms, largest bound first, while the document can
 		// still reach the floor
 		rest := ess
 		for i := ess - 1; ok && i >= 0; i-- {
-			t := ps.terms[i]
+			t := pc.cur[i]
 			if err := t.advance(d); err != nil {
-				return nil, 0, err
+				return err
 			}
 			rest = i
 			t.hit = !t.done && t.cur == d
@@ -494,34 +548,30 @@ func (ps *prunedSearch) run(ctx context.Context, n int) ([]candidate, float64, e
 			// every term is known at d: bleve's sum, in bleve's order
 			raw := 0.0
 			for _, i := range ps.order {
-				if t := ps.terms[i]; t.hit {
+				if t := pc.cur[i]; t.hit {
 					raw += t.score
 				}
 			}
 			raw = raw * (float64(m) / float64(ps.total))
-			c := candidate{num: d, raw: raw, q: quantize(raw)}
+			c := candidate{part: part, num: d, raw: raw, q: quantize(raw)}
 			if ps.heap && nearBoundary(raw, m) || !exactReplay && nearBoundary(raw, 2*m+4) {
 				ps.risky = append(ps.risky, c.q)
 			}
 			top.offer(c)
 		}
-		for _, t := range ps.terms[:ess] {
+		for _, t := range pc.cur[:ess] {
 			t.hit = false
 		}
-		for _, t := range ps.terms[ess:] {
+		for _, t := range pc.cur[ess:] {
 			if t.hit {
 				if err := t.next(); err != nil {
-					return nil, 0, err
+					return err
 				}
 			}
 			t.hit = false
 		}
 	}
-	cut := math.Inf(-1)
-	if top.full() {
-		cut = top.min() - 1.5*ScoreQuantum // a quantum below may tie when rounded otherwise
-	}
-	return append(top.heap, top.ties...), cut, nil
+	return nil
 }
 
 // nearBoundary reports whether raw, a sum of m positive searcher scores times

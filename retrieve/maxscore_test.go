@@ -58,9 +58,13 @@ func pruneText(r *rand.Rand, words int) string {
 }
 
 func buildPruneCorpus(t *testing.T, r *rand.Rand, analyzer string) *pruneCorpus {
+	return buildPruneCorpusWith(t, r, LexicalOptions{Analyzer: analyzer})
+}
+
+func buildPruneCorpusWith(t *testing.T, r *rand.Rand, opts LexicalOptions) *pruneCorpus {
 	t.Helper()
 	ctx := context.Background()
-	l, err := OpenLexical("", LexicalOptions{Analyzer: analyzer})
+	l, err := OpenLexical("", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,13 +117,13 @@ func buildPruneCorpus(t *testing.T, r *rand.Rand, analyzer string) *pruneCorpus 
 			t.Fatal(err)
 		}
 		// purges
-		var ids []string
+		var gone []*evidence.Chunk
 		for range r.IntN(4) {
 			c := pc.chunks[r.IntN(len(pc.chunks))]
-			ids = append(ids, c.ID)
+			gone = append(gone, c)
 			pc.gone[c.ID] = true
 		}
-		if err := l.Delete(ctx, ids); err != nil {
+		if err := l.Delete(ctx, gone); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,6 +136,15 @@ func (pc *pruneCorpus) stats(r *rand.Rand, tenant string, upTo int64) BM25Stats 
 	if r.IntN(4) == 0 {
 		return BM25Stats{}
 	}
+	st := pc.fullStats(tenant, upTo)
+	if r.IntN(3) == 0 {
+		st.DocFreq = nil
+	}
+	return st
+}
+
+// fullStats returns the scope's statistics as an engine keeps them.
+func (pc *pruneCorpus) fullStats(tenant string, upTo int64) BM25Stats {
 	st := BM25Stats{DocFreq: map[string]uint64{}}
 	for _, c := range pc.chunks {
 		if pc.gone[c.ID] || pc.gen[c.ID] > upTo || (c.Tenant != tenant && c.Tenant != "") {
@@ -143,9 +156,6 @@ func (pc *pruneCorpus) stats(r *rand.Rand, tenant string, upTo int64) BM25Stats 
 		for _, term := range terms {
 			st.DocFreq[term]++
 		}
-	}
-	if r.IntN(3) == 0 {
-		st.DocFreq = nil
 	}
 	return st
 }
@@ -263,16 +273,22 @@ func (pc *pruneCorpus) sameBits(t *testing.T, text string, e Eligibility, stats 
 	if len(hits) == 0 {
 		return
 	}
-	q, pre := exhaustiveQuery(text, e, pc.bounds, stats)
-	req := bleve.NewSearchRequestOptions(q, len(pc.chunks), 0, false)
-	req.PreSearchData = pre
-	res, err := pc.l.idx.Search(req)
+	stats, err := pc.l.wholeStats(context.Background(), text, stats)
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw := map[string]float64{}
-	for _, h := range res.Hits {
-		raw[h.ID] = h.Score
+	for _, sp := range pc.l.partsFor(e, pc.bounds) {
+		q, pre := exhaustiveQuery(text, e, sp.bounds, stats)
+		req := bleve.NewSearchRequestOptions(q, len(pc.chunks), 0, false)
+		req.PreSearchData = pre
+		res, err := sp.p.idx.Search(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range res.Hits {
+			raw[h.ID] = h.Score
+		}
 	}
 	for i, h := range hits {
 		if want, ok := raw[h.ID]; !ok || math.Float64bits(want) != math.Float64bits(raws[i]) {
@@ -355,11 +371,81 @@ func TestPrunedEdgeCases(t *testing.T) {
 		t.Fatal(err)
 	}
 	bounds.Retire(asof.MustDate("2030-01-01"))
-	if err := l.Delete(ctx, []string{"a"}); err != nil {
+	if err := l.Delete(ctx, []*evidence.Chunk{a}); err != nil {
 		t.Fatal(err)
 	}
 	check("replaced and purged", "records", 10, "b", "d")
 	check("purged tie", "records five", 1, "d")
 	e.AsOf = asof.MustDate("2030-01-01")
 	check("retired by the replacing document", "records", 10, "d")
+}
+
+// Partitions change no ranking: the same corpus in one bleve index and in
+// partitions of 30 days gives the same hits (IDs, quantized scores, order)
+// and the same eligible set for every request drawn, while the partitioned
+// index reads fewer partitions than it holds (seed printed).
+func TestPartitionsChangeNoRanking(t *testing.T) {
+	seeds := []uint64{5, 6}
+	if *pruneSeed != 0 {
+		seeds = []uint64{*pruneSeed}
+	}
+	ctx := context.Background()
+	for _, seed := range seeds {
+		t.Logf("seed %d (rerun with -prune.seed %d)", seed, seed)
+		analyzer := []string{"en", "standard"}[seed%2]
+		one := buildPruneCorpusWith(t, rand.New(rand.NewPCG(seed, 1)), LexicalOptions{Analyzer: analyzer, Unpartitioned: true})
+		parts := buildPruneCorpusWith(t, rand.New(rand.NewPCG(seed, 1)), LexicalOptions{Analyzer: analyzer, PartitionDays: 30})
+		r := rand.New(rand.NewPCG(seed, 2))
+		var skipped, hits int
+		all, _ := parts.l.Partitions(Eligibility{}, parts.bounds)
+		if n, _ := one.l.Partitions(Eligibility{}, one.bounds); n != 1 || all < 50 {
+			t.Fatalf("seed %d: %d partitions unpartitioned, %d partitioned", seed, n, all)
+		}
+		for q := range 150 {
+			text := parts.question(r)
+			e := parts.eligibility(r)
+			upTo := parts.gens
+			if e.Pinned {
+				upTo = e.UpTo
+			}
+			// what the engine always passes: without it each layout takes
+			// bleve's own statistics, which differ
+			stats := parts.fullStats(e.Tenant, upTo)
+			if stats.Docs == 0 {
+				continue
+			}
+			for _, n := range []int{1, 10, 50} {
+				want, err := one.l.Search(ctx, text, e, one.bounds, n, stats)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := parts.l.Search(ctx, text, e, parts.bounds, n, stats)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got.Hits, want.Hits) {
+					t.Fatalf("seed %d question %d %q n=%d elig=%+v:\npartitioned %v\none index   %v", seed, q, text, n, e, got.Hits, want.Hits)
+				}
+				hits += len(got.Hits)
+			}
+			want, err := one.l.Eligible(ctx, e, one.bounds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := parts.l.Eligible(ctx, e, parts.bounds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("seed %d request %d elig=%+v: partitioned index admits %d chunks, one index %d", seed, q, e, len(got), len(want))
+			}
+			if _, read := parts.l.Partitions(e, parts.bounds); read < all/2 {
+				skipped++
+			}
+		}
+		t.Logf("seed %d: %d partitions, %d of 150 requests read fewer than half, %d hits", seed, all, skipped, hits)
+		if skipped < 100 || hits < 1000 {
+			t.Fatalf("seed %d: the draw exercised too little: %d requests skipped partitions, %d hits", seed, skipped, hits)
+		}
+	}
 }

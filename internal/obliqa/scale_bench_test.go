@@ -61,40 +61,24 @@ func BenchmarkScale(b *testing.B) {
 	const batch = 50_000
 	b.Logf("scale %dx%d: %d chunks, seed %d, as of %s", s.Tenants, s.Versions, s.Len(base), s.Seed, s.ScaleAsOf())
 
-	// evpack, batch by batch.
-	edir := filepath.Join(dir, "evpack")
-	eng, err := evpack.Open(edir, evpack.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	c0 := cpuTime(b)
-	for recs := range s.Batches(base, batch) {
-		if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := eng.Merge(ctx); err != nil {
-		b.Fatal(err)
-	}
-	evIngest := cpuTime(b) - c0
-	if err := eng.Close(); err != nil {
-		b.Fatal(err)
-	}
-
-	// Open, and the heap each holds.
+	// evpack, batch by batch; Open, and the heap it holds.
 	h0 := int64(heapInUse())
-	start := time.Now()
-	eng, err = evpack.Open(edir, evpack.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	open := time.Since(start)
-	b.Cleanup(func() { eng.Close() })
+	eng, evIngest, open := scaleEngine(b, filepath.Join(dir, "evpack"), evpack.Options{}, s, base, batch)
 	h1 := int64(heapInUse())
 	evHeap := h1 - h0
+	// The same corpus in one bleve index (EVPACK_SCALE_ONE_INDEX=1): the
+	// layout before partitions, to measure what they change.
+	var one *evpack.Engine
+	if os.Getenv("EVPACK_SCALE_ONE_INDEX") == "1" {
+		var oneIngest, oneOpen time.Duration
+		one, oneIngest, oneOpen = scaleEngine(b, filepath.Join(dir, "one"), evpack.Options{PartitionDays: -1}, s, base, batch)
+		b.ReportMetric(oneIngest.Seconds(), "one-index-ingest-cpu-s")
+		b.ReportMetric(float64(oneOpen.Milliseconds()), "one-index-open-ms")
+		h1 = int64(heapInUse())
+	}
 
 	// bare bleve, the same batches.
-	c0 = cpuTime(b)
+	c0 := cpuTime(b)
 	idx := bareBleve(b, filepath.Join(dir, "bleve"))
 	for recs := range s.Batches(base, batch) {
 		bb := idx.NewBatch()
@@ -141,7 +125,7 @@ func BenchmarkScale(b *testing.B) {
 		return q
 	}
 	d := float64(day.Days())
-	var ev, sm, bl, bf []time.Duration
+	var ev, sm, bl, bf, on []time.Duration
 	i := 0
 	for b.Loop() {
 		q := o.Questions[i%len(o.Questions)].Text
@@ -153,6 +137,17 @@ func BenchmarkScale(b *testing.B) {
 		}
 		_ = p.Hash()
 		t1 := time.Now()
+		if one != nil {
+			po, err := one.Query(ctx, evpack.Request{Question: q, AsOf: day, Tenant: tenant})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if po.Hash() != p.Hash() {
+				b.Fatalf("question %d: the partitioned index and one index give different packs", i)
+			}
+			on = append(on, time.Since(t1))
+			t1 = time.Now()
+		}
 		p, err = small.Query(ctx, evpack.Request{Question: q, AsOf: AsOf})
 		if err != nil {
 			b.Fatal(err)
@@ -183,6 +178,10 @@ func BenchmarkScale(b *testing.B) {
 		b.ReportMetric(ms(Percentile(m.ds, 0.5)), m.name+"-p50-ms")
 		b.ReportMetric(ms(Percentile(m.ds, 0.99)), m.name+"-p99-ms")
 	}
+	if one != nil {
+		b.ReportMetric(ms(Percentile(on, 0.5)), "one-index-p50-ms")
+		b.ReportMetric(ms(Percentile(on, 0.99)), "one-index-p99-ms")
+	}
 	b.ReportMetric(ms(Percentile(ev, 0.5))/ms(Percentile(sm, 0.5)), "p50-vs-13k")
 	b.ReportMetric(ms(Percentile(ev, 0.99))/ms(Percentile(sm, 0.99)), "p99-vs-13k")
 	b.ReportMetric(evIngest.Seconds(), "evpack-ingest-cpu-s")
@@ -190,4 +189,35 @@ func BenchmarkScale(b *testing.B) {
 	b.ReportMetric(float64(open.Milliseconds()), "evpack-open-ms")
 	b.ReportMetric(float64(evHeap)/(1<<20), "evpack-heap-MiB")
 	b.ReportMetric(float64(blHeap)/(1<<20), "bleve-heap-MiB")
+}
+
+// scaleEngine ingests the scale corpus into a new evpack index at dir with
+// opts, merges and closes it, and opens it again. It returns the engine, the
+// ingest's CPU time (Open to Close) and the time the last Open took.
+func scaleEngine(b *testing.B, dir string, opts evpack.Options, s Scale, base []connectors.Record, batch int) (*evpack.Engine, time.Duration, time.Duration) {
+	ctx := context.Background()
+	c0 := cpuTime(b)
+	eng, err := evpack.Open(dir, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for recs := range s.Batches(base, batch) {
+		if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := eng.Merge(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := eng.Close(); err != nil {
+		b.Fatal(err)
+	}
+	ingest := cpuTime(b) - c0
+	start := time.Now()
+	eng, err = evpack.Open(dir, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { eng.Close() })
+	return eng, ingest, time.Since(start)
 }

@@ -1,0 +1,499 @@
+package retrieve
+
+import (
+	"cmp"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/zeebo/blake3"
+)
+
+// Partitions: the lexical index is one bleve index per partition, a
+// partition being one tenant's chunks whose first eligible day (the later
+// of the anchor day and the validity start) falls in one span of
+// PartitionDays days. Each partition keeps a summary of what it holds
+// (partSummary), written in the same bleve batch as its documents, and a
+// search reads only the partitions whose summary leaves room for an eligible
+// chunk: another tenant's chunks, and versions that came into force after
+// the as-of day or had all ended by it, are never decoded. A regulatory
+// mirror only grows, but what a request can see does not: the cost follows
+// the latter.
+//
+// Partitioning changes no ranking. Every score is computed with the scope's
+// statistics (BM25Stats), which are the same whichever index holds a
+// document, and the lists are merged by (quantized score, chunk ID).
+//
+// Invariant: a partition's summary describes a superset of the documents its
+// index holds (every document ever written to it, whatever was deleted or
+// replaced since), so skipping a partition by its summary can only skip
+// partitions with no eligible document.
+
+// DefaultPartitionDays is the span of a time partition when
+// LexicalOptions.PartitionDays is zero: a quarter of a year, short enough
+// that yearly versions (statutes, filings, vintages) never share one, long
+// enough that a daily mirror makes four a year per tenant.
+const DefaultPartitionDays = 90
+
+// layoutName is the file of a partitioned lexical directory that names its
+// format; layoutFormat its current version.
+const (
+	layoutName   = "evpack-lexical.json"
+	layoutFormat = "evpack-lexical-parts/1"
+)
+
+// Internal keys of a partition's bleve index.
+const (
+	partKeyInternal = "evpack.part"
+	summaryInternal = "evpack.summary"
+	summaryFormat   = 1
+)
+
+// layout is the content of layoutName.
+type layout struct {
+	Format        string `json:"format"`
+	Analyzer      string `json:"analyzer"`
+	PartitionDays int64  `json:"partition_days"`
+}
+
+// partKey names a partition: one tenant, one span of days.
+type partKey struct {
+	Tenant string `json:"tenant"`
+	Epoch  int64  `json:"epoch"`
+}
+
+func comparePartKeys(a, b partKey) int {
+	return cmp.Or(strings.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Epoch, b.Epoch))
+}
+
+// dirName is the partition's directory: a digest of the tenant (names are
+// the user's and may hold any character) and the epoch. The key itself is
+// stored in the index and checked at open.
+func (k partKey) dirName() string {
+	sum := blake3.Sum256([]byte(k.Tenant))
+	return "p-" + hex.EncodeToString(sum[:8]) + "-" + strconv.FormatInt(k.Epoch, 10)
+}
+
+// startDay is the first day a document can be eligible: the later of its
+// anchor day (never, for an undated chunk) and its validity start.
+func startDay(d Doc) int64 {
+	c := d.Chunk
+	anchor := int64(openTo)
+	if !c.Anchor.At.IsZero() {
+		anchor = c.Anchor.Day().Days()
+	}
+	from := int64(openFrom)
+	if !c.Valid.From.IsZero() {
+		from = c.Valid.From.Days()
+	}
+	return max(anchor, from)
+}
+
+// keyOf is the partition of d: a function of the chunk's immutable fields,
+// so that a document a fact re-indexes replaces the one it replaced.
+func (l *Lexical) keyOf(d Doc) partKey {
+	if l.days == 0 {
+		return partKey{}
+	}
+	s := startDay(d)
+	e := s / l.days
+	if s%l.days < 0 {
+		e-- // floor
+	}
+	return partKey{Tenant: d.Chunk.Tenant, Epoch: e}
+}
+
+// partSummary is what a partition's documents can be, as bounds that only
+// widen (see the invariant above).
+type partSummary struct {
+	Format int `json:"format"`
+	// Bounds of the documents, as Bounds of the whole index are kept.
+	Bounds Bounds `json:"bounds"`
+	// MinStart is the least startDay; MaxTo the greatest validity end
+	// (openTo if some document has none); MaxEnd the greatest day on which
+	// a document stops being eligible to an unpinned request, its validity
+	// end or its retirement, whichever comes first.
+	MinStart int64 `json:"min_start"`
+	MaxTo    int64 `json:"max_to"`
+	MaxEnd   int64 `json:"max_end"`
+}
+
+func emptySummary() *partSummary {
+	return &partSummary{Format: summaryFormat, Bounds: NewBounds(), MinStart: math.MaxInt64, MaxTo: math.MinInt64, MaxEnd: math.MinInt64}
+}
+
+// with returns s widened by docs.
+func (s *partSummary) with(docs []Doc) *partSummary {
+	n := *s
+	n.Bounds = s.Bounds.Clone()
+	for _, d := range docs {
+		c := d.Chunk
+		n.Bounds.Add(c)
+		to := int64(openTo)
+		if !c.Valid.To.IsZero() {
+			to = c.Valid.To.Days()
+		}
+		end := to
+		if !d.Retired.IsZero() {
+			n.Bounds.Retire(d.Retired)
+			end = min(end, d.Retired.Days())
+		}
+		n.MinStart = min(n.MinStart, startDay(d))
+		n.MaxTo = max(n.MaxTo, to)
+		n.MaxEnd = max(n.MaxEnd, end)
+	}
+	return &n
+}
+
+// mayAdmit reports whether some document the summary describes may be
+// eligible under e.
+func (s *partSummary) mayAdmit(e Eligibility) bool {
+	day := e.AsOf.Days()
+	if s.MinStart > day || s.Bounds.inScope(e.Tenant) == 0 {
+		return false
+	}
+	end := s.MaxEnd
+	if e.Pinned || len(e.Readmit) > 0 {
+		end = s.MaxTo // retirement may be set aside for a pinned request
+	}
+	return end > day
+}
+
+// meet returns bounds that hold for a set both b and o describe: each field
+// the tighter of the two.
+func (b Bounds) meet(o Bounds) Bounds {
+	m := Bounds{
+		MaxAnchorDay: min(b.MaxAnchorDay, o.MaxAnchorDay),
+		Undated:      b.Undated && o.Undated,
+		MaxFrom:      min(b.MaxFrom, o.MaxFrom),
+		MinTo:        max(b.MinTo, o.MinTo),
+		MinRetired:   max(b.MinRetired, o.MinRetired),
+		Tenants:      map[string]int{},
+	}
+	for t, n := range b.Tenants {
+		if k := o.Tenants[t]; k > 0 && n > 0 {
+			m.Tenants[t] = min(n, k)
+		}
+	}
+	return m
+}
+
+// part is one bleve index of the lexical index.
+type part struct {
+	key partKey
+	dir string // "" in memory
+	idx bleve.Index
+	// sum is nil for an unpartitioned index, whose one part holds
+	// everything. It is replaced, never changed, under Lexical.pmu.
+	sum *partSummary
+}
+
+// searchPart is a part a search reads, with the bounds its clauses are
+// compiled against.
+type searchPart struct {
+	p      *part
+	bounds Bounds
+}
+
+// partsFor returns the parts that may hold a document e admits, in key
+// order, each with the bounds of what it may hold (b, the whole index's,
+// met with its summary's).
+func (l *Lexical) partsFor(e Eligibility, b Bounds) []searchPart {
+	l.pmu.RLock()
+	defer l.pmu.RUnlock()
+	out := make([]searchPart, 0, len(l.parts))
+	for _, p := range l.parts {
+		switch {
+		case p.sum == nil:
+			out = append(out, searchPart{p, b})
+		case p.sum.mayAdmit(e):
+			out = append(out, searchPart{p, b.meet(p.sum.Bounds)})
+		}
+	}
+	return out
+}
+
+// allParts returns every part, in key order.
+func (l *Lexical) allParts() []*part {
+	l.pmu.RLock()
+	defer l.pmu.RUnlock()
+	return slices.Clone(l.parts)
+}
+
+// partOf returns the part of key k, making it if there is none yet.
+func (l *Lexical) partOf(k partKey) (*part, error) {
+	l.pmu.RLock()
+	i, found := slices.BinarySearchFunc(l.parts, k, func(p *part, k partKey) int { return comparePartKeys(p.key, k) })
+	var p *part
+	if found {
+		p = l.parts[i]
+	}
+	l.pmu.RUnlock()
+	if found {
+		return p, nil
+	}
+	p, err := l.makePart(k)
+	if err != nil {
+		return nil, err
+	}
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	i, _ = slices.BinarySearchFunc(l.parts, k, func(p *part, k partKey) int { return comparePartKeys(p.key, k) })
+	l.parts = slices.Insert(l.parts, i, p)
+	return p, nil
+}
+
+// makePart creates (or, after a crash that left it empty, opens) the index
+// of partition k.
+func (l *Lexical) makePart(k partKey) (*part, error) {
+	if l.dir == "" {
+		idx, err := bleve.NewUsing("", newMapping(l.name), scorch.Name, scorch.Name, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: partition %s: %v", ErrLexical, k.dirName(), err)
+		}
+		return &part{key: k, idx: idx, sum: emptySummary()}, nil
+	}
+	dir := filepath.Join(l.dir, k.dirName())
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := createLexical(dir, l.name); err != nil {
+			return nil, fmt.Errorf("%w: create partition %s: %v", ErrLexical, dir, err)
+		}
+	}
+	p, err := l.openPart(dir)
+	if err != nil {
+		return nil, err
+	}
+	if p.key != k && p.sum.MinStart != math.MaxInt64 {
+		p.idx.Close()
+		return nil, fmt.Errorf("%w: partition %s holds %+v, not %+v", ErrLexical, dir, p.key, k)
+	}
+	p.key = k
+	return p, nil
+}
+
+// openPart opens the partition at dir and reads its key and summary. A
+// partition no batch ever reached (a crash after it was made) has neither:
+// it is empty.
+func (l *Lexical) openPart(dir string) (*part, error) {
+	idx, err := bleve.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: open partition %s: %v", ErrLexical, dir, err)
+	}
+	fail := func(format string, args ...any) (*part, error) {
+		idx.Close()
+		return nil, fmt.Errorf("%w: partition %s: %s", ErrLexical, dir, fmt.Sprintf(format, args...))
+	}
+	if im, ok := idx.Mapping().(*mapping.IndexMappingImpl); !ok || im.DefaultAnalyzer != l.name {
+		return fail("not an evpack partition with analyzer %q", l.name)
+	}
+	p := &part{dir: dir, idx: idx, sum: emptySummary()}
+	rawKey, err := idx.GetInternal([]byte(partKeyInternal))
+	if err != nil {
+		return fail("key: %v", err)
+	}
+	rawSum, err := idx.GetInternal([]byte(summaryInternal))
+	if err != nil {
+		return fail("summary: %v", err)
+	}
+	if rawKey == nil || rawSum == nil {
+		if n, err := idx.DocCount(); err != nil || n != 0 {
+			return fail("%d documents without a key and summary (%v)", n, err)
+		}
+		return p, nil
+	}
+	if err := json.Unmarshal(rawKey, &p.key); err != nil {
+		return fail("key: %v", err)
+	}
+	if p.key.dirName() != filepath.Base(dir) {
+		return fail("holds partition %+v, whose directory is %s", p.key, p.key.dirName())
+	}
+	if err := json.Unmarshal(rawSum, p.sum); err != nil {
+		return fail("summary: %v", err)
+	}
+	if p.sum.Format != summaryFormat {
+		return fail("summary format %d, this build reads %d", p.sum.Format, summaryFormat)
+	}
+	if p.sum.Bounds.Tenants == nil {
+		p.sum.Bounds.Tenants = map[string]int{}
+	}
+	return p, nil
+}
+
+// write applies one batch to p: adds (indexed, or replacing the document of
+// the same chunk) and deletes, with p's summary widened by adds. The summary
+// is widened before bleve holds the documents, and written in the same
+// batch, so that it describes them whenever they can be read.
+func (l *Lexical) write(ctx context.Context, p *part, adds []Doc, deletes []string) error {
+	b := p.idx.NewBatch()
+	for i, d := range adds {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err := l.add(p, b, d); err != nil {
+			return fmt.Errorf("%w: chunk %q: %v", ErrLexical, d.Chunk.ID, err)
+		}
+	}
+	for _, id := range deletes {
+		b.Delete(id)
+	}
+	if p.sum != nil {
+		sum := p.sum.with(adds)
+		raw, err := json.Marshal(sum)
+		if err != nil {
+			return fmt.Errorf("%w: partition summary: %v", ErrLexical, err)
+		}
+		key, _ := json.Marshal(p.key)
+		b.SetInternal([]byte(partKeyInternal), key)
+		b.SetInternal([]byte(summaryInternal), raw)
+		l.pmu.Lock()
+		p.sum = sum
+		l.pmu.Unlock()
+	}
+	if err := p.idx.Batch(b); err != nil {
+		return l.fail(fmt.Errorf("%w: partition %s: batch of %d: %v", ErrLexical, p.key.dirName(), len(adds)+len(deletes), err))
+	}
+	return nil
+}
+
+// openParts opens a partitioned lexical directory: its layout and every
+// partition in it.
+func (l *Lexical) openParts(dir string) error {
+	raw, err := os.ReadFile(filepath.Join(dir, layoutName))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrLexical, err)
+	}
+	var lay layout
+	if err := json.Unmarshal(raw, &lay); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrLexical, filepath.Join(dir, layoutName), err)
+	}
+	if lay.Format != layoutFormat || lay.PartitionDays <= 0 {
+		return fmt.Errorf("%w: %s: format %q with %d days a partition, this build reads %q", ErrLexical, filepath.Join(dir, layoutName), lay.Format, lay.PartitionDays, layoutFormat)
+	}
+	l.name, l.days = lay.Analyzer, lay.PartitionDays
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrLexical, err)
+	}
+	for _, e := range entries { // ReadDir sorts by name
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "p-") {
+			continue // the layout, or a partition a crash left half made (.p-*.tmp-*)
+		}
+		p, err := l.openPart(filepath.Join(dir, e.Name()))
+		if err != nil {
+			l.closeParts()
+			return err
+		}
+		if p.sum.MinStart == math.MaxInt64 && p.key == (partKey{}) {
+			p.idx.Close() // empty and nameless: made again when first written
+			continue
+		}
+		l.parts = append(l.parts, p)
+	}
+	slices.SortFunc(l.parts, func(a, b *part) int { return comparePartKeys(a.key, b.key) })
+	return nil
+}
+
+// createParts makes a new, empty partitioned lexical directory at dir,
+// atomically (a temporary directory renamed into place).
+func createParts(dir, an string, days int64) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(layout{Format: layoutFormat, Analyzer: an, PartitionDays: days})
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(tmp, layoutName))
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(raw, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := syncDir(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(dir))
+}
+
+func (l *Lexical) closeParts() error {
+	var errs []error
+	for _, p := range l.parts {
+		if err := p.idx.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: close partition %s: %v", ErrLexical, p.key.dirName(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Partitions returns how many bleve indexes the lexical index is made of,
+// and how many of them a search under e reads: for benchmarks and traces of
+// cost.
+func (l *Lexical) Partitions(e Eligibility, b Bounds) (all, read int) {
+	return len(l.allParts()), len(l.partsFor(e, b))
+}
+
+// CheckDoc reports whether stored, a document Docs listed, sits in the
+// partition of d (the document the committed state makes of its chunk) and
+// whether that partition's summary covers d, without which a search could
+// skip a partition that holds an eligible chunk (an edited summary, say).
+func (l *Lexical) CheckDoc(stored StoredDoc, d Doc) error {
+	k := l.keyOf(d)
+	if l.days > 0 && stored.Partition != k.dirName() {
+		return fmt.Errorf("in partition %s, its chunk belongs in %s", stored.Partition, k.dirName())
+	}
+	l.pmu.RLock()
+	i, found := slices.BinarySearchFunc(l.parts, k, func(p *part, k partKey) int { return comparePartKeys(p.key, k) })
+	var sum *partSummary
+	if found {
+		sum = l.parts[i].sum
+	}
+	l.pmu.RUnlock()
+	if !found || sum == nil {
+		return nil
+	}
+	if w := sum.with([]Doc{d}); !sum.sameAs(w) {
+		return fmt.Errorf("partition %s's summary does not cover it: %+v, with it %+v", k.dirName(), *sum, *w)
+	}
+	return nil
+}
+
+// sameAs reports whether s and o describe the same bounds.
+func (s *partSummary) sameAs(o *partSummary) bool {
+	sb, ob := s.Bounds, o.Bounds
+	if s.Format != o.Format || s.MinStart != o.MinStart || s.MaxTo != o.MaxTo || s.MaxEnd != o.MaxEnd ||
+		sb.MaxAnchorDay != ob.MaxAnchorDay || sb.Undated != ob.Undated || sb.MaxFrom != ob.MaxFrom ||
+		sb.MinTo != ob.MinTo || sb.MinRetired != ob.MinRetired || len(sb.Tenants) != len(ob.Tenants) {
+		return false
+	}
+	for t := range s.Bounds.Tenants {
+		if (s.Bounds.Tenants[t] > 0) != (o.Bounds.Tenants[t] > 0) {
+			return false
+		}
+	}
+	return true
+}
