@@ -1232,7 +1232,7 @@ type StoredDoc struct {
 	Generation  int64
 	Retired     asof.Date // zero: no fact retires the chunk
 	FactGen     int64
-	FirstFact   int64 // FirstFactGen
+	FirstFact   int64  // FirstFactGen
 	Partition   string // the directory of its partition ("" unpartitioned)
 }
 

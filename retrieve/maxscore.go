@@ -400,8 +400,8 @@ func (ps *prunedSearch) close() {
 type candidate struct {
 	part int // index in prunedSearch.parts
 	num  uint64
-	raw float64
-	q   float64 // raw quantized
+	raw  float64
+	q    float64 // raw quantized
 }
 
 // topQ keeps the n best quantized scores and every document that ties the
