@@ -139,6 +139,19 @@ type Lexical struct {
 	// its last persisted state, which the commit record rolls back.
 	mu     sync.Mutex
 	failed error
+
+	// Hooks are for tests; the zero value does nothing.
+	Hooks LexicalHooks
+}
+
+// LexicalHooks let tests stop or fail a write between the batches of its
+// partitions. Each runs, when set, in the writing goroutine.
+type LexicalHooks struct {
+	// BeforeBatch runs before the batch of each partition a write (Index,
+	// Delete, RollBack) touches, with the partition's directory name ("" for
+	// an unpartitioned index); an error it returns fails the write as a
+	// cancelled context would, before bleve sees the batch.
+	BeforeBatch func(partition string) error
 }
 
 // ErrLexicalFailed: an earlier write to the lexical index failed, and the
