@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/evpack/evpack/evidence"
@@ -82,17 +83,30 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 	fresh, own := newState(), map[string]bool{}
 	nextFact, nextPurge := 0, 0
 	addFacts := func(upTo int64) { // facts and purges of generations up to upTo, in commit order
-		for ; nextFact < len(st.factLog) && st.factLog[nextFact].gen <= upTo; nextFact++ {
-			fa := st.factLog[nextFact]
-			if _, ok := fresh.chunks[fa.f.ChunkID]; !ok {
-				bad("fact %s of generation %d names chunk %q, not committed by then", fa.f, fa.gen, fa.f.ChunkID)
-				continue
+		for {
+			factGen, purgeGen := int64(math.MaxInt64), int64(math.MaxInt64)
+			if nextFact < len(st.factLog) {
+				factGen = st.factLog[nextFact].gen
 			}
-			fresh.addFact(fa.gen, fa.f, own)
-		}
-		for ; nextPurge < len(st.purgeLog) && st.purged[st.purgeLog[nextPurge]].gen <= upTo; nextPurge++ {
-			id := st.purgeLog[nextPurge]
-			fresh.ownTenant(st.chunks[id].Tenant, own).addPurge(st.purged[id].gen, id)
+			if nextPurge < len(st.purgeLog) {
+				purgeGen = st.purged[st.purgeLog[nextPurge]].gen
+			}
+			switch {
+			case min(factGen, purgeGen) > upTo:
+				return
+			case factGen < purgeGen: // a purge and a fact are never of one generation
+				fa := st.factLog[nextFact]
+				nextFact++
+				if _, ok := fresh.chunks[fa.f.ChunkID]; !ok {
+					bad("fact %s of generation %d names chunk %q, not committed by then", fa.f, fa.gen, fa.f.ChunkID)
+					continue
+				}
+				fresh.addFact(fa.gen, fa.f, own)
+			default:
+				id := st.purgeLog[nextPurge]
+				nextPurge++
+				fresh.ownTenant(st.chunks[id].Tenant, own).addPurge(st.purged[id].gen, id)
+			}
 		}
 	}
 	analyses := make(map[string]analyzed, len(ids)) // for the analysis files (checkAnalysis)

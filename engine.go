@@ -521,6 +521,9 @@ func (e *Engine) commit(ctx context.Context, st, next *state, w batchWrite) erro
 	}
 	touched := map[string]bool{} // stored chunks already re-indexed (lookups only)
 	for _, f := range facts {
+		if _, gone := st.purged[f.ChunkID]; gone {
+			continue // a purged chunk has no document: its text must not come back
+		}
 		if st.chunks[f.ChunkID] != nil && !touched[f.ChunkID] { // a new chunk is indexed above
 			touched[f.ChunkID] = true
 			d, _ := next.lexDoc(f.ChunkID)
