@@ -1,5 +1,6 @@
-// Package retrieve holds evpack's recall legs. [Lexical] is BM25 over bleve;
-// the dense leg (HNSW and exact scan) joins it behind the same [Eligibility]
+// Package retrieve holds evpack's recall legs. [Lexical] is BM25 over bleve,
+// one bleve index per tenant and span of days ([LexicalOptions],
+// parts.go), so that a request reads only what it may see; the dense leg (HNSW and exact scan) joins it behind the same [Eligibility]
 // contract.
 //
 // Entry points: [OpenLexical], [Lexical.Search], [Eligibility]; for the
@@ -13,6 +14,10 @@
 // metadata and generation restrictions are clauses of the index query itself,
 // conjoined with the text query, so an ineligible chunk can neither appear in
 // a result nor push an eligible one out of the top N.
+//
+// Invariant: how the lexical index is partitioned changes no result: scores
+// come from the request scope's statistics ([BM25Stats]), and a partition is
+// left unread only when its summary proves it holds no eligible chunk.
 //
 // Invariant: results are totally ordered: by score (quantized, see
 // [ScoreQuantum]) descending, then chunk ID ascending.

@@ -42,8 +42,8 @@ import (
 
 // DefaultPartitionDays is the span of a time partition when
 // LexicalOptions.PartitionDays is zero: a quarter of a year, short enough
-// that yearly versions (statutes, filings, vintages) never share one, long
-// enough that a daily mirror makes four a year per tenant.
+// that yearly versions (statutes, filings, vintages) seldom share one, long
+// enough that a daily mirror makes only four a year per tenant.
 const DefaultPartitionDays = 90
 
 // layoutName is the file of a partitioned lexical directory that names its
