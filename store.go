@@ -216,14 +216,14 @@ type analyzed struct {
 // then the facts as generation gen, committed at at. s is not changed.
 func (s *state) extend(gen int64, at time.Time, add []*evidence.Chunk, an []analyzed, facts []*evidence.Fact) *state {
 	n := &state{
-		gen: gen, commits: append(s.commits, at), chunks: maps.Clone(s.chunks), committed: maps.Clone(s.committed),
+		gen: gen, commits: append(s.commits, at), chunks: cloneFor(s.chunks, len(add)), committed: cloneFor(s.committed, len(add)),
 		facts: s.facts, factLog: s.factLog, purged: s.purged, purgeLog: s.purgeLog,
 		tenants: maps.Clone(s.tenants), stats: s.stats, bounds: s.bounds.Clone(),
-		terms: maps.Clone(s.terms), intern: maps.Clone(s.intern),
+		terms: cloneFor(s.terms, len(add)), intern: maps.Clone(s.intern),
 		entities: maps.Clone(s.entities), feats: maps.Clone(s.feats),
 		counts: &retrieve.Counts{N: maps.Clone(s.counts.N), Total: s.counts.Total},
 		dense:  s.dense, graph: s.graph, denseRows: s.denseRows,
-		docOrder: maps.Clone(s.docOrder), docPlace: maps.Clone(s.docPlace),
+		docOrder: maps.Clone(s.docOrder), docPlace: cloneFor(s.docPlace, len(add)),
 	}
 	b := newBuilding()
 	own := b.own // tenants and documents whose figures n already copied
@@ -243,6 +243,19 @@ func (s *state) extend(gen int64, at time.Time, add []*evidence.Chunk, an []anal
 	for _, f := range facts {
 		n.addFact(gen, f, own)
 	}
+	return n
+}
+
+// cloneFor returns a copy of m with room for extra more entries: a batch
+// larger than the state would otherwise grow the copy step by step, each
+// step moving every entry again. (Only the copy's capacity depends on
+// extra, never its contents.)
+func cloneFor[K comparable, V any](m map[K]V, extra int) map[K]V {
+	if extra <= len(m) {
+		return maps.Clone(m)
+	}
+	n := make(map[K]V, len(m)+extra)
+	maps.Copy(n, m)
 	return n
 }
 
