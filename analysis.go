@@ -44,8 +44,9 @@ func analyzeBatch(d *storage.Dir, b storage.Batch, chunks []*evidence.Chunk, lex
 		return nil, err
 	}
 	if !ok || a.Identity != analysisIdentity(lex) {
+		var sp terms.Splitter
 		for i, c := range chunks {
-			out[i] = analyze(lex, emb, c.Text)
+			out[i] = analyze(lex, emb, &sp, c.Text)
 		}
 		return out, nil
 	}

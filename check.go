@@ -80,7 +80,8 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 	// generation, and compare it with the state's.
 	ids := evidence.SortedKeys(st.chunks)
 	slices.SortStableFunc(ids, func(a, b string) int { return cmp.Compare(st.committed[a], st.committed[b]) })
-	fresh, own := newState(), map[string]bool{}
+	fresh, bld := newState(), newBuilding()
+	own := bld.own
 	nextFact, nextPurge := 0, 0
 	addFacts := func(upTo int64) { // facts and purges of generations up to upTo, in commit order
 		for {
@@ -112,7 +113,7 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 	analyses := make(map[string]analyzed, len(ids)) // for the analysis files (checkAnalysis)
 	for _, id := range ids {
 		c := st.chunks[id]
-		an := analyze(e.lex, nil, c.Text)
+		an := analyze(e.lex, nil, nil, c.Text)
 		analyses[id] = an
 		if p, ok := st.purged[id]; ok { // its text is gone: the counts it gave
 			an.tokens, an.redacted = p.r.Tokens, &p.r
@@ -123,7 +124,7 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 			bad("chunk %q: fields hash to %s, stored content hash is %s", id, got, c.ContentHash)
 		}
 		addFacts(st.committed[id] - 1)
-		fresh.add(st.committed[id], c, an, own)
+		fresh.add(st.committed[id], c, an, bld)
 	}
 	addFacts(st.gen)
 	if st.stats.Docs != fresh.stats.Docs || st.stats.Tokens != fresh.stats.Tokens {

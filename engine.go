@@ -17,6 +17,7 @@ import (
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/fuse"
 	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/internal/terms"
 	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
 )
@@ -411,7 +412,9 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 			}
 			facts, factWhere = append(facts, f), append(factWhere, recs[i].Where)
 		}
-		if reason := cp.Citable(); reason != "" {
+		// Citable, but for the hash: Prepare has just computed it from
+		// these fields.
+		if reason := cp.MissingCitation(); reason != "" {
 			rep.Flagged = append(rep.Flagged, Flag{ChunkID: cp.ID, Reason: reason})
 		} else if cp.Anchor.At.IsZero() {
 			rep.Flagged = append(rep.Flagged, Flag{ChunkID: cp.ID, Reason: "undated: never eligible"})
@@ -431,8 +434,9 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	gen := st.gen + 1
 	an := make([]analyzed, len(add))
 	var total int64
+	var sp terms.Splitter
 	for i, ch := range add {
-		an[i] = analyze(e.lex, e.emb, ch.Text)
+		an[i] = analyze(e.lex, e.emb, &sp, ch.Text)
 		total += int64(an[i].tokens)
 	}
 

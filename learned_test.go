@@ -61,7 +61,7 @@ func TestShuffledIngestGivesIdenticalLearnedPacks(t *testing.T) {
 // TestDocumentOrder: a chunk's place in its document comes from its
 // position metadata, else from the natural order of chunk IDs.
 func TestDocumentOrder(t *testing.T) {
-	st, own := newState(), map[string]bool{}
+	st, own := newState(), newBuilding()
 	add := func(id, doc, pos string) {
 		c := corpusRecords(t)[0].Chunk
 		c.ID, c.DocID, c.Version, c.Meta = id, doc, "1", nil

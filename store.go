@@ -216,18 +216,19 @@ type analyzed struct {
 // then the facts as generation gen, committed at at. s is not changed.
 func (s *state) extend(gen int64, at time.Time, add []*evidence.Chunk, an []analyzed, facts []*evidence.Fact) *state {
 	n := &state{
-		gen: gen, commits: append(s.commits, at), chunks: maps.Clone(s.chunks), committed: maps.Clone(s.committed),
+		gen: gen, commits: append(s.commits, at), chunks: cloneFor(s.chunks, len(add)), committed: cloneFor(s.committed, len(add)),
 		facts: s.facts, factLog: s.factLog, purged: s.purged, purgeLog: s.purgeLog,
 		tenants: maps.Clone(s.tenants), stats: s.stats, bounds: s.bounds.Clone(),
-		terms: maps.Clone(s.terms), intern: maps.Clone(s.intern),
+		terms: cloneFor(s.terms, len(add)), intern: maps.Clone(s.intern),
 		entities: maps.Clone(s.entities), feats: maps.Clone(s.feats),
 		counts: &retrieve.Counts{N: maps.Clone(s.counts.N), Total: s.counts.Total},
 		dense:  s.dense, graph: s.graph, denseRows: s.denseRows,
-		docOrder: maps.Clone(s.docOrder), docPlace: maps.Clone(s.docPlace),
+		docOrder: maps.Clone(s.docOrder), docPlace: cloneFor(s.docPlace, len(add)),
 	}
-	own := map[string]bool{} // tenants and documents whose figures n already copied
+	b := newBuilding()
+	own := b.own // tenants and documents whose figures n already copied
 	for i, c := range add {
-		n.add(gen, c, an[i], own)
+		n.add(gen, c, an[i], b)
 	}
 	packed := map[string]bool{}
 	for _, c := range add { // the documents this commit changed, each once
@@ -242,6 +243,19 @@ func (s *state) extend(gen int64, at time.Time, add []*evidence.Chunk, an []anal
 	for _, f := range facts {
 		n.addFact(gen, f, own)
 	}
+	return n
+}
+
+// cloneFor returns a copy of m with room for extra more entries: a batch
+// larger than the state would otherwise grow the copy step by step, each
+// step moving every entry again. (Only the copy's capacity depends on
+// extra, never its contents.)
+func cloneFor[K comparable, V any](m map[K]V, extra int) map[K]V {
+	if extra <= len(m) {
+		return maps.Clone(m)
+	}
+	n := make(map[K]V, len(m)+extra)
+	maps.Copy(n, m)
 	return n
 }
 
@@ -272,9 +286,22 @@ func (s *state) ownTenant(name string, own map[string]bool) *tenantStats {
 	return ts
 }
 
-// add counts chunk c, committed at generation gen. own names the tenants
-// whose figures s already owns (copied from the state it extends, or new).
-func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, own map[string]bool) {
+// building is what one build of a state (extend, loadState, Check's
+// recount) carries from chunk to chunk: the tenants and documents whose
+// figures the state already owns (copied from the state it extends, or
+// new), and a scratch for finding a chunk's distinct reranker terms by
+// number instead of through a map per chunk.
+type building struct {
+	own      map[string]bool
+	seen     []uint64 // per interned term number, the mark of the last chunk that held it
+	mark     uint64   // this chunk's mark, one more per chunk
+	distinct []string // this chunk's distinct reranker terms, in first-seen order
+}
+
+func newBuilding() *building { return &building{own: map[string]bool{}} }
+
+// add counts chunk c, committed at generation gen, into the state b builds.
+func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, b *building) {
 	if an.feats != nil {
 		s.feats[c.ID] = an.feats
 		s.counts.Add(an.feats)
@@ -300,8 +327,27 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, own map[string]bo
 	if an.redacted != nil {
 		rrCount = an.redacted.Terms
 	}
-	s.ownTenant(c.Tenant, own).add(gen, c, an.lex, terms.Distinct(ts), an.tokens, rrCount)
-	s.placeInDocument(gen, c, ts, nums, own)
+	s.ownTenant(c.Tenant, b.own).add(gen, c, an.lex, b.distinctTerms(ts, nums, len(s.intern)), an.tokens, rrCount)
+	s.placeInDocument(gen, c, ts, nums, b.own)
+}
+
+// distinctTerms returns terms.Distinct(ts) for a chunk's interned reranker
+// terms ts, numbered nums, of n interned terms in all. The slice is b's
+// scratch, good until the next call.
+func (b *building) distinctTerms(ts []string, nums []uint32, n int) []string {
+	if len(b.seen) < n {
+		b.seen = append(b.seen, make([]uint64, n-len(b.seen))...)
+	}
+	b.mark++
+	out := b.distinct[:0]
+	for i, id := range nums {
+		if b.seen[id] != b.mark {
+			b.seen[id] = b.mark
+			out = append(out, ts[i])
+		}
+	}
+	b.distinct = out
+	return out
 }
 
 // placeInDocument inserts c, committed at generation gen, with its reranker
@@ -342,12 +388,19 @@ func (s *state) placeInDocument(gen int64, c *evidence.Chunk, ts []string, nums 
 	}
 }
 
-// analyze computes what state.add needs of a chunk's text.
-func analyze(lex *retrieve.Lexical, emb retrieve.Embedder, text string) analyzed {
+// analyze computes what state.add needs of a chunk's text. The reranker's
+// terms (rerank.Terms) come from sp when it is not nil: the same terms, with
+// the words a batch repeats stemmed once. (Check passes nil, to recount with
+// the plain splitter.)
+func analyze(lex *retrieve.Lexical, emb retrieve.Embedder, sp *terms.Splitter, text string) analyzed {
 	var an analyzed
 	a := lex.Analyze(text)
 	an.lex, an.freqs, an.tokens = a.Terms, a.Freqs, a.Tokens
-	an.rr = rerank.Terms(text)
+	if sp != nil {
+		an.rr = sp.Split(text)
+	} else {
+		an.rr = rerank.Terms(text)
+	}
 	if emb != nil {
 		an.feats = analyzeChunk(emb, text)
 	}
@@ -423,7 +476,8 @@ func (s *state) setDense(d *retrieve.Dense, g *retrieve.Graph) {
 func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, graph *retrieve.GraphOptions) (*state, error) {
 	m := d.Manifest()
 	st := newState()
-	own := map[string]bool{}
+	bld := newBuilding()
+	own := bld.own
 	redacted := map[string]storage.Redaction{} // by the purges not yet read
 	for _, b := range m.Batches {
 		c, err := d.ReadBatch(b)
@@ -448,7 +502,7 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 				an.tokens, an.redacted = r.Tokens, &r
 				redacted[ch.ID] = r
 			}
-			st.add(b.Generation, ch, an, own)
+			st.add(b.Generation, ch, an, bld)
 		}
 		for _, f := range c.Facts {
 			if _, ok := st.chunks[f.ChunkID]; !ok {

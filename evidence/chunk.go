@@ -51,7 +51,9 @@ const HashPrefix = "blake3:"
 // Sum returns "blake3:<hex>" of b (BLAKE3-256).
 func Sum(b []byte) string {
 	h := blake3.Sum256(b)
-	return HashPrefix + hex.EncodeToString(h[:])
+	out := make([]byte, len(HashPrefix)+hex.EncodedLen(len(h)))
+	hex.Encode(out[copy(out, HashPrefix):], h[:])
+	return string(out)
 }
 
 // ChunkHashVersion opens the bytes a chunk's content hash is computed over.
@@ -69,31 +71,40 @@ const ChunkHashVersion = "evpack-chunk-hash/1"
 // alike. Only ContentHash itself is not covered. The text is hashed as stored:
 // Prepare normalizes it first.
 func (c *Chunk) ComputeHash() string {
-	var b strings.Builder
-	field := func(s string) {
-		b.WriteString(strconv.Itoa(len(s)))
-		b.WriteByte(':')
-		b.WriteString(s)
-		b.WriteByte(',')
-	}
 	instant := func(t time.Time) string {
 		if t.IsZero() {
 			return ""
 		}
 		return t.UTC().Format(time.RFC3339Nano)
 	}
-	field(ChunkHashVersion)
-	for _, s := range []string{c.ID, c.DocID, c.Version, c.Text, c.SourceURL, c.Connector,
+	fields := [...]string{ChunkHashVersion, c.ID, c.DocID, c.Version, c.Text, c.SourceURL, c.Connector,
 		instant(c.RetrievedAt), instant(c.Anchor.At), c.Anchor.Field,
-		c.Valid.From.String(), c.Valid.To.String(), c.Tenant} {
-		field(s)
+		c.Valid.From.String(), c.Valid.To.String(), c.Tenant, strconv.Itoa(len(c.Meta))}
+	keys := SortedKeys(c.Meta)
+	// Sized once: the text makes most of the bytes, and growing a buffer
+	// for each chunk cost more than hashing it.
+	n := 0
+	for _, f := range fields {
+		n += len(f) + 22 // the field, its length's digits, ':' and ','
 	}
-	field(strconv.Itoa(len(c.Meta)))
-	for _, k := range SortedKeys(c.Meta) {
+	for _, k := range keys {
+		n += len(k) + len(c.Meta[k]) + 44
+	}
+	b := make([]byte, 0, n)
+	field := func(s string) {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+		b = append(b, ',')
+	}
+	for _, f := range fields {
+		field(f)
+	}
+	for _, k := range keys {
 		field(k)
 		field(c.Meta[k])
 	}
-	return Sum([]byte(b.String()))
+	return Sum(b)
 }
 
 // SameEvidence reports whether a and b are the same evidence fetched at
@@ -113,6 +124,20 @@ func SameEvidence(a, b *Chunk) bool {
 // Citable reports why a chunk may not reach a reasoner, or "" when it may.
 // The reasons are fixed phrases: they appear in pack traces.
 func (c *Chunk) Citable() string {
+	if reason := c.MissingCitation(); reason != "" {
+		return reason
+	}
+	if c.ContentHash != c.ComputeHash() {
+		return "content hash mismatch"
+	}
+	return ""
+}
+
+// MissingCitation is Citable without the content hash check: why the
+// chunk's citation fields keep it from a reasoner, or "". It is for a chunk
+// whose hash Prepare has just computed, which cannot mismatch, so that
+// ingest does not hash every text twice.
+func (c *Chunk) MissingCitation() string {
 	switch {
 	case strings.TrimSpace(c.SourceURL) == "":
 		return "missing source URL"
@@ -120,8 +145,6 @@ func (c *Chunk) Citable() string {
 		return "missing connector"
 	case c.RetrievedAt.IsZero():
 		return "missing retrieval time"
-	case c.ContentHash != c.ComputeHash():
-		return "content hash mismatch"
 	}
 	return ""
 }

@@ -49,11 +49,19 @@ func Unseal(raw []byte, magic string, minPayload int) ([]byte, error) {
 const textSumPrefix = "blake3:"
 
 // SealText appends the checksum line to body, which must end with '\n'.
+// body is not changed: the result is a new slice.
 func SealText(body []byte) []byte {
+	return AppendSeal(append(make([]byte, 0, len(body)+TextSealLen), body...))
+}
+
+// TextSealLen is the length of the checksum line SealText appends.
+const TextSealLen = len(textSumPrefix) + 2*sumSize + 1
+
+// AppendSeal is SealText reusing body's array: it appends the checksum line
+// to body in place when body has room for TextSealLen more bytes.
+func AppendSeal(body []byte) []byte {
 	sum := blake3.Sum256(body)
-	out := make([]byte, 0, len(body)+len(textSumPrefix)+2*sumSize+1)
-	out = append(out, body...)
-	out = append(out, textSumPrefix...)
+	out := append(body, textSumPrefix...)
 	out = hex.AppendEncode(out, sum[:])
 	return append(out, '\n')
 }

@@ -52,7 +52,13 @@ func EncodeAnalysis(a Analysis) []byte {
 		}
 		return i
 	}
-	var body []byte
+	// Sized up front (most term numbers take a byte or two), not grown by
+	// doubling: an analysis file is a few bytes per token of a batch.
+	size := 0
+	for _, c := range a.Chunks {
+		size += len(c.ID) + 16 + 2*(len(c.Lex)+len(c.Rerank))
+	}
+	body := make([]byte, 0, size)
 	for _, c := range a.Chunks {
 		body = appendString(body, c.ID)
 		body = binary.AppendUvarint(body, uint64(c.Tokens))
@@ -63,7 +69,11 @@ func EncodeAnalysis(a Analysis) []byte {
 			}
 		}
 	}
-	out := []byte(AnalysisFormat)
+	size = len(AnalysisFormat) + len(a.Identity) + len(a.Batch) + 40 + len(body) + 32 // the checksum
+	for _, t := range table {
+		size += len(t) + 2
+	}
+	out := append(make([]byte, 0, size), AnalysisFormat...)
 	out = appendString(out, a.Identity)
 	out = appendString(out, a.Batch)
 	out = binary.AppendUvarint(out, uint64(len(table)))

@@ -5,6 +5,7 @@
 package terms
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 
@@ -18,14 +19,84 @@ const Version = "terms/1"
 // position is its index.
 func Split(s string) []string {
 	var out []string
-	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		w = strings.ToLower(w)
-		if stop[w] {
+	words(s, func(w string) {
+		if t, ok := term(w); ok {
+			out = append(out, t)
+		}
+	})
+	return out
+}
+
+// Splitter splits texts exactly as Split does, remembering what each word
+// it met became, so that a word met again is neither lowercased nor stemmed
+// again (ingest splits every chunk of a batch, and stemming was most of
+// the cost). Not safe for concurrent use; the zero value is ready.
+type Splitter struct {
+	memo    map[string]word
+	scratch []string
+}
+
+// word is what Splitter remembers of a word: its term, or that it is a
+// stop word.
+type word struct {
+	term string
+	stop bool
+}
+
+// Split returns Split(s). The slice is the caller's; its strings may be
+// shared with earlier results.
+func (sp *Splitter) Split(s string) []string {
+	if sp.memo == nil {
+		sp.memo = map[string]word{}
+	}
+	out := sp.scratch[:0]
+	words(s, func(w string) {
+		got, ok := sp.memo[w]
+		if !ok {
+			got.term, ok = term(w)
+			got.stop = !ok
+			// A copy: the key must not keep the whole text alive.
+			sp.memo[strings.Clone(w)] = got
+		}
+		if !got.stop {
+			out = append(out, got.term)
+		}
+	})
+	sp.scratch = out
+	if len(out) == 0 {
+		return nil // as Split: no terms, no slice
+	}
+	return slices.Clone(out) // exact length: the state keeps it
+}
+
+// words calls f with each maximal run of letters and digits in s, in order
+// (strings.FieldsFunc's fields, without the slice of them).
+func words(s string, f func(w string)) {
+	start := -1
+	for i, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if start < 0 {
+				start = i
+			}
 			continue
 		}
-		out = append(out, porter.StemString(w))
+		if start >= 0 {
+			f(s[start:i])
+			start = -1
+		}
 	}
-	return out
+	if start >= 0 {
+		f(s[start:])
+	}
+}
+
+// term returns the term of word w, or false for a stop word.
+func term(w string) (string, bool) {
+	w = strings.ToLower(w)
+	if stop[w] {
+		return "", false
+	}
+	return porter.StemString(w), true
 }
 
 // Distinct returns the distinct terms of ts in first-seen order.
