@@ -414,26 +414,31 @@ func (l *Lexical) Analyze(text string) Analysis {
 	return a
 }
 
-// analyzed is an analysis.Analyzer that returns a text's analysis made
-// before (Lexical.Analyze), so that bleve does not analyze it again: a
-// token per occurrence of each term. With term vectors off, bleve keeps of
-// a text field only its terms' frequencies and its token count, which this
-// stream gives exactly.
-type analyzed Analysis
-
-func (a *analyzed) Analyze([]byte) analysis.TokenStream {
-	toks := make([]analysis.Token, a.Tokens)
-	out := make(analysis.TokenStream, 0, a.Tokens)
-	for i, t := range a.Terms {
-		term := []byte(t)
-		for range a.Freqs[i] {
-			tok := &toks[len(out)]
-			tok.Term, tok.Position, tok.Type = term, len(out)+1, analysis.AlphaNumeric
-			out = append(out, tok)
-		}
-	}
-	return out
+// analyzedField is the text field of a document whose analysis was made
+// before (Lexical.Analyze): bleve takes its terms' frequencies and its token
+// count as they are, instead of analyzing the text again and counting the
+// tokens one by one. With term vectors off, that is all bleve keeps of a
+// text field (TestIndexWithAnalysisIsTheSame compares every posting).
+type analyzedField struct {
+	*document.TextField
+	a     *Analysis
+	freqs index.TokenFrequencies
 }
+
+func (f *analyzedField) Analyze() {
+	f.freqs = make(index.TokenFrequencies, len(f.a.Terms))
+	tfs := make([]index.TokenFreq, len(f.a.Terms))
+	for i, t := range f.a.Terms {
+		tf := &tfs[i]
+		tf.Term = []byte(t)
+		tf.SetFrequency(f.a.Freqs[i])
+		f.freqs[t] = tf
+	}
+}
+
+func (f *analyzedField) AnalyzedLength() int { return f.a.Tokens }
+
+func (f *analyzedField) AnalyzedTokenFrequencies() index.TokenFrequencies { return f.freqs }
 
 // Doc is one lexical document: a chunk, the generation that committed it,
 // and what facts say of it as of the generation being committed.
@@ -511,8 +516,8 @@ func (l *Lexical) add(p *part, b *bleve.Batch, d Doc) error {
 		return err
 	}
 	for i, f := range doc.Fields {
-		if f.Name() == fieldText && !f.Options().IncludeTermVectors() {
-			doc.Fields[i] = document.NewTextFieldCustom(fieldText, f.ArrayPositions(), f.Value(), f.Options(), (*analyzed)(d.Analysis))
+		if tf, ok := f.(*document.TextField); ok && f.Name() == fieldText && !f.Options().IncludeTermVectors() {
+			doc.Fields[i] = &analyzedField{TextField: tf, a: d.Analysis}
 		}
 	}
 	return b.IndexAdvanced(doc)
