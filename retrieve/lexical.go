@@ -465,6 +465,12 @@ func (l *Lexical) Index(ctx context.Context, docs []Doc) (err error) {
 	if err := l.usable(); err != nil {
 		return err
 	}
+	return l.eachPart(ctx, docs, func(p *part, docs []Doc) error { return l.write(ctx, p, docs, nil) })
+}
+
+// eachPart calls fn with each partition docs fall in and its docs, in key
+// order, making the partitions there are none of yet.
+func (l *Lexical) eachPart(ctx context.Context, docs []Doc, fn func(*part, []Doc) error) error {
 	for _, g := range l.group(docs) {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -473,7 +479,7 @@ func (l *Lexical) Index(ctx context.Context, docs []Doc) (err error) {
 		if err != nil {
 			return l.fail(err)
 		}
-		if err := l.write(ctx, p, g.docs, nil); err != nil {
+		if err := fn(p, g.docs); err != nil {
 			return err
 		}
 	}
@@ -1170,23 +1176,13 @@ func (l *Lexical) Delete(ctx context.Context, chunks []*evidence.Chunk) (err err
 	for i, c := range chunks {
 		docs[i] = Doc{Chunk: c}
 	}
-	for _, g := range l.group(docs) {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		p, err := l.partOf(g.key)
-		if err != nil {
-			return l.fail(err)
-		}
-		ids := make([]string, len(g.docs))
-		for i, d := range g.docs {
+	return l.eachPart(ctx, docs, func(p *part, docs []Doc) error {
+		ids := make([]string, len(docs))
+		for i, d := range docs {
 			ids[i] = d.Chunk.ID
 		}
-		if err := l.write(ctx, p, nil, ids); err != nil {
-			return err
-		}
-	}
-	return nil
+		return l.write(ctx, p, nil, ids)
+	})
 }
 
 // DocCount returns the number of documents in the index, committed or not.
