@@ -529,6 +529,15 @@ func (l *Lexical) add(p *part, b *bleve.Batch, d Doc) error {
 	return b.IndexAdvanced(doc)
 }
 
+// anchorDay is c's anchor day, or openTo for an undated chunk: never
+// eligible.
+func anchorDay(c *evidence.Chunk) int64 {
+	if c.Anchor.At.IsZero() {
+		return openTo
+	}
+	return c.Anchor.Day().Days()
+}
+
 // docOf returns the fields of d's document. A field at its open value (no
 // validity start or end, no retirement, no fact) is left out: bleve indexes
 // sixteen terms of every number, and most chunks have none of those values,
@@ -536,10 +545,7 @@ func (l *Lexical) add(p *part, b *bleve.Batch, d Doc) error {
 // the documents they exclude, so a missing field excludes nothing).
 func docOf(d Doc) map[string]any {
 	c := d.Chunk
-	anchor := float64(openTo) // undated: never eligible
-	if !c.Anchor.At.IsZero() {
-		anchor = float64(c.Anchor.Day().Days())
-	}
+	anchor := float64(anchorDay(c))
 	meta := make([]string, 0, len(c.Meta))
 	for _, k := range evidence.SortedKeys(c.Meta) {
 		meta = append(meta, k+"="+c.Meta[k])

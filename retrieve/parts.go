@@ -89,15 +89,11 @@ func (k partKey) dirName() string {
 // anchor day (never, for an undated chunk) and its validity start.
 func startDay(d Doc) int64 {
 	c := d.Chunk
-	anchor := int64(openTo)
-	if !c.Anchor.At.IsZero() {
-		anchor = c.Anchor.Day().Days()
-	}
 	from := int64(openFrom)
 	if !c.Valid.From.IsZero() {
 		from = c.Valid.From.Days()
 	}
-	return max(anchor, from)
+	return max(anchorDay(c), from)
 }
 
 // keyOf is the partition of d: a function of the chunk's immutable fields,
@@ -231,10 +227,16 @@ func (l *Lexical) allParts() []*part {
 	return slices.Clone(l.parts)
 }
 
+// find returns where the part of key k is, or would be, in l.parts; the
+// caller holds l.pmu.
+func (l *Lexical) find(k partKey) (int, bool) {
+	return slices.BinarySearchFunc(l.parts, k, func(p *part, k partKey) int { return comparePartKeys(p.key, k) })
+}
+
 // partOf returns the part of key k, making it if there is none yet.
 func (l *Lexical) partOf(k partKey) (*part, error) {
 	l.pmu.RLock()
-	i, found := slices.BinarySearchFunc(l.parts, k, func(p *part, k partKey) int { return comparePartKeys(p.key, k) })
+	i, found := l.find(k)
 	var p *part
 	if found {
 		p = l.parts[i]
@@ -249,7 +251,7 @@ func (l *Lexical) partOf(k partKey) (*part, error) {
 	}
 	l.pmu.Lock()
 	defer l.pmu.Unlock()
-	i, _ = slices.BinarySearchFunc(l.parts, k, func(p *part, k partKey) int { return comparePartKeys(p.key, k) })
+	i, _ = l.find(k)
 	l.parts = slices.Insert(l.parts, i, p)
 	return p, nil
 }
@@ -476,7 +478,7 @@ func (l *Lexical) CheckDoc(stored StoredDoc, d Doc) error {
 		return fmt.Errorf("in partition %s, its chunk belongs in %s", stored.Partition, k.dirName())
 	}
 	l.pmu.RLock()
-	i, found := slices.BinarySearchFunc(l.parts, k, func(p *part, k partKey) int { return comparePartKeys(p.key, k) })
+	i, found := l.find(k)
 	var sum *partSummary
 	if found {
 		sum = l.parts[i].sum
