@@ -2,10 +2,13 @@ package obliqa
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,12 +18,13 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/evpack/evpack"
+	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 )
 
 // scaleFromEnv reads EVPACK_SCALE ("TENANTSxVERSIONS", default 2x4: about
 // 100,000 chunks; 8x10 is the million).
-func scaleFromEnv(b *testing.B) Scale {
+func scaleFromEnv(b testing.TB) Scale {
 	s := Scale{Tenants: 2, Versions: 4, Seed: 20261130}
 	if v := os.Getenv("EVPACK_SCALE"); v != "" {
 		if _, err := fmt.Sscanf(v, "%dx%d", &s.Tenants, &s.Versions); err != nil || s.Tenants < 1 || s.Versions < 1 {
@@ -51,56 +55,63 @@ func heapInUse() uint64 {
 // same questions against the 13k corpus alone in evpack (one more index in
 // the same process) give "its 13k figure".
 //
+// The indexes live in a temporary directory, or, with EVPACK_SCALE_DIR set,
+// in that directory, where they stay: building a million chunks takes most
+// of an hour, and BenchmarkScaleRSS measures each system in a process of its
+// own on what this benchmark left there. A later run of the same scale
+// finds them complete (openScaleStore) and skips the ingest: it reports no
+// ingest CPU, and bleve's heap is then the heap of an index opened rather
+// than of one just built. Remove the directory after changing how evpack
+// writes an index; nothing here can tell.
+//
 //	EVPACK_SCALE=2x4 EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench 'Scale$' -benchtime 2788x -timeout 3h
 func BenchmarkScale(b *testing.B) {
 	o := dataset(b)
 	base, _ := Records(o)
 	s := scaleFromEnv(b)
 	ctx := context.Background()
-	dir := b.TempDir()
+	oneIndex := os.Getenv("EVPACK_SCALE_ONE_INDEX") == "1"
+	st := openScaleStore(b, s, base, oneIndex)
+	dir := st.root
 	const batch = 50_000
 	b.Logf("scale %dx%d: %d chunks, seed %d, as of %s", s.Tenants, s.Versions, s.Len(base), s.Seed, s.ScaleAsOf())
+	if st.kept {
+		b.Logf("indexes kept in %s: evpack, bleve and small %s", dir, st.state(""))
+		if oneIndex {
+			b.Logf("one %s", st.state("one"))
+		}
+	}
 
 	// evpack, batch by batch; Open, and the heap it holds.
 	h0 := int64(heapInUse())
-	eng, evIngest, open := scaleEngine(b, filepath.Join(dir, "evpack"), evpack.Options{}, s, base, batch)
+	eng, evIngest, open := scaleEngine(b, filepath.Join(dir, "evpack"), evpack.Options{}, s, base, batch, !st.complete[""])
+	st.closeAtEnd(b, eng)
 	h1 := int64(heapInUse())
 	evHeap := h1 - h0
 	// The same corpus in one bleve index (EVPACK_SCALE_ONE_INDEX=1): the
 	// layout before partitions, to measure what they change.
 	var one *evpack.Engine
 	var oneIngest, oneOpen time.Duration
-	if os.Getenv("EVPACK_SCALE_ONE_INDEX") == "1" {
-		one, oneIngest, oneOpen = scaleEngine(b, filepath.Join(dir, "one"), evpack.Options{PartitionDays: -1}, s, base, batch)
+	if oneIndex {
+		one, oneIngest, oneOpen = scaleEngine(b, filepath.Join(dir, "one"), evpack.Options{PartitionDays: -1}, s, base, batch, !st.complete["one"])
+		st.closeAtEnd(b, one)
 		h1 = int64(heapInUse())
 	}
 
 	// bare bleve, the same batches.
 	c0 := cpuTime(b)
-	idx := bareBleve(b, filepath.Join(dir, "bleve"))
-	for recs := range s.Batches(base, batch) {
-		bb := idx.NewBatch()
-		for _, r := range recs {
-			to := float64(1 << 30)
-			if !r.Chunk.Valid.To.IsZero() {
-				to = float64(r.Chunk.Valid.To.Days())
-			}
-			if err := bb.Index(r.Chunk.ID, map[string]any{"text": r.Chunk.Text, "tenant": r.Chunk.Tenant,
-				"anchor": float64(r.Chunk.Anchor.Day().Days()), "from": float64(r.Chunk.Valid.From.Days()), "to": to}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := idx.Batch(bb); err != nil {
+	var idx bleve.Index
+	var blIngest time.Duration
+	if st.complete[""] {
+		var err error
+		if idx, err = bleve.Open(filepath.Join(dir, "bleve")); err != nil {
 			b.Fatal(err)
 		}
+	} else {
+		idx = buildScaleBleve(b, filepath.Join(dir, "bleve"), s, base, batch)
+		blIngest = cpuTime(b) - c0
 	}
-	adv, _ := idx.Advanced()
-	opts := mergeplan.SingleSegmentMergePlanOptions
-	if err := adv.(*scorch.Scorch).ForceMerge(ctx, &opts); err != nil {
-		b.Fatal(err)
-	}
-	blIngest := cpuTime(b) - c0
-	b.Cleanup(func() { idx.Close() })
+	st.closeAtEnd(b, idx)
 
 	blHeap := int64(heapInUse()) - h1
 	// evpack over the 13k corpus alone: its 13k figure.
@@ -108,21 +119,17 @@ func BenchmarkScale(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { small.Close() })
-	if _, err := small.Ingest(ctx, connectors.Records(base), evpack.IngestOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	if err := small.Merge(ctx); err != nil {
-		b.Fatal(err)
+	st.closeAtEnd(b, small)
+	if !st.complete[""] {
+		if _, err := small.Ingest(ctx, connectors.Records(base), evpack.IngestOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if err := small.Merge(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 
 	day := s.ScaleAsOf()
-	num := func(field string, lo, hi *float64, loIn, hiIn bool) query.Query {
-		q := bleve.NewNumericRangeInclusiveQuery(lo, hi, &loIn, &hiIn)
-		q.SetField(field)
-		return q
-	}
-	d := float64(day.Days())
 	var ev, sm, bl, bf, on []time.Duration
 	i := 0
 	for b.Loop() {
@@ -159,9 +166,7 @@ func BenchmarkScale(b *testing.B) {
 			b.Fatal(err)
 		}
 		t3 := time.Now()
-		tq := bleve.NewTermQuery(tenant)
-		tq.SetField("tenant")
-		fq := bleve.NewConjunctionQuery(mq, tq, num("anchor", nil, &d, false, true), num("from", nil, &d, false, true), num("to", &d, nil, false, false))
+		fq := scaleFilter(mq, tenant, day)
 		if _, err := idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(fq, 10, 0, false)); err != nil {
 			b.Fatal(err)
 		}
@@ -178,47 +183,220 @@ func BenchmarkScale(b *testing.B) {
 		b.ReportMetric(ms(Percentile(m.ds, 0.99)), m.name+"-p99-ms")
 	}
 	if one != nil { // after the loop: b.Loop's start clears earlier metrics
-		b.ReportMetric(oneIngest.Seconds(), "one-index-ingest-cpu-s")
+		if !st.complete["one"] {
+			b.ReportMetric(oneIngest.Seconds(), "one-index-ingest-cpu-s")
+		}
 		b.ReportMetric(float64(oneOpen.Milliseconds()), "one-index-open-ms")
 		b.ReportMetric(ms(Percentile(on, 0.5)), "one-index-p50-ms")
 		b.ReportMetric(ms(Percentile(on, 0.99)), "one-index-p99-ms")
 	}
 	b.ReportMetric(ms(Percentile(ev, 0.5))/ms(Percentile(sm, 0.5)), "p50-vs-13k")
 	b.ReportMetric(ms(Percentile(ev, 0.99))/ms(Percentile(sm, 0.99)), "p99-vs-13k")
-	b.ReportMetric(evIngest.Seconds(), "evpack-ingest-cpu-s")
-	b.ReportMetric(blIngest.Seconds(), "bleve-ingest-cpu-s")
+	if !st.complete[""] { // not built in this run: no ingest to report
+		b.ReportMetric(evIngest.Seconds(), "evpack-ingest-cpu-s")
+		b.ReportMetric(blIngest.Seconds(), "bleve-ingest-cpu-s")
+	}
 	b.ReportMetric(float64(open.Milliseconds()), "evpack-open-ms")
 	b.ReportMetric(float64(evHeap)/(1<<20), "evpack-heap-MiB")
 	b.ReportMetric(float64(blHeap)/(1<<20), "bleve-heap-MiB")
 }
 
-// scaleEngine ingests the scale corpus into a new evpack index at dir with
-// opts, merges and closes it, and opens it again. It returns the engine, the
-// ingest's CPU time (Open to Close) and the time the last Open took.
-func scaleEngine(b *testing.B, dir string, opts evpack.Options, s Scale, base []connectors.Record, batch int) (*evpack.Engine, time.Duration, time.Duration) {
+// scaleEngine opens the evpack index at dir with opts, building it first
+// when build is set: it ingests the scale corpus into a new index, merges
+// and closes it, and opens it again. It returns the engine, the ingest's CPU
+// time (Open to Close; zero when not built) and the time the last Open took.
+// The caller closes the engine.
+func scaleEngine(b *testing.B, dir string, opts evpack.Options, s Scale, base []connectors.Record, batch int, build bool) (*evpack.Engine, time.Duration, time.Duration) {
 	ctx := context.Background()
-	c0 := cpuTime(b)
+	var ingest time.Duration
+	if build {
+		c0 := cpuTime(b)
+		eng, err := evpack.Open(dir, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for recs := range s.Batches(base, batch) {
+			if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := eng.Merge(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := eng.Close(); err != nil {
+			b.Fatal(err)
+		}
+		ingest = cpuTime(b) - c0
+	}
+	start := time.Now()
 	eng, err := evpack.Open(dir, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return eng, ingest, time.Since(start)
+}
+
+// buildScaleBleve ingests the scale corpus into a new bare bleve index at
+// dir in the batches evpack gets, the text with the tenant and the three
+// dates as fields (an open validity ends at day 2^30), and merges it to one
+// segment. The caller closes it.
+func buildScaleBleve(b *testing.B, dir string, s Scale, base []connectors.Record, batch int) bleve.Index {
+	idx := bareBleve(b, dir)
 	for recs := range s.Batches(base, batch) {
-		if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
+		bb := idx.NewBatch()
+		for _, r := range recs {
+			to := float64(1 << 30)
+			if !r.Chunk.Valid.To.IsZero() {
+				to = float64(r.Chunk.Valid.To.Days())
+			}
+			if err := bb.Index(r.Chunk.ID, map[string]any{"text": r.Chunk.Text, "tenant": r.Chunk.Tenant,
+				"anchor": float64(r.Chunk.Anchor.Day().Days()), "from": float64(r.Chunk.Valid.From.Days()), "to": to}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := idx.Batch(bb); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if err := eng.Merge(ctx); err != nil {
+	adv, _ := idx.Advanced()
+	opts := mergeplan.SingleSegmentMergePlanOptions
+	if err := adv.(*scorch.Scorch).ForceMerge(context.Background(), &opts); err != nil {
 		b.Fatal(err)
 	}
-	if err := eng.Close(); err != nil {
+	return idx
+}
+
+// scaleFilter is bleve's match query mq with the eligibility of tenant's
+// request as of day written by hand: the tenant's term, an anchor on or
+// before day, and a validity [from, to) holding day.
+func scaleFilter(mq query.Query, tenant string, day asof.Date) query.Query {
+	d := float64(day.Days())
+	num := func(field string, lo, hi *float64, loIn, hiIn bool) query.Query {
+		q := bleve.NewNumericRangeInclusiveQuery(lo, hi, &loIn, &hiIn)
+		q.SetField(field)
+		return q
+	}
+	tq := bleve.NewTermQuery(tenant)
+	tq.SetField("tenant")
+	return bleve.NewConjunctionQuery(mq, tq, num("anchor", nil, &d, false, true), num("from", nil, &d, false, true), num("to", &d, nil, false, false))
+}
+
+// EnvScaleDir names the environment variable that keeps BenchmarkScale's
+// indexes in a directory, for later runs and for BenchmarkScaleRSS.
+const EnvScaleDir = "EVPACK_SCALE_DIR"
+
+// scaleGroups are the groups of indexes BenchmarkScale builds together, each
+// marked complete on its own: "" is evpack, bleve and small (always built),
+// "one" the one-index engine (EVPACK_SCALE_ONE_INDEX=1).
+var scaleGroups = map[string][]string{"": {"evpack", "bleve", "small"}, "one": {"one"}}
+
+// scaleMarker is the file under root that says group's indexes of scale s
+// are complete: written only once they are built, merged and closed.
+func scaleMarker(root string, s Scale, group string) string {
+	name := fmt.Sprintf("complete-%dx%d", s.Tenants, s.Versions)
+	if group != "" {
+		name += "-" + group
+	}
+	return filepath.Join(root, name+".txt")
+}
+
+// scaleMarkerText is what the marker holds: the scale, the seed and the size
+// of the base corpus, so that a marker of another corpus is refused.
+func scaleMarkerText(s Scale, base []connectors.Record, group string) string {
+	return fmt.Sprintf("BenchmarkScale %dx%d seed %d: %d chunks from %d base records; complete: %s\n",
+		s.Tenants, s.Versions, s.Seed, s.Len(base), len(base), strings.Join(scaleGroups[group], " "))
+}
+
+// scaleStore is where BenchmarkScale keeps its indexes.
+type scaleStore struct {
+	root     string
+	kept     bool            // root is EnvScaleDir: the indexes stay
+	complete map[string]bool // the groups an earlier run left complete
+	closeErr error           // the Close errors at the end
+}
+
+// openScaleStore returns a temporary directory, or, with EnvScaleDir set,
+// that directory and the groups it already holds complete (of the groups
+// this run builds: "", and "one" when one is set). It refuses a directory
+// holding indexes of a group without that group's marker, or with a marker
+// of another corpus: an interrupted build, or another scale, which this run
+// must neither trust nor delete. Once the benchmark has passed and closed
+// its indexes, it marks the groups it built complete.
+func openScaleStore(b *testing.B, s Scale, base []connectors.Record, one bool) *scaleStore {
+	root := os.Getenv(EnvScaleDir)
+	if root == "" {
+		return &scaleStore{root: b.TempDir(), complete: map[string]bool{}}
+	}
+	st := &scaleStore{root: root, kept: true, complete: map[string]bool{}}
+	if err := os.MkdirAll(root, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	ingest := cpuTime(b) - c0
-	start := time.Now()
-	eng, err = evpack.Open(dir, opts)
+	var built []string
+	for _, g := range []string{"", "one"} {
+		ok, err := scaleComplete(root, s, base, g)
+		if err != nil {
+			b.Fatal(err)
+		}
+		st.complete[g] = ok
+		if !ok && (g == "" || one) {
+			for _, sub := range scaleGroups[g] {
+				if _, err := os.Stat(filepath.Join(root, sub)); !errors.Is(err, os.ErrNotExist) {
+					b.Fatalf("%s: %s exists without %s (an interrupted build, or another scale): remove it, or name another directory in %s",
+						root, sub, filepath.Base(scaleMarker(root, s, g)), EnvScaleDir)
+				}
+			}
+			built = append(built, g)
+		}
+	}
+	b.Cleanup(func() { // registered first, so it runs after every Close
+		if b.Failed() || b.Skipped() {
+			return
+		}
+		if st.closeErr != nil {
+			b.Errorf("closing the indexes: %v; not marked complete", st.closeErr)
+			return
+		}
+		for _, g := range built {
+			if err := os.WriteFile(scaleMarker(root, s, g), []byte(scaleMarkerText(s, base, g)), 0o644); err != nil {
+				b.Error(err)
+			}
+		}
+	})
+	return st
+}
+
+// scaleComplete reports whether root holds group's indexes of scale s over
+// base complete, and an error when its marker names another corpus.
+func scaleComplete(root string, s Scale, base []connectors.Record, group string) (bool, error) {
+	path := scaleMarker(root, s, group)
+	got, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
 	if err != nil {
-		b.Fatal(err)
+		return false, err
 	}
-	b.Cleanup(func() { eng.Close() })
-	return eng, ingest, time.Since(start)
+	if want := scaleMarkerText(s, base, group); string(got) != want {
+		return false, fmt.Errorf("%s holds %q, want %q: indexes of another corpus; remove them, or name another directory in %s", path, got, want, EnvScaleDir)
+	}
+	return true, nil
+}
+
+// state says whether group's indexes were built by an earlier run.
+func (st *scaleStore) state(group string) string {
+	if st.complete[group] {
+		return "reused"
+	}
+	return "built here"
+}
+
+// closeAtEnd closes c when the benchmark ends. A failed Close keeps the
+// indexes from being marked complete; in a temporary directory it is
+// ignored, as it always was.
+func (st *scaleStore) closeAtEnd(b *testing.B, c io.Closer) {
+	b.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			st.closeErr = errors.Join(st.closeErr, err)
+		}
+	})
 }
