@@ -911,13 +911,11 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 			continue
 		}
 		cands[i].Text = c.Text
-		// The chunk's document (its terms among them) in one lookup,
-		// handed to the reranker with the candidate.
-		if ids, ts, nums, pos := sc.document(f.ID); ids != nil {
-			places[i] = rerank.DocumentPlace{IDs: ids, Terms: ts, Nums: nums, Pos: pos}
-			cands[i].Terms, cands[i].Doc = ts[pos], &places[i]
-		} else {
-			cands[i].Terms = st.terms[f.ID]
+		// The chunk's document (its terms among them, as numbers) in one
+		// lookup, handed to the reranker with the candidate.
+		if ids, nums, pos := sc.document(f.ID); ids != nil {
+			places[i] = rerank.DocumentPlace{IDs: ids, Nums: nums, Pos: pos}
+			cands[i].Terms, cands[i].Doc = st.termsOf(nums[pos]), &places[i]
 		}
 	}
 	ranked, err := rr.Rerank(ctx, text, cands, sc)

@@ -297,7 +297,7 @@ func (e *Engine) writePurge(next *state, ids []string, dense *retrieve.Dense, gr
 func (s *state) purge(gen int64, at time.Time, ids []string, reason string, lex *retrieve.Lexical) *state {
 	n := *s
 	n.gen, n.commits = gen, append(s.commits, at)
-	n.chunks, n.terms, n.feats, n.purged = maps.Clone(s.chunks), maps.Clone(s.terms), maps.Clone(s.feats), maps.Clone(s.purged)
+	n.chunks, n.feats, n.purged = maps.Clone(s.chunks), maps.Clone(s.feats), maps.Clone(s.purged)
 	n.tenants, n.docOrder, n.docPlace = maps.Clone(s.tenants), maps.Clone(s.docOrder), maps.Clone(s.docPlace)
 	n.counts = &retrieve.Counts{N: maps.Clone(s.counts.N), Total: s.counts.Total}
 	n.purgeLog = append(s.purgeLog, ids...)
@@ -305,7 +305,8 @@ func (s *state) purge(gen int64, at time.Time, ids []string, reason string, lex 
 	for _, id := range ids {
 		c := s.chunks[id]
 		lexTerms, tokens := lex.Terms(c.Text)
-		rr := s.terms[id]
+		p := s.docPlace[id]
+		rr := s.termsOf(p.list.nums[p.pos])
 		committed := s.committed[id]
 		ts := n.ownTenant(c.Tenant, own)
 		for _, t := range lexTerms {
@@ -320,11 +321,9 @@ func (s *state) purge(gen int64, at time.Time, ids []string, reason string, lex 
 			n.counts.Sub(f)
 			n.feats[id] = []int32{}
 		}
-		n.terms[id] = nil
-		p := s.docPlace[id]
 		if !own["doc\x00"+p.key] {
 			d := n.docOrder[p.key]
-			cp := &docList{ids: d.ids, terms: slices.Clone(d.terms), nums: slices.Clone(d.nums)}
+			cp := &docList{ids: d.ids, nums: slices.Clone(d.nums)}
 			n.docOrder[p.key] = cp
 			own["doc\x00"+p.key] = true
 			for _, other := range d.ids { // their places point to the copy
@@ -333,7 +332,6 @@ func (s *state) purge(gen int64, at time.Time, ids []string, reason string, lex 
 				n.docPlace[other] = q
 			}
 		}
-		n.docOrder[p.key].terms[p.pos] = nil
 		n.docOrder[p.key].nums[p.pos] = nil
 		cp := *c
 		cp.Text = ""

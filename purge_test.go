@@ -17,6 +17,7 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/rerank"
 )
 
 // secretRecord is a chunk whose text a court orders deleted: its words
@@ -143,6 +144,7 @@ func TestPurge(t *testing.T) {
 	}
 	check(e)
 	requireDocPlaces(t, e.st)
+	requireTermsOfText(t, e.st)
 	require.NoError(t, e.Close())
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
@@ -150,6 +152,7 @@ func TestPurge(t *testing.T) {
 	require.Equal(t, gen+1, e.st.gen)
 	check(e)
 	requireDocPlaces(t, e.st)
+	requireTermsOfText(t, e.st)
 	// Chunks still arrive after a purge, and the chain goes on.
 	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "after", 3, 9)), IngestOptions{})
 	require.NoError(t, err)
@@ -213,18 +216,37 @@ func TestPurgeMemory(t *testing.T) {
 
 // requireDocPlaces checks the document context the rerankers read: every
 // chunk's place points to its document's list of this state, at its own
-// position, with the generation that committed it, and its terms' numbers
-// are those of its terms.
+// position, with the generation that committed it; its terms' numbers are
+// numbers of interned terms (none for a purged chunk), and every interned
+// term is named by its number.
 func requireDocPlaces(t *testing.T, st *state) {
 	t.Helper()
 	for id, p := range st.docPlace { // checks only: nothing is built from the order
 		require.Same(t, st.docOrder[p.key], p.list, id)
 		require.Equal(t, id, p.list.ids[p.pos], id)
 		require.Equal(t, st.committed[id], p.gen, id)
-		ts, nums := p.list.terms[p.pos], p.list.nums[p.pos]
-		require.Len(t, nums, len(ts), id)
-		for i, term := range ts {
-			require.Equal(t, st.intern[term].id, nums[i], id)
+		nums := p.list.nums[p.pos]
+		if _, purged := st.purged[id]; purged {
+			require.Empty(t, nums, id)
+		}
+		for _, n := range nums {
+			require.Less(t, int(n), len(st.names), id)
+		}
+	}
+	require.Len(t, st.names, len(st.intern))
+	for term, in := range st.intern {
+		require.Equal(t, term, st.names[in.id], term)
+	}
+}
+
+// requireTermsOfText checks that every chunk's terms, as its numbers name
+// them, are those of its text (a state built by ingest and Open).
+func requireTermsOfText(t *testing.T, st *state) {
+	t.Helper()
+	for id, p := range st.docPlace {
+		got := st.termsOf(p.list.nums[p.pos])
+		if want := rerank.Terms(st.chunks[id].Text); len(want) > 0 || len(got) > 0 {
+			require.Equal(t, want, got, id)
 		}
 	}
 }

@@ -232,10 +232,11 @@ func (s scope) DocFreq(term string) int {
 
 // ChunkTerms implements rerank.Documents.
 func (s scope) ChunkTerms(id string) []string {
-	if !s.admits(id) {
+	p, ok := s.st.docPlace[id]
+	if !ok || p.gen > s.gen { // as !s.admits(id)
 		return nil
 	}
-	return s.st.terms[id]
+	return s.st.termsOf(p.list.nums[p.pos])
 }
 
 // TermTotal implements rerank.Documents: reranker terms over the scope's
@@ -245,16 +246,26 @@ func (s scope) TermTotal() int64 {
 }
 
 // Document implements rerank.Documents: id's document version in document
-// order as the scope's generation had it.
+// order as the scope's generation had it. The terms are made from their
+// numbers at every call: the engine's own rerankers read the numbers
+// (DocumentNumbers).
 func (s scope) Document(id string) ([]string, [][]string, int) {
-	ids, terms, _, pos := s.document(id)
+	ids, nums, pos := s.document(id)
+	if ids == nil {
+		return nil, nil, -1
+	}
+	terms := make([][]string, len(nums))
+	for i, ns := range nums {
+		terms[i] = s.st.termsOf(ns)
+	}
 	return ids, terms, pos
 }
 
 // DocumentNumbers implements rerank.TermNumbers: Document with the terms
-// as numbers too.
+// as numbers, and nil for the terms as strings.
 func (s scope) DocumentNumbers(id string) ([]string, [][]string, [][]uint32, int) {
-	return s.document(id)
+	ids, nums, pos := s.document(id)
+	return ids, nil, nums, pos
 }
 
 // TermNumber implements rerank.TermNumbers: the number every chunk's copy
@@ -264,18 +275,20 @@ func (s scope) TermNumber(term string) (uint32, bool) {
 	return in.id, ok
 }
 
-func (s scope) document(id string) ([]string, [][]string, [][]uint32, int) {
+// document returns id's document version at the scope's generation: the
+// chunk IDs in document order, their reranker terms as numbers, and id's
+// position; nil, nil and -1 when the scope does not hold id.
+func (s scope) document(id string) ([]string, [][]uint32, int) {
 	p, ok := s.st.docPlace[id]
 	if !ok || p.gen > s.gen { // as !s.admits(id), without a second lookup
-		return nil, nil, nil, -1
+		return nil, nil, -1
 	}
 	d := p.list
 	if s.latest {
-		return d.ids, d.terms, d.nums, p.pos
+		return d.ids, d.nums, p.pos
 	}
 	// A pinned request: leave out what later commits added to the document.
 	var ids []string
-	var terms [][]string
 	var nums [][]uint32
 	pos := -1
 	for i, other := range d.ids {
@@ -283,10 +296,10 @@ func (s scope) document(id string) ([]string, [][]string, [][]uint32, int) {
 			if other == id {
 				pos = len(ids)
 			}
-			ids, terms, nums = append(ids, other), append(terms, d.terms[i]), append(nums, d.nums[i])
+			ids, nums = append(ids, other), append(nums, d.nums[i])
 		}
 	}
-	return ids, terms, nums, pos
+	return ids, nums, pos
 }
 
 // digest names the scope's chunks: BLAKE3 over the scope's tenants and

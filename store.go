@@ -58,8 +58,12 @@ type state struct {
 	tenants map[string]*tenantStats
 	stats   retrieve.BM25Stats // the whole index's totals (the manifest's)
 	bounds  retrieve.Bounds
-	terms   map[string][]string // reranker terms per chunk ID, interned
-	intern  map[string]internedTerm
+	// Reranker terms are held as numbers (docList.nums): intern numbers
+	// each distinct term, and names holds the terms by number. A chunk's
+	// terms as strings are made only when a reranker is handed them
+	// (termsOf): held as strings, they were a quarter of the heap.
+	intern map[string]internedTerm
+	names  []string // may share its array with earlier states (see series.add)
 	// entities maps a tenant and entity filter (entityKey) to the names its
 	// chunks declare.
 	entities map[string][]entityName
@@ -87,13 +91,11 @@ type state struct {
 // already sort in document order.
 const MetaPosition = "position"
 
-// docList is one document version's chunks in document order: IDs, their
-// reranker terms and the same terms as numbers (internedTerm.id), side by
-// side.
+// docList is one document version's chunks in document order: IDs and
+// their reranker terms as numbers (internedTerm.id), side by side.
 type docList struct {
-	ids   []string
-	terms [][]string
-	nums  [][]uint32
+	ids  []string
+	nums [][]uint32
 }
 
 // packNums lays the term numbers of d's chunks out in one array in
@@ -114,6 +116,19 @@ func (d *docList) packNums() {
 		arena = append(arena, ns...)
 		d.nums[i] = arena[start:len(arena):len(arena)]
 	}
+}
+
+// termsOf returns the reranker terms numbered nums (nil for nil: a purged
+// chunk's).
+func (s *state) termsOf(nums []uint32) []string {
+	if nums == nil {
+		return nil
+	}
+	ts := make([]string, len(nums))
+	for i, n := range nums {
+		ts[i] = s.names[n]
+	}
+	return ts
 }
 
 // internedTerm is the one copy of a reranker term that every chunk's terms
@@ -193,7 +208,7 @@ func cmpInt(a, b int) int {
 
 func newState() *state {
 	return &state{chunks: map[string]*evidence.Chunk{}, committed: map[string]int64{}, facts: map[string][]factAt{}, purged: map[string]purgeAt{}, tenants: map[string]*tenantStats{},
-		terms: map[string][]string{}, intern: map[string]internedTerm{}, entities: map[string][]entityName{}, feats: map[string][]int32{},
+		intern: map[string]internedTerm{}, entities: map[string][]entityName{}, feats: map[string][]int32{},
 		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds(),
 		docOrder: map[string]*docList{}, docPlace: map[string]docPlace{}}
 }
@@ -219,7 +234,7 @@ func (s *state) extend(gen int64, at time.Time, add []*evidence.Chunk, an []anal
 		gen: gen, commits: append(s.commits, at), chunks: cloneFor(s.chunks, len(add)), committed: cloneFor(s.committed, len(add)),
 		facts: s.facts, factLog: s.factLog, purged: s.purged, purgeLog: s.purgeLog,
 		tenants: maps.Clone(s.tenants), stats: s.stats, bounds: s.bounds.Clone(),
-		terms: cloneFor(s.terms, len(add)), intern: maps.Clone(s.intern),
+		intern: maps.Clone(s.intern), names: s.names,
 		entities: maps.Clone(s.entities), feats: maps.Clone(s.feats),
 		counts: &retrieve.Counts{N: maps.Clone(s.counts.N), Total: s.counts.Total},
 		dense:  s.dense, graph: s.graph, denseRows: s.denseRows,
@@ -319,16 +334,16 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, b *building) {
 		if !ok {
 			in = internedTerm{s: t, id: uint32(len(s.intern))}
 			s.intern[t] = in
+			s.names = append(s.names, t)
 		}
 		ts[i], nums[i] = in.s, in.id
 	}
-	s.terms[c.ID] = ts
 	rrCount := len(ts)
 	if an.redacted != nil {
 		rrCount = an.redacted.Terms
 	}
 	s.ownTenant(c.Tenant, b.own).add(gen, c, an.lex, b.distinctTerms(ts, nums, len(s.intern)), an.tokens, rrCount)
-	s.placeInDocument(gen, c, ts, nums, b.own)
+	s.placeInDocument(gen, c, nums, b.own)
 }
 
 // distinctTerms returns terms.Distinct(ts) for a chunk's interned reranker
@@ -351,11 +366,11 @@ func (b *building) distinctTerms(ts []string, nums []uint32, n int) []string {
 }
 
 // placeInDocument inserts c, committed at generation gen, with its reranker
-// terms ts (nums as numbers), into its document version's order. own names
+// terms as numbers nums, into its document version's order. own names
 // the documents whose lists s already owns (a list shared with the state s
 // extends is copied before it changes, and its chunks' places then point to
 // the copy).
-func (s *state) placeInDocument(gen int64, c *evidence.Chunk, ts []string, nums []uint32, own map[string]bool) {
+func (s *state) placeInDocument(gen int64, c *evidence.Chunk, nums []uint32, own map[string]bool) {
 	place := docPlace{key: c.Tenant + "\x00" + c.DocID + "\x00" + c.Version, seq: math.MaxInt64, gen: gen}
 	if v, err := strconv.ParseInt(c.Meta[MetaPosition], 10, 64); err == nil && v >= 0 {
 		place.seq = v
@@ -368,14 +383,13 @@ func (s *state) placeInDocument(gen int64, c *evidence.Chunk, ts []string, nums 
 		d = &docList{}
 		s.docOrder[place.key] = d
 	case !own["doc\x00"+place.key]:
-		d = &docList{ids: slices.Clone(d.ids), terms: slices.Clone(d.terms), nums: slices.Clone(d.nums)}
+		d = &docList{ids: slices.Clone(d.ids), nums: slices.Clone(d.nums)}
 		s.docOrder[place.key] = d
 		copied = true
 	}
 	own["doc\x00"+place.key] = true
 	at, _ := slices.BinarySearchFunc(d.ids, c.ID, s.cmpDocOrder)
 	d.ids = slices.Insert(d.ids, at, c.ID)
-	d.terms = slices.Insert(d.terms, at, ts)
 	d.nums = slices.Insert(d.nums, at, nums)
 	from := at // chunks after it move one place on
 	if copied {

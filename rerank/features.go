@@ -93,7 +93,8 @@ type TermNumbers interface {
 	// TermNumber returns term's number; false when no chunk has the term.
 	TermNumber(term string) (uint32, bool)
 	// DocumentNumbers is Document with each chunk's terms as numbers too
-	// (nums[i] numbers terms[i], term by term). The slices must not be
+	// (nums[i] numbers terms[i], term by term); terms may be nil, the
+	// numbers alone then standing for them. The slices must not be
 	// changed.
 	DocumentNumbers(id string) (ids []string, terms [][]string, nums [][]uint32, pos int)
 }
@@ -304,18 +305,18 @@ func (x *extractor) neighbour(p *place, pos int, cand int32, infos []chunkInfo) 
 	if cand >= 0 {
 		return infos[cand].bm25, true
 	}
-	return x.neighbourBM25(p.dterms, p.nums, pos)
+	return x.neighbourBM25(p, pos)
 }
 
-// neighbourBM25 returns the BM25 of the chunk at position pos of a
-// document (its terms, or their numbers when nums is not nil), and false
-// when there is none.
-func (x *extractor) neighbourBM25(dterms [][]string, nums [][]uint32, pos int) (int64, bool) {
-	if pos < 0 || pos >= len(dterms) {
+// neighbourBM25 returns the BM25 of the chunk at position pos of p's
+// document (by its terms' numbers when p has them), and false when there is
+// none.
+func (x *extractor) neighbourBM25(p *place, pos int) (int64, bool) {
+	if pos < 0 || pos >= len(p.doc) {
 		return 0, false
 	}
 	clear(x.tf)
-	if nums != nil {
+	if nums := p.nums; nums != nil {
 		tbl, tf := &x.numTable, x.tf
 		for _, t := range nums[pos] {
 			i := tbl[t%numSlots]
@@ -328,12 +329,12 @@ func (x *extractor) neighbourBM25(dterms [][]string, nums [][]uint32, pos int) (
 		}
 		return x.bm25(tf, len(nums[pos])), true
 	}
-	for _, t := range dterms[pos] {
+	for _, t := range p.dterms[pos] {
 		if k := x.lookup(t); k >= 0 {
 			x.tf[k]++
 		}
 	}
-	return x.bm25(x.tf, len(dterms[pos])), true
+	return x.bm25(x.tf, len(p.dterms[pos])), true
 }
 
 // bm25 is Σ idf × tf × (k1+1) / (tf + k1 × (1 − b + b × len/avg)) with
@@ -373,11 +374,14 @@ type place struct {
 	pos    int
 }
 
-// placeOf returns c's document: the one it carries, else its Stats'.
+// placeOf returns c's document: the one it carries, else its Stats'. A
+// document whose slices do not match its IDs, or whose position is outside
+// them, is none (its features are zero): a Stats or a caller may be wrong,
+// and a reranker must not panic on it.
 func (x *extractor) placeOf(c *Candidate) place {
 	var p place
 	switch {
-	case c.Doc != nil && x.docs != nil:
+	case c.Doc != nil && x.docs != nil && (c.Doc.Terms != nil || x.nums != nil):
 		p = place{doc: c.Doc.IDs, dterms: c.Doc.Terms, pos: c.Doc.Pos}
 		if x.nums != nil {
 			p.nums = c.Doc.Nums
@@ -387,17 +391,30 @@ func (x *extractor) placeOf(c *Candidate) place {
 	case x.docs != nil:
 		p.doc, p.dterms, p.pos = x.docs.Document(c.ID)
 	}
+	if p.nums != nil && len(p.nums) != len(p.doc) {
+		p.nums = nil
+	}
+	if p.doc != nil && (p.pos < 0 || p.pos >= len(p.doc) || p.nums == nil && len(p.dterms) != len(p.doc)) {
+		return place{pos: -1}
+	}
 	return p
 }
 
-// candidateInfo analyses candidate c, by number when its terms are its
-// document's own (the same slice), else by string.
+// termCount is the number of terms of the chunk at position q of p's
+// document.
+func (p *place) termCount(q int) int {
+	if p.nums != nil {
+		return len(p.nums[q])
+	}
+	return len(p.dterms[q])
+}
+
+// candidateInfo analyses candidate c: by number when its document has
+// numbers and its terms are the document's own (it has none of its own, or
+// it was handed with its document: see Candidate.Doc), else by string.
 func (x *extractor) candidateInfo(c *Candidate, p place) chunkInfo {
-	if p.doc != nil && p.nums != nil {
-		stored := p.dterms[p.pos]
-		if c.Terms == nil || len(c.Terms) == len(stored) && (len(stored) == 0 || &c.Terms[0] == &stored[0]) {
-			return x.infoNums(p.nums[p.pos])
-		}
+	if p.doc != nil && p.nums != nil && (c.Terms == nil || c.Doc != nil) {
+		return x.infoNums(p.nums[p.pos])
 	}
 	return x.info(x.termsOf(c))
 }
@@ -573,7 +590,7 @@ func (x *extractor) headingFeatures(p *place, ci *chunkInfo, total int64, r *Row
 	var inHeading uint64 // bit per question term (at most 64)
 	found := 0
 	for q := p.pos - 1; q >= 0 && q >= p.pos-headingLook && found < headingDepth; q-- {
-		n := len(p.dterms[q])
+		n := p.termCount(q)
 		if n == 0 || n > headingTerms {
 			continue
 		}

@@ -23,13 +23,17 @@ type Candidate struct {
 	// with returns for its ID (TermNumbers.DocumentNumbers, or
 	// Documents.Document with Nums nil): the engine hands it over with
 	// the pool so that a reranker reading document context does not look
-	// the chunk up again.
+	// the chunk up again. A candidate handed with its Doc is analysed from
+	// the document's own terms at Pos (the same as Terms, by the two rules
+	// above).
 	Doc *DocumentPlace
 }
 
 // DocumentPlace is a chunk's document: its chunks' IDs in document order,
 // their Terms, the terms' numbers (TermNumbers; nil when not known) and the
-// chunk's position among them. The slices must not be changed.
+// chunk's position among them. Terms may be nil when Nums is not (the
+// engine holds its chunks' terms as numbers alone). The slices must not be
+// changed.
 type DocumentPlace struct {
 	IDs   []string
 	Terms [][]string
