@@ -39,7 +39,7 @@ func (e *Engine) analysisOf(sum string, add []*evidence.Chunk, an []analyzed) st
 // not one of the file's analyzers).
 func analyzeBatch(d *storage.Dir, b storage.Batch, chunks []*evidence.Chunk, lex *retrieve.Lexical, emb retrieve.Embedder) ([]analyzed, error) {
 	out := make([]analyzed, len(chunks))
-	a, ok, err := d.ReadAnalysis(b)
+	a, ok, err := d.ReadAnalysisTable(b)
 	if err != nil {
 		return nil, err
 	}
@@ -50,12 +50,13 @@ func analyzeBatch(d *storage.Dir, b storage.Batch, chunks []*evidence.Chunk, lex
 		}
 		return out, nil
 	}
+	tab := newTermTable(a.Terms)
 	for i, c := range chunks {
 		ac := a.Chunks[i]
 		if ac.ID != c.ID {
 			return nil, fmt.Errorf("%w: %s: entry %d is chunk %q, the batch's is %q", ErrCorrupt, b.Analysis, i, ac.ID, c.ID)
 		}
-		out[i] = analyzed{lex: ac.Lex, tokens: ac.Tokens, rr: ac.Rerank}
+		out[i] = analyzed{tokens: ac.Tokens, tab: tab, lexIdx: ac.Lex, rrIdx: ac.Rerank}
 		if emb != nil {
 			out[i].feats = analyzeChunk(emb, c.Text)
 		}

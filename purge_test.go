@@ -234,8 +234,8 @@ func requireDocPlaces(t *testing.T, st *state) {
 		}
 	}
 	require.Len(t, st.names, len(st.intern))
-	for term, in := range st.intern {
-		require.Equal(t, term, st.names[in.id], term)
+	for term, n := range st.intern {
+		require.Equal(t, term, st.names[n], term)
 	}
 }
 

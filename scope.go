@@ -271,8 +271,8 @@ func (s scope) DocumentNumbers(id string) ([]string, [][]string, [][]uint32, int
 // TermNumber implements rerank.TermNumbers: the number every chunk's copy
 // of term carries, false when no chunk of the index has it.
 func (s scope) TermNumber(term string) (uint32, bool) {
-	in, ok := s.st.intern[term]
-	return in.id, ok
+	n, ok := s.st.intern[term]
+	return n, ok
 }
 
 // document returns id's document version at the scope's generation: the

@@ -62,7 +62,12 @@ type state struct {
 	// each distinct term, and names holds the terms by number. A chunk's
 	// terms as strings are made only when a reranker is handed them
 	// (termsOf): held as strings, they were a quarter of the heap.
-	intern map[string]internedTerm
+	//
+	// Numbers are given in order of first arrival and never reused, so
+	// that rerank.TermNumbers can match terms by number. Only equality of
+	// numbers is ever used, never their order, so neither ingest order nor
+	// the order in which Open reads the terms can reach a ranking.
+	intern map[string]uint32
 	names  []string // may share its array with earlier states (see series.add)
 	// entities maps a tenant and entity filter (entityKey) to the names its
 	// chunks declare.
@@ -92,7 +97,7 @@ type state struct {
 const MetaPosition = "position"
 
 // docList is one document version's chunks in document order: IDs and
-// their reranker terms as numbers (internedTerm.id), side by side.
+// their reranker terms as numbers (state.intern), side by side.
 type docList struct {
 	ids  []string
 	nums [][]uint32
@@ -129,16 +134,6 @@ func (s *state) termsOf(nums []uint32) []string {
 		ts[i] = s.names[n]
 	}
 	return ts
-}
-
-// internedTerm is the one copy of a reranker term that every chunk's terms
-// share, and its number: given in order of first arrival, never reused, so
-// that rerank.TermNumbers can match terms by number. Only equality of
-// numbers is ever used, never their order, so ingest order cannot reach a
-// ranking through them.
-type internedTerm struct {
-	s  string
-	id uint32
 }
 
 // docPlace is a chunk's document version and its order key there.
@@ -208,20 +203,25 @@ func cmpInt(a, b int) int {
 
 func newState() *state {
 	return &state{chunks: map[string]*evidence.Chunk{}, committed: map[string]int64{}, facts: map[string][]factAt{}, purged: map[string]purgeAt{}, tenants: map[string]*tenantStats{},
-		intern: map[string]internedTerm{}, entities: map[string][]entityName{}, feats: map[string][]int32{},
+		intern: map[string]uint32{}, entities: map[string][]entityName{}, feats: map[string][]int32{},
 		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds(),
 		docOrder: map[string]*docList{}, docPlace: map[string]docPlace{}}
 }
 
 // analyzed is what a commit computes of a chunk before it is added: its
 // distinct lexical terms and token count (the lexical index's analyzer) and
-// its dense features (nil without a dense leg).
+// its dense features (nil without a dense leg). Read from an analysis file
+// at Open, the terms are indices into the file's table instead (tab set,
+// lex and rr nil).
 type analyzed struct {
 	lex    []string
 	freqs  []int // how often each lex term occurs (set at ingest; not stored)
 	tokens int
 	rr     []string // reranker terms in text order (rerank.Terms)
 	feats  []int32
+	tab    *termTable
+	lexIdx []uint32 // lex, as indices into tab
+	rrIdx  []uint32 // rr, as indices into tab
 	// redacted, for a purged chunk read back, holds the counts its text
 	// gave (tokens is then Tokens); nil otherwise.
 	redacted *storage.Redaction
@@ -311,6 +311,25 @@ type building struct {
 	seen     []uint64 // per interned term number, the mark of the last chunk that held it
 	mark     uint64   // this chunk's mark, one more per chunk
 	distinct []string // this chunk's distinct reranker terms, in first-seen order
+	lex      []string // this chunk's lexical terms, when read as indices
+}
+
+// termTable is the term table of one analysis file as Open reads it, and
+// the state's number of each term, given the first time a chunk's reranker
+// terms name it (noNumber until then).
+type termTable struct {
+	terms []string
+	num   []uint32
+}
+
+const noNumber = math.MaxUint32
+
+func newTermTable(terms []string) *termTable {
+	t := &termTable{terms: terms, num: make([]uint32, len(terms))}
+	for i := range t.num {
+		t.num[i] = noNumber
+	}
+	return t
 }
 
 func newBuilding() *building { return &building{own: map[string]bool{}} }
@@ -327,38 +346,60 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, b *building) {
 	s.stats.Tokens += int64(an.tokens)
 	s.bounds.Add(c)
 	s.addEntityNames(c, gen)
-	ts := an.rr // interned in place below: the same strings, shared
-	nums := make([]uint32, len(ts))
-	for i, t := range ts {
-		in, ok := s.intern[t]
-		if !ok {
-			in = internedTerm{s: t, id: uint32(len(s.intern))}
-			s.intern[t] = in
-			s.names = append(s.names, t)
+	lex := an.lex
+	var nums []uint32
+	if an.tab != nil {
+		lex = b.lex[:0]
+		for _, i := range an.lexIdx {
+			lex = append(lex, an.tab.terms[i])
 		}
-		ts[i], nums[i] = in.s, in.id
+		b.lex = lex
+		nums = make([]uint32, len(an.rrIdx))
+		for i, k := range an.rrIdx {
+			if nums[i] = an.tab.num[k]; nums[i] == noNumber {
+				nums[i] = s.number(an.tab.terms[k])
+				an.tab.num[k] = nums[i]
+			}
+		}
+	} else {
+		nums = make([]uint32, len(an.rr))
+		for i, t := range an.rr {
+			nums[i] = s.number(t)
+		}
 	}
-	rrCount := len(ts)
+	rrCount := len(nums)
 	if an.redacted != nil {
 		rrCount = an.redacted.Terms
 	}
-	s.ownTenant(c.Tenant, b.own).add(gen, c, an.lex, b.distinctTerms(ts, nums, len(s.intern)), an.tokens, rrCount)
+	s.ownTenant(c.Tenant, b.own).add(gen, c, lex, b.distinctTerms(nums, s.names), an.tokens, rrCount)
 	s.placeInDocument(gen, c, nums, b.own)
 }
 
-// distinctTerms returns terms.Distinct(ts) for a chunk's interned reranker
-// terms ts, numbered nums, of n interned terms in all. The slice is b's
-// scratch, good until the next call.
-func (b *building) distinctTerms(ts []string, nums []uint32, n int) []string {
-	if len(b.seen) < n {
-		b.seen = append(b.seen, make([]uint64, n-len(b.seen))...)
+// number returns reranker term t's number, giving it the next one when t
+// is new. s.intern must be owned by the state being built.
+func (s *state) number(t string) uint32 {
+	n, ok := s.intern[t]
+	if !ok {
+		n = uint32(len(s.names))
+		s.intern[t] = n
+		s.names = append(s.names, t)
+	}
+	return n
+}
+
+// distinctTerms returns terms.Distinct of the reranker terms numbered nums,
+// names naming every number. The slice is b's scratch, good until the next
+// call.
+func (b *building) distinctTerms(nums []uint32, names []string) []string {
+	if len(b.seen) < len(names) {
+		b.seen = append(b.seen, make([]uint64, len(names)-len(b.seen))...)
 	}
 	b.mark++
 	out := b.distinct[:0]
-	for i, id := range nums {
+	for _, id := range nums {
 		if b.seen[id] != b.mark {
 			b.seen[id] = b.mark
-			out = append(out, ts[i])
+			out = append(out, names[id])
 		}
 	}
 	b.distinct = out

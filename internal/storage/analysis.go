@@ -90,45 +90,76 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// AnalysisTable is an analysis file as it is stored: its terms once, in a
+// table, and each chunk's terms as indices into it. Open reads this form:
+// it makes no string per term of every chunk, only to drop it again.
+type AnalysisTable struct {
+	Identity string
+	Batch    string
+	Terms    []string
+	Chunks   []TableEntry
+}
+
+// TableEntry is one chunk of an AnalysisTable: Analyzed with its terms as
+// indices into the table (each checked to be in range).
+type TableEntry struct {
+	ID          string
+	Tokens      int
+	Lex, Rerank []uint32
+}
+
 // DecodeAnalysis checks and parses an analysis file; name is used in errors.
 func DecodeAnalysis(name string, raw []byte) (Analysis, error) {
+	t, err := DecodeAnalysisTable(name, raw)
+	if err != nil {
+		return Analysis{}, err
+	}
+	return t.analysis(), nil
+}
+
+// DecodeAnalysisTable checks and parses an analysis file into its stored
+// form; name is used in errors. Every chunk's indices share one array.
+func DecodeAnalysisTable(name string, raw []byte) (AnalysisTable, error) {
 	body, err := fsutil.Unseal(raw, AnalysisFormat, 0)
 	if err != nil {
-		return Analysis{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
+		return AnalysisTable{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
 	}
 	r := reader{b: body}
-	var a Analysis
-	a.Identity, a.Batch = r.str(), r.str()
-	table := make([]string, r.count(len(body)))
-	for i := range table {
-		table[i] = r.str()
+	var t AnalysisTable
+	t.Identity, t.Batch = r.str(), r.str()
+	t.Terms = make([]string, r.count(len(body)))
+	for i := range t.Terms {
+		t.Terms[i] = r.str()
 	}
-	a.Chunks = make([]Analyzed, r.count(len(body)))
-	term := func() string {
-		i := r.uvarint()
-		if i >= uint64(len(table)) {
-			r.fail()
-			return ""
+	t.Chunks = make([]TableEntry, r.count(len(body)))
+	// Each index takes a byte at least: what is left of the body bounds
+	// their number, and the array is not grown (which would move the
+	// stretches already handed out).
+	arena := make([]uint32, 0, len(body)-r.off)
+	list := func() []uint32 {
+		n := r.count(cap(arena) - len(arena))
+		start := len(arena)
+		for range n {
+			i := r.uvarint()
+			if i >= uint64(len(t.Terms)) {
+				r.fail()
+				break
+			}
+			arena = append(arena, uint32(i))
 		}
-		return table[i]
+		return arena[start:len(arena):len(arena)]
 	}
-	for i := range a.Chunks {
-		c := &a.Chunks[i]
+	for i := range t.Chunks {
+		c := &t.Chunks[i]
 		c.ID = r.str()
 		c.Tokens = r.count(1 << 40)
-		c.Lex = make([]string, r.count(len(body)))
-		for j := range c.Lex {
-			c.Lex[j] = term()
-		}
-		c.Rerank = make([]string, r.count(len(body)))
-		for j := range c.Rerank {
-			c.Rerank[j] = term()
-		}
+		c.Lex = list()
+		c.Rerank = list()
 	}
 	if r.bad || r.off != len(body) {
-		return Analysis{}, fmt.Errorf("%w: %s: malformed at byte %d of %d", ErrCorrupt, name, len(AnalysisFormat)+r.off, len(raw))
+		return AnalysisTable{}, fmt.Errorf("%w: %s: malformed at byte %d of %d", ErrCorrupt, name, len(AnalysisFormat)+r.off, len(raw))
 	}
-	return a, nil
+	return t, nil
 }
 
 // reader reads the varint-framed fields of a sealed body; the first
@@ -181,21 +212,48 @@ func (r *reader) str() string {
 // one, and checks it against its checksum there and against the batch it
 // was made from. It returns false when b has none.
 func (d *Dir) ReadAnalysis(b Batch) (Analysis, bool, error) {
+	t, ok, err := d.ReadAnalysisTable(b)
+	if !ok || err != nil {
+		return Analysis{}, ok, err
+	}
+	return t.analysis(), true, nil
+}
+
+// ReadAnalysisTable is ReadAnalysis, in the stored form.
+func (d *Dir) ReadAnalysisTable(b Batch) (AnalysisTable, bool, error) {
 	if b.Analysis == "" {
-		return Analysis{}, false, nil
+		return AnalysisTable{}, false, nil
 	}
 	name := filepath.Join(d.path, ChunksDir, b.Analysis)
 	raw, err := d.readSummed(name, b.AnalysisSum)
 	if err != nil {
-		return Analysis{}, false, err
+		return AnalysisTable{}, false, err
 	}
-	a, err := DecodeAnalysis(name, raw)
+	t, err := DecodeAnalysisTable(name, raw)
 	if err != nil {
-		return Analysis{}, false, err
+		return AnalysisTable{}, false, err
 	}
-	if a.Batch != b.Sum || len(a.Chunks) != b.Chunks {
-		return Analysis{}, false, fmt.Errorf("%w: %s was made from a batch of %d chunks hashing to %s, the manifest's %s has %d and hashes to %s",
-			ErrCorrupt, name, len(a.Chunks), a.Batch, b.File, b.Chunks, b.Sum)
+	if t.Batch != b.Sum || len(t.Chunks) != b.Chunks {
+		return AnalysisTable{}, false, fmt.Errorf("%w: %s was made from a batch of %d chunks hashing to %s, the manifest's %s has %d and hashes to %s",
+			ErrCorrupt, name, len(t.Chunks), t.Batch, b.File, b.Chunks, b.Sum)
 	}
-	return a, true, nil
+	return t, true, nil
+}
+
+// analysis returns t with each chunk's terms as strings.
+func (t *AnalysisTable) analysis() Analysis {
+	a := Analysis{Identity: t.Identity, Batch: t.Batch, Chunks: make([]Analyzed, len(t.Chunks))}
+	for i, e := range t.Chunks {
+		a.Chunks[i] = Analyzed{ID: e.ID, Tokens: e.Tokens, Lex: t.strings(e.Lex), Rerank: t.strings(e.Rerank)}
+	}
+	return a
+}
+
+// strings returns the terms at indices idx.
+func (t *AnalysisTable) strings(idx []uint32) []string {
+	out := make([]string, len(idx))
+	for i, k := range idx {
+		out[i] = t.Terms[k]
+	}
+	return out
 }
