@@ -64,7 +64,8 @@ func TestOpenReadsTheAnalysis(t *testing.T) {
 }
 
 // An analysis file is trusted only as far as it is checked: an edited byte
-// is ErrCorrupt at Open, one re-sealed to hide the edit is caught by Check
+// is ErrCorrupt when the state is built from the batches (the first write
+// after Open, which reads the checkpoint instead), one re-sealed to hide the edit is caught by Check
 // (which analyzes every text again), one made from another batch or for
 // another batch's chunks is ErrCorrupt, and one made by other analyzers is
 // not used at all.
@@ -76,7 +77,7 @@ func TestAnalysisIsChecked(t *testing.T) {
 		require.NoError(t, err)
 		raw[len(raw)/2] ^= 1
 		require.NoError(t, os.WriteFile(name, raw, 0o644))
-		_, err = Open(dir, Options{})
+		err = openFull(dir, Options{})
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.Contains(t, err.Error(), name+" hashes to")
 	})
@@ -97,7 +98,7 @@ func TestAnalysisIsChecked(t *testing.T) {
 	t.Run("token count forged and re-sealed", func(t *testing.T) {
 		dir, _ := analysisFixture(t)
 		rewriteAnalysis(t, dir, func(a *storage.Analysis) { a.Chunks[1].Tokens++ })
-		_, err := Open(dir, Options{})
+		err := openFull(dir, Options{})
 		// The manifest's token total no longer adds up.
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.Contains(t, err.Error(), "tokens")
@@ -105,14 +106,14 @@ func TestAnalysisIsChecked(t *testing.T) {
 	t.Run("made from another batch", func(t *testing.T) {
 		dir, _ := analysisFixture(t)
 		rewriteAnalysis(t, dir, func(a *storage.Analysis) { a.Batch = evidence.Sum([]byte("another batch")) })
-		_, err := Open(dir, Options{})
+		err := openFull(dir, Options{})
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.Contains(t, err.Error(), "was made from a batch")
 	})
 	t.Run("chunks out of the batch's order", func(t *testing.T) {
 		dir, _ := analysisFixture(t)
 		rewriteAnalysis(t, dir, func(a *storage.Analysis) { a.Chunks[0], a.Chunks[1] = a.Chunks[1], a.Chunks[0] })
-		_, err := Open(dir, Options{})
+		err := openFull(dir, Options{})
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.Contains(t, err.Error(), "entry 0 is chunk")
 	})

@@ -70,11 +70,23 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 		return nil, ErrClosed
 	}
 	st := e.st
-	rep := &CheckReport{Generation: st.gen, Chunks: len(st.chunks)}
+	rep := &CheckReport{Generation: st.gen}
 	bad := func(format string, args ...any) { rep.Problems = append(rep.Problems, fmt.Sprintf(format, args...)) }
 	if e.broken != nil {
 		bad("%v", e.broken)
 	}
+	if st.rows != nil {
+		// Open read the checkpoint: check the state every batch file gives
+		// (and the checkpoint against it, below), leaving the engine's as
+		// it is, so that a process that only queries stays small.
+		full, err := loadState(e.store, e.lex, e.emb, e.graph)
+		if err != nil {
+			bad("%v", err)
+			return rep, nil
+		}
+		st = full
+	}
+	rep.Chunks = len(st.chunks)
 
 	// Recount every corpus figure from the chunks, generation by
 	// generation, and compare it with the state's.
@@ -142,6 +154,7 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 
 	if e.store != nil {
 		e.checkFiles(st, analyses, rep, bad)
+		e.checkCheckpoint(st, bad)
 	}
 	seen := 0
 	err := e.lex.Docs(ctx, func(d retrieve.StoredDoc) error {
@@ -214,7 +227,7 @@ func (e *Engine) checkFiles(st *state, analyses map[string]analyzed, rep *CheckR
 			}
 			factsInBatches++
 		}
-		for _, c := range chunks {
+		for i, c := range chunks {
 			inBatches++
 			mem, ok := st.chunks[c.ID]
 			switch {
@@ -222,6 +235,8 @@ func (e *Engine) checkFiles(st *state, analyses map[string]analyzed, rep *CheckR
 				bad("%s: chunk %q is not in the engine's state", b.File, c.ID)
 			case st.committed[c.ID] != b.Generation:
 				bad("%s: chunk %q is of generation %d, the engine's state says %d", b.File, c.ID, b.Generation, st.committed[c.ID])
+			case st.docPlace[c.ID].line != cont.Lines[i]:
+				bad("%s: chunk %q lies at byte %d, the engine's state says %d", b.File, c.ID, cont.Lines[i].Off, st.docPlace[c.ID].line.Off)
 			default:
 				if f := storage.Differs(c, mem); f != "" {
 					bad("%s: chunk %q: stored %s differs from the engine's", b.File, c.ID, f)

@@ -170,7 +170,7 @@ func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
 	if err != nil {
 		return nil, err // as Verify: the pack cannot be read
 	}
-	st, err := e.snapshot()
+	st, err := e.writable()
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +260,7 @@ func (sc scope) replacement(h evidence.Header, by string) (chain []string, eligi
 	for id := by; id != "" && !seen[id] && len(chain) < maxReplacementChain; id = sc.supersededBy(id) {
 		seen[id] = true
 		chain = append(chain, id)
-		if e, ok := sc.entry(id, h.AsOf); ok && e.Excluded == "" && h.Excludes(e.Chunk) == "" {
+		if e, ok, _ := sc.entry(id, h.AsOf); ok && e.Excluded == "" && h.Excludes(e.Chunk) == "" { // Diff's state holds every chunk: no read fails
 			return chain, id
 		}
 	}

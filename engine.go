@@ -1,6 +1,7 @@
 package evpack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,6 +45,7 @@ type index struct {
 	views *viewCache
 
 	ingestMu sync.Mutex // one ingest at a time
+	fullMu   sync.Mutex // one build of the full state at a time (writable)
 	// mu guards st, closed and broken. A query holds it for reading only
 	// while it searches the lexical index (whose statistics must be those
 	// of st); a commit holds it for writing only while it applies its batch
@@ -168,8 +170,10 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		return failLex(fmt.Errorf("%w: %s holds %d documents, the manifest (generation %d) %d chunks, %d of them purged",
 			ErrCorrupt, filepath.Join(dir, storage.LexicalDir), n, m.Generation, m.Docs, m.Purged))
 	}
-	if err := load(); err != nil {
-		return failLex(err)
+	if st == nil {
+		if st, err = openState(d, lex, opts.Embedder, graphSettings(opts)); err != nil {
+			return failLex(err)
+		}
 	}
 	ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts), st: st, views: newViewCache()}
 	return &Engine{index: ix, opts: opts}, nil
@@ -246,6 +250,9 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	err := e.lex.Close()
+	if e.st.rows != nil {
+		err = errors.Join(err, e.st.rows.close())
+	}
 	if e.store != nil {
 		err = errors.Join(err, e.store.Close())
 	}
@@ -336,7 +343,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 
 	// Only ingest (serialized by ingestMu) replaces st, so st stays the
 	// latest state until this commit swaps in the next.
-	st, err := e.snapshot()
+	st, err := e.writable()
 	if err != nil {
 		return rep, err
 	}
@@ -509,7 +516,7 @@ func (e *Engine) commit(ctx context.Context, st, next *state, w batchWrite) erro
 	var m *storage.Manifest
 	if e.store != nil {
 		var err error
-		if c, m, err = e.writeFiles(gen, next.commits[gen-1], w); err != nil {
+		if c, m, err = e.writeFiles(next, w); err != nil {
 			return err
 		}
 	}
@@ -574,11 +581,13 @@ func (e *Engine) commit(ctx context.Context, st, next *state, w batchWrite) erro
 	return nil
 }
 
-// writeFiles starts the commit of generation gen in the index directory and
-// writes its files: the batch, its analysis file, and a corpus-free
-// embedder's vectors and graph. It returns the commit and the manifest that
-// will publish it.
-func (e *Engine) writeFiles(gen int64, at time.Time, w batchWrite) (*storage.Commit, *storage.Manifest, error) {
+// writeFiles starts the commit of next's generation in the index directory
+// and writes its files: the batch, its analysis file, a corpus-free
+// embedder's vectors and graph, and next's checkpoint (after the batch, so
+// that next knows where its new chunks lie). It returns the commit and the
+// manifest that will publish it.
+func (e *Engine) writeFiles(next *state, w batchWrite) (*storage.Commit, *storage.Manifest, error) {
+	gen, at := next.gen, next.commits[next.gen-1]
 	add, facts, total, dense, graph := w.add, w.facts, w.total, w.dense, w.graph
 	prev := e.store.Manifest()
 	m := prev.Clone()
@@ -589,28 +598,41 @@ func (e *Engine) writeFiles(gen int64, at time.Time, w batchWrite) (*storage.Com
 	if len(prev.Batches) > 0 {
 		hdr.Prev = prev.Batches[len(prev.Batches)-1].ChainSum()
 	}
-	raw, err := storage.EncodeBatch(hdr, storage.Contents{Chunks: add, Facts: facts})
+	raw, lines, err := storage.EncodeBatchLines(hdr, storage.Contents{Chunks: add, Facts: facts})
 	if err != nil {
 		return nil, nil, err
 	}
-	writes := []string{storage.ChunksDir + "/" + b.File}
+	next.setLines(add, lines)
+	ckpt, err := encodeCheckpoint(next, analysisIdentity(e.lex))
+	if err != nil {
+		return nil, nil, err
+	}
+	m.Checkpoint = storage.CheckpointName(gen)
+	writes := []string{storage.ChunksDir + "/" + b.File, m.Checkpoint}
+	var obsolete []string
+	if prev.Checkpoint != "" {
+		obsolete = append(obsolete, prev.Checkpoint)
+	}
 	if len(add) > 0 {
 		b.Analysis = storage.AnalysisName(gen)
 		writes = append(writes, storage.ChunksDir+"/"+b.Analysis)
 	}
 	// writeBatch writes the batch file, then its analysis (which names the
-	// batch's checksum).
+	// batch's checksum), then the checkpoint.
 	writeBatch := func(c *storage.Commit) (err error) {
 		if b.Sum, err = c.Write(writes[0], raw); err != nil {
 			return err
 		}
 		if b.Analysis != "" {
-			b.AnalysisSum, err = c.Write(writes[1], storage.EncodeAnalysis(e.analysisOf(b.Sum, add, w.an)))
+			if b.AnalysisSum, err = c.Write(writes[2], storage.EncodeAnalysis(e.analysisOf(b.Sum, add, w.an))); err != nil {
+				return err
+			}
 		}
+		m.CheckpointSum, err = c.Write(m.Checkpoint, ckpt)
 		return err
 	}
 	if corpusFree(e.emb) && len(add) == 0 { // a commit of facts alone: the stored vectors stay
-		c, err := e.store.Begin(gen, writes, nil)
+		c, err := e.store.Begin(gen, writes, obsolete)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -631,7 +653,6 @@ func (e *Engine) writeFiles(gen int64, at time.Time, w batchWrite) (*storage.Com
 			writes = append(writes, m.Dense.Graph)
 		}
 	}
-	var obsolete []string
 	if prev.Dense != nil {
 		obsolete = append(obsolete, prev.Dense.File)
 		if prev.Dense.Graph != "" {
@@ -824,6 +845,19 @@ func (e *Engine) searchLexical(ctx context.Context, st *state, text string, elig
 	return e.lex.Search(ctx, text, elig, st.bounds, e.opts.Pool, stats)
 }
 
+// readFailed returns the error of a query on st that could not read a
+// stored chunk: errMoved when st is no longer the committed state (a purge
+// may have rewritten the file st named; the query starts again on the new
+// state), else err.
+func (e *Engine) readFailed(st *state, err error) error {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.st != st {
+		return errMoved
+	}
+	return err
+}
+
 // CacheKey returns the key under which the pack for r is cached: the
 // identity of the ranking for this engine's options and index state.
 func (e *Engine) CacheKey(r Request) (string, error) {
@@ -904,18 +938,24 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 	steps = append(steps, fmt.Sprintf("fused %d (%s)", len(fused), e.fusionSetting()), fmt.Sprintf("pool %d", len(fused)))
 	cands := make([]rerank.Candidate, len(fused))
 	places := make([]rerank.DocumentPlace, len(fused))
+	tf, _ := rr.(rerank.TextFree)
+	readText := tf == nil || !tf.TextFree() // else the texts stay where they are stored
 	for i, f := range fused {
 		cands[i] = rerank.Candidate{ID: f.ID, Rank: i + 1}
-		c, ok := st.chunks[f.ID]
-		if !ok {
-			continue
-		}
-		cands[i].Text = c.Text
 		// The chunk's document (its terms among them, as numbers) in one
 		// lookup, handed to the reranker with the candidate.
 		if ids, nums, pos := sc.document(f.ID); ids != nil {
 			places[i] = rerank.DocumentPlace{IDs: ids, Nums: nums, Pos: pos}
 			cands[i].Terms, cands[i].Doc = st.termsOf(nums[pos]), &places[i]
+		}
+		if readText {
+			c, err := st.chunkOf(f.ID)
+			switch {
+			case err != nil && !errors.Is(err, errMismatch):
+				return nil, e.readFailed(st, err)
+			case c != nil: // one that does not verify goes without: the gate drops it
+				cands[i].Text = c.Text
+			}
 		}
 	}
 	ranked, err := rr.Rerank(ctx, text, cands, sc)
@@ -933,8 +973,16 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 		steps = append(steps, "reranker: the learned model could not be loaded ("+f.Why()+"); the arithmetic reranker ranked the pool")
 	}
 	// The gate sees only what the scope's generation had committed.
-	lookup := func(id string) (evidence.Entry, bool) { return sc.entry(id, h.AsOf) }
+	var readErr error
+	lookup := func(id string) (evidence.Entry, bool) {
+		en, ok, err := sc.entry(id, h.AsOf)
+		readErr = cmp.Or(readErr, err)
+		return en, ok
+	}
 	p := evidence.Assemble(h, ranked, lookup, steps, e.fingerprint(sc, rr))
+	if readErr != nil {
+		return nil, e.readFailed(st, readErr)
+	}
 	if !bitStable(rr) {
 		p.Ledger = slices.Clone(ranked) // not the reranker's slice
 	}

@@ -140,6 +140,30 @@ func checked(t testing.TB, e *Engine) *Engine {
 	return e
 }
 
+// openFull opens dir and builds the state from every batch file, as the
+// first write after Open does: where an edited or missing file is refused
+// (Open itself reads the checkpoint; a query checks each chunk it reads).
+func openFull(dir string, opts Options) error {
+	e, err := Open(dir, opts)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	_, err = e.writable()
+	return err
+}
+
+// fullState returns e's state with every chunk in memory (a test that looks
+// at the chunks themselves after Open, which reads a checkpoint).
+func fullState(t testing.TB, e *Engine) *state {
+	t.Helper()
+	st, err := e.writable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 func memEngine(t testing.TB, opts Options) *Engine {
 	t.Helper()
 	e, err := OpenMemory(opts)
@@ -371,7 +395,8 @@ func TestTamperedChunkIsDroppedAndVerifyFails(t *testing.T) {
 	require.NoError(t, e.Close())
 
 	// Someone edits the stored text after ingest: ten years becomes two.
-	// Edited alone, the batch file fails its checksum and Open refuses it.
+	// Edited alone, the batch file fails its checksum when read whole (the
+	// full state, Check).
 	batches, err := filepath.Glob(filepath.Join(dir, "chunks", "*.jsonl"))
 	require.NoError(t, err)
 	for _, b := range batches {
@@ -380,7 +405,7 @@ func TestTamperedChunkIsDroppedAndVerifyFails(t *testing.T) {
 		if bytes.Contains(raw, []byte("for ten years from the date")) {
 			orig := bytes.Clone(raw)
 			require.NoError(t, os.WriteFile(b, bytes.Replace(raw, []byte("for ten years from the date"), []byte("for two years from the date"), 1), 0o644))
-			_, err := Open(dir, Options{})
+			err := openFull(dir, Options{})
 			require.ErrorIs(t, err, ErrCorrupt)
 			require.Contains(t, err.Error(), b)
 			require.NoError(t, os.WriteFile(b, orig, 0o644))
@@ -679,7 +704,7 @@ func TestCorruptIndexFilesAreRefused(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := build(t)
 			c.corrupt(dir)
-			_, err := Open(dir, Options{})
+			err := openFull(dir, Options{})
 			require.ErrorIs(t, err, ErrCorrupt)
 			require.Contains(t, err.Error(), c.where)
 		})

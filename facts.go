@@ -91,20 +91,31 @@ func (s *state) lexDoc(id string) (retrieve.Doc, error) {
 }
 
 // entry is what the citation gate sees of chunk id for a request as of day
-// d in scope sc.
-func (sc scope) entry(id string, d asof.Date) (evidence.Entry, bool) {
-	c, ok := sc.st.chunks[id]
-	if !ok || !sc.admits(id) {
-		return evidence.Entry{}, false
+// d in scope sc. A stored chunk that reads back as another (errMismatch)
+// is there without its Chunk, excluded for a content hash mismatch (as
+// Citable says of one edited in memory); a failure to read it at all is
+// err, and the request fails rather than cite around a missing file.
+func (sc scope) entry(id string, d asof.Date) (e evidence.Entry, ok bool, err error) {
+	if !sc.admits(id) {
+		return evidence.Entry{}, false, nil
 	}
-	e := evidence.Entry{Chunk: c, End: sc.st.knownEnd(id, sc.gen, d)}
+	c, err := sc.st.chunkOf(id)
+	switch {
+	case errors.Is(err, errMismatch):
+		return evidence.Entry{Excluded: "content hash mismatch"}, true, nil
+	case err != nil:
+		return evidence.Entry{}, false, err
+	case c == nil:
+		return evidence.Entry{}, false, nil
+	}
+	e = evidence.Entry{Chunk: c, End: sc.st.knownEnd(id, sc.gen, d), Verified: sc.st.rows != nil} // chunkOf checked what it read
 	if fa, ok := sc.st.retiredBy(id, sc.gen, d); ok {
 		e.Excluded = fmt.Sprintf("%s (fact of generation %d)", fa.f, fa.gen)
 	}
 	if why := sc.st.purgedWhy(id); why != "" { // at every generation: its text is gone
 		e.Excluded = why
 	}
-	return e, true
+	return e, true, nil
 }
 
 // readmit lists the chunks of the scope that facts committed after its
@@ -117,7 +128,8 @@ func (sc scope) readmit(d asof.Date) []string {
 	var ids []string
 	for _, fa := range st.factLog[i:] {
 		id := fa.f.ChunkID
-		if fa.f.Retires().Days() > d.Days() || !sc.admits(id) || !slices.Contains(sc.names, st.chunks[id].Tenant) ||
+		tenant, _ := st.tenantOf(id)
+		if fa.f.Retires().Days() > d.Days() || !sc.admits(id) || !slices.Contains(sc.names, tenant) ||
 			st.facts[id][0].gen > sc.gen {
 			continue
 		}

@@ -142,7 +142,8 @@ func TestFactRecordRetracts(t *testing.T) {
 		require.Equal(t, tc.want, citedIDs(p), "%s: %s", tc.day, tc.why)
 	}
 	sc := e.st.scope("", e.st.gen)
-	entry, ok := sc.entry("gdp@2020-04-29", asof.MustDate("2020-06-01"))
+	entry, ok, err := sc.entry("gdp@2020-04-29", asof.MustDate("2020-06-01"))
+	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "retracted from 2020-05-01 (known 2020-05-10T14:00:00Z) (fact of generation 2)", entry.Excluded)
 }

@@ -141,6 +141,8 @@ func failedIn(err error) string {
 		return "commit record"
 	case strings.Contains(s, ".analysis"):
 		return "analysis file"
+	case strings.Contains(s, "state-"):
+		return "checkpoint"
 	case strings.Contains(s, storage.ChunksDir+"/"):
 		return "batch file"
 	case strings.Contains(s, "dense-"):
@@ -172,7 +174,7 @@ func fullDiskIndex(t *testing.T, dir string, opts Options) (*Engine, map[string]
 
 // diskUse is what committing bigBatch takes, measured on a roomy tmpfs.
 type diskUse struct {
-	record, batch, analysis, dense, graph, total int64 // in whole pages
+	record, batch, analysis, checkpoint, dense, graph, total int64 // in whole pages
 }
 
 func measureBigBatch(t *testing.T, opts Options) diskUse {
@@ -200,8 +202,9 @@ func measureBigBatch(t *testing.T, opts Options) diskUse {
 	}
 	gen := e.st.gen
 	return diskUse{record: pages(int64(len(rec))), batch: size(storage.ChunksDir + "/" + storage.BatchName(gen)),
-		analysis: size(storage.ChunksDir + "/" + storage.AnalysisName(gen)),
-		dense:    size(fmt.Sprintf("dense-%08d.bin", gen)), graph: size(fmt.Sprintf("graph-%08d.bin", gen)),
+		analysis:   size(storage.ChunksDir + "/" + storage.AnalysisName(gen)),
+		checkpoint: size(storage.CheckpointName(gen)),
+		dense:      size(fmt.Sprintf("dense-%08d.bin", gen)), graph: size(fmt.Sprintf("graph-%08d.bin", gen)),
 		total: before - freeBytes(t, mnt)}
 }
 
@@ -233,15 +236,17 @@ func TestFullDisk(t *testing.T) {
 			false, func(u diskUse) int64 { return u.record }, []string{"batch file"}, false},
 		{"room for the record and the batch file", "the batch's analysis file is written next",
 			false, func(u diskUse) int64 { return u.record + u.batch }, []string{"analysis file"}, true},
-		{"room for the record, the batch and its analysis", "then bleve persists the batch's segment",
-			false, func(u diskUse) int64 { return u.record + u.batch + u.analysis }, []string{"lexical index (bleve)"}, true},
-		{"dense: room for the record, the batch and its analysis", "the stored vectors come after the batch's files",
-			true, func(u diskUse) int64 { return u.record + u.batch + u.analysis }, []string{"dense file"}, true},
+		{"room for the record, the batch and its analysis", "the generation's checkpoint is written next",
+			false, func(u diskUse) int64 { return u.record + u.batch + u.analysis }, []string{"checkpoint"}, true},
+		{"room for the record, the batch, its analysis and the checkpoint", "then bleve persists the batch's segment",
+			false, func(u diskUse) int64 { return u.record + u.batch + u.analysis + u.checkpoint }, []string{"lexical index (bleve)"}, true},
+		{"dense: room for the record, the batch, its analysis and the checkpoint", "the stored vectors come after the batch's files",
+			true, func(u diskUse) int64 { return u.record + u.batch + u.analysis + u.checkpoint }, []string{"dense file"}, true},
 		{"dense: room for the files", "with every file written, bleve's segment runs out",
-			true, func(u diskUse) int64 { return u.record + u.batch + u.analysis + u.dense + u.graph }, []string{"lexical index (bleve)"}, false},
+			true, func(u diskUse) int64 { return u.record + u.batch + u.analysis + u.checkpoint + u.dense + u.graph }, []string{"lexical index (bleve)"}, false},
 		{"half of bleve's share", "somewhere in bleve's segment or its root file",
 			false, func(u diskUse) int64 {
-				files := u.record + u.batch + u.analysis
+				files := u.record + u.batch + u.analysis + u.checkpoint
 				return files + pages((u.total-files)/2)
 			}, nil, false},
 		{"all but the last page", "the last write of the commit (bleve's or the manifest) runs out",

@@ -525,11 +525,14 @@ func eligibleSets(e *Engine, ids []string, tenant string, gen int64, d asof.Date
 	}
 	admit := sc.admitter(elig, d)
 	for _, id := range ids {
-		c := st.chunks[id]
+		c, err := st.chunkOf(id) // read from its batch file when Open read a checkpoint
+		if err != nil {
+			return nil, nil, nil, err
+		}
 		if admit(c) {
 			mem = append(mem, id)
 		}
-		if en, ok := sc.entry(id, d); ok && h.Excludes(c) == "" && en.Excluded == "" {
+		if en, ok, err := sc.entry(id, d); err == nil && ok && h.Excludes(c) == "" && en.Excluded == "" {
 			gate = append(gate, id)
 		}
 	}

@@ -217,7 +217,7 @@ func TestSecondProcessDuringPartitionedCommit(t *testing.T) {
 	e, err = Open(dir, Options{PartitionDays: -1})
 	require.NoError(t, err)
 	checked(t, e)
-	require.Contains(t, e.st.chunks, "other-1")
+	require.Contains(t, fullState(t, e).chunks, "other-1")
 	require.Equal(t, partReferenceWith(t, 2, writeJSONLRecords(t, "other-1")), partPacks(t, e))
 }
 

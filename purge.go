@@ -39,6 +39,7 @@ import (
 type purgeAt struct {
 	gen    int64
 	reason string
+	hash   string // the purged chunk's content hash
 	r      storage.Redaction
 }
 
@@ -68,7 +69,7 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 	}
 	e.ingestMu.Lock()
 	defer e.ingestMu.Unlock()
-	st, err := e.snapshot()
+	st, err := e.writable()
 	if err != nil {
 		return PurgeReport{}, err
 	}
@@ -231,10 +232,11 @@ func (e *Engine) writePurge(next *state, ids []string, dense *retrieve.Dense, gr
 		if g > 1 {
 			h.Prev = prev.Batches[g-2].ChainSum()
 		}
-		raw, err := storage.EncodeBatch(h, cont)
+		raw, lines, err := storage.EncodeBatchLines(h, cont)
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		next.setLines(cont.Chunks, lines) // the rewrite moved every line after the first purged one
 		nb := old
 		nb.File, nb.Chain = storage.RedactedName(g, gen), old.ChainSum()
 		// The analysis file holds the purged texts' terms: it goes with
@@ -261,6 +263,15 @@ func (e *Engine) writePurge(next *state, ids []string, dense *retrieve.Dense, gr
 			obsolete = append(obsolete, prev.Dense.Graph)
 		}
 	}
+	ckpt, err := encodeCheckpoint(next, analysisIdentity(e.lex))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m.Checkpoint = storage.CheckpointName(gen)
+	writes = append(writes, m.Checkpoint)
+	if prev.Checkpoint != "" {
+		obsolete = append(obsolete, prev.Checkpoint)
+	}
 	c, err := e.store.Begin(gen, writes, obsolete)
 	if err != nil {
 		return nil, nil, nil, err
@@ -269,6 +280,9 @@ func (e *Engine) writePurge(next *state, ids []string, dense *retrieve.Dense, gr
 		return nil, nil, nil, errors.Join(fmt.Errorf("evpack: purge: %w", err), c.Abort())
 	}
 	if b.Sum, err = c.Write(writes[0], raw); err != nil {
+		return failed(err)
+	}
+	if m.CheckpointSum, err = c.Write(m.Checkpoint, ckpt); err != nil {
 		return failed(err)
 	}
 	for k, r := range rewrites {
@@ -316,7 +330,7 @@ func (s *state) purge(gen int64, at time.Time, ids []string, reason string, lex 
 			dropOne(ts.rrDF, t, committed)
 		}
 		ts.addPurge(gen, id)
-		n.purged[id] = purgeAt{gen: gen, reason: reason, r: storage.Redaction{Generation: gen, Tokens: tokens, Terms: len(rr)}}
+		n.purged[id] = purgeAt{gen: gen, reason: reason, hash: c.ContentHash, r: storage.Redaction{Generation: gen, Tokens: tokens, Terms: len(rr)}}
 		if f := s.feats[id]; f != nil {
 			n.counts.Sub(f)
 			n.feats[id] = []int32{}

@@ -143,20 +143,20 @@ func TestPurge(t *testing.T) {
 		require.Equal(t, "purged at generation 4: erasure request 2026-117", d.Citations[0].Detail)
 	}
 	check(e)
-	requireDocPlaces(t, e.st)
-	requireTermsOfText(t, e.st)
+	requireDocPlaces(t, fullState(t, e))
+	requireTermsOfText(t, fullState(t, e))
 	require.NoError(t, e.Close())
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
 	checked(t, e)
 	require.Equal(t, gen+1, e.st.gen)
 	check(e)
-	requireDocPlaces(t, e.st)
-	requireTermsOfText(t, e.st)
+	requireDocPlaces(t, fullState(t, e))
+	requireTermsOfText(t, fullState(t, e))
 	// Chunks still arrive after a purge, and the chain goes on.
 	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "after", 3, 9)), IngestOptions{})
 	require.NoError(t, err)
-	requireDocPlaces(t, e.st)
+	requireDocPlaces(t, fullState(t, e))
 	require.NoError(t, e.Close())
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
@@ -183,7 +183,7 @@ func TestPurgeCrashRollsBack(t *testing.T) {
 	<-done
 	n, err := e.lex.DocCount()
 	require.NoError(t, err)
-	require.EqualValues(t, len(e.st.chunks)-1, n, "the crash came after the lexical delete")
+	require.EqualValues(t, len(fullState(t, e).chunks)-1, n, "the crash came after the lexical delete")
 	require.NoError(t, e.lex.Close())
 	require.NoError(t, e.store.Close())
 
@@ -211,7 +211,7 @@ func TestPurgeMemory(t *testing.T) {
 	p, err := e.Query(ctx, Request{Question: "zqxjk ledger Quillfeather", AsOf: asof.MustDate("2026-02-01"), Tenant: "acme"})
 	require.NoError(t, err)
 	require.NotContains(t, citedIDs(p), "memo-roe")
-	require.Empty(t, e.st.chunks["memo-roe"].Text)
+	require.Empty(t, fullState(t, e).chunks["memo-roe"].Text)
 }
 
 // requireDocPlaces checks the document context the rerankers read: every

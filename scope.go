@@ -232,11 +232,11 @@ func (s scope) DocFreq(term string) int {
 
 // ChunkTerms implements rerank.Documents.
 func (s scope) ChunkTerms(id string) []string {
-	p, ok := s.st.docPlace[id]
-	if !ok || p.gen > s.gen { // as !s.admits(id)
+	d, gen, ok := s.st.docOf(id)
+	if !ok || gen > s.gen { // as !s.admits(id)
 		return nil
 	}
-	return s.st.termsOf(p.list.nums[p.pos])
+	return s.st.termsOf(d.nums[d.pos])
 }
 
 // TermTotal implements rerank.Documents: reranker terms over the scope's
@@ -279,20 +279,19 @@ func (s scope) TermNumber(term string) (uint32, bool) {
 // chunk IDs in document order, their reranker terms as numbers, and id's
 // position; nil, nil and -1 when the scope does not hold id.
 func (s scope) document(id string) ([]string, [][]uint32, int) {
-	p, ok := s.st.docPlace[id]
-	if !ok || p.gen > s.gen { // as !s.admits(id), without a second lookup
+	d, gen, ok := s.st.docOf(id)
+	if !ok || gen > s.gen { // as !s.admits(id), without a second lookup
 		return nil, nil, -1
 	}
-	d := p.list
 	if s.latest {
-		return d.ids, d.nums, p.pos
+		return d.ids, d.nums, d.pos
 	}
 	// A pinned request: leave out what later commits added to the document.
 	var ids []string
 	var nums [][]uint32
 	pos := -1
 	for i, other := range d.ids {
-		if s.admits(other) {
+		if d.gens(i) <= s.gen {
 			if other == id {
 				pos = len(ids)
 			}
@@ -318,7 +317,7 @@ func (s scope) digest() string {
 
 // admits reports whether chunk id was committed by the scope's generation.
 func (s scope) admits(id string) bool {
-	g, ok := s.st.committed[id]
+	g, ok := s.st.committedGen(id)
 	return ok && g <= s.gen
 }
 

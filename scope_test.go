@@ -108,7 +108,7 @@ func TestPackVerifiesAfterLaterCommits(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 3, p.Generation, "the shared commit is in every scope")
 		for _, c := range p.Citations {
-			cited[c.ChunkID] = e.st.chunks[c.ChunkID]
+			cited[c.ChunkID] = fullState(t, e).chunks[c.ChunkID]
 		}
 	}
 	later := 100

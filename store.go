@@ -89,6 +89,10 @@ type state struct {
 	// IDs' bytes.
 	docOrder map[string]*docList
 	docPlace map[string]docPlace
+	// rows, when set, holds the chunks instead of chunks, committed,
+	// docOrder and docPlace (all empty then): the state was read from a
+	// checkpoint, and answers queries only (see lazy.go).
+	rows *rowTable
 }
 
 // MetaPosition is the metadata key a connector sets to a chunk's 0-based
@@ -138,11 +142,12 @@ func (s *state) termsOf(nums []uint32) []string {
 
 // docPlace is a chunk's document version and its order key there.
 type docPlace struct {
-	key  string   // Tenant + "\x00" + DocID + "\x00" + Version
-	seq  int64    // MetaPosition, or MaxInt64 (after the positioned) when absent or not a number
-	pos  int      // index in docOrder[key], kept current as chunks arrive
-	gen  int64    // the generation that committed the chunk (as committed)
-	list *docList // docOrder[key] of this state, kept current when the list is copied
+	line storage.Span // the chunk's line in its batch file (a checkpoint's rows hold it)
+	key  string       // Tenant + "\x00" + DocID + "\x00" + Version
+	seq  int64        // MetaPosition, or MaxInt64 (after the positioned) when absent or not a number
+	pos  int          // index in docOrder[key], kept current as chunks arrive
+	gen  int64        // the generation that committed the chunk (as committed)
+	list *docList     // docOrder[key] of this state, kept current when the list is copied
 }
 
 // cmpDocOrder orders two chunks of one document version.
@@ -222,6 +227,9 @@ type analyzed struct {
 	tab    *termTable
 	lexIdx []uint32 // lex, as indices into tab
 	rrIdx  []uint32 // rr, as indices into tab
+	// line is where the chunk lies in its batch file, when read from one
+	// (a commit sets it once the batch is encoded: setLines).
+	line storage.Span
 	// redacted, for a purged chunk read back, holds the counts its text
 	// gave (tokens is then Tokens); nil otherwise.
 	redacted *storage.Redaction
@@ -372,7 +380,7 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, b *building) {
 		rrCount = an.redacted.Terms
 	}
 	s.ownTenant(c.Tenant, b.own).add(gen, c, lex, b.distinctTerms(nums, s.names), an.tokens, rrCount)
-	s.placeInDocument(gen, c, nums, b.own)
+	s.placeInDocument(gen, c, nums, an.line, b.own)
 }
 
 // number returns reranker term t's number, giving it the next one when t
@@ -411,8 +419,8 @@ func (b *building) distinctTerms(nums []uint32, names []string) []string {
 // the documents whose lists s already owns (a list shared with the state s
 // extends is copied before it changes, and its chunks' places then point to
 // the copy).
-func (s *state) placeInDocument(gen int64, c *evidence.Chunk, nums []uint32, own map[string]bool) {
-	place := docPlace{key: c.Tenant + "\x00" + c.DocID + "\x00" + c.Version, seq: math.MaxInt64, gen: gen}
+func (s *state) placeInDocument(gen int64, c *evidence.Chunk, nums []uint32, line storage.Span, own map[string]bool) {
+	place := docPlace{key: c.Tenant + "\x00" + c.DocID + "\x00" + c.Version, seq: math.MaxInt64, gen: gen, line: line}
 	if v, err := strconv.ParseInt(c.Meta[MetaPosition], 10, 64); err == nil && v >= 0 {
 		place.seq = v
 	}
@@ -553,6 +561,7 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 				return nil, fmt.Errorf("%w: %s: chunk %q stored twice", ErrCorrupt, b.File, ch.ID)
 			}
 			an := ans[i]
+			an.line = c.Lines[i]
 			if r, ok := c.Redacted[ch.ID]; ok { // purged: the counts its text gave
 				an.tokens, an.redacted = r.Tokens, &r
 				redacted[ch.ID] = r
@@ -575,7 +584,7 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 				return nil, fmt.Errorf("%w: %s: chunk %q is purged, but its batch file still holds its text", ErrCorrupt, b.File, p.ChunkID)
 			}
 			delete(redacted, p.ChunkID)
-			st.purged[p.ChunkID] = purgeAt{gen: b.Generation, reason: p.Reason, r: r}
+			st.purged[p.ChunkID] = purgeAt{gen: b.Generation, reason: p.Reason, hash: p.ContentHash, r: r}
 			st.purgeLog = append(st.purgeLog, p.ChunkID)
 			st.ownTenant(ch.Tenant, own).addPurge(b.Generation, p.ChunkID)
 		}

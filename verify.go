@@ -75,7 +75,7 @@ func (e *Engine) verifyIn(ctx context.Context, st *state, p *evidence.Pack, raw 
 	sc := st.scope(h.Tenant, p.Generation)
 	h.Generation = sc.gen
 	for _, c := range p.Citations {
-		if pa, ok := st.purged[c.ChunkID]; ok && st.chunks[c.ChunkID].ContentHash == c.ContentHash {
+		if pa, ok := st.purged[c.ChunkID]; ok && pa.hash == c.ContentHash {
 			rep.Purged = append(rep.Purged, PurgedCitation{Index: c.Index, ChunkID: c.ChunkID, Generation: pa.gen, Reason: pa.reason})
 			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: purged at generation %d (%s): its text is deleted, so the pack cannot be replayed",
 				c.Index, c.ChunkID, pa.gen, pa.reason))
@@ -139,7 +139,7 @@ func (e *Engine) verifyIn(ctx context.Context, st *state, p *evidence.Pack, raw 
 func (sc scope) purgedIn() []string {
 	var out []string
 	for _, id := range sc.st.purgeLog {
-		if sc.admits(id) && slices.Contains(sc.names, sc.st.chunks[id].Tenant) {
+		if tenant, _ := sc.st.tenantOf(id); sc.admits(id) && slices.Contains(sc.names, tenant) {
 			out = append(out, id)
 		}
 	}
@@ -151,9 +151,13 @@ func (sc scope) purgedIn() []string {
 // content hash, no longer hashes to its own (edited after ingest), or holds
 // other text.
 func (st *state) citedTextProblem(c evidence.Citation) string {
-	stored, ok := st.chunks[c.ChunkID]
+	stored, err := st.chunkOf(c.ChunkID)
 	switch {
-	case !ok:
+	case errors.Is(err, errMismatch): // read from its batch file: as an edit held in memory would be
+		return "stored chunk no longer hashes to its content hash (edited after ingest)"
+	case err != nil:
+		return "stored chunk cannot be read: " + err.Error()
+	case stored == nil:
 		return "chunk not in the index"
 	case stored.ContentHash != c.ContentHash:
 		return fmt.Sprintf("stored content hash %s differs from the pack's %s", stored.ContentHash, c.ContentHash)

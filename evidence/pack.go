@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -189,6 +190,8 @@ func (h Header) exclusion(c *Chunk) (exclusion, int) {
 
 // Entry is a stored chunk as the citation gate sees it for one request.
 type Entry struct {
+	// Chunk is the stored chunk; nil when the index holds the chunk but
+	// could not read it back as committed (Excluded then says why).
 	Chunk *Chunk
 	// Excluded says why the index keeps the chunk out of the request
 	// although its own fields admit it ("" when nothing does): a fact known
@@ -197,6 +200,10 @@ type Entry struct {
 	// End, when set, is the earliest validity end that facts known at the
 	// request's generation set after its as-of day.
 	End asof.Date
+	// Verified says the store checked Chunk against its content hash as it
+	// read it from storage, for this request: the gate then does not hash
+	// it again (Chunk.MissingCitation instead of Chunk.Citable).
+	Verified bool
 }
 
 // valid is the validity a citation shows: the chunk's own, ended earlier
@@ -237,9 +244,16 @@ func Assemble(h Header, ranked []Scored, lookup func(id string) (Entry, bool), s
 		}
 		e, ok := lookup(s.ChunkID)
 		c, reason := e.Chunk, "not in store"
-		if ok {
+		switch {
+		case ok && c == nil:
+			reason = cmp.Or(e.Excluded, "unreadable")
+		case ok:
 			if reason = h.Excludes(c); reason == "" {
-				if reason = e.Excluded; reason == "" {
+				switch reason = e.Excluded; {
+				case reason != "":
+				case e.Verified:
+					reason = c.MissingCitation()
+				default:
 					reason = c.Citable()
 				}
 			}

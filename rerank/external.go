@@ -30,6 +30,24 @@ func (*Arithmetic) BitStable() bool { return true }
 // BitStable implements BitStable: the fused order.
 func (None) BitStable() bool { return true }
 
+// TextFree is implemented by rerankers that never read a candidate's Text
+// when its Terms are set (the engine sets them for every stored chunk, and
+// a candidate without them has no text to read): the engine then need not
+// read the pool's texts from storage. A reranker that does not implement
+// it is handed every candidate's Text.
+type TextFree interface {
+	TextFree() bool
+}
+
+// TextFree implements TextFree: Terms.
+func (*Arithmetic) TextFree() bool { return true }
+
+// TextFree implements TextFree: ranks alone.
+func (None) TextFree() bool { return true }
+
+// TextFree implements TextFree: recorded scores.
+func (*Ledger) TextFree() bool { return true }
+
 // Capped is implemented by rerankers that accept at most MaxCandidates()
 // candidates per query; the engine refuses a larger pool when built.
 type Capped interface {

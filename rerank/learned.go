@@ -35,6 +35,9 @@ func (l *Learned) Name() string { return "learned/1 model=" + l.m.Sum() + " feat
 // BitStable implements BitStable: integers only.
 func (*Learned) BitStable() bool { return true }
 
+// TextFree implements TextFree: features over Terms and documents.
+func (*Learned) TextFree() bool { return true }
+
 // Rerank implements Reranker. stats should implement Documents (the engine's
 // does); without it the document features are zero.
 func (l *Learned) Rerank(ctx context.Context, question string, cands []Candidate, stats Stats) ([]evidence.Scored, error) {
@@ -121,6 +124,9 @@ func (Smoothed) Name() string { return "bm25-smoothed/1 neighbours=0.3 features=
 // BitStable implements BitStable: integers only.
 func (Smoothed) BitStable() bool { return true }
 
+// TextFree implements TextFree.
+func (Smoothed) TextFree() bool { return true }
+
 // Rerank implements Reranker.
 func (Smoothed) Rerank(ctx context.Context, question string, cands []Candidate, stats Stats) ([]evidence.Scored, error) {
 	if err := ctx.Err(); err != nil {
@@ -145,6 +151,9 @@ func (IntBM25) Name() string { return "bm25-int/1 features=" + FeatureSet }
 
 // BitStable implements BitStable: integers only.
 func (IntBM25) BitStable() bool { return true }
+
+// TextFree implements TextFree.
+func (IntBM25) TextFree() bool { return true }
 
 // Rerank implements Reranker.
 func (IntBM25) Rerank(ctx context.Context, question string, cands []Candidate, stats Stats) ([]evidence.Scored, error) {

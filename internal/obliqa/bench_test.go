@@ -98,8 +98,8 @@ func queryFixtureLater(b *testing.B, later int) (*evpack.Engine, bleve.Index, []
 }
 
 // queryFixtureThen commits the corpus, then (when it returns any) the
-// records next makes of the corpus's, merges, and returns the engine, bare
-// bleve over the corpus alone and the questions.
+// records next makes of the corpus's, merges, opens the index again, and
+// returns the engine, bare bleve over the corpus alone and the questions.
 func queryFixtureThen(b *testing.B, next func(recs []connectors.Record) []connectors.Record) (*evpack.Engine, bleve.Index, []eval.Question) {
 	o := dataset(b)
 	recs, _ := Records(o)
@@ -121,6 +121,15 @@ func queryFixtureThen(b *testing.B, next func(recs []connectors.Record) []connec
 	if err := eng.Merge(ctx); err != nil {
 		b.Fatal(err)
 	}
+	// Open it again, as a service does: the engine then reads its
+	// checkpoint, and each chunk a pack cites from its batch file.
+	if err := eng.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if eng, err = evpack.Open(filepath.Join(dir, "evpack"), evpack.Options{}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { eng.Close() })
 	idx := mergedBleve(b, filepath.Join(dir, "bleve"), recs)
 	b.Cleanup(func() { idx.Close() })
 	return eng, idx, o.Questions

@@ -35,6 +35,16 @@ type Contents struct {
 	Redacted map[string]Redaction // by chunk ID; nil when none
 	Facts    []*evidence.Fact
 	Purges   []Purge
+	// Lines, set by DecodeBatch, is where each chunk's line lies in the
+	// file (Lines[i] is Chunks[i]'s): what ReadLine takes.
+	Lines []Span
+}
+
+// Span is a line of a file: its first byte's offset and its length, the
+// newline left out.
+type Span struct {
+	Off int64
+	Len int
 }
 
 // Redaction is what a batch file keeps of a chunk whose text was purged:
@@ -111,6 +121,13 @@ func (c Contents) plain() bool {
 // not UTF-8 become U+FFFD in JSON) is ErrUnstorable here, before anything is
 // written, rather than a chunk that hashes differently after the next Open.
 func EncodeBatch(h BatchHeader, c Contents) ([]byte, error) {
+	raw, _, err := EncodeBatchLines(h, c)
+	return raw, err
+}
+
+// EncodeBatchLines is EncodeBatch, and where each chunk's line lies in the
+// file it returns.
+func EncodeBatchLines(h BatchHeader, c Contents) ([]byte, []Span, error) {
 	h.Format = ChunksOnlyFormat
 	if !c.plain() {
 		h.Format = BatchFormat
@@ -120,7 +137,7 @@ func EncodeBatch(h BatchHeader, c Contents) ([]byte, error) {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(&h); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, ch := range c.Chunks {
 		sc := storedChunk{ID: ch.ID, DocID: ch.DocID, Version: ch.Version, Text: ch.Text, SourceURL: ch.SourceURL,
@@ -130,45 +147,45 @@ func EncodeBatch(h BatchHeader, c Contents) ([]byte, error) {
 			ContentHash: ch.ContentHash, Meta: ch.Meta}
 		if r, ok := c.Redacted[ch.ID]; ok {
 			if ch.Text != "" {
-				return nil, fmt.Errorf("%w: chunk %q: redacted but its text is still there", ErrUnstorable, ch.ID)
+				return nil, nil, fmt.Errorf("%w: chunk %q: redacted but its text is still there", ErrUnstorable, ch.ID)
 			}
 			sc.Purged = &r
 		}
 		if err := enc.Encode(&sc); err != nil {
-			return nil, fmt.Errorf("%w: chunk %q: %v", ErrUnstorable, ch.ID, err)
+			return nil, nil, fmt.Errorf("%w: chunk %q: %v", ErrUnstorable, ch.ID, err)
 		}
 	}
 	for _, f := range c.Facts {
 		sf := storedFact{Kind: string(f.Kind), ChunkID: f.ChunkID, End: f.End.String(),
 			Anchor: asof.FormatInstant(f.Anchor), By: f.By}
 		if err := enc.Encode(&sf); err != nil {
-			return nil, fmt.Errorf("%w: fact on chunk %q: %v", ErrUnstorable, f.ChunkID, err)
+			return nil, nil, fmt.Errorf("%w: fact on chunk %q: %v", ErrUnstorable, f.ChunkID, err)
 		}
 	}
 	for _, p := range c.Purges {
 		if err := enc.Encode(&storedPurge{ChunkID: p.ChunkID, ContentHash: p.ContentHash, Reason: p.Reason}); err != nil {
-			return nil, fmt.Errorf("%w: purge of chunk %q: %v", ErrUnstorable, p.ChunkID, err)
+			return nil, nil, fmt.Errorf("%w: purge of chunk %q: %v", ErrUnstorable, p.ChunkID, err)
 		}
 	}
 	raw := fsutil.AppendSeal(b.Bytes()) // in place when the estimate left room
 	_, back, err := DecodeBatch("(new batch)", raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnstorable, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrUnstorable, err)
 	}
 	for i, ch := range c.Chunks {
 		if field := Differs(ch, back.Chunks[i]); field != "" {
-			return nil, fmt.Errorf("%w: chunk %q: its %s would read back changed (not valid UTF-8?)", ErrUnstorable, ch.ID, field)
+			return nil, nil, fmt.Errorf("%w: chunk %q: its %s would read back changed (not valid UTF-8?)", ErrUnstorable, ch.ID, field)
 		}
 	}
 	for i, f := range c.Facts {
 		if *f != *back.Facts[i] {
-			return nil, fmt.Errorf("%w: fact on chunk %q would read back changed (not valid UTF-8?)", ErrUnstorable, f.ChunkID)
+			return nil, nil, fmt.Errorf("%w: fact on chunk %q would read back changed (not valid UTF-8?)", ErrUnstorable, f.ChunkID)
 		}
 	}
 	if !slices.Equal(c.Purges, back.Purges) {
-		return nil, fmt.Errorf("%w: a purge record would read back changed (not valid UTF-8?)", ErrUnstorable)
+		return nil, nil, fmt.Errorf("%w: a purge record would read back changed (not valid UTF-8?)", ErrUnstorable)
 	}
-	return raw, nil
+	return raw, back.Lines, nil
 }
 
 // encodedSize estimates the bytes of c's lines: its strings (a text's
@@ -232,9 +249,11 @@ func DecodeBatch(name string, raw []byte) (BatchHeader, Contents, error) {
 	// Split the lines by hand: a chunk's text has no length limit, and a
 	// scanner's would make a stored batch unreadable.
 	var lines [][]byte
-	for len(body) > 0 {
+	var starts []int64 // each line's offset in the file
+	for off := 0; len(body) > 0; {
 		cut := bytes.IndexByte(body, '\n')
-		lines, body = append(lines, body[:cut]), body[cut+1:]
+		lines, starts, body = append(lines, body[:cut]), append(starts, int64(off)), body[cut+1:]
+		off += cut + 1
 	}
 	where := func(i int) string { return fmt.Sprintf("%s:%d", name, i+1) }
 	// Chunk lines, most of a batch, are decoded on every core first; the
@@ -291,6 +310,7 @@ func DecodeBatch(name string, raw []byte) (BatchHeader, Contents, error) {
 				c.Redacted[ch.ID] = *p.s.Purged
 			}
 			c.Chunks = append(c.Chunks, ch)
+			c.Lines = append(c.Lines, Span{Off: starts[i], Len: len(text)})
 		}
 	}
 	switch {
@@ -302,6 +322,26 @@ func DecodeBatch(name string, raw []byte) (BatchHeader, Contents, error) {
 		return fail(name, "facts, purges or redactions in a batch of format %q", h.Format)
 	}
 	return h, c, nil
+}
+
+// DecodeChunkLine parses one chunk line of a batch file (as ReadLine
+// returns it); where names it in errors. redacted is set for a chunk whose
+// text a purge removed.
+func DecodeChunkLine(where string, line []byte) (c *evidence.Chunk, redacted *Redaction, err error) {
+	var s storedChunk
+	if bytes.HasPrefix(line, purgePrefix) || bytes.HasPrefix(line, factPrefix) {
+		return nil, nil, fmt.Errorf("%w: %s: not a chunk line", ErrCorrupt, where)
+	}
+	// Not strictJSON: the line was checked so when its batch was written,
+	// and the caller checks what it decodes against the chunk's content
+	// hash, which a field unknown here could not move.
+	if err := json.Unmarshal(line, &s); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, where, err)
+	}
+	if c, err = s.chunk(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: chunk %q: %w", ErrCorrupt, where, s.ID, err)
+	}
+	return c, s.Purged, nil
 }
 
 // parsedChunk is one chunk line decoded: the stored form, the chunk, and

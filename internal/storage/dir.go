@@ -160,7 +160,7 @@ func inspect(path string, create bool) (bool, error) {
 		case n == ChunksDir && emptyDir(filepath.Join(path, n)):
 			// Creating an index makes chunks/ before the manifest: a crash
 			// in between leaves it empty, and nothing was committed.
-		case n == ChunksDir || n == LexicalDir || n == PendingName || strings.HasPrefix(n, "dense-") || strings.HasPrefix(n, "graph-"):
+		case n == ChunksDir || n == LexicalDir || n == PendingName || strings.HasPrefix(n, "dense-") || strings.HasPrefix(n, "graph-") || strings.HasPrefix(n, "state-"):
 			ours = append(ours, n)
 		default:
 			foreign = append(foreign, n)
@@ -240,6 +240,33 @@ func (d *Dir) ReadBatch(b Batch) (Contents, error) {
 	return c, nil
 }
 
+// OpenBatch opens batch file file (a name under chunks/ that a manifest
+// named) for ReadLine.
+func (d *Dir) OpenBatch(file string) (*os.File, error) {
+	if !plainName(file) {
+		return nil, fmt.Errorf("%w: batch file %q", ErrCorrupt, file)
+	}
+	f, err := os.Open(filepath.Join(d.path, ChunksDir, file))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return f, nil
+}
+
+// ReadLine returns line sp of batch file f, unchecked: the caller checks
+// what it decodes against what it knows of the line (a chunk's content
+// hash).
+func ReadLine(f *os.File, sp Span) ([]byte, error) {
+	if sp.Off < 0 || sp.Len < 0 {
+		return nil, fmt.Errorf("%w: %s: line %d+%d", ErrCorrupt, f.Name(), sp.Off, sp.Len)
+	}
+	line := make([]byte, sp.Len)
+	if _, err := f.ReadAt(line, sp.Off); err != nil {
+		return nil, fmt.Errorf("%w: %s: line at byte %d: %v", ErrCorrupt, f.Name(), sp.Off, err)
+	}
+	return line, nil
+}
+
 // ReadFile reads a data file the manifest names (the dense vectors or the
 // graph) and checks it against the checksum recorded there.
 func (d *Dir) ReadFile(name, sum string) ([]byte, error) {
@@ -298,5 +325,5 @@ func ownFile(name string) bool {
 	if b, ok := strings.CutPrefix(name, ChunksDir+"/"); ok {
 		return plainName(b)
 	}
-	return plainName(name) && (strings.HasPrefix(name, "dense-") || strings.HasPrefix(name, "graph-"))
+	return plainName(name) && (strings.HasPrefix(name, "dense-") || strings.HasPrefix(name, "graph-") || strings.HasPrefix(name, "state-"))
 }

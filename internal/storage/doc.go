@@ -14,6 +14,7 @@
 //	PENDING.json              present only while a commit runs (or after a crash in one), sealed
 //	chunks/NNNNNNNN.jsonl     one sealed batch of chunks per generation, chained to the one before
 //	dense-NNNNNNNN.bin, graph-NNNNNNNN.bin   stored vectors and graph, when the index keeps them
+//	state-NNNNNNNN.bin        the generation's checkpoint: what Open reads instead of every batch (package evpack)
 //	lexical/                  the bleve index (package retrieve)
 //
 // Entry points: [Open] takes the lock and reads the manifest; [Dir.Begin]

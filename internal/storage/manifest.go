@@ -47,7 +47,15 @@ type Manifest struct {
 	Purged  int64   `json:"purged,omitempty"`
 	Batches []Batch `json:"batches"`
 	Dense   *Dense  `json:"dense,omitempty"`
+	// Checkpoint, when set, names the generation's checkpoint
+	// (CheckpointName) and CheckpointSum its checksum: derived data, the
+	// state Open would otherwise rebuild from every batch file.
+	Checkpoint    string `json:"checkpoint,omitempty"`
+	CheckpointSum string `json:"checkpoint_sum,omitempty"`
 }
+
+// CheckpointName is the file name of generation gen's checkpoint.
+func CheckpointName(gen int64) string { return fmt.Sprintf("state-%08d.bin", gen) }
 
 // Batch names one generation's batch file and its checksum.
 type Batch struct {
@@ -123,6 +131,9 @@ func (m *Manifest) Files() []string {
 		if m.Dense.Graph != "" {
 			out = append(out, m.Dense.Graph)
 		}
+	}
+	if m.Checkpoint != "" {
+		out = append(out, m.Checkpoint)
 	}
 	return out
 }
@@ -202,6 +213,9 @@ func (m *Manifest) validate() error {
 		if !plainName(d.File) || !validSum(d.Sum) || (d.Graph != "" && (!plainName(d.Graph) || !validSum(d.GraphSum))) {
 			return fmt.Errorf("dense: bad file name or checksum")
 		}
+	}
+	if (m.Checkpoint != "" || m.CheckpointSum != "") && (m.Checkpoint != CheckpointName(m.Generation) || !validSum(m.CheckpointSum)) {
+		return fmt.Errorf("checkpoint %q (checksum %q) is not generation %d's", m.Checkpoint, m.CheckpointSum, m.Generation)
 	}
 	return nil
 }

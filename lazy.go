@@ -1,0 +1,264 @@
+package evpack
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/retrieve"
+)
+
+// A state is built one of two ways. From the batch files (loadState, and
+// every commit's extend), it holds every chunk in memory: what a commit, a
+// purge, Check and Diff need. From a checkpoint (decodeCheckpoint), it
+// holds the figures and a row table, and reads a chunk only when a query
+// needs it: what Open makes when the index has one, so that Open does not
+// read every chunk. The first write after such an Open builds the full
+// state (Engine.writable). The query path reads chunks through the methods
+// below, which answer the same either way.
+
+// setLines records where chunks lie in their batch file (lines[i] is
+// chunks[i]'s). s must own its docPlace: a state being built.
+func (s *state) setLines(chunks []*evidence.Chunk, lines []storage.Span) {
+	for i, c := range chunks {
+		p := s.docPlace[c.ID]
+		p.line = lines[i]
+		s.docPlace[c.ID] = p
+	}
+}
+
+// committedGen returns the generation that committed chunk id.
+func (s *state) committedGen(id string) (int64, bool) {
+	if t := s.rows; t != nil {
+		i, ok := t.find(id)
+		if !ok {
+			return 0, false
+		}
+		return int64(t.row(i).gen), true
+	}
+	g, ok := s.committed[id]
+	return g, ok
+}
+
+// tenantOf returns the tenant of committed chunk id.
+func (s *state) tenantOf(id string) (string, bool) {
+	if t := s.rows; t != nil {
+		i, ok := t.find(id)
+		if !ok {
+			return "", false
+		}
+		return t.tenants[t.row(i).tenant], true
+	}
+	c, ok := s.chunks[id]
+	if !ok {
+		return "", false
+	}
+	return c.Tenant, true
+}
+
+// errMismatch is a stored chunk line that reads, but not as the chunk the
+// checkpoint committed: the gate drops such a chunk (contract 5), where a
+// line that cannot be read at all fails the request.
+var errMismatch = fmt.Errorf("%w: stored chunk differs from its content hash", ErrCorrupt)
+
+// chunkOf returns committed chunk id, nil when there is none. From a row
+// table it reads the chunk's line and checks it against the content hash
+// the row holds, which covers every field (a purged chunk's line, its text
+// gone, must name the row's hash). An error is ErrCorrupt naming the file
+// and the chunk; errMismatch when the line reads as another chunk.
+func (s *state) chunkOf(id string) (*evidence.Chunk, error) {
+	t := s.rows
+	if t == nil {
+		return s.chunks[id], nil
+	}
+	i, ok := t.find(id)
+	if !ok {
+		return nil, nil
+	}
+	w := t.row(i)
+	file := t.files[w.gen-1]
+	f, err := t.batch(file)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %q: %w", id, err)
+	}
+	line, err := storage.ReadLine(f, w.line)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %q: %w", id, err)
+	}
+	where := fmt.Sprintf("%s/%s at byte %d", storage.ChunksDir, file, w.line.Off)
+	c, redacted, err := storage.DecodeChunkLine(where, line)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errMismatch, err)
+	}
+	want := evidence.HashPrefix + fmt.Sprintf("%x", w.hash)
+	switch {
+	case c.ID != id || c.ContentHash != want:
+		return nil, fmt.Errorf("%w: %s: chunk %q where the checkpoint has %q (content hash %s)", errMismatch, where, c.ID, id, want)
+	case redacted == nil && c.ComputeHash() != want:
+		return nil, fmt.Errorf("%w: %s: chunk %q", errMismatch, where, id)
+	}
+	return c, nil
+}
+
+// docView is a chunk's document version: its chunks' IDs in document order,
+// their reranker terms as numbers, and the chunk's position.
+type docView struct {
+	ids  []string
+	nums [][]uint32
+	pos  int
+	gens func(i int) int64 // the generation that committed chunk i
+}
+
+// batch returns batch file file, opened on first use and kept open until
+// close: a query reads a few lines of it, and opening the file for each
+// was a tenth of a query's time.
+func (t *rowTable) batch(file string) (*os.File, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, fmt.Errorf("%w: %s: the state that named it is gone", ErrCorrupt, file)
+	}
+	if f, ok := t.open[file]; ok {
+		return f, nil
+	}
+	f, err := t.dir.OpenBatch(file)
+	if err != nil {
+		return nil, err
+	}
+	if t.open == nil {
+		t.open = map[string]*os.File{}
+	}
+	t.open[file] = f
+	return f, nil
+}
+
+// close closes the batch files t opened: once the engine holds another
+// state, or closes. A query still reading t then fails to read, and starts
+// again on the new state (Engine.readFailed).
+func (t *rowTable) close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(t.open)) {
+		errs = append(errs, t.open[name].Close())
+	}
+	t.open = nil
+	return errors.Join(errs...)
+}
+
+// docOf returns the document of committed chunk id, and the generation
+// that committed it.
+func (s *state) docOf(id string) (docView, int64, bool) {
+	if t := s.rows; t != nil {
+		i, ok := t.find(id)
+		if !ok {
+			return docView{}, 0, false
+		}
+		w := t.row(i)
+		start, n := int(w.docStart), int(w.docLen)
+		v, ok := t.docs.Load(start)
+		if !ok {
+			d := &docView{ids: make([]string, n), nums: make([][]uint32, n),
+				gens: func(k int) int64 { return int64(t.row(start + k).gen) }}
+			for k := range n {
+				d.ids[k], d.nums[k] = t.id(start+k), t.numsOf(t.row(start+k))
+			}
+			v, _ = t.docs.LoadOrStore(start, d)
+		}
+		d := *v.(*docView)
+		d.pos = i - start
+		return d, int64(w.gen), true
+	}
+	p, ok := s.docPlace[id]
+	if !ok {
+		return docView{}, 0, false
+	}
+	l := p.list
+	return docView{ids: l.ids, nums: l.nums, pos: p.pos, gens: func(k int) int64 { return s.docPlace[l.ids[k]].gen }}, p.gen, true
+}
+
+// writable returns the committed state with every chunk in memory: the
+// state itself or, when Open read a checkpoint, the state the batch files
+// give, which then replaces it (it answers every query the same). A
+// commit, a purge, Check and Diff start from it; the first of them after
+// such an Open pays for reading every batch file, once.
+func (e *Engine) writable() (*state, error) {
+	st, err := e.snapshot()
+	if err != nil || st.rows == nil {
+		return st, err
+	}
+	e.fullMu.Lock()
+	defer e.fullMu.Unlock()
+	if st, err = e.snapshot(); err != nil || st.rows == nil {
+		return st, err // another caller built it meanwhile
+	}
+	full, err := loadState(e.store, e.lex, e.emb, e.graph)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.st == st { // only a commit moves st, and a commit starts here
+		e.st = full
+		st.rows.close() // a read error only: nothing was written
+	}
+	return e.st, nil
+}
+
+// openState returns the committed state of the index in d: from its
+// checkpoint when it has one made by these analyzers and the engine has no
+// dense leg (a dense leg's vectors are built over every chunk), else from
+// every batch file.
+func openState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, graph *retrieve.GraphOptions) (*state, error) {
+	m := d.Manifest()
+	if m.Checkpoint == "" || emb != nil {
+		return loadState(d, lex, emb, graph)
+	}
+	raw, err := d.ReadFile(m.Checkpoint, m.CheckpointSum)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]string, len(m.Batches))
+	for i, b := range m.Batches {
+		files[i] = b.File
+	}
+	st, ok, err := decodeCheckpoint(m.Checkpoint, raw, analysisIdentity(lex), d, files)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return loadState(d, lex, emb, graph)
+	case st.gen != m.Generation || st.stats.Docs != m.Docs || st.stats.Tokens != m.Tokens || int64(st.rows.n) != m.Docs:
+		return nil, fmt.Errorf("%w: %s is of generation %d, %d chunks and %d tokens, the manifest's %d, %d and %d",
+			ErrCorrupt, m.Checkpoint, st.gen, st.rows.n, st.stats.Tokens, m.Generation, m.Docs, m.Tokens)
+	}
+	return st, nil
+}
+
+// checkCheckpoint reports, through bad, a checkpoint of st's generation
+// that differs from the one st gives (st holds every chunk).
+func (e *Engine) checkCheckpoint(st *state, bad func(string, ...any)) {
+	m := e.store.Manifest()
+	if m.Checkpoint == "" || m.Generation != st.gen {
+		return
+	}
+	raw, err := e.store.ReadFile(m.Checkpoint, m.CheckpointSum)
+	if err != nil {
+		bad("%v", err)
+		return
+	}
+	want, err := encodeCheckpoint(st, analysisIdentity(e.lex))
+	if err != nil {
+		bad("%v", err)
+		return
+	}
+	if !bytes.Equal(raw, want) {
+		bad("%s differs from the checkpoint the batch files give", m.Checkpoint)
+	}
+}

@@ -1,0 +1,249 @@
+package evpack
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/fsutil"
+	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/internal/storagetest"
+)
+
+// lazyHistory commits, to the index in dir, the golden corpus, two
+// tenants' chunks, an ALFRED series fetched twice (its second fetch ends a
+// vintage: a fact) and a purge, and returns the requests to ask of it:
+// the golden ones, each tenant's, and pinned to every generation.
+func lazyHistory(t *testing.T, dir string) []Request {
+	ctx := context.Background()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	ingestCorpus(t, e)
+	first, second := gdpFetches(t)
+	acme := vocabularyRecords(t, "acme", "a", 6, 1)
+	acme[0].Chunk.Text += " zyxquillon" // a word of this chunk's alone, which the purge takes away
+	for _, recs := range [][]connectors.Record{acme, first, vocabularyRecords(t, "globex", "g", 6, 2), second} {
+		_, err = e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
+		require.NoError(t, err)
+	}
+	_, err = e.Purge(ctx, []string{"a-0000"}, "erasure request 2026-7")
+	require.NoError(t, err)
+	gen := e.st.gen
+	require.NoError(t, e.Close())
+	reqs, err := loadRequests()
+	require.NoError(t, err)
+	var out []Request
+	for _, r := range reqs {
+		out = append(out, r.request())
+	}
+	for _, tenant := range []string{"", "acme", "globex"} {
+		for g := range gen + 1 {
+			out = append(out,
+				Request{Question: "records retention client transactions", AsOf: asof.MustDate("2026-01-15"), Tenant: tenant, Generation: g},
+				Request{Question: "GDP growth 2020Q1 percent", AsOf: asof.MustDate("2020-06-01"), Tenant: tenant, Generation: g, K: 3})
+		}
+		for _, w := range []string{"zyxquillon", "a-0001 a-0002 a-0003", "g-0004 g-0005"} {
+			out = append(out, Request{Question: w, AsOf: asof.MustDate("2026-06-01"), Tenant: tenant})
+		}
+	}
+	return out
+}
+
+// packsOf returns e's pack bytes for each of reqs.
+func packsOf(t *testing.T, e *Engine, reqs []Request) [][]byte {
+	t.Helper()
+	out := make([][]byte, len(reqs))
+	for i, r := range reqs {
+		p, err := e.Query(context.Background(), r)
+		require.NoError(t, err, "request %d: %+v", i, r)
+		out[i] = p.Bytes()
+	}
+	return out
+}
+
+// TestCheckpointAnswersAsTheLog: Open reads the checkpoint (nothing per
+// chunk in memory), and the index answers every request, pinned ones
+// included, byte for byte as it does once the state is built from every
+// batch file (the first write's), and every pack verifies either way.
+func TestCheckpointAnswersAsTheLog(t *testing.T) {
+	dir := t.TempDir()
+	reqs := lazyHistory(t, dir)
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	checked(t, e)
+	require.NotNil(t, e.st.rows, "Open read the checkpoint")
+	require.Empty(t, e.st.chunks, "and holds no chunk")
+	lazy := packsOf(t, e, reqs)
+	for i, raw := range lazy {
+		rep, err := e.Verify(context.Background(), raw)
+		require.NoError(t, err)
+		require.True(t, rep.OK(), "request %d: %v", i, rep.Problems)
+	}
+	require.NoError(t, e.Check())
+	require.NotNil(t, e.st.rows, "Check leaves the engine's state as it was")
+
+	full := fullState(t, e)
+	require.Nil(t, full.rows)
+	require.Same(t, full, e.st, "the first write's state replaces the checkpoint's")
+	require.Equal(t, lazy, packsOf(t, e, reqs))
+}
+
+// TestCheckpointMatchesTheLog: the checkpoint a commit writes is the one
+// the state rebuilt from the batch files writes, byte for byte, after
+// chunks, facts and a purge (Check compares them); and a later commit on
+// an index opened from its checkpoint writes the next one so too.
+func TestCheckpointMatchesTheLog(t *testing.T) {
+	dir := t.TempDir()
+	lazyHistory(t, dir)
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	checked(t, e)
+	_, err = e.Ingest(context.Background(), connectors.Records(vocabularyRecords(t, "acme", "later", 4, 7)), IngestOptions{})
+	require.NoError(t, err)
+	require.NoError(t, e.Check())
+	require.NoError(t, e.Close())
+	m := storagetest.ReadManifest(t, dir)
+	require.Equal(t, storage.CheckpointName(m.Generation), m.Checkpoint)
+	old, err := filepath.Glob(filepath.Join(dir, "state-*.bin"))
+	require.NoError(t, err)
+	require.Equal(t, []string{filepath.Join(dir, m.Checkpoint)}, old, "a commit removes the checkpoint before it")
+	raw, err := os.ReadFile(filepath.Join(dir, m.Checkpoint))
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), "zyxquill", "no term of the purged text is written")
+}
+
+// TestEditedCheckpointIsRefused: a byte edited is ErrCorrupt at Open,
+// naming the file; a checkpoint forged and re-sealed (with the manifest)
+// to drop a chunk from a document gets past Open, and Check names it.
+func TestEditedCheckpointIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	lazyHistory(t, dir)
+	m := storagetest.ReadManifest(t, dir)
+	name := filepath.Join(dir, m.Checkpoint)
+	orig, err := os.ReadFile(name)
+	require.NoError(t, err)
+
+	edited := bytes.Clone(orig)
+	edited[len(edited)/2] ^= 1
+	require.NoError(t, os.WriteFile(name, edited, 0o644))
+	_, err = Open(dir, Options{})
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Contains(t, err.Error(), name+" hashes to")
+
+	// Forged: the first row's committing generation moved on (a pinned
+	// request would leave its chunk out), the file sealed anew and the
+	// manifest with it.
+	require.NoError(t, os.WriteFile(name, orig, 0o644))
+	st := decodeFixture(t, dir)
+	body := bytes.Clone(orig[:len(orig)-32])
+	off := bytes.Index(body, st.rows.rows[:rowSize])
+	require.Positive(t, off)
+	require.Less(t, st.rows.row(0).gen, uint32(m.Generation))
+	binary.LittleEndian.PutUint32(body[off+8:], st.rows.row(0).gen+1)
+	forged := fsutil.Seal(body)
+	require.NoError(t, os.WriteFile(name, forged, 0o644))
+	m.CheckpointSum = evidence.Sum(forged)
+	storagetest.WriteManifest(t, dir, m)
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	err = e.Check()
+	require.ErrorIs(t, err, ErrCheck)
+	require.Contains(t, err.Error(), m.Checkpoint+" differs from the checkpoint the batch files give")
+}
+
+// decodeFixture decodes the checkpoint of the index in dir.
+func decodeFixture(t *testing.T, dir string) *state {
+	t.Helper()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { e.Close() })
+	require.NotNil(t, e.st.rows)
+	st := e.st
+	require.NoError(t, e.Close())
+	return st
+}
+
+// TestEditedLineIsDropped: with Open reading the checkpoint, a batch file's
+// chunk line edited after ingest (the text changed: its content hash, kept
+// in the checkpoint, no longer matches) is found when a query reads it,
+// and the gate drops the chunk, saying why; Check names the file. A batch
+// file gone is an error of the query, not a silent drop.
+func TestEditedLineIsDropped(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	ingestCorpus(t, e)
+	req := Request{Question: "How long must a licensed firm retain records of client transactions?", AsOf: asof.MustDate("2026-01-15")}
+	p, err := e.Query(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, "records-act/art-2@2025", p.Citations[0].ChunkID)
+	require.NoError(t, e.Close())
+
+	batch := filepath.Join(dir, storage.ChunksDir, storage.BatchName(1))
+	orig, err := os.ReadFile(batch)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(batch, bytes.Replace(orig, []byte("for ten years from the date"), []byte("for two years from the date"), 1), 0o644))
+	e, err = Open(dir, Options{})
+	require.NoError(t, err)
+	p2, err := e.Query(ctx, req)
+	require.NoError(t, err)
+	require.NotContains(t, citedIDs(p2), "records-act/art-2@2025")
+	require.Contains(t, p2.Trace.Dropped, evidence.Drop{ChunkID: "records-act/art-2@2025", Reason: "content hash mismatch"})
+	rep, err := e.Verify(ctx, p.Bytes())
+	require.NoError(t, err)
+	require.False(t, rep.OK())
+	err = e.Check()
+	require.ErrorIs(t, err, ErrCheck)
+	require.Contains(t, err.Error(), batch+" hashes to")
+	require.NoError(t, e.Close())
+
+	require.NoError(t, os.Remove(batch))
+	e, err = Open(dir, Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	_, err = e.Query(ctx, req)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Contains(t, err.Error(), storage.BatchName(1))
+}
+
+// TestCheckpointOfOtherAnalyzersIsNotUsed: a checkpoint names the
+// analyzers whose terms it holds; one of others is passed over, and Open
+// builds the state from the batch files as before.
+func TestCheckpointOfOtherAnalyzersIsNotUsed(t *testing.T) {
+	dir := t.TempDir()
+	reqs := lazyHistory(t, dir)
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	want := packsOf(t, e, reqs)
+	require.NoError(t, e.Close())
+	raw, err := encodeCheckpoint(fullOf(t, dir), "lexical=other rerank=terms/0")
+	require.NoError(t, err)
+	m := storagetest.ReadManifest(t, dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), raw, 0o644))
+	m.CheckpointSum = evidence.Sum(raw)
+	storagetest.WriteManifest(t, dir, m)
+	e, err = Open(dir, Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	require.Nil(t, e.st.rows)
+	require.Equal(t, want, packsOf(t, e, reqs))
+}
+
+// fullOf returns the state the batch files of the index in dir give.
+func fullOf(t *testing.T, dir string) *state {
+	t.Helper()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	return fullState(t, e)
+}
