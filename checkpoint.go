@@ -1,6 +1,7 @@
 package evpack
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -9,12 +10,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/evpack/evpack/asof"
+	"github.com/zeebo/blake3"
+
 	"github.com/evpack/evpack/evidence"
-	"github.com/evpack/evpack/internal/fsutil"
 	"github.com/evpack/evpack/internal/storage"
 )
 
@@ -54,7 +57,7 @@ const rowNoTerms = 1
 // encodeCheckpoint returns the sealed checkpoint of st, a state built from
 // batches (every chunk in memory, with its line), for analyzers identity.
 func encodeCheckpoint(st *state, identity string) ([]byte, error) {
-	w := &ckptWriter{b: append(make([]byte, 0, 1<<16), checkpointFormat...)}
+	w := &ckptWriter{b: make([]byte, 0, 1<<16)}
 	w.str(identity)
 	w.int(st.gen)
 	w.uint(uint64(len(st.commits)))
@@ -140,10 +143,73 @@ func encodeCheckpoint(st *state, identity string) ([]byte, error) {
 			}
 		}
 	}
-	if err := w.rows(st, tenantNames, canon); err != nil {
+	body, err := w.rows(st, tenantNames, canon)
+	if err != nil {
 		return nil, err
 	}
-	return fsutil.Seal(w.b), nil
+	return assembleCheckpoint(w.b, body), nil
+}
+
+// The file: checkpointFormat, the head's length (8 bytes), the head (the
+// figures, then each body section's place, block size and the BLAKE3-256
+// of each of its blocks), the head's seal (BLAKE3-256 of everything
+// before it: the checksum the manifest records), zeros up to a page, and
+// the body. Open reads and checks the head alone and maps the body; a
+// query checks each block of the body the first time it reads it.
+const (
+	ckptPage  = 4096
+	ckptBlock = 64 << 10
+	// rowsPerBlock rows make one block of the rows section, so that no row
+	// straddles two (each row is validated with its block).
+	rowsPerBlock = 800
+)
+
+// assembleCheckpoint returns the checkpoint file of head and the body
+// sections (rows, row numbers in ID order, ID arena, number arena).
+func assembleCheckpoint(head []byte, body [4][]byte) []byte {
+	w := &ckptWriter{b: head}
+	off := 0
+	for i, sec := range body {
+		size := ckptBlock
+		if i == 0 {
+			size = rowsPerBlock * rowSize
+		}
+		w.uint(uint64(off))
+		w.uint(uint64(len(sec)))
+		w.uint(uint64(size))
+		for lo := 0; lo < len(sec); lo += size {
+			sum := blake3.Sum256(sec[lo:min(lo+size, len(sec))])
+			w.b = append(w.b, sum[:]...)
+		}
+		off += (len(sec) + 7) &^ 7
+	}
+	n := len(checkpointFormat) + 8 + len(w.b) + 32
+	start := (n + ckptPage - 1) &^ (ckptPage - 1)
+	out := make([]byte, 0, start+off)
+	out = append(out, checkpointFormat...)
+	out = binary.LittleEndian.AppendUint64(out, uint64(len(w.b)))
+	out = append(out, w.b...)
+	seal := blake3.Sum256(out)
+	out = append(out, seal[:]...)
+	out = append(out, make([]byte, start-len(out))...)
+	for _, sec := range body {
+		out = append(out, sec...)
+		out = append(out, make([]byte, ((len(sec)+7)&^7)-len(sec))...)
+	}
+	return out
+}
+
+// checkpointSum returns the checksum the manifest records of checkpoint
+// raw: its head's seal.
+func checkpointSum(raw []byte) (string, error) {
+	if len(raw) < len(checkpointFormat)+8 || string(raw[:len(checkpointFormat)]) != checkpointFormat {
+		return "", fmt.Errorf("%w: not a checkpoint", ErrCorrupt)
+	}
+	n := len(checkpointFormat) + 8 + int(binary.LittleEndian.Uint64(raw[len(checkpointFormat):]))
+	if n < 0 || n+32 > len(raw) {
+		return "", fmt.Errorf("%w: a checkpoint's head past its end", ErrCorrupt)
+	}
+	return evidence.HashPrefix + hex.EncodeToString(raw[n:n+32]), nil
 }
 
 // canonicalTerms returns the checkpoint's number of each of st's term
@@ -168,20 +234,20 @@ func canonicalTerms(st *state) ([]uint32, []string) {
 	return canon, names
 }
 
-// rows appends the chunks' rows (see rowSize), the row numbers in chunk-ID
-// order, the ID arena and the number arena (aligned to four bytes from the
-// file's start, so that Open can use it in place), the terms numbered by
+// rows appends the number of rows and of each arena's items to the head,
+// and returns the body: the chunks' rows (see rowSize), the row numbers in
+// chunk-ID order, the ID arena and the number arena, the terms numbered by
 // canon.
-func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) error {
+func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byte, error) {
+	var body [4][]byte
 	docs := evidence.SortedKeys(st.docOrder)
 	var ids []string
 	for _, k := range docs {
 		ids = append(ids, st.docOrder[k].ids...)
 	}
 	if len(ids) != len(st.docPlace) {
-		return fmt.Errorf("evpack: checkpoint: %d chunks in documents, %d placed", len(ids), len(st.docPlace))
+		return body, fmt.Errorf("evpack: checkpoint: %d chunks in documents, %d placed", len(ids), len(st.docPlace))
 	}
-	w.uint(uint64(len(ids)))
 	rows := make([]byte, 0, len(ids)*rowSize)
 	var arena []byte
 	var nums []uint32
@@ -193,7 +259,7 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) error {
 			hash, ok := strings.CutPrefix(c.ContentHash, evidence.HashPrefix)
 			sum, err := hex.DecodeString(hash)
 			if !ok || err != nil || len(sum) != 32 {
-				return fmt.Errorf("evpack: checkpoint: chunk %q: content hash %q", id, c.ContentHash)
+				return body, fmt.Errorf("evpack: checkpoint: chunk %q: content hash %q", id, c.ContentHash)
 			}
 			t, _ := slices.BinarySearch(tenants, c.Tenant)
 			var flags uint32
@@ -220,27 +286,23 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) error {
 		row += len(d.ids)
 	}
 	if len(arena) > 1<<32-1 || len(nums) > 1<<32-1 || st.gen > 1<<32-1 {
-		return fmt.Errorf("evpack: checkpoint: %d bytes of chunk IDs, %d reranker terms, generation %d: more than a checkpoint holds", len(arena), len(nums), st.gen)
+		return body, fmt.Errorf("evpack: checkpoint: %d bytes of chunk IDs, %d reranker terms, generation %d: more than a checkpoint holds", len(arena), len(nums), st.gen)
 	}
 	byID := make([]uint32, len(ids))
 	for i := range byID {
 		byID[i] = uint32(i)
 	}
 	slices.SortFunc(byID, func(a, b uint32) int { return strings.Compare(ids[a], ids[b]) })
-	w.b = append(w.b, rows...)
+	order := make([]byte, 0, 4*len(byID))
 	for _, r := range byID {
-		w.b = binary.LittleEndian.AppendUint32(w.b, r)
+		order = binary.LittleEndian.AppendUint32(order, r)
 	}
-	w.uint(uint64(len(arena)))
-	w.b = append(w.b, arena...)
-	w.uint(uint64(len(nums)))
-	for len(w.b)%4 != 0 {
-		w.b = append(w.b, 0)
-	}
+	numBytes := make([]byte, 0, 4*len(nums))
 	for _, n := range nums {
-		w.b = binary.LittleEndian.AppendUint32(w.b, n)
+		numBytes = binary.LittleEndian.AppendUint32(numBytes, n)
 	}
-	return nil
+	w.uint(uint64(len(ids)))
+	return [4][]byte{rows, order, arena, numBytes}, nil
 }
 
 // ckptWriter appends a checkpoint's fields.
@@ -359,16 +421,40 @@ func (r *ckptReader) series() series {
 	return s
 }
 
-// decodeCheckpoint checks and parses checkpoint raw (name is used in
-// errors) into a state whose chunks are read through a row table over
-// batch files files (by generation) of d. ok is false, with no error, when
-// the checkpoint was made by other analyzers than identity.
-func decodeCheckpoint(name string, raw []byte, identity string, d *storage.Dir, files []string) (st *state, ok bool, err error) {
-	body, err := fsutil.Unseal(raw, checkpointFormat, 0)
-	if err != nil {
-		return nil, false, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
+// decodeCheckpoint checks the head of checkpoint file f (name is used in
+// errors) against sum, the manifest's, parses it, and maps the body: a
+// state whose chunks are read through a row table over batch files files
+// (by generation) of d. ok is false, with no error, when the checkpoint was
+// made by other analyzers than identity.
+func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.Dir, files []string) (st *state, ok bool, err error) {
+	fail := func(format string, args ...any) (*state, bool, error) {
+		return nil, false, fmt.Errorf("%w: %s: %s", ErrCorrupt, name, fmt.Sprintf(format, args...))
 	}
-	r := &ckptReader{b: body}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	size := fi.Size()
+	pre := make([]byte, len(checkpointFormat)+8)
+	if _, err := f.ReadAt(pre, 0); err != nil || string(pre[:len(checkpointFormat)]) != checkpointFormat {
+		return fail("not a checkpoint (%s)", checkpointFormat[:len(checkpointFormat)-1])
+	}
+	headLen := binary.LittleEndian.Uint64(pre[len(checkpointFormat):])
+	if headLen > uint64(size) {
+		return fail("a head of %d bytes in a file of %d", headLen, size)
+	}
+	raw := make([]byte, len(pre)+int(headLen)+32)
+	if _, err := f.ReadAt(raw, 0); err != nil {
+		return fail("%v", err)
+	}
+	head, seal := raw[len(pre):len(raw)-32], raw[len(raw)-32:]
+	if got := blake3.Sum256(raw[:len(raw)-32]); !bytes.Equal(got[:], seal) {
+		return fail("head checksum mismatch")
+	}
+	if got := evidence.HashPrefix + hex.EncodeToString(seal); got != sum {
+		return fail("head hashes to %s, the manifest records %s", got, sum)
+	}
+	r := &ckptReader{b: head}
 	if r.str() != identity {
 		return nil, false, r.err
 	}
@@ -436,34 +522,49 @@ func decodeCheckpoint(name string, raw []byte, identity string, d *storage.Dir, 
 		}
 		st.tenants[tenants[i]] = ts
 	}
-	st.rows = r.rowTable(d, files, tenants, len(st.names), raw)
+	rowCount := r.uint() // the body's, checked against its rows section below
+	if rowCount > uint64(size/rowSize) {
+		r.fail("bad row count")
+	}
+	n := int(rowCount)
+	start := (int64(len(raw)) + ckptPage - 1) &^ (ckptPage - 1)
+	var secs [4]section
+	var bodyLen int64
+	for i := range secs {
+		off, length, block := r.uint(), r.uint(), r.uint()
+		nb := 0
+		if block > 0 {
+			nb = int((length + block - 1) / block)
+		}
+		sums := r.bytes(32 * nb)
+		if r.err != nil || block == 0 || off != uint64(bodyLen) || length > uint64(size) {
+			r.fail(fmt.Sprintf("section %d", i))
+			break
+		}
+		secs[i] = section{block: int(block), sums: sums, done: make([]atomic.Bool, nb), length: int(length), off: int64(off)}
+		bodyLen += (int64(length) + 7) &^ 7
+	}
 	if r.err == nil && r.off != len(r.b) {
 		r.fail("data after the end")
+	}
+	if r.err == nil && (start+bodyLen != size || secs[0].length != n*rowSize || secs[1].length != n*4 || secs[3].length%4 != 0) {
+		r.fail(fmt.Sprintf("a body of %d rows does not fill the file's %d bytes", n, size))
 	}
 	if r.err != nil {
 		return nil, false, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, r.err)
 	}
-	return st, true, nil
-}
-
-// rowTable reads the rows half of a checkpoint (see rows) and checks that
-// every reference in it stays inside the file. names counts the term
-// names; raw is the whole file, whose number arena starts four-aligned.
-func (r *ckptReader) rowTable(d *storage.Dir, files, tenants []string, names int, raw []byte) *rowTable {
-	n := r.count(rowSize + 4)
-	t := &rowTable{dir: d, files: files, tenants: tenants, n: n}
-	t.rows = r.bytes(n * rowSize)
-	t.byID = r.bytes(n * 4)
-	t.ids = r.bytes(r.count(1))
-	m := r.count(4)
-	for r.err == nil && (len(checkpointFormat)+r.off)%4 != 0 {
-		r.bytes(1)
+	body, err := mapBody(f, start, bodyLen)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
-	arena := r.bytes(4 * m)
-	if r.err != nil {
-		return nil
+	t := &rowTable{dir: d, files: files, tenants: tenants, n: n, names: len(st.names), name: name}
+	for i := range secs {
+		secs[i].data = body[secs[i].off : secs[i].off+int64(secs[i].length)]
 	}
-	if m > 0 {
+	t.rows, t.byID, t.ids, t.numSec = secs[0], secs[1], secs[2], secs[3]
+	t.rows.validate, t.byID.validate, t.numSec.validate = t.validRows, t.validOrder, t.validNums
+	if m := t.numSec.length / 4; m > 0 {
+		arena := t.numSec.data
 		if nativeLittleEndian {
 			t.nums = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(arena))), m)
 		} else {
@@ -473,59 +574,123 @@ func (r *ckptReader) rowTable(d *storage.Dir, files, tenants []string, names int
 			}
 		}
 	}
-	for i := range n {
-		w := t.row(i)
+	st.rows = t
+	return st, true, nil
+}
+
+// section is one part of a checkpoint's body: mapped, and checked block by
+// block the first time a block is read. A block is also validated then
+// (every reference in it inside the file): a checked block is one a commit
+// wrote, or one a forger sealed anew, which Check finds; either way nothing
+// in it may make a read go out of bounds.
+type section struct {
+	data     []byte
+	off      int64
+	length   int
+	block    int
+	sums     []byte // 32 bytes a block
+	done     []atomic.Bool
+	validate func(lo, hi int) error // bytes [lo, hi) of data, a checked block
+}
+
+// check makes sure the blocks holding bytes [off, off+n) are checked.
+func (s *section) check(off, n int) error {
+	if off < 0 || n < 0 || off+n > s.length {
+		return fmt.Errorf("bytes %d+%d of a section of %d", off, n, s.length)
+	}
+	for b := off / s.block; b*s.block < off+n; b++ {
+		if s.done[b].Load() {
+			continue
+		}
+		lo, hi := b*s.block, min((b+1)*s.block, s.length)
+		if sum := blake3.Sum256(s.data[lo:hi]); !bytes.Equal(sum[:], s.sums[32*b:32*b+32]) {
+			return fmt.Errorf("block %d: checksum mismatch", b)
+		}
+		if s.validate != nil {
+			if err := s.validate(lo, hi); err != nil {
+				return fmt.Errorf("block %d: %w", b, err)
+			}
+		}
+		s.done[b].Store(true)
+	}
+	return nil
+}
+
+// validRows validates the rows in bytes [lo, hi) of the rows section.
+func (t *rowTable) validRows(lo, hi int) error {
+	for i := lo / rowSize; i < hi/rowSize; i++ {
+		w := t.rowAt(i)
 		switch {
-		case int(w.idOff)+int(w.idLen) > len(t.ids) || w.idLen == 0:
-			r.fail(fmt.Sprintf("row %d: chunk ID outside the arena", i))
-		case int(w.tenant) >= len(tenants) || int(w.gen) < 1 || int(w.gen) > len(files):
-			r.fail(fmt.Sprintf("row %d: tenant %d, generation %d", i, w.tenant, w.gen))
-		case int(w.numsOff)+int(w.numsLen) > m:
-			r.fail(fmt.Sprintf("row %d: reranker terms outside the arena", i))
-		case int(w.docStart) > i || i >= int(w.docStart)+int(w.docLen) || int(w.docStart)+int(w.docLen) > n:
-			r.fail(fmt.Sprintf("row %d: document rows %d+%d", i, w.docStart, w.docLen))
-		}
-		if r.err != nil {
-			return nil
+		case int(w.idOff)+int(w.idLen) > t.ids.length || w.idLen == 0:
+			return fmt.Errorf("row %d: chunk ID outside the arena", i)
+		case int(w.tenant) >= len(t.tenants) || int(w.gen) < 1 || int(w.gen) > len(t.files):
+			return fmt.Errorf("row %d: tenant %d, generation %d", i, w.tenant, w.gen)
+		case int(w.numsOff)+int(w.numsLen) > t.numSec.length/4:
+			return fmt.Errorf("row %d: reranker terms outside the arena", i)
+		case int(w.docStart) > i || i >= int(w.docStart)+int(w.docLen) || int(w.docStart)+int(w.docLen) > t.n:
+			return fmt.Errorf("row %d: document rows %d+%d", i, w.docStart, w.docLen)
 		}
 	}
-	for i := range n {
-		if int(binary.LittleEndian.Uint32(t.byID[4*i:])) >= n || i > 0 && t.idAt(i-1) >= t.idAt(i) {
-			r.fail(fmt.Sprintf("chunk-ID order broken at %d", i))
-			return nil
+	return nil
+}
+
+// validOrder validates row numbers in bytes [lo, hi) of the ID order.
+func (t *rowTable) validOrder(lo, hi int) error {
+	for k := lo; k < hi; k += 4 {
+		if int(binary.LittleEndian.Uint32(t.byID.data[k:])) >= t.n {
+			return fmt.Errorf("row number %d of %d", binary.LittleEndian.Uint32(t.byID.data[k:]), t.n)
 		}
 	}
-	for _, v := range t.nums {
-		if int(v) >= names {
-			r.fail(fmt.Sprintf("term number %d of %d", v, names))
-			return nil
+	return nil
+}
+
+// validNums validates term numbers in bytes [lo, hi) of the number arena.
+func (t *rowTable) validNums(lo, hi int) error {
+	for k := lo; k < hi; k += 4 {
+		if v := binary.LittleEndian.Uint32(t.numSec.data[k:]); int(v) >= t.names {
+			return fmt.Errorf("term number %d of %d", v, t.names)
 		}
 	}
-	t.raw = raw
-	return t
+	return nil
 }
 
 // nativeLittleEndian: the number arena (little-endian) can be used in place.
 var nativeLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // rowTable is the chunks' half of a state read from a checkpoint. It is
-// read-only once made (but for its caches, which are safe for concurrent
-// use), so any number of queries read it at once.
+// read-only once made (but for its caches and checks, which are safe for
+// concurrent use), so any number of queries read it at once. Its body is
+// mapped for as long as the process lives (strings and slices handed to
+// queries point into it).
 type rowTable struct {
 	mu     sync.Mutex
 	open   map[string]*os.File // batch files read so far, kept open until close
 	closed bool
 	docs   sync.Map // first row of a document -> *docView, made on first use
 
-	raw     []byte // the checkpoint: ids and nums point into it
-	rows    []byte // n rows of rowSize bytes, in document order
-	byID    []byte // n row numbers (uint32), in chunk-ID order
-	ids     []byte
-	nums    []uint32
-	n       int
-	tenants []string
-	dir     *storage.Dir
-	files   []string // batch file of generation g at files[g-1]
+	rows, byID, ids, numSec section  // rows in document order; row numbers in chunk-ID order; ID arena; number arena
+	nums                    []uint32 // numSec, as numbers
+	n, names                int      // rows; term names
+	tenants                 []string
+	dir                     *storage.Dir
+	files                   []string // batch file of generation g at files[g-1]
+	name                    string
+	bad                     atomic.Pointer[error] // the first block that failed its check
+}
+
+// failed records err, a block of the body that failed its check: every
+// read of t then answers nothing, and the query fails (err).
+func (t *rowTable) failed(err error) {
+	e := fmt.Errorf("%w: %s: %w", ErrCorrupt, t.name, err)
+	t.bad.CompareAndSwap(nil, &e)
+}
+
+// err returns the first failed check's error, nil when none failed.
+func (t *rowTable) err() error {
+	if p := t.bad.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // row is one decoded row.
@@ -537,8 +702,9 @@ type row struct {
 	docStart, docLen, flags   uint32
 }
 
-func (t *rowTable) row(i int) row {
-	b := t.rows[i*rowSize : (i+1)*rowSize]
+// rowAt decodes row i, unchecked.
+func (t *rowTable) rowAt(i int) row {
+	b := t.rows.data[i*rowSize : (i+1)*rowSize]
 	u := func(off int) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
 	return row{idOff: u(0), idLen: u(4), gen: u(8), tenant: u(12),
 		line:    storage.Span{Off: int64(binary.LittleEndian.Uint64(b[16:])), Len: int(u(24))},
@@ -546,32 +712,60 @@ func (t *rowTable) row(i int) row {
 		numsOff: u(60), numsLen: u(64), docStart: u(68), docLen: u(72), flags: u(76)}
 }
 
-// id returns row i's chunk ID, a string over the checkpoint's bytes (never
-// changed once read).
-func (t *rowTable) id(i int) string {
-	b := t.rows[i*rowSize:]
-	off, n := binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:])
-	return unsafe.String(&t.ids[off], n)
+// row returns row i, checked; false after a failed check.
+func (t *rowTable) row(i int) (row, bool) {
+	if err := t.rows.check(i*rowSize, rowSize); err != nil {
+		t.failed(fmt.Errorf("rows: %w", err))
+		return row{}, false
+	}
+	return t.rowAt(i), true
 }
 
-// idAt returns the chunk ID of the k-th row in chunk-ID order.
-func (t *rowTable) idAt(k int) string {
-	return t.id(int(binary.LittleEndian.Uint32(t.byID[4*k:])))
+// id returns row w's chunk ID, a string over the mapped checkpoint.
+func (t *rowTable) id(w row) (string, bool) {
+	if err := t.ids.check(int(w.idOff), int(w.idLen)); err != nil {
+		t.failed(fmt.Errorf("chunk IDs: %w", err))
+		return "", false
+	}
+	return unsafe.String(&t.ids.data[w.idOff], w.idLen), true
+}
+
+// byRank returns the row of the k-th chunk in chunk-ID order.
+func (t *rowTable) byRank(k int) (int, bool) {
+	if err := t.byID.check(4*k, 4); err != nil {
+		t.failed(fmt.Errorf("ID order: %w", err))
+		return 0, false
+	}
+	return int(binary.LittleEndian.Uint32(t.byID.data[4*k:])), true
 }
 
 // find returns the row of chunk id.
 func (t *rowTable) find(id string) (int, bool) {
-	k, ok := sort.Find(t.n, func(k int) int { return strings.Compare(id, t.idAt(k)) })
-	if !ok {
+	failed := false
+	k, ok := sort.Find(t.n, func(k int) int {
+		i, ok := t.byRank(k)
+		w, ok2 := t.row(i)
+		got, ok3 := t.id(w)
+		if !ok || !ok2 || !ok3 {
+			failed = true
+			return 0
+		}
+		return strings.Compare(id, got)
+	})
+	if !ok || failed {
 		return 0, false
 	}
-	return int(binary.LittleEndian.Uint32(t.byID[4*k:])), true
+	return t.byRank(k)
 }
 
-// nums returns row i's reranker term numbers (nil for a purged chunk's).
-func (t *rowTable) numsOf(w row) []uint32 {
+// numsOf returns row w's reranker term numbers (nil for a purged chunk's).
+func (t *rowTable) numsOf(w row) ([]uint32, bool) {
 	if w.flags&rowNoTerms != 0 {
-		return nil
+		return nil, true
 	}
-	return t.nums[w.numsOff : w.numsOff+w.numsLen : w.numsOff+w.numsLen]
+	if err := t.numSec.check(4*int(w.numsOff), 4*int(w.numsLen)); err != nil {
+		t.failed(fmt.Errorf("reranker terms: %w", err))
+		return nil, false
+	}
+	return t.nums[w.numsOff : w.numsOff+w.numsLen : w.numsOff+w.numsLen], true
 }

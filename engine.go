@@ -628,7 +628,10 @@ func (e *Engine) writeFiles(next *state, w batchWrite) (*storage.Commit, *storag
 				return err
 			}
 		}
-		m.CheckpointSum, err = c.Write(m.Checkpoint, ckpt)
+		if _, err = c.Write(m.Checkpoint, ckpt); err != nil {
+			return err
+		}
+		m.CheckpointSum, err = checkpointSum(ckpt) // its head's: Open reads no more
 		return err
 	}
 	if corpusFree(e.emb) && len(add) == 0 { // a commit of facts alone: the stored vectors stay
@@ -982,6 +985,11 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 	p := evidence.Assemble(h, ranked, lookup, steps, e.fingerprint(sc, rr))
 	if readErr != nil {
 		return nil, e.readFailed(st, readErr)
+	}
+	if st.rows != nil {
+		if err := st.rows.err(); err != nil { // a block of the checkpoint failed its check: no answer from it
+			return nil, err
+		}
 	}
 	if !bitStable(rr) {
 		p.Ledger = slices.Clone(ranked) // not the reranker's slice

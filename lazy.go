@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"slices"
@@ -32,14 +33,13 @@ func (s *state) setLines(chunks []*evidence.Chunk, lines []storage.Span) {
 	}
 }
 
-// committedGen returns the generation that committed chunk id.
+// committedGen returns the generation that committed chunk id. (From a
+// row table, a failed check answers false, and fails the query: see
+// rowTable.err.)
 func (s *state) committedGen(id string) (int64, bool) {
 	if t := s.rows; t != nil {
-		i, ok := t.find(id)
-		if !ok {
-			return 0, false
-		}
-		return int64(t.row(i).gen), true
+		w, ok := t.lookup(id)
+		return int64(w.gen), ok
 	}
 	g, ok := s.committed[id]
 	return g, ok
@@ -48,11 +48,11 @@ func (s *state) committedGen(id string) (int64, bool) {
 // tenantOf returns the tenant of committed chunk id.
 func (s *state) tenantOf(id string) (string, bool) {
 	if t := s.rows; t != nil {
-		i, ok := t.find(id)
+		w, ok := t.lookup(id)
 		if !ok {
 			return "", false
 		}
-		return t.tenants[t.row(i).tenant], true
+		return t.tenants[w.tenant], true
 	}
 	c, ok := s.chunks[id]
 	if !ok {
@@ -76,11 +76,10 @@ func (s *state) chunkOf(id string) (*evidence.Chunk, error) {
 	if t == nil {
 		return s.chunks[id], nil
 	}
-	i, ok := t.find(id)
+	w, ok := t.lookup(id)
 	if !ok {
-		return nil, nil
+		return nil, t.err()
 	}
-	w := t.row(i)
 	file := t.files[w.gen-1]
 	f, err := t.batch(file)
 	if err != nil {
@@ -112,6 +111,16 @@ type docView struct {
 	nums [][]uint32
 	pos  int
 	gens func(i int) int64 // the generation that committed chunk i
+	gen  []int64           // gens' answers, for a row table's document
+}
+
+// lookup returns the row of chunk id.
+func (t *rowTable) lookup(id string) (row, bool) {
+	i, ok := t.find(id)
+	if !ok {
+		return row{}, false
+	}
+	return t.row(i)
 }
 
 // batch returns batch file file, opened on first use and kept open until
@@ -160,14 +169,24 @@ func (s *state) docOf(id string) (docView, int64, bool) {
 		if !ok {
 			return docView{}, 0, false
 		}
-		w := t.row(i)
+		w, _ := t.row(i) // find checked it
 		start, n := int(w.docStart), int(w.docLen)
 		v, ok := t.docs.Load(start)
 		if !ok {
-			d := &docView{ids: make([]string, n), nums: make([][]uint32, n),
-				gens: func(k int) int64 { return int64(t.row(start + k).gen) }}
+			d := &docView{ids: make([]string, n), nums: make([][]uint32, n), gen: make([]int64, n)}
+			d.gens = func(k int) int64 { return d.gen[k] }
 			for k := range n {
-				d.ids[k], d.nums[k] = t.id(start+k), t.numsOf(t.row(start+k))
+				r, ok := t.row(start + k)
+				if ok {
+					d.ids[k], ok = t.id(r)
+				}
+				if ok {
+					d.nums[k], ok = t.numsOf(r)
+				}
+				if !ok {
+					return docView{}, 0, false // and the query fails: rowTable.err
+				}
+				d.gen[k] = int64(r.gen)
 			}
 			v, _ = t.docs.LoadOrStore(start, d)
 		}
@@ -220,15 +239,16 @@ func openState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 	if m.Checkpoint == "" || emb != nil {
 		return loadState(d, lex, emb, graph)
 	}
-	raw, err := d.ReadFile(m.Checkpoint, m.CheckpointSum)
+	f, err := d.OpenData(m.Checkpoint)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close() // the body's mapping outlives it
 	files := make([]string, len(m.Batches))
 	for i, b := range m.Batches {
 		files[i] = b.File
 	}
-	st, ok, err := decodeCheckpoint(m.Checkpoint, raw, analysisIdentity(lex), d, files)
+	st, ok, err := decodeCheckpoint(m.Checkpoint, f, m.CheckpointSum, analysisIdentity(lex), d, files)
 	switch {
 	case err != nil:
 		return nil, err
@@ -248,9 +268,15 @@ func (e *Engine) checkCheckpoint(st *state, bad func(string, ...any)) {
 	if m.Checkpoint == "" || m.Generation != st.gen {
 		return
 	}
-	raw, err := e.store.ReadFile(m.Checkpoint, m.CheckpointSum)
+	f, err := e.store.OpenData(m.Checkpoint)
 	if err != nil {
 		bad("%v", err)
+		return
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(f)
+	if err != nil {
+		bad("%s: %v", m.Checkpoint, err)
 		return
 	}
 	want, err := encodeCheckpoint(st, analysisIdentity(e.lex))
@@ -258,7 +284,8 @@ func (e *Engine) checkCheckpoint(st *state, bad func(string, ...any)) {
 		bad("%v", err)
 		return
 	}
-	if !bytes.Equal(raw, want) {
+	sum, _ := checkpointSum(want)
+	if !bytes.Equal(raw, want) || sum != m.CheckpointSum {
 		bad("%s differs from the checkpoint the batch files give", m.Checkpoint)
 	}
 }

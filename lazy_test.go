@@ -3,9 +3,10 @@ package evpack
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,7 +14,6 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
-	"github.com/evpack/evpack/internal/fsutil"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/internal/storagetest"
 )
@@ -120,8 +120,8 @@ func TestCheckpointMatchesTheLog(t *testing.T) {
 	require.NotContains(t, string(raw), "zyxquill", "no term of the purged text is written")
 }
 
-// TestEditedCheckpointIsRefused: a byte edited is ErrCorrupt at Open,
-// naming the file; a checkpoint forged and re-sealed (with the manifest)
+// TestEditedCheckpointIsRefused: a byte of its head edited is ErrCorrupt
+// at Open, naming the file (a byte of the rest: the next test); a checkpoint forged and re-sealed (with the manifest)
 // to drop a chunk from a document gets past Open, and Check names it.
 func TestEditedCheckpointIsRefused(t *testing.T) {
 	dir := t.TempDir()
@@ -132,27 +132,32 @@ func TestEditedCheckpointIsRefused(t *testing.T) {
 	require.NoError(t, err)
 
 	edited := bytes.Clone(orig)
-	edited[len(edited)/2] ^= 1
+	edited[len(checkpointFormat)+8+3] ^= 1 // in the head, which Open reads
 	require.NoError(t, os.WriteFile(name, edited, 0o644))
 	_, err = Open(dir, Options{})
 	require.ErrorIs(t, err, ErrCorrupt)
-	require.Contains(t, err.Error(), name+" hashes to")
+	require.Contains(t, err.Error(), m.Checkpoint+": head checksum mismatch")
 
-	// Forged: the first row's committing generation moved on (a pinned
-	// request would leave its chunk out), the file sealed anew and the
-	// manifest with it.
+	// Forged: one chunk's committing generation moved on (a pinned
+	// request would leave it out), written as a commit would write it, the
+	// manifest sealed anew with its checksum.
 	require.NoError(t, os.WriteFile(name, orig, 0o644))
-	st := decodeFixture(t, dir)
-	body := bytes.Clone(orig[:len(orig)-32])
-	off := bytes.Index(body, st.rows.rows[:rowSize])
-	require.Positive(t, off)
-	require.Less(t, st.rows.row(0).gen, uint32(m.Generation))
-	binary.LittleEndian.PutUint32(body[off+8:], st.rows.row(0).gen+1)
-	forged := fsutil.Seal(body)
-	require.NoError(t, os.WriteFile(name, forged, 0o644))
-	m.CheckpointSum = evidence.Sum(forged)
-	storagetest.WriteManifest(t, dir, m)
 	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	st, identity := fullState(t, e), analysisIdentity(e.lex)
+	require.NoError(t, e.Close())
+	id := slices.Min(slices.Collect(maps.Keys(st.docPlace)))
+	p := st.docPlace[id]
+	require.Less(t, p.gen, m.Generation)
+	p.gen++
+	st.docPlace[id] = p
+	forged, err := encodeCheckpoint(st, identity)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(name, forged, 0o644))
+	m.CheckpointSum, err = checkpointSum(forged)
+	require.NoError(t, err)
+	storagetest.WriteManifest(t, dir, m)
+	e, err = Open(dir, Options{})
 	require.NoError(t, err)
 	defer e.Close()
 	err = e.Check()
@@ -160,16 +165,32 @@ func TestEditedCheckpointIsRefused(t *testing.T) {
 	require.Contains(t, err.Error(), m.Checkpoint+" differs from the checkpoint the batch files give")
 }
 
-// decodeFixture decodes the checkpoint of the index in dir.
-func decodeFixture(t *testing.T, dir string) *state {
-	t.Helper()
+// TestEditedCheckpointBlockFailsTheQuery: Open checks a checkpoint's head;
+// a block of the rest edited after is found when a query first reads it,
+// and the query fails (ErrCorrupt) rather than answer from it.
+func TestEditedCheckpointBlockFailsTheQuery(t *testing.T) {
+	dir := t.TempDir()
+	reqs := lazyHistory(t, dir)
+	m := storagetest.ReadManifest(t, dir)
+	name := filepath.Join(dir, m.Checkpoint)
+	raw, err := os.ReadFile(name)
+	require.NoError(t, err)
+	raw[len(raw)-5] ^= 1 // in the last block of the number arena
+	require.NoError(t, os.WriteFile(name, raw, 0o644))
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { e.Close() })
-	require.NotNil(t, e.st.rows)
-	st := e.st
-	require.NoError(t, e.Close())
-	return st
+	defer e.Close()
+	failed := 0
+	for _, r := range reqs {
+		if _, err := e.Query(context.Background(), r); err != nil {
+			require.ErrorIs(t, err, ErrCorrupt)
+			require.Contains(t, err.Error(), m.Checkpoint)
+			failed++
+		}
+	}
+	require.Positive(t, failed, "some request reads the edited block")
+	_, err = e.Query(context.Background(), reqs[0])
+	require.ErrorIs(t, err, ErrCorrupt, "and every request after it fails")
 }
 
 // TestEditedLineIsDropped: with Open reading the checkpoint, a batch file's
@@ -230,7 +251,8 @@ func TestCheckpointOfOtherAnalyzersIsNotUsed(t *testing.T) {
 	require.NoError(t, err)
 	m := storagetest.ReadManifest(t, dir)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), raw, 0o644))
-	m.CheckpointSum = evidence.Sum(raw)
+	m.CheckpointSum, err = checkpointSum(raw)
+	require.NoError(t, err)
 	storagetest.WriteManifest(t, dir, m)
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)

@@ -240,6 +240,21 @@ func (d *Dir) ReadBatch(b Batch) (Contents, error) {
 	return c, nil
 }
 
+// OpenData opens data file name (relative to the index directory), which
+// the manifest must name; its reader checks it (the checkpoint checks its
+// head against the manifest's checksum, and each block of the rest as it
+// reads it).
+func (d *Dir) OpenData(name string) (*os.File, error) {
+	if !slices.Contains(d.m.Files(), name) {
+		return nil, fmt.Errorf("%w: %s is not in the manifest", ErrCorrupt, name)
+	}
+	f, err := os.Open(filepath.Join(d.path, name))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return f, nil
+}
+
 // OpenBatch opens batch file file (a name under chunks/ that a manifest
 // named) for ReadLine.
 func (d *Dir) OpenBatch(file string) (*os.File, error) {

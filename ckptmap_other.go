@@ -1,0 +1,15 @@
+//go:build !unix
+
+package evpack
+
+import "os"
+
+// mapBody reads n bytes of f from off: a platform without mmap holds the
+// body in memory.
+func mapBody(f *os.File, off, n int64) ([]byte, error) {
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return nil, err
+	}
+	return b, nil
+}

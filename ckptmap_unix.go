@@ -1,0 +1,23 @@
+//go:build unix
+
+package evpack
+
+import (
+	"os"
+	"syscall"
+)
+
+// mapBody maps n bytes of f from off (a page boundary) for reading, and
+// asks the kernel not to read ahead: a query touches a few rows here and
+// there, and read-ahead would make the whole file resident.
+func mapBody(f *os.File, off, n int64) ([]byte, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	b, err := syscall.Mmap(int(f.Fd()), off, int(n), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	_ = syscall.Madvise(b, syscall.MADV_RANDOM) // advice only: reads work without it
+	return b, nil
+}
