@@ -22,7 +22,7 @@ import (
 )
 
 // A checkpoint is a generation's state in a form Open can use without
-// reading a batch file (docs/design.md, "What Open costs"). Each commit
+// reading a batch file (docs/design.md §5, "What Open reads"). Each commit
 // writes one beside its batch; it is derived data, a function of the log
 // and of the analyzers named in it, and Check rebuilds it from the batch
 // files and compares the bytes.
@@ -31,11 +31,12 @@ import (
 // entity names, facts, purges, bounds, commit times), which grow with the
 // vocabulary and the tenants, are decoded at Open. The chunks are rows of
 // fixed width in document order (a document version's chunks adjacent),
-// with their IDs and reranker term numbers in arenas and the row numbers in
-// chunk-ID order for lookups: Open decodes none of it, and a query reads the
-// rows it needs (rowTable). A chunk's own fields stay in its batch file,
-// read when a query needs them and checked against the content hash its
-// row holds (state.chunkOf).
+// with their IDs and reranker term numbers in arenas, and an ID order (each
+// chunk's row and its ID's place, sorted by ID) for lookups: Open maps it
+// and decodes none of it, and a query reads the rows it needs (rowTable),
+// each block checked as it is first read. A chunk's own fields stay in its
+// batch file, read when a query needs them and checked against the content
+// hash its row holds (state.chunkOf).
 //
 // Invariant: decodeCheckpoint(encodeCheckpoint(st)) answers every query as
 // st does (TestCheckpointAnswersAsTheLog), and encodeCheckpoint is a
@@ -157,23 +158,27 @@ func encodeCheckpoint(st *state, identity string) ([]byte, error) {
 // the body. Open reads and checks the head alone and maps the body; a
 // query checks each block of the body the first time it reads it.
 const (
-	ckptPage  = 4096
-	ckptBlock = 64 << 10
-	// rowsPerBlock rows make one block of the rows section, so that no row
-	// straddles two (each row is validated with its block).
-	rowsPerBlock = 800
+	ckptPage = 4096
+	// ckptBlock is small: a query's first read of a block hashes it whole,
+	// and the first queries after Open read many.
+	ckptBlock = 16 << 10
+	// A block of the rows and of the ID order holds whole entries, so that
+	// no entry straddles two (each is validated with its block).
+	rowsPerBlock  = ckptBlock / rowSize
+	orderPerBlock = ckptBlock / orderSize
+	// orderSize is the width of an entry of the ID order: the row, and its
+	// chunk ID's offset and length in the ID arena (a lookup reads the IDs
+	// without the rows).
+	orderSize = 12
 )
 
 // assembleCheckpoint returns the checkpoint file of head and the body
-// sections (rows, row numbers in ID order, ID arena, number arena).
+// sections (rows, ID order, ID arena, number arena).
 func assembleCheckpoint(head []byte, body [4][]byte) []byte {
 	w := &ckptWriter{b: head}
 	off := 0
 	for i, sec := range body {
-		size := ckptBlock
-		if i == 0 {
-			size = rowsPerBlock * rowSize
-		}
+		size := [4]int{rowsPerBlock * rowSize, orderPerBlock * orderSize, ckptBlock, ckptBlock}[i]
 		w.uint(uint64(off))
 		w.uint(uint64(len(sec)))
 		w.uint(uint64(size))
@@ -234,10 +239,9 @@ func canonicalTerms(st *state) ([]uint32, []string) {
 	return canon, names
 }
 
-// rows appends the number of rows and of each arena's items to the head,
-// and returns the body: the chunks' rows (see rowSize), the row numbers in
-// chunk-ID order, the ID arena and the number arena, the terms numbered by
-// canon.
+// rows appends the number of rows to the head and returns the body: the
+// chunks' rows (see rowSize), the ID order (see orderSize), the ID arena and
+// the number arena, the terms numbered by canon.
 func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byte, error) {
 	var body [4][]byte
 	docs := evidence.SortedKeys(st.docOrder)
@@ -293,9 +297,10 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byt
 		byID[i] = uint32(i)
 	}
 	slices.SortFunc(byID, func(a, b uint32) int { return strings.Compare(ids[a], ids[b]) })
-	order := make([]byte, 0, 4*len(byID))
+	order := make([]byte, 0, orderSize*len(byID))
 	for _, r := range byID {
 		order = binary.LittleEndian.AppendUint32(order, r)
+		order = append(order, rows[int(r)*rowSize:int(r)*rowSize+8]...) // the row's ID offset and length
 	}
 	numBytes := make([]byte, 0, 4*len(nums))
 	for _, n := range nums {
@@ -547,7 +552,8 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 	if r.err == nil && r.off != len(r.b) {
 		r.fail("data after the end")
 	}
-	if r.err == nil && (start+bodyLen != size || secs[0].length != n*rowSize || secs[1].length != n*4 || secs[3].length%4 != 0) {
+	if r.err == nil && (start+bodyLen != size || secs[0].length != n*rowSize || secs[1].length != n*orderSize || secs[3].length%4 != 0 ||
+		secs[0].block != rowsPerBlock*rowSize || secs[1].block != orderPerBlock*orderSize) {
 		r.fail(fmt.Sprintf("a body of %d rows does not fill the file's %d bytes", n, size))
 	}
 	if r.err != nil {
@@ -634,11 +640,13 @@ func (t *rowTable) validRows(lo, hi int) error {
 	return nil
 }
 
-// validOrder validates row numbers in bytes [lo, hi) of the ID order.
+// validOrder validates the entries in bytes [lo, hi) of the ID order.
 func (t *rowTable) validOrder(lo, hi int) error {
-	for k := lo; k < hi; k += 4 {
-		if int(binary.LittleEndian.Uint32(t.byID.data[k:])) >= t.n {
-			return fmt.Errorf("row number %d of %d", binary.LittleEndian.Uint32(t.byID.data[k:]), t.n)
+	for k := lo; k+orderSize <= hi; k += orderSize {
+		e := t.byID.data[k:]
+		r, off, n := binary.LittleEndian.Uint32(e), binary.LittleEndian.Uint32(e[4:]), binary.LittleEndian.Uint32(e[8:])
+		if int(r) >= t.n || n == 0 || int(off)+int(n) > t.ids.length {
+			return fmt.Errorf("ID order entry %d: row %d of %d, ID %d+%d", k/orderSize, r, t.n, off, n)
 		}
 	}
 	return nil
@@ -668,7 +676,7 @@ type rowTable struct {
 	closed bool
 	docs   sync.Map // first row of a document -> *docView, made on first use
 
-	rows, byID, ids, numSec section  // rows in document order; row numbers in chunk-ID order; ID arena; number arena
+	rows, byID, ids, numSec section  // rows in document order; ID order (see orderSize); ID arena; number arena
 	nums                    []uint32 // numSec, as numbers
 	n, names                int      // rows; term names
 	tenants                 []string
@@ -730,23 +738,24 @@ func (t *rowTable) id(w row) (string, bool) {
 	return unsafe.String(&t.ids.data[w.idOff], w.idLen), true
 }
 
-// byRank returns the row of the k-th chunk in chunk-ID order.
-func (t *rowTable) byRank(k int) (int, bool) {
-	if err := t.byID.check(4*k, 4); err != nil {
+// byRank returns the row and the chunk ID of the k-th chunk in chunk-ID
+// order.
+func (t *rowTable) byRank(k int) (int, string, bool) {
+	if err := t.byID.check(orderSize*k, orderSize); err != nil {
 		t.failed(fmt.Errorf("ID order: %w", err))
-		return 0, false
+		return 0, "", false
 	}
-	return int(binary.LittleEndian.Uint32(t.byID.data[4*k:])), true
+	e := t.byID.data[orderSize*k:]
+	id, ok := t.id(row{idOff: binary.LittleEndian.Uint32(e[4:]), idLen: binary.LittleEndian.Uint32(e[8:])})
+	return int(binary.LittleEndian.Uint32(e)), id, ok
 }
 
 // find returns the row of chunk id.
 func (t *rowTable) find(id string) (int, bool) {
 	failed := false
 	k, ok := sort.Find(t.n, func(k int) int {
-		i, ok := t.byRank(k)
-		w, ok2 := t.row(i)
-		got, ok3 := t.id(w)
-		if !ok || !ok2 || !ok3 {
+		_, got, ok := t.byRank(k)
+		if !ok {
 			failed = true
 			return 0
 		}
@@ -755,7 +764,8 @@ func (t *rowTable) find(id string) (int, bool) {
 	if !ok || failed {
 		return 0, false
 	}
-	return t.byRank(k)
+	i, _, ok := t.byRank(k)
+	return i, ok
 }
 
 // numsOf returns row w's reranker term numbers (nil for a purged chunk's).

@@ -24,7 +24,9 @@
 // them against the manifest.
 //
 // Invariant: a generation exists iff MANIFEST.json names it; every file the
-// manifest names hashes to the checksum it records.
+// manifest names hashes to the checksum it records, but the checkpoint,
+// whose recorded checksum is its head's (package evpack checks the rest of
+// it block by block, against checksums in the head).
 //
 // Invariant: Open deletes nothing except what PENDING.json proves an
 // unfinished commit wrote; anything else it cannot explain is ErrCorrupt
