@@ -353,7 +353,7 @@ type ckptReader struct {
 
 func (r *ckptReader) fail(what string) {
 	if r.err == nil {
-		r.err = fmt.Errorf("%s at byte %d", what, len(checkpointFormat)+r.off)
+		r.err = fmt.Errorf("%s at byte %d", what, len(checkpointFormat)+8+r.off) // the head starts after its length
 	}
 	r.off = len(r.b)
 }
