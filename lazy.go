@@ -169,7 +169,10 @@ func (s *state) docOf(id string) (docView, int64, bool) {
 		if !ok {
 			return docView{}, 0, false
 		}
-		w, _ := t.row(i) // find checked it
+		w, ok := t.row(i)
+		if !ok {
+			return docView{}, 0, false // and the query fails: rowTable.err
+		}
 		start, n := int(w.docStart), int(w.docLen)
 		v, ok := t.docs.Load(start)
 		if !ok {
