@@ -94,11 +94,12 @@ func (e *Engine) View(opts Options) (*Engine, error) {
 
 // Open opens the on-disk index in dir, creating it when dir is missing or
 // empty. It takes the index's lock first (see Options.LockWait and
-// ErrLocked), then reads and checks the manifest and every batch file it
-// names. A commit that a crash interrupted is rolled back, or finished, as
-// its record says; nothing else is ever deleted: a directory that is not an
-// index is ErrNotIndex, and one whose files disagree is ErrCorrupt naming
-// the file.
+// ErrLocked), then reads and checks the manifest and the generation's
+// checkpoint (or, for an index without one, or with a dense leg, every
+// batch file it names: see docs/design.md §5). A commit that a crash
+// interrupted is rolled back, or finished, as its record says; nothing else
+// is ever deleted: a directory that is not an index is ErrNotIndex, and one
+// whose files disagree is ErrCorrupt naming the file.
 func Open(dir string, opts Options) (*Engine, error) {
 	return open(dir, opts, true)
 }
