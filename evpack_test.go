@@ -379,16 +379,25 @@ func assertShuffleInvariant(t *testing.T, opts func(t testing.TB) Options) {
 	}
 }
 
-func TestTamperedChunkIsDroppedAndVerifyFails(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
+// retentionPack commits the test corpus to a new index in dir and returns
+// the engine, the records-retention request, and its pack, which cites the
+// ten-year article first: the fixture of the tampering tests.
+func retentionPack(t *testing.T, dir string) (*Engine, Request, *evidence.Pack) {
+	t.Helper()
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	ingestCorpus(t, e)
 	req := Request{Question: "How long must a licensed firm retain records of client transactions?", AsOf: asof.MustDate("2026-01-15")}
-	p, err := e.Query(ctx, req)
+	p, err := e.Query(context.Background(), req)
 	require.NoError(t, err)
 	require.Equal(t, "records-act/art-2@2025", p.Citations[0].ChunkID)
+	return e, req, p
+}
+
+func TestTamperedChunkIsDroppedAndVerifyFails(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	e, req, p := retentionPack(t, dir)
 	rep, err := e.Verify(ctx, p.Bytes())
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", rep.Problems)

@@ -2,6 +2,7 @@ package evpack
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -94,7 +95,7 @@ func (s *state) chunkOf(id string) (*evidence.Chunk, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errMismatch, err)
 	}
-	want := evidence.HashPrefix + fmt.Sprintf("%x", w.hash)
+	want := evidence.HashPrefix + hex.EncodeToString(w.hash)
 	switch {
 	case c.ID != id || c.ContentHash != want:
 		return nil, fmt.Errorf("%w: %s: chunk %q where the checkpoint has %q (content hash %s)", errMismatch, where, c.ID, id, want)
@@ -111,7 +112,6 @@ type docView struct {
 	nums [][]uint32
 	pos  int
 	gens func(i int) int64 // the generation that committed chunk i
-	gen  []int64           // gens' answers, for a row table's document
 }
 
 // lookup returns the row of chunk id.
@@ -176,8 +176,8 @@ func (s *state) docOf(id string) (docView, int64, bool) {
 		start, n := int(w.docStart), int(w.docLen)
 		v, ok := t.docs.Load(start)
 		if !ok {
-			d := &docView{ids: make([]string, n), nums: make([][]uint32, n), gen: make([]int64, n)}
-			d.gens = func(k int) int64 { return d.gen[k] }
+			gen := make([]int64, n)
+			d := &docView{ids: make([]string, n), nums: make([][]uint32, n), gens: func(k int) int64 { return gen[k] }}
 			for k := range n {
 				r, ok := t.row(start + k)
 				if ok {
@@ -189,7 +189,7 @@ func (s *state) docOf(id string) (docView, int64, bool) {
 				if !ok {
 					return docView{}, 0, false // and the query fails: rowTable.err
 				}
-				d.gen[k] = int64(r.gen)
+				gen[k] = int64(r.gen)
 			}
 			v, _ = t.docs.LoadOrStore(start, d)
 		}

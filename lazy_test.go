@@ -201,13 +201,7 @@ func TestEditedCheckpointBlockFailsTheQuery(t *testing.T) {
 func TestEditedLineIsDropped(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	e, err := Open(dir, Options{})
-	require.NoError(t, err)
-	ingestCorpus(t, e)
-	req := Request{Question: "How long must a licensed firm retain records of client transactions?", AsOf: asof.MustDate("2026-01-15")}
-	p, err := e.Query(ctx, req)
-	require.NoError(t, err)
-	require.Equal(t, "records-act/art-2@2025", p.Citations[0].ChunkID)
+	e, req, p := retentionPack(t, dir)
 	require.NoError(t, e.Close())
 
 	batch := filepath.Join(dir, storage.ChunksDir, storage.BatchName(1))

@@ -146,12 +146,18 @@ func mergedBleve(b *testing.B, dir string, recs []connectors.Record) bleve.Index
 	if err := idx.Batch(batch); err != nil {
 		b.Fatal(err)
 	}
+	forceMerge(b, idx)
+	return idx
+}
+
+// forceMerge merges bleve index idx into one segment, as evpack's Merge
+// does its own.
+func forceMerge(b *testing.B, idx bleve.Index) {
 	adv, _ := idx.Advanced()
 	opts := mergeplan.SingleSegmentMergePlanOptions
 	if err := adv.(*scorch.Scorch).ForceMerge(context.Background(), &opts); err != nil {
 		b.Fatal(err)
 	}
-	return idx
 }
 
 func BenchmarkQuery(b *testing.B) {

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/index/scorch"
-	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	"github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/evpack/evpack"
@@ -258,11 +256,7 @@ func buildScaleBleve(b *testing.B, dir string, s Scale, base []connectors.Record
 			b.Fatal(err)
 		}
 	}
-	adv, _ := idx.Advanced()
-	opts := mergeplan.SingleSegmentMergePlanOptions
-	if err := adv.(*scorch.Scorch).ForceMerge(context.Background(), &opts); err != nil {
-		b.Fatal(err)
-	}
+	forceMerge(b, idx)
 	return idx
 }
 
