@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"iter"
 	"os"
 	"slices"
 	"sort"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/retrieve"
 )
 
 // A checkpoint is a generation's state in a form Open can use without
@@ -42,8 +44,15 @@ import (
 // st does (TestCheckpointAnswersAsTheLog), and encodeCheckpoint is a
 // function of the state alone: no map order, no clock.
 
-// checkpointFormat is the magic and version of a checkpoint file.
-const checkpointFormat = "evpack-state/1\n"
+// checkpointFormat is the magic and version of a checkpoint file. An
+// index whose checkpoint is of an older format (olderCheckpoints) is read
+// from its batch files, as one without a checkpoint, until its next commit
+// writes one of this format.
+const checkpointFormat = "evpack-state/2\n"
+
+// olderCheckpoints are the magics of the formats before checkpointFormat:
+// /1 had no catalog of the lexical partitions.
+var olderCheckpoints = []string{"evpack-state/1\n"}
 
 // rowSize is the width of a chunk's row: ID (offset and length in the ID
 // arena), committing generation, tenant (index into the row tenants), line
@@ -55,11 +64,24 @@ const rowSize = 4 + 4 + 4 + 4 + 8 + 4 + 32 + 4 + 4 + 4 + 4 + 4
 // rowNoTerms flags a purged chunk: its terms went with its text.
 const rowNoTerms = 1
 
-// encodeCheckpoint returns the sealed checkpoint of st, a state built from
-// batches (every chunk in memory, with its line), for analyzers identity.
-func encodeCheckpoint(st *state, identity string) ([]byte, error) {
+// checkpointOf returns the sealed checkpoint of st, a state built from
+// batches (every chunk in memory, with its line), for the engine's lexical
+// index: its analyzers' identity, and the catalog of its partitions that
+// st's documents give (so that Open opens none of them).
+func (ix *index) checkpointOf(st *state) ([]byte, error) {
+	catalog, err := ix.lex.Catalog(st.lexDocs())
+	if err != nil {
+		return nil, err
+	}
+	return encodeCheckpoint(st, analysisIdentity(ix.lex), catalog)
+}
+
+// encodeCheckpoint returns the sealed checkpoint of st for analyzers
+// identity and lexical catalog (see checkpointOf).
+func encodeCheckpoint(st *state, identity string, catalog []byte) ([]byte, error) {
 	w := &ckptWriter{b: make([]byte, 0, 1<<16)}
 	w.str(identity)
+	w.str(string(catalog))
 	w.int(st.gen)
 	w.uint(uint64(len(st.commits)))
 	for _, t := range st.commits {
@@ -159,9 +181,12 @@ func encodeCheckpoint(st *state, identity string) ([]byte, error) {
 // query checks each block of the body the first time it reads it.
 const (
 	ckptPage = 4096
-	// ckptBlock is small: a query's first read of a block hashes it whole,
-	// and the first queries after Open read many.
-	ckptBlock = 16 << 10
+	// ckptBlock is a page: a query's first read of a block hashes it whole
+	// and faults in each of its pages, and the first queries after Open
+	// read many blocks for a row or an ID each. (16 KiB blocks measured no
+	// worse at a million chunks, within the noise; a page is what a read
+	// needs, and the head's checksums, 32 bytes a page, are read once.)
+	ckptBlock = 4 << 10
 	// A block of the rows and of the ID order holds whole entries, so that
 	// no entry straddles two (each is validated with its block).
 	rowsPerBlock  = ckptBlock / rowSize
@@ -217,6 +242,25 @@ func checkpointSum(raw []byte) (string, error) {
 	return evidence.HashPrefix + hex.EncodeToString(raw[n:n+32]), nil
 }
 
+// lexDocs yields the lexical document of each chunk of st (every chunk in
+// memory), in row order, with whether the lexical index holds it: a purge
+// deleted the documents of the chunks it took.
+func (st *state) lexDocs() iter.Seq2[retrieve.Doc, bool] {
+	return func(yield func(retrieve.Doc, bool) bool) {
+		for _, k := range evidence.SortedKeys(st.docOrder) {
+			for _, id := range st.docOrder[k].ids {
+				d, err := st.lexDoc(id)
+				if err != nil {
+					continue // every placed chunk is committed (rows checks the count)
+				}
+				if _, purged := st.purged[id]; !yield(d, !purged) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // canonicalTerms returns the checkpoint's number of each of st's term
 // numbers (noNumber for a term no chunk holds) and the terms by checkpoint
 // number: in order of first use, chunk by chunk in row order.
@@ -252,8 +296,25 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byt
 	if len(ids) != len(st.docPlace) {
 		return body, fmt.Errorf("evpack: checkpoint: %d chunks in documents, %d placed", len(ids), len(st.docPlace))
 	}
-	rows := make([]byte, 0, len(ids)*rowSize)
+	// The ID arena is laid out in ID order, so that the IDs an order block
+	// names lie together: a lookup reads one order block and the few arena
+	// blocks its IDs fill, after a binary search of the head's fences (the
+	// first ID of each order block) in memory.
+	byID := make([]uint32, len(ids))
+	for i := range byID {
+		byID[i] = uint32(i)
+	}
+	slices.SortFunc(byID, func(a, b uint32) int { return strings.Compare(ids[a], ids[b]) })
+	idOff := make([]uint32, len(ids))
 	var arena []byte
+	for _, r := range byID {
+		idOff[r] = uint32(len(arena))
+		arena = append(arena, ids[r]...)
+		if len(arena) > 1<<32-1 {
+			return body, fmt.Errorf("evpack: checkpoint: more than 4 GiB of chunk IDs")
+		}
+	}
+	rows := make([]byte, 0, len(ids)*rowSize)
 	var nums []uint32
 	row := 0
 	for _, k := range docs {
@@ -270,7 +331,7 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byt
 			if _, purged := st.purged[id]; purged { // nil in memory, or none read back: the same
 				flags |= rowNoTerms
 			}
-			rows = binary.LittleEndian.AppendUint32(rows, uint32(len(arena)))
+			rows = binary.LittleEndian.AppendUint32(rows, idOff[row+i])
 			rows = binary.LittleEndian.AppendUint32(rows, uint32(len(id)))
 			rows = binary.LittleEndian.AppendUint32(rows, uint32(p.gen))
 			rows = binary.LittleEndian.AppendUint32(rows, uint32(t))
@@ -282,7 +343,6 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byt
 			rows = binary.LittleEndian.AppendUint32(rows, uint32(row))
 			rows = binary.LittleEndian.AppendUint32(rows, uint32(len(d.ids)))
 			rows = binary.LittleEndian.AppendUint32(rows, flags)
-			arena = append(arena, id...)
 			for _, n := range d.nums[i] {
 				nums = append(nums, canon[n])
 			}
@@ -292,11 +352,6 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byt
 	if len(arena) > 1<<32-1 || len(nums) > 1<<32-1 || st.gen > 1<<32-1 {
 		return body, fmt.Errorf("evpack: checkpoint: %d bytes of chunk IDs, %d reranker terms, generation %d: more than a checkpoint holds", len(arena), len(nums), st.gen)
 	}
-	byID := make([]uint32, len(ids))
-	for i := range byID {
-		byID[i] = uint32(i)
-	}
-	slices.SortFunc(byID, func(a, b uint32) int { return strings.Compare(ids[a], ids[b]) })
 	order := make([]byte, 0, orderSize*len(byID))
 	for _, r := range byID {
 		order = binary.LittleEndian.AppendUint32(order, r)
@@ -307,6 +362,9 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byt
 		numBytes = binary.LittleEndian.AppendUint32(numBytes, n)
 	}
 	w.uint(uint64(len(ids)))
+	for k := 0; k < len(byID); k += orderPerBlock {
+		w.str(ids[byID[k]])
+	}
 	return [4][]byte{rows, order, arena, numBytes}, nil
 }
 
@@ -442,6 +500,9 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 	size := fi.Size()
 	pre := make([]byte, len(checkpointFormat)+8)
 	if _, err := f.ReadAt(pre, 0); err != nil || string(pre[:len(checkpointFormat)]) != checkpointFormat {
+		if err == nil && slices.Contains(olderCheckpoints, string(pre[:len(checkpointFormat)])) {
+			return nil, false, nil
+		}
 		return fail("not a checkpoint (%s)", checkpointFormat[:len(checkpointFormat)-1])
 	}
 	headLen := binary.LittleEndian.Uint64(pre[len(checkpointFormat):])
@@ -463,6 +524,7 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 	if r.str() != identity {
 		return nil, false, r.err
 	}
+	catalog := r.bytes(r.count(1))
 	st = newState()
 	st.gen = r.int()
 	st.commits = make([]time.Time, r.count(1))
@@ -532,6 +594,13 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 		r.fail("bad row count")
 	}
 	n := int(rowCount)
+	fences := make([]string, (n+orderPerBlock-1)/orderPerBlock)
+	for i := range fences {
+		fences[i] = r.str()
+		if i > 0 && r.err == nil && fences[i] <= fences[i-1] {
+			r.fail("fences out of order")
+		}
+	}
 	start := (int64(len(raw)) + ckptPage - 1) &^ (ckptPage - 1)
 	var secs [4]section
 	var bodyLen int64
@@ -563,7 +632,7 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
-	t := &rowTable{dir: d, files: files, tenants: tenants, n: n, names: len(st.names), name: name}
+	t := &rowTable{dir: d, files: files, tenants: tenants, n: n, names: len(st.names), name: name, catalog: catalog, fences: fences}
 	for i := range secs {
 		secs[i].data = body[secs[i].off : secs[i].off+int64(secs[i].length)]
 	}
@@ -684,6 +753,11 @@ type rowTable struct {
 	files                   []string // batch file of generation g at files[g-1]
 	name                    string
 	bad                     atomic.Pointer[error] // the first block that failed its check
+	// catalog is the lexical partitions' (retrieve.Lexical.Catalog) as the
+	// checkpoint holds it: empty for an unpartitioned index.
+	catalog []byte
+	// fences are the first chunk ID of each block of the ID order.
+	fences []string
 }
 
 // failed records err, a block of the body that failed its check: every
@@ -750,11 +824,17 @@ func (t *rowTable) byRank(k int) (int, string, bool) {
 	return int(binary.LittleEndian.Uint32(e)), id, ok
 }
 
-// find returns the row of chunk id.
+// find returns the row of chunk id: the fences say which block of the ID
+// order may hold it, and a binary search of that block finds it.
 func (t *rowTable) find(id string) (int, bool) {
+	b := sort.Search(len(t.fences), func(j int) bool { return t.fences[j] > id }) - 1
+	if b < 0 {
+		return 0, false
+	}
+	lo := b * orderPerBlock
 	failed := false
-	k, ok := sort.Find(t.n, func(k int) int {
-		_, got, ok := t.byRank(k)
+	k, ok := sort.Find(min(orderPerBlock, t.n-lo), func(k int) int {
+		_, got, ok := t.byRank(lo + k)
 		if !ok {
 			failed = true
 			return 0
@@ -764,7 +844,7 @@ func (t *rowTable) find(id string) (int, bool) {
 	if !ok || failed {
 		return 0, false
 	}
-	i, _, ok := t.byRank(k)
+	i, _, ok := t.byRank(lo + k)
 	return i, ok
 }
 

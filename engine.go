@@ -118,7 +118,9 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
 	}
 	lexDir := filepath.Join(dir, storage.LexicalDir)
-	lex, err := retrieve.OpenLexical(lexDir, opts.lexicalOptions())
+	lexOpts := opts.lexicalOptions()
+	lexOpts.Deferred = true // the checkpoint's catalog settles them, or OpenAll below
+	lex, err := retrieve.OpenLexical(lexDir, lexOpts)
 	if err != nil && d.Manifest().Generation == 0 {
 		// Nothing was ever committed, so the lexical directory holds at most
 		// the empty index a crash interrupted while creating it: make it
@@ -126,7 +128,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		if rerr := os.RemoveAll(lexDir); rerr != nil {
 			return fail(errors.Join(err, rerr))
 		}
-		lex, err = retrieve.OpenLexical(lexDir, opts.lexicalOptions())
+		lex, err = retrieve.OpenLexical(lexDir, lexOpts)
 	}
 	if err != nil {
 		return fail(err)
@@ -142,10 +144,40 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	}
 	opts.Analyzer = Analyzer(lex.Analyzer())
 	gen := d.Manifest().Generation
-	above := func(g int64) (uint64, error) { return lex.CountAbove(context.Background(), g) }
+	engine := func(st *state) *Engine {
+		ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts), st: st, views: newViewCache()}
+		return &Engine{index: ix, opts: opts}
+	}
 	var st *state
+	if !d.Unfinished() && d.Manifest().Checkpoint != "" && opts.Embedder == nil {
+		// The committed state first: a checkpoint's catalog of the lexical
+		// partitions lets each be opened, and checked against it, when a
+		// request first reads it (retrieve.Lexical.Adopt), so that a
+		// process maps only what its requests read.
+		if st, err = openState(d, lex, opts.Embedder, graphSettings(opts)); err != nil {
+			return failLex(err)
+		}
+		if st.rows != nil && len(st.rows.catalog) > 0 {
+			n, err := lex.Adopt(st.rows.catalog, gen)
+			if errors.Is(err, retrieve.ErrCatalogMismatch) {
+				err = fmt.Errorf("%w: %s: %w", ErrCorrupt, d.Manifest().Checkpoint, err)
+			}
+			if err != nil {
+				return failLex(err)
+			}
+			if m := d.Manifest(); n != uint64(m.Docs-m.Purged) {
+				return failLex(fmt.Errorf("%w: %s catalogs %d lexical documents, the manifest (generation %d) %d chunks, %d of them purged",
+					ErrCorrupt, m.Checkpoint, n, m.Generation, m.Docs, m.Purged))
+			}
+			return engine(st), nil
+		}
+	}
+	if err := lex.OpenAll(); err != nil {
+		return failLex(err)
+	}
+	above := func(g int64) (uint64, error) { return lex.CountAbove(context.Background(), g) }
 	load := func() (err error) {
-		if st == nil {
+		if st == nil || st.rows != nil {
 			st, err = loadState(d, lex, opts.Embedder, graphSettings(opts))
 		}
 		return err
@@ -176,8 +208,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 			return failLex(err)
 		}
 	}
-	ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts), st: st, views: newViewCache()}
-	return &Engine{index: ix, opts: opts}, nil
+	return engine(st), nil
 }
 
 // OpenExisting is Open for a directory that must already hold an index: a
@@ -604,7 +635,7 @@ func (e *Engine) writeFiles(next *state, w batchWrite) (*storage.Commit, *storag
 		return nil, nil, err
 	}
 	next.setLines(add, lines)
-	ckpt, err := encodeCheckpoint(next, analysisIdentity(e.lex))
+	ckpt, err := e.checkpointOf(next)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -846,7 +877,11 @@ func (e *Engine) searchLexical(ctx context.Context, st *state, text string, elig
 	case e.st != st:
 		return retrieve.Result{}, errMoved
 	}
-	return e.lex.Search(ctx, text, elig, st.bounds, e.opts.Pool, stats)
+	res, err := e.lex.Search(ctx, text, elig, st.bounds, e.opts.Pool, stats)
+	if errors.Is(err, retrieve.ErrCatalogMismatch) { // a partition read for the first time
+		err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return res, err
 }
 
 // readFailed returns the error of a query on st that could not read a
@@ -944,13 +979,18 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 	places := make([]rerank.DocumentPlace, len(fused))
 	tf, _ := rr.(rerank.TextFree)
 	readText := tf == nil || !tf.TextFree() // else the texts stay where they are stored
+	dt, _ := rr.(rerank.DocumentTerms)
+	makeTerms := dt == nil || !dt.DocumentTerms() // else the numbers are enough
 	for i, f := range fused {
 		cands[i] = rerank.Candidate{ID: f.ID, Rank: i + 1}
 		// The chunk's document (its terms among them, as numbers) in one
 		// lookup, handed to the reranker with the candidate.
 		if ids, nums, pos := sc.document(f.ID); ids != nil {
 			places[i] = rerank.DocumentPlace{IDs: ids, Nums: nums, Pos: pos}
-			cands[i].Terms, cands[i].Doc = st.termsOf(nums[pos]), &places[i]
+			cands[i].Doc = &places[i]
+			if makeTerms {
+				cands[i].Terms = st.termsOf(nums[pos])
+			}
 		}
 		if readText {
 			c, err := st.chunkOf(f.ID)

@@ -3,12 +3,15 @@ package evpack
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
+	"github.com/blevesearch/bleve/v2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/evpack/evpack/asof"
@@ -55,6 +58,18 @@ func lazyHistory(t *testing.T, dir string) []Request {
 		}
 	}
 	return out
+}
+
+// lazyPacks makes lazyHistory's index in a new directory and returns it,
+// the requests, and the packs it gives them once opened again.
+func lazyPacks(t *testing.T) (dir string, reqs []Request, packs [][]byte) {
+	dir = t.TempDir()
+	reqs = lazyHistory(t, dir)
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	packs = packsOf(t, e, reqs)
+	require.NoError(t, e.Close())
+	return dir, reqs, packs
 }
 
 // packsOf returns e's pack bytes for each of reqs.
@@ -144,14 +159,14 @@ func TestEditedCheckpointIsRefused(t *testing.T) {
 	require.NoError(t, os.WriteFile(name, orig, 0o644))
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
-	st, identity := fullState(t, e), analysisIdentity(e.lex)
+	st := fullState(t, e)
 	require.NoError(t, e.Close())
 	id := slices.Min(slices.Collect(maps.Keys(st.docPlace)))
 	p := st.docPlace[id]
 	require.Less(t, p.gen, m.Generation)
 	p.gen++
 	st.docPlace[id] = p
-	forged, err := encodeCheckpoint(st, identity)
+	forged, err := e.checkpointOf(st) // e's lexical index is closed: checkpointOf reads none of it
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(name, forged, 0o644))
 	m.CheckpointSum, err = checkpointSum(forged)
@@ -235,20 +250,15 @@ func TestEditedLineIsDropped(t *testing.T) {
 // analyzers whose terms it holds; one of others is passed over, and Open
 // builds the state from the batch files as before.
 func TestCheckpointOfOtherAnalyzersIsNotUsed(t *testing.T) {
-	dir := t.TempDir()
-	reqs := lazyHistory(t, dir)
-	e, err := Open(dir, Options{})
-	require.NoError(t, err)
-	want := packsOf(t, e, reqs)
-	require.NoError(t, e.Close())
-	raw, err := encodeCheckpoint(fullOf(t, dir), "lexical=other rerank=terms/0")
+	dir, reqs, want := lazyPacks(t)
+	raw, err := encodeCheckpoint(fullOf(t, dir), "lexical=other rerank=terms/0", nil)
 	require.NoError(t, err)
 	m := storagetest.ReadManifest(t, dir)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), raw, 0o644))
 	m.CheckpointSum, err = checkpointSum(raw)
 	require.NoError(t, err)
 	storagetest.WriteManifest(t, dir, m)
-	e, err = Open(dir, Options{})
+	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	defer e.Close()
 	require.Nil(t, e.st.rows)
@@ -262,4 +272,203 @@ func fullOf(t *testing.T, dir string) *state {
 	require.NoError(t, err)
 	defer e.Close()
 	return fullState(t, e)
+}
+
+// TestPartitionsOpenWhenRead: Open opens no lexical partition of an index
+// with a checkpoint (its catalog says what each holds); a request opens
+// the ones it reads, one tenant's request not another's; the packs are
+// those of the state the batch files give.
+func TestPartitionsOpenWhenRead(t *testing.T) {
+	dir := t.TempDir()
+	reqs := lazyHistory(t, dir)
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	checked(t, e)
+	open, all := e.lex.Opened()
+	require.Zero(t, open, "Open opens no partition")
+	require.Greater(t, all, 3)
+	_, err = e.Query(context.Background(), Request{Question: "a-0001 a-0002", AsOf: asof.MustDate("2026-06-01"), Tenant: "acme"})
+	require.NoError(t, err)
+	one, _ := e.lex.Opened()
+	require.Positive(t, one)
+	require.Less(t, one, all, "one tenant's request opens none of the other tenants' partitions")
+	lazy := packsOf(t, e, reqs)
+	full := fullState(t, e) // the first write's state; the partitions stay as they are
+	require.Nil(t, full.rows)
+	require.Equal(t, lazy, packsOf(t, e, reqs))
+
+	// Requests racing to open the same partitions first (run with -race).
+	require.NoError(t, e.Close())
+	e, err = Open(dir, Options{})
+	require.NoError(t, err)
+	checked(t, e)
+	got := make([][][]byte, 4)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() {
+			got[i] = make([][]byte, len(reqs))
+			for j, r := range reqs {
+				if p, err := e.Query(context.Background(), r); err == nil {
+					got[i][j] = p.Bytes()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i := range got {
+		require.Equal(t, lazy, got[i], "goroutine %d", i)
+	}
+}
+
+// filesOf returns every file under dir but the lock with its size and
+// modification time, sorted.
+func filesOf(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path == filepath.Join(dir, storage.LockName) {
+			return err // Open writes its pid and host into the lock file
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out = append(out, fmt.Sprintf("%s %d %d", path, fi.Size(), fi.ModTime().UnixNano()))
+		return nil
+	}))
+	slices.Sort(out)
+	return out
+}
+
+// TestQueriesWriteNothing: a partition a request opens is opened
+// read-only (bleve opens an index for writing by persisting it again, an
+// fdatasync on the query's path): requests leave every file as it was. A
+// commit reopens the partitions it writes, while requests run on the
+// others and on them (run with -race).
+func TestQueriesWriteNothing(t *testing.T) {
+	dir := t.TempDir()
+	reqs := lazyHistory(t, dir)
+	before := filesOf(t, dir)
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	checked(t, e)
+	want := packsOf(t, e, reqs)
+	open, _ := e.lex.Opened()
+	require.Positive(t, open)
+	require.Equal(t, before, filesOf(t, dir), "no file written, none touched")
+
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var failures []error
+	var mu sync.Mutex
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			r := reqs[i%len(reqs)]
+			r.Generation = max(r.Generation, 1) // pinned: the commit does not move its answer
+			if r.Generation == 0 {
+				continue
+			}
+			if _, err := e.Query(ctx, r); err != nil {
+				mu.Lock()
+				failures = append(failures, err)
+				mu.Unlock()
+			}
+		}
+	})
+	_, err = e.Ingest(ctx, connectors.Records(append(vocabularyRecords(t, "acme", "later", 3, 5), vocabularyRecords(t, "", "shared", 3, 6)...)), IngestOptions{})
+	close(stop)
+	wg.Wait()
+	require.NoError(t, err)
+	require.Empty(t, failures)
+	for i, r := range reqs {
+		if r.Generation == 0 {
+			continue
+		}
+		p, err := e.Query(ctx, r)
+		require.NoError(t, err)
+		require.Equal(t, want[i], p.Bytes(), "request %d, pinned to generation %d", i, r.Generation)
+	}
+}
+
+// TestPartitionDisagreeingWithItsCatalog: a partition edited behind the
+// index's back (a document deleted by another writer) no longer holds what
+// the checkpoint's catalog says: the requests that read it fail with
+// ErrCorrupt naming it, those that do not are answered, and Check names
+// it. A partition the catalog names that is gone is refused at Open.
+func TestPartitionDisagreeingWithItsCatalog(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	reqs := lazyHistory(t, dir)
+	parts, err := filepath.Glob(filepath.Join(dir, storage.LexicalDir, "p-*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, parts)
+	victim := parts[0]
+	idx, err := bleve.Open(victim)
+	require.NoError(t, err)
+	res, err := idx.Search(bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), 1, 0, false))
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Hits)
+	b := idx.NewBatch()
+	b.Delete(res.Hits[0].ID)
+	require.NoError(t, idx.Batch(b))
+	require.NoError(t, idx.Close())
+
+	e, err := Open(dir, Options{})
+	require.NoError(t, err, "Open reads no partition")
+	failed, answered := 0, 0
+	for _, r := range reqs {
+		_, err := e.Query(ctx, r)
+		if err != nil {
+			require.ErrorIs(t, err, ErrCorrupt)
+			require.Contains(t, err.Error(), victim+": holds")
+			failed++
+			continue
+		}
+		answered++
+	}
+	require.Positive(t, failed, "some request reads the edited partition")
+	require.Positive(t, answered, "and some do not")
+	err = e.Check()
+	require.Error(t, err)
+	require.Contains(t, err.Error(), victim)
+	require.NoError(t, e.Close())
+
+	require.NoError(t, os.RemoveAll(victim))
+	_, err = Open(dir, Options{})
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Contains(t, err.Error(), filepath.Base(victim)+" (tenant")
+}
+
+// TestOlderCheckpointIsReadFromTheBatches: a checkpoint of the format
+// before this one (no catalog of the partitions) is passed over, not
+// refused: Open reads the batch files and opens every partition, Check
+// passes, and the next commit writes a checkpoint Open reads again.
+func TestOlderCheckpointIsReadFromTheBatches(t *testing.T) {
+	dir, reqs, want := lazyPacks(t)
+	name := filepath.Join(dir, storagetest.ReadManifest(t, dir).Checkpoint)
+	raw, err := os.ReadFile(name)
+	require.NoError(t, err)
+	copy(raw, olderCheckpoints[0])
+	require.NoError(t, os.WriteFile(name, raw, 0o644))
+
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	require.Nil(t, e.st.rows, "the state comes from the batch files")
+	open, all := e.lex.Opened()
+	require.Equal(t, all, open, "and every partition is opened")
+	require.Equal(t, want, packsOf(t, e, reqs))
+	require.NoError(t, e.Check())
+	_, err = e.Ingest(context.Background(), connectors.Records(vocabularyRecords(t, "acme", "later", 2, 9)), IngestOptions{})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	e, err = Open(dir, Options{})
+	require.NoError(t, err)
+	checked(t, e)
+	require.NotNil(t, e.st.rows, "the commit wrote a checkpoint of this format")
 }

@@ -263,7 +263,7 @@ func (e *Engine) writePurge(next *state, ids []string, dense *retrieve.Dense, gr
 			obsolete = append(obsolete, prev.Dense.Graph)
 		}
 	}
-	ckpt, err := encodeCheckpoint(next, analysisIdentity(e.lex))
+	ckpt, err := e.checkpointOf(next)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -48,6 +48,15 @@ func (None) TextFree() bool { return true }
 // TextFree implements TextFree: recorded scores.
 func (*Ledger) TextFree() bool { return true }
 
+// DocumentTerms is implemented by rerankers that analyse a candidate
+// handed with its document's term numbers (Candidate.Doc with Nums, the
+// Stats implementing TermNumbers) from those numbers alone, reading
+// neither its Terms nor its Text: the engine then does not make the
+// candidate's Terms, a slice of strings per candidate per query.
+type DocumentTerms interface {
+	DocumentTerms() bool
+}
+
 // Capped is implemented by rerankers that accept at most MaxCandidates()
 // candidates per query; the engine refuses a larger pool when built.
 type Capped interface {

@@ -38,6 +38,10 @@ func (*Learned) BitStable() bool { return true }
 // TextFree implements TextFree: features over Terms and documents.
 func (*Learned) TextFree() bool { return true }
 
+// DocumentTerms implements DocumentTerms: FeatureRows analyses a candidate
+// with numbers by its numbers.
+func (*Learned) DocumentTerms() bool { return true }
+
 // Rerank implements Reranker. stats should implement Documents (the engine's
 // does); without it the document features are zero.
 func (l *Learned) Rerank(ctx context.Context, question string, cands []Candidate, stats Stats) ([]evidence.Scored, error) {
@@ -127,6 +131,9 @@ func (Smoothed) BitStable() bool { return true }
 // TextFree implements TextFree.
 func (Smoothed) TextFree() bool { return true }
 
+// DocumentTerms implements DocumentTerms: FeatureRows.
+func (Smoothed) DocumentTerms() bool { return true }
+
 // Rerank implements Reranker.
 func (Smoothed) Rerank(ctx context.Context, question string, cands []Candidate, stats Stats) ([]evidence.Scored, error) {
 	if err := ctx.Err(); err != nil {
@@ -154,6 +161,9 @@ func (IntBM25) BitStable() bool { return true }
 
 // TextFree implements TextFree.
 func (IntBM25) TextFree() bool { return true }
+
+// DocumentTerms implements DocumentTerms: FeatureRows.
+func (IntBM25) DocumentTerms() bool { return true }
 
 // Rerank implements Reranker.
 func (IntBM25) Rerank(ctx context.Context, question string, cands []Candidate, stats Stats) ([]evidence.Scored, error) {

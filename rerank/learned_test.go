@@ -584,7 +584,8 @@ func (n *numberedDocs) DocumentNumbers(id string) ([]string, [][]string, [][]uin
 // TestFeatureRowsByNumber: matching terms by number (TermNumbers, as the
 // engine does) gives the rows that matching by string gives, whether the
 // numbers' low bits are all distinct or all shared, and whether the
-// candidates carry their stored terms, none, or terms of their own.
+// candidates carry their stored terms, none, terms of their own, or their
+// document's numbers alone (what DocumentTerms promises).
 func TestFeatureRowsByNumber(t *testing.T) {
 	f := smallFake()
 	for _, q := range []string{"capital conservation buffer of common equity", "hold liquid assets", "records buffer capital", "boats"} {
@@ -616,6 +617,17 @@ func TestFeatureRowsByNumber(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, FeatureRows(q, carried, f)); diff != "" {
 				t.Fatalf("%q, documents carried with numbers, Stats without:\n%s", q, diff)
+			}
+			// As the engine hands them to a DocumentTerms reranker: the
+			// document's IDs and numbers, no terms, no text.
+			numsOnly := slices.Clone(carried)
+			for i := range numsOnly {
+				d := *numsOnly[i].Doc
+				d.Terms = nil
+				numsOnly[i].Doc, numsOnly[i].Terms, numsOnly[i].Text = &d, nil, ""
+			}
+			if diff := cmp.Diff(want, FeatureRows(q, numsOnly, nd)); diff != "" {
+				t.Fatalf("%q, step %d, numbers alone (DocumentTerms):\n%s", q, step, diff)
 			}
 		}
 		// A candidate whose terms are not its stored ones is matched by

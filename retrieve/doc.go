@@ -3,7 +3,9 @@
 // parts.go), so that a request reads only what it may see; the dense leg (HNSW and exact scan) joins it behind the same [Eligibility]
 // contract.
 //
-// Entry points: [OpenLexical], [Lexical.Search], [Eligibility]; for the
+// Entry points: [OpenLexical], [Lexical.Search], [Eligibility] (and, to
+// open each partition only when first read, [LexicalOptions].Deferred with
+// [Lexical.Catalog] and [Lexical.Adopt]); for the
 // dense leg [NewSIF], [NewHTTPEmbedder] (and package bert's ONNX embedder),
 // [NewDense] and [Dense.Search] (the exact scan), [NewGraph] and
 // [Graph.Search] (HNSW). To plug in a model of your own, implement

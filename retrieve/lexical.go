@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -90,6 +91,11 @@ type LexicalOptions struct {
 	// Both are fixed when the index is made; an existing index keeps its own.
 	PartitionDays int64
 	Unpartitioned bool
+	// Deferred opens no partition of a partitioned index: OpenLexical lists
+	// them, and the caller then hands it their catalog (Adopt), so that
+	// each is opened when a call first reads it, or opens them all
+	// (OpenAll). A call before either opens them all first.
+	Deferred bool
 }
 
 func (o LexicalOptions) analyzer() (string, error) {
@@ -129,6 +135,15 @@ type Lexical struct {
 
 	pmu   sync.RWMutex
 	parts []*part // by key
+	// deferred lists the partition directories of an index opened
+	// deferred, until it is settled (Adopt, OpenAll); unsettled says
+	// whether it is not yet.
+	deferred  []string
+	unsettled atomic.Bool
+	// swap is held for reading by every call that reads partitions, for
+	// its whole length, and for writing while a partition opened
+	// read-only is reopened for writing (writable).
+	swap sync.RWMutex
 
 	// failed is why the index may no longer be touched, or nil. After a
 	// write that bleve could not persist (a full disk), bleve's in-memory
@@ -219,7 +234,7 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 	if !unpartitioned {
 		l.days = max(l.days, 1)
 		if dir != "" {
-			if err := l.openParts(dir); err != nil {
+			if err := l.openParts(dir, opts.Deferred); err != nil {
 				return nil, err
 			}
 		}
@@ -264,12 +279,12 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 func (l *Lexical) setAnalyzers(m mapping.IndexMapping, dir string) error {
 	l.analyzer = m.AnalyzerNamed(l.name)
 	if l.analyzer == nil {
-		l.closeParts()
+		closeParts(l.parts)
 		return fmt.Errorf("%w: %q: analyzer %q unavailable", ErrLexical, dir, l.name)
 	}
 	l.textAnalyzer = m.AnalyzerNamed(m.AnalyzerNameForPath(fieldText))
 	if l.textAnalyzer == nil {
-		l.closeParts()
+		closeParts(l.parts)
 		return fmt.Errorf("%w: %q: analyzer of field %q unavailable", ErrLexical, dir, fieldText)
 	}
 	return nil
@@ -779,8 +794,14 @@ func (l *Lexical) Eligible(ctx context.Context, elig Eligibility, b Bounds) ([]s
 	if err := l.usable(); err != nil {
 		return nil, err
 	}
+	l.swap.RLock()
+	defer l.swap.RUnlock()
+	parts, err := l.partsFor(elig, b)
+	if err != nil {
+		return nil, err
+	}
 	var ids []string
-	for _, sp := range l.partsFor(elig, b) {
+	for _, sp := range parts {
 		got, err := eligibleIn(ctx, sp.p.idx, elig.restrict(bleve.NewMatchAllQuery(), sp.bounds))
 		if err != nil {
 			return nil, err
@@ -881,10 +902,12 @@ func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b B
 	if err := l.usable(); err != nil {
 		return Result{}, err
 	}
+	l.swap.RLock()
+	defer l.swap.RUnlock()
 	hits, _, err := l.searchPruned(ctx, text, elig, b, n, stats)
 	var unprunable errUnprunable
 	if errors.As(err, &unprunable) {
-		return l.SearchExhaustive(ctx, text, elig, b, n, stats)
+		return l.searchExhaustive(ctx, text, elig, b, n, stats)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -905,9 +928,16 @@ func (l *Lexical) SearchExhaustive(ctx context.Context, text string, elig Eligib
 	if err := l.usable(); err != nil {
 		return Result{}, err
 	}
-	parts := l.partsFor(elig, b)
-	if len(parts) == 0 {
-		return Result{}, nil
+	l.swap.RLock()
+	defer l.swap.RUnlock()
+	return l.searchExhaustive(ctx, text, elig, b, n, stats)
+}
+
+// searchExhaustive is SearchExhaustive under l.swap, held by the caller.
+func (l *Lexical) searchExhaustive(ctx context.Context, text string, elig Eligibility, b Bounds, n int, stats BM25Stats) (Result, error) {
+	parts, err := l.partsFor(elig, b)
+	if err != nil || len(parts) == 0 {
+		return Result{}, err
 	}
 	if len(parts) > 1 || l.days > 0 {
 		var err error
@@ -979,7 +1009,11 @@ func (l *Lexical) wholeStats(ctx context.Context, text string, stats BM25Stats) 
 	}
 	tokens := l.textAnalyzer.Analyze([]byte(text))
 	whole := BM25Stats{DocFreq: map[string]uint64{}}
-	for _, p := range l.allParts() {
+	all, err := l.allParts()
+	if err != nil {
+		return BM25Stats{}, err
+	}
+	for _, p := range all {
 		err := func() error {
 			adv, err := p.idx.Advanced()
 			if err != nil {
@@ -1091,7 +1125,14 @@ func (l *Lexical) Merge(ctx context.Context) (err error) {
 	if l.dir == "" { // bleve's in-memory scorch never finishes a forced merge
 		return nil
 	}
-	for _, p := range l.allParts() {
+	all, err := l.allParts()
+	if err != nil {
+		return err
+	}
+	for _, p := range all {
+		if err := l.writable(p); err != nil {
+			return err
+		}
 		adv, err := p.idx.Advanced()
 		if err != nil {
 			return fmt.Errorf("%w: merge %s: %v", ErrLexical, p.dir, err)
@@ -1108,11 +1149,16 @@ func (l *Lexical) Merge(ctx context.Context) (err error) {
 	return nil
 }
 
-// Close closes the index.
+// Close closes the index; closing it again does nothing.
 func (l *Lexical) Close() error {
 	l.pmu.Lock()
-	defer l.pmu.Unlock()
-	return l.closeParts()
+	parts := l.parts
+	l.parts, l.deferred = nil, nil // bleve panics on a second Close
+	l.unsettled.Store(false)
+	l.pmu.Unlock()
+	// Outside pmu: a partition being opened (ensure) takes it to finish,
+	// and closeParts waits for that.
+	return closeParts(parts)
 }
 
 // RollBack undoes what an unfinished commit after generation gen did to the
@@ -1124,7 +1170,11 @@ func (l *Lexical) RollBack(ctx context.Context, gen int64, restore func(id strin
 	if err := l.usable(); err != nil {
 		return 0, err
 	}
-	for _, p := range l.allParts() {
+	all, err := l.allParts()
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range all {
 		n, err := l.rollBackPart(ctx, p, gen, restore)
 		changed += n
 		if err != nil {
@@ -1196,8 +1246,14 @@ func (l *Lexical) DocCount() (uint64, error) {
 	if err := l.usable(); err != nil {
 		return 0, err
 	}
+	l.swap.RLock()
+	defer l.swap.RUnlock()
+	all, err := l.allParts()
+	if err != nil {
+		return 0, err
+	}
 	var n uint64
-	for _, p := range l.allParts() {
+	for _, p := range all {
 		c, err := p.idx.DocCount()
 		if err != nil {
 			return 0, fmt.Errorf("%w: count %s: %v", ErrLexical, p.dir, err)
@@ -1230,8 +1286,14 @@ func (l *Lexical) CountAbove(ctx context.Context, gen int64) (uint64, error) {
 	if err := l.usable(); err != nil {
 		return 0, err
 	}
+	l.swap.RLock()
+	defer l.swap.RUnlock()
+	all, err := l.allParts()
+	if err != nil {
+		return 0, err
+	}
 	var n uint64
-	for _, p := range l.allParts() {
+	for _, p := range all {
 		req := bleve.NewSearchRequestOptions(changedAfter(gen), 0, 0, false)
 		req.Score = "none"
 		res, err := p.idx.SearchInContext(ctx, req)
@@ -1261,8 +1323,14 @@ func (l *Lexical) Docs(ctx context.Context, fn func(StoredDoc) error) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
+	l.swap.RLock()
+	defer l.swap.RUnlock()
+	parts, err := l.allParts()
+	if err != nil {
+		return err
+	}
 	var all []StoredDoc
-	for _, p := range l.allParts() {
+	for _, p := range parts {
 		if err := storedDocs(ctx, p, func(d StoredDoc) error {
 			if l.days > 0 {
 				d.Partition = p.key.dirName()

@@ -17,7 +17,11 @@ import (
 func postings(t *testing.T, l *Lexical) []string {
 	t.Helper()
 	var out []string
-	for _, p := range l.allParts() {
+	parts, err := l.allParts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
 		out = append(out, partPostings(t, p)...)
 	}
 	slices.Sort(out)

@@ -138,9 +138,9 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 	if searcher.DisjunctionMaxClauseCount != 0 && len(tokens) > searcher.DisjunctionMaxClauseCount {
 		return nil, nil, errUnprunable{"more tokens than bleve takes (its error is the answer)"}
 	}
-	parts := l.partsFor(elig, b)
-	if len(parts) == 0 {
-		return nil, nil, nil
+	parts, err := l.partsFor(elig, b)
+	if err != nil || len(parts) == 0 {
+		return nil, nil, err
 	}
 	if len(parts) > 1 || l.days > 0 {
 		var err error

@@ -39,6 +39,7 @@ type pruneCorpus struct {
 	l      *Lexical
 	bounds Bounds
 	chunks []*evidence.Chunk // every chunk indexed, purged ones included
+	last   map[string]Doc    // each chunk's document as last indexed
 	gen    map[string]int64
 	gone   map[string]bool // purged
 	gens   int64
@@ -62,14 +63,20 @@ func buildPruneCorpus(t *testing.T, r *rand.Rand, analyzer string) *pruneCorpus 
 }
 
 func buildPruneCorpusWith(t *testing.T, r *rand.Rand, opts LexicalOptions) *pruneCorpus {
+	return buildPruneCorpusAt(t, r, "", opts)
+}
+
+// buildPruneCorpusAt is buildPruneCorpusWith with the index in dir ("" in
+// memory).
+func buildPruneCorpusAt(t *testing.T, r *rand.Rand, dir string, opts LexicalOptions) *pruneCorpus {
 	t.Helper()
 	ctx := context.Background()
-	l, err := OpenLexical("", opts)
+	l, err := OpenLexical(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	pc := &pruneCorpus{l: l, bounds: NewBounds(), gen: map[string]int64{}, gone: map[string]bool{}}
+	pc := &pruneCorpus{l: l, bounds: NewBounds(), gen: map[string]int64{}, gone: map[string]bool{}, last: map[string]Doc{}}
 	tenants := []string{"", "acme", "globex", "initech"}
 	var texts []string
 	day0 := asof.MustDate("2019-01-01").Days()
@@ -115,6 +122,9 @@ func buildPruneCorpusWith(t *testing.T, r *rand.Rand, opts LexicalOptions) *prun
 		// The same chunk twice in a batch: the last wins, as in Engine.
 		if err := l.Index(ctx, docs); err != nil {
 			t.Fatal(err)
+		}
+		for _, d := range docs {
+			pc.last[d.Chunk.ID] = d
 		}
 		// purges
 		var gone []*evidence.Chunk
@@ -278,7 +288,11 @@ func (pc *pruneCorpus) sameBits(t *testing.T, text string, e Eligibility, stats 
 		t.Fatal(err)
 	}
 	raw := map[string]float64{}
-	for _, sp := range pc.l.partsFor(e, pc.bounds) {
+	parts, err := pc.l.partsFor(e, pc.bounds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range parts {
 		q, pre := exhaustiveQuery(text, e, sp.bounds, stats)
 		req := bleve.NewSearchRequestOptions(q, len(pc.chunks), 0, false)
 		req.PreSearchData = pre
@@ -397,8 +411,11 @@ func TestPartitionsChangeNoRanking(t *testing.T) {
 		parts := buildPruneCorpusWith(t, rand.New(rand.NewPCG(seed, 1)), LexicalOptions{Analyzer: analyzer, PartitionDays: 30})
 		r := rand.New(rand.NewPCG(seed, 2))
 		var skipped, hits int
-		all, _ := parts.l.Partitions(Eligibility{}, parts.bounds)
-		if n, _ := one.l.Partitions(Eligibility{}, one.bounds); n != 1 || all < 50 {
+		all, _, err := parts.l.Partitions(Eligibility{}, parts.bounds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _, err := one.l.Partitions(Eligibility{}, one.bounds); err != nil || n != 1 || all < 50 {
 			t.Fatalf("seed %d: %d partitions unpartitioned, %d partitioned", seed, n, all)
 		}
 		for q := range 150 {
@@ -439,7 +456,7 @@ func TestPartitionsChangeNoRanking(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("seed %d request %d elig=%+v: partitioned index admits %d chunks, one index %d", seed, q, e, len(got), len(want))
 			}
-			if _, read := parts.l.Partitions(e, parts.bounds); read < all/2 {
+			if _, read, err := parts.l.Partitions(e, parts.bounds); err != nil || read < all/2 {
 				skipped++
 			}
 		}

@@ -133,6 +133,13 @@ func emptySummary() *partSummary {
 func (s *partSummary) with(docs []Doc) *partSummary {
 	n := *s
 	n.Bounds = s.Bounds.Clone()
+	n.widen(docs)
+	return &n
+}
+
+// widen widens s by docs, in place.
+func (s *partSummary) widen(docs []Doc) {
+	n := s
 	for _, d := range docs {
 		c := d.Chunk
 		n.Bounds.Add(c)
@@ -149,7 +156,6 @@ func (s *partSummary) with(docs []Doc) *partSummary {
 		n.MaxTo = max(n.MaxTo, to)
 		n.MaxEnd = max(n.MaxEnd, end)
 	}
-	return &n
 }
 
 // mayAdmit reports whether some document the summary describes may be
@@ -189,10 +195,19 @@ func (b Bounds) meet(o Bounds) Bounds {
 type part struct {
 	key partKey
 	dir string // "" in memory
+	// idx is nil while a part from a catalog is unopened (see lazy); once
+	// lazy's once has run it is set for good.
 	idx bleve.Index
 	// sum is nil for an unpartitioned index, whose one part holds
-	// everything. It is replaced, never changed, under Lexical.pmu.
+	// everything. It is replaced, never changed, under Lexical.pmu: a part
+	// from a catalog has the catalog's until it is opened, its index's
+	// after.
 	sum *partSummary
+	// lazy is set for a part a catalog named (Lexical.Adopt): its index is
+	// opened, and checked against the catalog, when a call first needs it,
+	// read-only (ro) until a write needs it (Lexical.writable).
+	lazy *lazyPart
+	ro   bool
 }
 
 // searchPart is a part a search reads, with the bounds its clauses are
@@ -204,8 +219,25 @@ type searchPart struct {
 
 // partsFor returns the parts that may hold a document e admits, in key
 // order, each with the bounds of what it may hold (b, the whole index's,
-// met with its summary's).
-func (l *Lexical) partsFor(e Eligibility, b Bounds) []searchPart {
+// met with its summary's), opened.
+func (l *Lexical) partsFor(e Eligibility, b Bounds) ([]searchPart, error) {
+	out, err := l.selectParts(e, b)
+	if err != nil {
+		return nil, err
+	}
+	for _, sp := range out {
+		if err := l.ensure(sp.p); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// selectParts is partsFor without opening a part.
+func (l *Lexical) selectParts(e Eligibility, b Bounds) ([]searchPart, error) {
+	if err := l.settle(); err != nil {
+		return nil, err
+	}
 	l.pmu.RLock()
 	defer l.pmu.RUnlock()
 	out := make([]searchPart, 0, len(l.parts))
@@ -217,14 +249,23 @@ func (l *Lexical) partsFor(e Eligibility, b Bounds) []searchPart {
 			out = append(out, searchPart{p, b.meet(p.sum.Bounds)})
 		}
 	}
-	return out
+	return out, nil
 }
 
-// allParts returns every part, in key order.
-func (l *Lexical) allParts() []*part {
+// allParts returns every part, in key order, opened.
+func (l *Lexical) allParts() ([]*part, error) {
+	if err := l.settle(); err != nil {
+		return nil, err
+	}
 	l.pmu.RLock()
-	defer l.pmu.RUnlock()
-	return slices.Clone(l.parts)
+	all := slices.Clone(l.parts)
+	l.pmu.RUnlock()
+	for _, p := range all {
+		if err := l.ensure(p); err != nil {
+			return nil, err
+		}
+	}
+	return all, nil
 }
 
 // find returns where the part of key k is, or would be, in l.parts; the
@@ -233,8 +274,12 @@ func (l *Lexical) find(k partKey) (int, bool) {
 	return slices.BinarySearchFunc(l.parts, k, func(p *part, k partKey) int { return comparePartKeys(p.key, k) })
 }
 
-// partOf returns the part of key k, making it if there is none yet.
+// partOf returns the part of key k, opened, making it if there is none
+// yet.
 func (l *Lexical) partOf(k partKey) (*part, error) {
+	if err := l.settle(); err != nil {
+		return nil, err
+	}
 	l.pmu.RLock()
 	i, found := l.find(k)
 	var p *part
@@ -243,7 +288,7 @@ func (l *Lexical) partOf(k partKey) (*part, error) {
 	}
 	l.pmu.RUnlock()
 	if found {
-		return p, nil
+		return p, l.ensure(p)
 	}
 	p, err := l.makePart(k)
 	if err != nil {
@@ -272,7 +317,7 @@ func (l *Lexical) makePart(k partKey) (*part, error) {
 			return nil, fmt.Errorf("%w: create partition %s: %v", ErrLexical, dir, err)
 		}
 	}
-	p, err := l.openPart(dir)
+	p, err := l.openPart(dir, false)
 	if err != nil {
 		return nil, err
 	}
@@ -284,11 +329,13 @@ func (l *Lexical) makePart(k partKey) (*part, error) {
 	return p, nil
 }
 
-// openPart opens the partition at dir and reads its key and summary. A
-// partition no batch ever reached (a crash after it was made) has neither:
-// it is empty.
-func (l *Lexical) openPart(dir string) (*part, error) {
-	idx, err := bleve.Open(dir)
+// openPart opens the partition at dir, read-only if ro, and reads its key
+// and summary. A partition no batch ever reached (a crash after it was
+// made) has neither: it is empty.
+func (l *Lexical) openPart(dir string, ro bool) (*part, error) {
+	// bleve opens an index for writing by persisting its snapshot again
+	// (a bbolt commit and an fdatasync): not on a query's path.
+	idx, err := bleve.OpenUsing(dir, map[string]any{"read_only": ro})
 	if err != nil {
 		return nil, fmt.Errorf("%w: open partition %s: %v", ErrLexical, dir, err)
 	}
@@ -299,7 +346,7 @@ func (l *Lexical) openPart(dir string) (*part, error) {
 	if im, ok := idx.Mapping().(*mapping.IndexMappingImpl); !ok || im.DefaultAnalyzer != l.name {
 		return fail("not an evpack partition with analyzer %q", l.name)
 	}
-	p := &part{dir: dir, idx: idx, sum: emptySummary()}
+	p := &part{dir: dir, idx: idx, sum: emptySummary(), ro: ro}
 	rawKey, err := idx.GetInternal([]byte(partKeyInternal))
 	if err != nil {
 		return fail("key: %v", err)
@@ -337,6 +384,9 @@ func (l *Lexical) openPart(dir string) (*part, error) {
 // is widened before bleve holds the documents, and written in the same
 // batch, so that it describes them whenever they can be read.
 func (l *Lexical) write(ctx context.Context, p *part, adds []Doc, deletes []string) error {
+	if err := l.writable(p); err != nil {
+		return err
+	}
 	b := p.idx.NewBatch()
 	for i, d := range adds {
 		if i%256 == 0 {
@@ -379,9 +429,10 @@ func (l *Lexical) write(ctx context.Context, p *part, adds []Doc, deletes []stri
 	return nil
 }
 
-// openParts opens a partitioned lexical directory: its layout and every
-// partition in it.
-func (l *Lexical) openParts(dir string) error {
+// openParts opens a partitioned lexical directory: its layout, and every
+// partition in it unless deferred (see LexicalOptions.Deferred), when it
+// only lists them.
+func (l *Lexical) openParts(dir string, deferred bool) error {
 	raw, err := os.ReadFile(filepath.Join(dir, layoutName))
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrLexical, err)
@@ -398,14 +449,38 @@ func (l *Lexical) openParts(dir string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrLexical, err)
 	}
+	var names []string
 	for _, e := range entries { // ReadDir sorts by name
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), "p-") {
-			continue // the layout, or a partition a crash left half made (.p-*.tmp-*)
+		if e.IsDir() && strings.HasPrefix(e.Name(), "p-") {
+			names = append(names, e.Name()) // not the layout, nor a partition a crash left half made (.p-*.tmp-*)
 		}
-		p, err := l.openPart(filepath.Join(dir, e.Name()))
+	}
+	if deferred {
+		l.deferred = names
+		l.unsettled.Store(true)
+		return nil
+	}
+	return l.openDirs(names, nil)
+}
+
+// openDirs opens the partitions of the directories names under l.dir, each
+// empty unless counted says otherwise (nil: any), and adds them to l.parts;
+// the caller holds l.pmu or has not shared l yet.
+func (l *Lexical) openDirs(names []string, counted func(dir string) bool) error {
+	for _, name := range names {
+		p, err := l.openPart(filepath.Join(l.dir, name), false)
 		if err != nil {
-			l.closeParts()
+			closeParts(l.parts)
+			l.parts = nil
 			return err
+		}
+		if counted != nil && !counted(name) {
+			if n, err := p.idx.DocCount(); err != nil || n != 0 {
+				p.idx.Close()
+				closeParts(l.parts)
+				l.parts = nil
+				return fmt.Errorf("%w: partition %s holds %d documents, and the catalog names none of it (%v)", ErrCatalogMismatch, name, n, err)
+			}
 		}
 		if p.sum.MinStart == math.MaxInt64 && p.key == (partKey{}) {
 			p.idx.Close() // empty and nameless: made again when first written
@@ -451,9 +526,17 @@ func createParts(dir, an string, days int64) error {
 	return syncDir(filepath.Dir(dir))
 }
 
-func (l *Lexical) closeParts() error {
+// closeParts closes parts, waiting for any being opened (ensure) first: a
+// part of a catalog not yet opened never will be.
+func closeParts(parts []*part) error {
 	var errs []error
-	for _, p := range l.parts {
+	for _, p := range parts {
+		if p.lazy != nil {
+			p.lazy.once.Do(func() { p.lazy.err = fmt.Errorf("%w: partition %s: closed", ErrLexical, p.key.dirName()) })
+		}
+		if p.idx == nil {
+			continue
+		}
 		if err := p.idx.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("%w: close partition %s: %v", ErrLexical, p.key.dirName(), err))
 		}
@@ -464,8 +547,15 @@ func (l *Lexical) closeParts() error {
 // Partitions returns how many bleve indexes the lexical index is made of,
 // and how many of them a search under e reads: for benchmarks and traces of
 // cost.
-func (l *Lexical) Partitions(e Eligibility, b Bounds) (all, read int) {
-	return len(l.allParts()), len(l.partsFor(e, b))
+// It opens none.
+func (l *Lexical) Partitions(e Eligibility, b Bounds) (all, read int, err error) {
+	read1, err := l.selectParts(e, b)
+	if err != nil {
+		return 0, 0, err
+	}
+	l.pmu.RLock()
+	defer l.pmu.RUnlock()
+	return len(l.parts), len(read1), nil
 }
 
 // CheckDoc reports whether stored, a document Docs listed, sits in the
@@ -476,6 +566,9 @@ func (l *Lexical) CheckDoc(stored StoredDoc, d Doc) error {
 	k := l.keyOf(d)
 	if l.days > 0 && stored.Partition != k.dirName() {
 		return fmt.Errorf("in partition %s, its chunk belongs in %s", stored.Partition, k.dirName())
+	}
+	if err := l.settle(); err != nil {
+		return err
 	}
 	l.pmu.RLock()
 	i, found := l.find(k)

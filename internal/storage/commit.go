@@ -161,6 +161,10 @@ func (d *Dir) Recover(above func(gen int64) (uint64, error), rollback func() err
 		ErrCorrupt, filepath.Join(d.path, PendingName), p.Generation, gen, n)
 }
 
+// Unfinished reports whether a commit record is left from a commit that a
+// crash interrupted: Recover has work to do.
+func (d *Dir) Unfinished() bool { return d.pending != nil }
+
 // finish tidies up after a published commit.
 func (d *Dir) finish(p *pending) error {
 	named := d.m.Files()

@@ -1,0 +1,275 @@
+package retrieve
+
+import (
+	"encoding/json"
+	"fmt"
+	"iter"
+	"math"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2"
+)
+
+// A catalog lets a process open only the partitions its requests read. It
+// names each partition a committed state's documents fall in, how many
+// documents it holds and a summary of them; the caller keeps it with the
+// state it describes (evpack's checkpoint), computes it with Catalog and
+// hands it back with Adopt. A partition the catalog names is opened when a
+// call first reads it, and checked then: its key, its document count, and
+// that it holds nothing of a generation after the catalog's; read-only,
+// until a write needs it. Opening every partition at Open costs a bleve
+// open each and maps their segments: at a million chunks, 240 partitions
+// of every tenant's history, where a request reads three.
+//
+// Invariant: a catalog's summary of a partition describes a superset of the
+// documents the state it was computed from holds there, so skipping an
+// unopened partition by it can only skip partitions with no eligible
+// document of that state.
+
+// catalogFormat is the version of a catalog's bytes.
+const catalogFormat = 1
+
+// ErrCatalogMismatch: the lexical index disagrees with the catalog it was
+// opened with (Adopt): a partition is missing, holds another count of
+// documents, or holds documents the catalog does not name.
+var ErrCatalogMismatch = fmt.Errorf("%w: partitions disagree with the catalog", ErrLexical)
+
+// catalog is the bytes Catalog returns, as JSON (whose maps are written in
+// key order: the bytes are a function of the documents).
+type catalog struct {
+	Format int           `json:"format"`
+	Parts  []catalogPart `json:"parts"`
+}
+
+type catalogPart struct {
+	Key     partKey      `json:"key"`
+	Docs    uint64       `json:"docs"`
+	Summary *partSummary `json:"summary"`
+}
+
+// lazyPart is what a part from a catalog needs to be opened and checked.
+type lazyPart struct {
+	once sync.Once
+	err  error
+	docs uint64 // the catalog's count
+	gen  int64  // the catalog's generation: nothing after it may be there
+}
+
+// Catalog returns the catalog of docs, every document of a committed state
+// (each chunk once, as Index would be given it), in the partitions of l:
+// nil for an unpartitioned index. Each comes with whether the index holds
+// it: a purged chunk's document was deleted, but its partition stays, and
+// the catalog names it so that Adopt need not open it. It reads no
+// partition.
+func (l *Lexical) Catalog(docs iter.Seq2[Doc, bool]) ([]byte, error) {
+	if l.days == 0 {
+		return nil, nil
+	}
+	type acc struct {
+		docs uint64
+		sum  *partSummary
+	}
+	at := map[partKey]*acc{}
+	one := make([]Doc, 1)
+	for d, held := range docs {
+		k := l.keyOf(d)
+		a := at[k]
+		if a == nil {
+			a = &acc{sum: emptySummary()}
+			at[k] = a
+		}
+		if held {
+			a.docs++
+		}
+		one[0] = d
+		a.sum.widen(one)
+	}
+	keys := make([]partKey, 0, len(at))
+	for k := range at {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, comparePartKeys)
+	c := catalog{Format: catalogFormat, Parts: make([]catalogPart, len(keys))}
+	for i, k := range keys {
+		c.Parts[i] = catalogPart{Key: k, Docs: at[k].docs, Summary: at[k].sum}
+	}
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: catalog: %v", ErrLexical, err)
+	}
+	return raw, nil
+}
+
+// Adopt settles an index opened with LexicalOptions.Deferred by raw, the
+// catalog of its committed state at generation gen (see Catalog): the
+// partitions it names are opened when first read, and checked then; the
+// others are opened now, and must be empty. It returns the documents the
+// catalog counts. A partition the catalog names that is missing is
+// ErrCatalogMismatch.
+func (l *Lexical) Adopt(raw []byte, gen int64) (docs uint64, err error) {
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	if !l.unsettled.Load() {
+		return 0, fmt.Errorf("%w: Adopt: the partitions are open already (want LexicalOptions.Deferred)", ErrLexical)
+	}
+	var c catalog
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return 0, fmt.Errorf("%w: catalog: %v", ErrCatalogMismatch, err)
+		}
+		if c.Format != catalogFormat {
+			return 0, fmt.Errorf("%w: catalog format %d, this build reads %d", ErrCatalogMismatch, c.Format, catalogFormat)
+		}
+	}
+	if l.days == 0 && len(c.Parts) > 0 {
+		return 0, fmt.Errorf("%w: a catalog of %d partitions for an unpartitioned index", ErrCatalogMismatch, len(c.Parts))
+	}
+	named := map[string]bool{}
+	var parts []*part
+	for i, cp := range c.Parts {
+		s := cp.Summary
+		switch {
+		case i > 0 && comparePartKeys(c.Parts[i-1].Key, cp.Key) >= 0:
+			return 0, fmt.Errorf("%w: catalog: partitions out of order at %d", ErrCatalogMismatch, i)
+		case s == nil || s.Format != summaryFormat || s.MinStart == math.MaxInt64:
+			return 0, fmt.Errorf("%w: catalog: partition %s: no summary of its %d documents", ErrCatalogMismatch, cp.Key.dirName(), cp.Docs)
+		case !slices.Contains(l.deferred, cp.Key.dirName()):
+			return 0, fmt.Errorf("%w: partition %s (tenant %q, epoch %d) is missing from %s", ErrCatalogMismatch, cp.Key.dirName(), cp.Key.Tenant, cp.Key.Epoch, l.dir)
+		}
+		if s.Bounds.Tenants == nil {
+			s.Bounds.Tenants = map[string]int{}
+		}
+		named[cp.Key.dirName()] = true
+		docs += cp.Docs
+		parts = append(parts, &part{key: cp.Key, dir: filepath.Join(l.dir, cp.Key.dirName()), sum: s, lazy: &lazyPart{docs: cp.Docs, gen: gen}})
+	}
+	var rest []string
+	for _, name := range l.deferred {
+		if !named[name] {
+			rest = append(rest, name)
+		}
+	}
+	if err := l.openDirs(rest, func(string) bool { return false }); err != nil {
+		return 0, err
+	}
+	l.parts = append(l.parts, parts...)
+	slices.SortFunc(l.parts, func(a, b *part) int { return comparePartKeys(a.key, b.key) })
+	l.deferred = nil
+	l.unsettled.Store(false)
+	return docs, nil
+}
+
+// OpenAll settles an index opened with LexicalOptions.Deferred by opening
+// every partition now, as OpenLexical does without it. Any other call on an
+// unsettled index does the same first.
+func (l *Lexical) OpenAll() error { return l.settle() }
+
+// settle opens every listed partition of an index opened deferred and not
+// yet settled; otherwise it does nothing.
+func (l *Lexical) settle() error {
+	if !l.unsettled.Load() {
+		return nil
+	}
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	if !l.unsettled.Load() {
+		return nil
+	}
+	if err := l.openDirs(l.deferred, nil); err != nil {
+		return err
+	}
+	l.deferred = nil
+	l.unsettled.Store(false)
+	return nil
+}
+
+// ensure opens p if it is a catalog's part not yet opened, and checks it
+// against the catalog; every later call returns the first one's error.
+func (l *Lexical) ensure(p *part) error {
+	if p.lazy == nil {
+		return nil
+	}
+	p.lazy.once.Do(func() { p.lazy.err = l.openLazy(p) })
+	return p.lazy.err
+}
+
+// openLazy opens p, a catalog's part, and checks that bleve holds what the
+// catalog says: the key, the count, nothing after the catalog's generation.
+func (l *Lexical) openLazy(p *part) error {
+	q, err := l.openPart(p.dir, true)
+	if err != nil {
+		return err
+	}
+	fail := func(format string, args ...any) error {
+		q.idx.Close()
+		return fmt.Errorf("%w: partition %s: %s", ErrCatalogMismatch, p.dir, fmt.Sprintf(format, args...))
+	}
+	if q.key != p.key {
+		return fail("holds partition %+v, the catalog's is %+v", q.key, p.key)
+	}
+	n, err := q.idx.DocCount()
+	if err != nil {
+		return fail("count: %v", err)
+	}
+	if n != p.lazy.docs {
+		return fail("holds %d documents, the catalog %d", n, p.lazy.docs)
+	}
+	req := bleve.NewSearchRequestOptions(changedAfter(p.lazy.gen), 0, 0, false)
+	req.Score = "none"
+	res, err := q.idx.Search(req)
+	if err != nil {
+		return fail("count above generation %d: %v", p.lazy.gen, err)
+	}
+	if res.Total > 0 {
+		return fail("holds %d documents written after generation %d, the catalog's", res.Total, p.lazy.gen)
+	}
+	l.pmu.Lock()
+	p.idx, p.sum, p.ro = q.idx, q.sum, true // its own summary from now on: the one its writes widen
+	l.pmu.Unlock()
+	return nil
+}
+
+// writable reopens p for writing if it is open read-only (ensure's), once
+// no read holds it (Lexical.swap). Writes are the caller's to serialize
+// (the engine's commit lock); a read never calls it.
+func (l *Lexical) writable(p *part) error {
+	if err := l.ensure(p); err != nil {
+		return err
+	}
+	l.swap.Lock()
+	defer l.swap.Unlock()
+	if !p.ro {
+		return nil
+	}
+	if err := p.idx.Close(); err != nil {
+		return fmt.Errorf("%w: partition %s: close to write: %v", ErrLexical, p.dir, err)
+	}
+	q, err := l.openPart(p.dir, false)
+	if err == nil && q.key != p.key {
+		q.idx.Close()
+		err = fmt.Errorf("%w: partition %s: holds %+v after reopening, not %+v", ErrCatalogMismatch, p.dir, q.key, p.key)
+	}
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	if err != nil {
+		p.idx = nil // closed: nothing reads it again (l.fail)
+		return l.fail(err)
+	}
+	p.idx, p.ro = q.idx, false
+	return nil
+}
+
+// Opened returns how many of the index's partitions are open, and how
+// many there are: a catalog's are opened when a call first reads them.
+func (l *Lexical) Opened() (open, all int) {
+	l.pmu.RLock()
+	defer l.pmu.RUnlock()
+	for _, p := range l.parts {
+		if p.idx != nil {
+			open++
+		}
+	}
+	return open, len(l.parts) + len(l.deferred)
+}
