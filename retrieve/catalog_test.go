@@ -123,6 +123,15 @@ func TestCatalogChangesNoRanking(t *testing.T) {
 	if err != nil || n2 != n {
 		t.Fatalf("DocCount %d (%v), the catalog %d", n2, err, n)
 	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Search(ctx, "capital", Eligibility{}, pc.bounds, 5, BM25Stats{}); !errors.Is(err, ErrLexicalClosed) {
+		t.Fatalf("a search after Close: %v, want ErrLexicalClosed", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("a second Close: %v", err)
+	}
 }
 
 // TestCatalogDisagreement: what Adopt and the first read of a partition

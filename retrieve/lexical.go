@@ -154,6 +154,7 @@ type Lexical struct {
 	// its last persisted state, which the commit record rolls back.
 	mu     sync.Mutex
 	failed error
+	closed bool
 
 	// Hooks are for tests; the zero value does nothing.
 	Hooks LexicalHooks
@@ -173,11 +174,17 @@ type LexicalHooks struct {
 // index must be closed and reopened before it is used again.
 var ErrLexicalFailed = fmt.Errorf("%w: a write failed earlier; reopen the index", ErrLexical)
 
-// usable returns ErrLexicalFailed, with the first failure, once a write
-// failed.
+// ErrLexicalClosed: the index was closed.
+var ErrLexicalClosed = fmt.Errorf("%w: closed", ErrLexical)
+
+// usable returns ErrLexicalClosed once the index is closed, and
+// ErrLexicalFailed, with the first failure, once a write failed.
 func (l *Lexical) usable() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return ErrLexicalClosed
+	}
 	if l.failed != nil {
 		return fmt.Errorf("%w (%v)", ErrLexicalFailed, l.failed)
 	}
@@ -1151,6 +1158,9 @@ func (l *Lexical) Merge(ctx context.Context) (err error) {
 
 // Close closes the index; closing it again does nothing.
 func (l *Lexical) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
 	l.pmu.Lock()
 	parts := l.parts
 	l.parts, l.deferred = nil, nil // bleve panics on a second Close
