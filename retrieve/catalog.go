@@ -151,7 +151,7 @@ func (l *Lexical) Adopt(raw []byte, gen int64) (docs uint64, err error) {
 			rest = append(rest, name)
 		}
 	}
-	if err := l.openDirs(rest, func(string) bool { return false }); err != nil {
+	if err := l.openDirs(rest, true); err != nil {
 		return 0, err
 	}
 	l.parts = append(l.parts, parts...)
@@ -177,7 +177,7 @@ func (l *Lexical) settle() error {
 	if !l.unsettled.Load() {
 		return nil
 	}
-	if err := l.openDirs(l.deferred, nil); err != nil {
+	if err := l.openDirs(l.deferred, false); err != nil {
 		return err
 	}
 	l.deferred = nil

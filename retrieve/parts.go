@@ -139,22 +139,21 @@ func (s *partSummary) with(docs []Doc) *partSummary {
 
 // widen widens s by docs, in place.
 func (s *partSummary) widen(docs []Doc) {
-	n := s
 	for _, d := range docs {
 		c := d.Chunk
-		n.Bounds.Add(c)
+		s.Bounds.Add(c)
 		to := int64(openTo)
 		if !c.Valid.To.IsZero() {
 			to = c.Valid.To.Days()
 		}
 		end := to
 		if !d.Retired.IsZero() {
-			n.Bounds.Retire(d.Retired)
+			s.Bounds.Retire(d.Retired)
 			end = min(end, d.Retired.Days())
 		}
-		n.MinStart = min(n.MinStart, startDay(d))
-		n.MaxTo = max(n.MaxTo, to)
-		n.MaxEnd = max(n.MaxEnd, end)
+		s.MinStart = min(s.MinStart, startDay(d))
+		s.MaxTo = max(s.MaxTo, to)
+		s.MaxEnd = max(s.MaxEnd, end)
 	}
 }
 
@@ -460,13 +459,13 @@ func (l *Lexical) openParts(dir string, deferred bool) error {
 		l.unsettled.Store(true)
 		return nil
 	}
-	return l.openDirs(names, nil)
+	return l.openDirs(names, false)
 }
 
 // openDirs opens the partitions of the directories names under l.dir, each
-// empty unless counted says otherwise (nil: any), and adds them to l.parts;
-// the caller holds l.pmu or has not shared l yet.
-func (l *Lexical) openDirs(names []string, counted func(dir string) bool) error {
+// of which must hold no document if empty is set, and adds them to
+// l.parts; the caller holds l.pmu or has not shared l yet.
+func (l *Lexical) openDirs(names []string, empty bool) error {
 	for _, name := range names {
 		p, err := l.openPart(filepath.Join(l.dir, name), false)
 		if err != nil {
@@ -474,7 +473,7 @@ func (l *Lexical) openDirs(names []string, counted func(dir string) bool) error 
 			l.parts = nil
 			return err
 		}
-		if counted != nil && !counted(name) {
+		if empty {
 			if n, err := p.idx.DocCount(); err != nil || n != 0 {
 				p.idx.Close()
 				closeParts(l.parts)
@@ -549,13 +548,13 @@ func closeParts(parts []*part) error {
 // cost.
 // It opens none.
 func (l *Lexical) Partitions(e Eligibility, b Bounds) (all, read int, err error) {
-	read1, err := l.selectParts(e, b)
+	sel, err := l.selectParts(e, b)
 	if err != nil {
 		return 0, 0, err
 	}
 	l.pmu.RLock()
 	defer l.pmu.RUnlock()
-	return len(l.parts), len(read1), nil
+	return len(l.parts), len(sel), nil
 }
 
 // CheckDoc reports whether stored, a document Docs listed, sits in the
