@@ -231,8 +231,9 @@ func (l *Lexical) openLazy(p *part) error {
 	return nil
 }
 
-// writable reopens p for writing if it is open read-only (ensure's), once
-// no read holds it (Lexical.swap). Writes are the caller's to serialize
+// writable reopens p for writing if it is open read-only (every partition
+// an existing index opens is, until written), once no read holds it
+// (Lexical.swap). Writes are the caller's to serialize
 // (the engine's commit lock); a read never calls it.
 func (l *Lexical) writable(p *part) error {
 	if err := l.ensure(p); err != nil {

@@ -203,8 +203,9 @@ type part struct {
 	// after.
 	sum *partSummary
 	// lazy is set for a part a catalog named (Lexical.Adopt): its index is
-	// opened, and checked against the catalog, when a call first needs it,
-	// read-only (ro) until a write needs it (Lexical.writable).
+	// opened, and checked against the catalog, when a call first needs it.
+	// ro: open read-only, as every existing partition is until a write
+	// needs it (Lexical.writable).
 	lazy *lazyPart
 	ro   bool
 }
@@ -467,7 +468,10 @@ func (l *Lexical) openParts(dir string, deferred bool) error {
 // l.parts; the caller holds l.pmu or has not shared l yet.
 func (l *Lexical) openDirs(names []string, empty bool) error {
 	for _, name := range names {
-		p, err := l.openPart(filepath.Join(l.dir, name), false)
+		// Read-only, as a catalog's (see writable): opening for writing
+		// persists bleve's snapshot again, in a goroutine of bleve's, so that
+		// Open would write to the disk at no time the caller can tell.
+		p, err := l.openPart(filepath.Join(l.dir, name), true)
 		if err != nil {
 			closeParts(l.parts)
 			l.parts = nil
