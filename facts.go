@@ -96,16 +96,13 @@ func (s *state) lexDoc(id string) (retrieve.Doc, error) {
 // Citable says of one edited in memory); a failure to read it at all is
 // err, and the request fails rather than cite around a missing file.
 func (sc scope) entry(id string, d asof.Date) (e evidence.Entry, ok bool, err error) {
-	if !sc.admits(id) {
-		return evidence.Entry{}, false, nil
-	}
-	c, err := sc.st.chunkOf(id)
+	c, held, err := sc.st.chunkUpTo(id, sc.gen) // admits and reads in one lookup
 	switch {
 	case errors.Is(err, errMismatch):
 		return evidence.Entry{Excluded: "content hash mismatch"}, true, nil
 	case err != nil:
 		return evidence.Entry{}, false, err
-	case c == nil:
+	case !held || c == nil:
 		return evidence.Entry{}, false, nil
 	}
 	e = evidence.Entry{Chunk: c, End: sc.st.knownEnd(id, sc.gen, d), Verified: sc.st.rows != nil} // chunkOf checked what it read

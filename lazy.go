@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"slices"
 
@@ -73,14 +74,34 @@ var errMismatch = fmt.Errorf("%w: stored chunk differs from its content hash", E
 // gone, must name the row's hash). An error is ErrCorrupt naming the file
 // and the chunk; errMismatch when the line reads as another chunk.
 func (s *state) chunkOf(id string) (*evidence.Chunk, error) {
+	c, _, err := s.chunkUpTo(id, math.MaxInt64)
+	return c, err
+}
+
+// chunkUpTo is chunkOf for a chunk committed by generation gen, in one
+// lookup: ok is false, and nothing is read, for a chunk gen does not hold.
+func (s *state) chunkUpTo(id string, gen int64) (c *evidence.Chunk, ok bool, err error) {
 	t := s.rows
 	if t == nil {
-		return s.chunks[id], nil
+		if g, ok := s.committed[id]; !ok || g > gen {
+			return nil, false, nil
+		}
+		return s.chunks[id], true, nil
 	}
 	w, ok := t.lookup(id)
 	if !ok {
-		return nil, t.err()
+		return nil, false, t.err()
 	}
+	if int64(w.gen) > gen {
+		return nil, false, nil
+	}
+	c, err = t.read(id, w)
+	return c, true, err
+}
+
+// read returns chunk id of row w, read from its batch file and checked
+// (see chunkOf).
+func (t *rowTable) read(id string, w row) (*evidence.Chunk, error) {
 	file := t.files[w.gen-1]
 	f, err := t.batch(file)
 	if err != nil {
