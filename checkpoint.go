@@ -34,7 +34,8 @@ import (
 // vocabulary and the tenants, are decoded at Open. The chunks are rows of
 // fixed width in document order (a document version's chunks adjacent),
 // with their IDs and reranker term numbers in arenas, and an ID order (each
-// chunk's row and its ID's place, sorted by ID) for lookups: Open maps it
+// chunk's row and its ID's place in a second copy of the IDs, sorted by
+// ID) for lookups: Open maps it
 // and decodes none of it, and a query reads the rows it needs (rowTable),
 // each block checked as it is first read. A chunk's own fields stay in its
 // batch file, read when a query needs them and checked against the content
@@ -48,11 +49,12 @@ import (
 // index whose checkpoint is of an older format (olderCheckpoints) is read
 // from its batch files, as one without a checkpoint, until its next commit
 // writes one of this format.
-const checkpointFormat = "evpack-state/2\n"
+const checkpointFormat = "evpack-state/3\n"
 
 // olderCheckpoints are the magics of the formats before checkpointFormat:
-// /1 had no catalog of the lexical partitions.
-var olderCheckpoints = []string{"evpack-state/1\n"}
+// /1 had no catalog of the lexical partitions; /2 held each chunk ID once,
+// in ID order.
+var olderCheckpoints = []string{"evpack-state/1\n", "evpack-state/2\n"}
 
 // rowSize is the width of a chunk's row: ID (offset and length in the ID
 // arena), committing generation, tenant (index into the row tenants), line
@@ -296,23 +298,33 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byt
 	if len(ids) != len(st.docPlace) {
 		return body, fmt.Errorf("evpack: checkpoint: %d chunks in documents, %d placed", len(ids), len(st.docPlace))
 	}
-	// The ID arena is laid out in ID order, so that the IDs an order block
-	// names lie together: a lookup reads one order block and the few arena
-	// blocks its IDs fill, after a binary search of the head's fences (the
-	// first ID of each order block) in memory.
+	// The ID arena holds every ID twice, because the two reads want
+	// opposite layouts. A lookup reads the IDs of one order block (after a
+	// binary search of the head's fences, the first ID of each order
+	// block, in memory): the first copy, in ID order, puts them together.
+	// A document view reads the IDs of a document's rows: the second copy,
+	// in row order, puts those together. With one copy in ID order, the
+	// first requests after Open checked a block of the arena for nearly
+	// every ID of a document (IDs need not sort in document order:
+	// ObliQA's are UUIDs), most of a request's cost.
 	byID := make([]uint32, len(ids))
 	for i := range byID {
 		byID[i] = uint32(i)
 	}
 	slices.SortFunc(byID, func(a, b uint32) int { return strings.Compare(ids[a], ids[b]) })
-	idOff := make([]uint32, len(ids))
+	orderOff := make([]uint32, len(ids))
 	var arena []byte
 	for _, r := range byID {
-		idOff[r] = uint32(len(arena))
+		orderOff[r] = uint32(len(arena))
 		arena = append(arena, ids[r]...)
-		if len(arena) > 1<<32-1 {
-			return body, fmt.Errorf("evpack: checkpoint: more than 4 GiB of chunk IDs")
+		if len(arena) > 1<<31 {
+			return body, fmt.Errorf("evpack: checkpoint: more than 2 GiB of chunk IDs")
 		}
+	}
+	idOff := make([]uint32, len(ids))
+	for r, id := range ids {
+		idOff[r] = uint32(len(arena))
+		arena = append(arena, id...)
 	}
 	rows := make([]byte, 0, len(ids)*rowSize)
 	var nums []uint32
@@ -355,7 +367,8 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byt
 	order := make([]byte, 0, orderSize*len(byID))
 	for _, r := range byID {
 		order = binary.LittleEndian.AppendUint32(order, r)
-		order = append(order, rows[int(r)*rowSize:int(r)*rowSize+8]...) // the row's ID offset and length
+		order = binary.LittleEndian.AppendUint32(order, orderOff[r])
+		order = binary.LittleEndian.AppendUint32(order, uint32(len(ids[r])))
 	}
 	numBytes := make([]byte, 0, 4*len(nums))
 	for _, n := range nums {
@@ -632,7 +645,8 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
-	t := &rowTable{dir: d, files: files, tenants: tenants, n: n, names: len(st.names), name: name, catalog: catalog, fences: fences}
+	t := &rowTable{dir: d, files: files, tenants: tenants, n: n, names: len(st.names), name: name, catalog: catalog, fences: fences,
+		checked: make([]atomic.Pointer[checkedChunk], min(n, checkedChunks)+1)}
 	for i := range secs {
 		secs[i].data = body[secs[i].off : secs[i].off+int64(secs[i].length)]
 	}
@@ -743,7 +757,12 @@ type rowTable struct {
 	mu     sync.Mutex
 	open   map[string]*os.File // batch files read so far, kept open until close
 	closed bool
-	docs   sync.Map // first row of a document -> *docView, made on first use
+	docs   sync.Map // first row of a document -> *docRows, made on first use
+	// checked holds chunks read and checked lately (chunkUpTo), in the
+	// slot of their row modulo its length: an edit to a batch file after
+	// a request read a chunk is found by Check and Verify, which read the
+	// files, and by the next process.
+	checked []atomic.Pointer[checkedChunk]
 
 	rows, byID, ids, numSec section  // rows in document order; ID order (see orderSize); ID arena; number arena
 	nums                    []uint32 // numSec, as numbers

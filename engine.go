@@ -983,17 +983,18 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 	makeTerms := dt == nil || !dt.DocumentTerms() // else the numbers are enough
 	for i, f := range fused {
 		cands[i] = rerank.Candidate{ID: f.ID, Rank: i + 1}
-		// The chunk's document (its terms among them, as numbers) in one
-		// lookup, handed to the reranker with the candidate.
-		if ids, nums, pos := sc.document(f.ID); ids != nil {
-			places[i] = rerank.DocumentPlace{IDs: ids, Nums: nums, Pos: pos}
+		// The chunk's document (its terms among them, as numbers), or the
+		// window of it the reranker reads, in one lookup, handed to the
+		// reranker with the candidate.
+		if pl, ok := sc.place(f.ID); ok {
+			places[i] = pl
 			cands[i].Doc = &places[i]
 			if makeTerms {
-				cands[i].Terms = st.termsOf(nums[pos])
+				cands[i].Terms = st.termsOf(pl.Nums[pl.Pos-pl.Start])
 			}
 		}
 		if readText {
-			c, err := st.chunkOf(f.ID)
+			c, _, err := st.chunkUpTo(f.ID, sc.gen)
 			switch {
 			case err != nil && !errors.Is(err, errMismatch):
 				return nil, e.readFailed(st, err)

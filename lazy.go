@@ -10,6 +10,8 @@ import (
 	"math"
 	"os"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/storage"
@@ -72,15 +74,24 @@ var errMismatch = fmt.Errorf("%w: stored chunk differs from its content hash", E
 // table it reads the chunk's line and checks it against the content hash
 // the row holds, which covers every field (a purged chunk's line, its text
 // gone, must name the row's hash). An error is ErrCorrupt naming the file
-// and the chunk; errMismatch when the line reads as another chunk.
+// and the chunk; errMismatch when the line reads as another chunk. It
+// reads the file at every call (Verify's read); a request reads through
+// chunkUpTo.
 func (s *state) chunkOf(id string) (*evidence.Chunk, error) {
-	c, _, err := s.chunkUpTo(id, math.MaxInt64)
+	c, _, err := s.readUpTo(id, math.MaxInt64, false)
 	return c, err
 }
 
 // chunkUpTo is chunkOf for a chunk committed by generation gen, in one
 // lookup: ok is false, and nothing is read, for a chunk gen does not hold.
+// A chunk read and checked lately is answered from rowTable.checked, not
+// read and hashed again: what a request cites, as a state in memory does.
 func (s *state) chunkUpTo(id string, gen int64) (c *evidence.Chunk, ok bool, err error) {
+	return s.readUpTo(id, gen, true)
+}
+
+// readUpTo is chunkUpTo, through the cache of checked chunks when cached.
+func (s *state) readUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error) {
 	t := s.rows
 	if t == nil {
 		if g, ok := s.committed[id]; !ok || g > gen {
@@ -88,15 +99,40 @@ func (s *state) chunkUpTo(id string, gen int64) (c *evidence.Chunk, ok bool, err
 		}
 		return s.chunks[id], true, nil
 	}
-	w, ok := t.lookup(id)
+	i, ok := t.find(id)
+	var w row
+	if ok {
+		w, ok = t.row(i)
+	}
 	if !ok {
 		return nil, false, t.err()
 	}
 	if int64(w.gen) > gen {
 		return nil, false, nil
 	}
-	c, err = t.read(id, w)
+	if !cached {
+		c, err = t.read(id, w)
+		return c, true, err
+	}
+	slot := &t.checked[i%len(t.checked)]
+	if k := slot.Load(); k != nil && k.row == i {
+		return k.c, true, nil
+	}
+	if c, err = t.read(id, w); err == nil {
+		slot.Store(&checkedChunk{row: i, c: c})
+	}
 	return c, true, err
+}
+
+// checkedChunks is how many chunks read and checked a row table keeps,
+// each in the slot of its row modulo this: the chunks a few hundred packs
+// cite, a few MiB, whatever the corpus's size.
+const checkedChunks = 4096
+
+// checkedChunk is a chunk read from its batch file and checked, and its row.
+type checkedChunk struct {
+	row int
+	c   *evidence.Chunk
 }
 
 // read returns chunk id of row w, read from its batch file and checked
@@ -127,12 +163,77 @@ func (t *rowTable) read(id string, w row) (*evidence.Chunk, error) {
 }
 
 // docView is a chunk's document version: its chunks' IDs in document order,
-// their reranker terms as numbers, and the chunk's position.
+// their reranker terms as numbers, and the chunk's position. Read from a
+// checkpoint (rows not nil), it holds only the chunks read so far: fill
+// reads the ones a caller needs first.
 type docView struct {
 	ids  []string
 	nums [][]uint32
 	pos  int
 	gens func(i int) int64 // the generation that committed chunk i
+	rows *docRows
+}
+
+// fill makes sure chunks [lo, hi) of the view are read; false when a read
+// failed (and the query fails: rowTable.err).
+func (d docView) fill(lo, hi int) bool {
+	return d.rows == nil || d.rows.fill(lo, hi)
+}
+
+// docRows is a document version in a checkpoint's rows, read chunk by
+// chunk as requests need them and shared by every view of it: a request
+// reads the chunks around its candidates (scope.place), and the rest of a
+// long document is never read nor checked for it. Reading it whole at its
+// first request was most of a tenant's first request at a million chunks.
+type docRows struct {
+	t     *rowTable
+	start int // the first row
+	ids   []string
+	nums  [][]uint32
+	gen   []int64
+	gens  func(i int) int64
+	done  []atomic.Bool // chunk k's entries above are read: written before, never after
+	mu    sync.Mutex    // held to read a chunk
+}
+
+func newDocRows(t *rowTable, start, n int) *docRows {
+	d := &docRows{t: t, start: start, ids: make([]string, n), nums: make([][]uint32, n), gen: make([]int64, n), done: make([]atomic.Bool, n)}
+	d.gens = func(k int) int64 { return d.gen[k] }
+	return d
+}
+
+// fill makes sure chunks [lo, hi) are read.
+func (d *docRows) fill(lo, hi int) bool {
+	for k := lo; k < hi; k++ {
+		if !d.done[k].Load() {
+			return d.read(k, hi)
+		}
+	}
+	return true
+}
+
+// read reads chunks [lo, hi) that are not yet read.
+func (d *docRows) read(lo, hi int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k := lo; k < hi; k++ {
+		if d.done[k].Load() {
+			continue
+		}
+		r, ok := d.t.row(d.start + k)
+		if ok {
+			d.ids[k], ok = d.t.id(r)
+		}
+		if ok {
+			d.nums[k], ok = d.t.numsOf(r)
+		}
+		if !ok {
+			return false
+		}
+		d.gen[k] = int64(r.gen)
+		d.done[k].Store(true)
+	}
+	return true
 }
 
 // lookup returns the row of chunk id.
@@ -183,7 +284,8 @@ func (t *rowTable) close() error {
 }
 
 // docOf returns the document of committed chunk id, and the generation
-// that committed it.
+// that committed it. From a checkpoint, the view has none of its chunks
+// read (docView.fill).
 func (s *state) docOf(id string) (docView, int64, bool) {
 	if t := s.rows; t != nil {
 		i, ok := t.find(id)
@@ -197,26 +299,10 @@ func (s *state) docOf(id string) (docView, int64, bool) {
 		start, n := int(w.docStart), int(w.docLen)
 		v, ok := t.docs.Load(start)
 		if !ok {
-			gen := make([]int64, n)
-			d := &docView{ids: make([]string, n), nums: make([][]uint32, n), gens: func(k int) int64 { return gen[k] }}
-			for k := range n {
-				r, ok := t.row(start + k)
-				if ok {
-					d.ids[k], ok = t.id(r)
-				}
-				if ok {
-					d.nums[k], ok = t.numsOf(r)
-				}
-				if !ok {
-					return docView{}, 0, false // and the query fails: rowTable.err
-				}
-				gen[k] = int64(r.gen)
-			}
-			v, _ = t.docs.LoadOrStore(start, d)
+			v, _ = t.docs.LoadOrStore(start, newDocRows(t, start, n))
 		}
-		d := *v.(*docView)
-		d.pos = i - start
-		return d, int64(w.gen), true
+		d := v.(*docRows)
+		return docView{ids: d.ids, nums: d.nums, pos: i - start, gens: d.gens, rows: d}, int64(w.gen), true
 	}
 	p, ok := s.docPlace[id]
 	if !ok {

@@ -297,7 +297,8 @@ func TestPartitionsOpenWhenRead(t *testing.T) {
 	require.Nil(t, full.rows)
 	require.Equal(t, lazy, packsOf(t, e, reqs))
 
-	// Requests racing to open the same partitions first (run with -race).
+	// Requests racing to open the same partitions, read the same
+	// documents' rows and check the same chunks first (run with -race).
 	require.NoError(t, e.Close())
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
@@ -471,4 +472,59 @@ func TestOlderCheckpointIsReadFromTheBatches(t *testing.T) {
 	require.NoError(t, err)
 	checked(t, e)
 	require.NotNil(t, e.st.rows, "the commit wrote a checkpoint of this format")
+}
+
+// TestCheckedChunksAreKept: a chunk a request read and checked is answered
+// from the row table's cache of checked chunks, the committed text, even
+// after its batch file is edited in place; Verify and Check, which read
+// the files, find the edit, and the next process drops the chunk.
+func TestCheckedChunksAreKept(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	e, req, p := retentionPack(t, dir)
+	require.NoError(t, e.Close())
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	require.NotNil(t, e.st.rows, "Open read the checkpoint")
+	p1, err := e.Query(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, p.Bytes(), p1.Bytes())
+
+	batch := filepath.Join(dir, storage.ChunksDir, storage.BatchName(1))
+	orig, err := os.ReadFile(batch)
+	require.NoError(t, err)
+	edited := bytes.Replace(orig, []byte("for ten years from the date"), []byte("for two years from the date"), 1)
+	require.NotEqual(t, orig, edited)
+	require.NoError(t, os.WriteFile(batch, edited, 0o644)) // the same file, which the engine holds open
+
+	p2, err := e.Query(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, p.Bytes(), p2.Bytes(), "the checked chunk, not the edited line")
+	rep, err := e.Verify(ctx, p.Bytes())
+	require.NoError(t, err)
+	require.False(t, rep.OK(), "Verify reads the file")
+	require.ErrorIs(t, e.Check(), ErrCheck)
+	require.NoError(t, e.Close())
+
+	e, err = Open(dir, Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	p3, err := e.Query(ctx, req)
+	require.NoError(t, err)
+	require.NotContains(t, citedIDs(p3), "records-act/art-2@2025")
+	require.Contains(t, p3.Trace.Dropped, evidence.Drop{ChunkID: "records-act/art-2@2025", Reason: "content hash mismatch"})
+}
+
+// TestCheckedChunksShareSlots: with one slot, every read evicts the one
+// before it, and every request still gets its own chunks: a slot answers
+// only for the row it holds.
+func TestCheckedChunksShareSlots(t *testing.T) {
+	dir, reqs, want := lazyPacks(t)
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	checked(t, e)
+	require.NotNil(t, e.st.rows)
+	e.st.rows.checked = e.st.rows.checked[:1]
+	require.Equal(t, want, packsOf(t, e, reqs))
+	require.Equal(t, want, packsOf(t, e, reqs), "again, the slot full")
 }

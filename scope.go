@@ -11,6 +11,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
 )
 
@@ -233,7 +234,7 @@ func (s scope) DocFreq(term string) int {
 // ChunkTerms implements rerank.Documents.
 func (s scope) ChunkTerms(id string) []string {
 	d, gen, ok := s.st.docOf(id)
-	if !ok || gen > s.gen { // as !s.admits(id)
+	if !ok || gen > s.gen || !d.fill(d.pos, d.pos+1) { // as !s.admits(id)
 		return nil
 	}
 	return s.st.termsOf(d.nums[d.pos])
@@ -280,7 +281,7 @@ func (s scope) TermNumber(term string) (uint32, bool) {
 // position; nil, nil and -1 when the scope does not hold id.
 func (s scope) document(id string) ([]string, [][]uint32, int) {
 	d, gen, ok := s.st.docOf(id)
-	if !ok || gen > s.gen { // as !s.admits(id), without a second lookup
+	if !ok || gen > s.gen || !d.fill(0, len(d.ids)) { // as !s.admits(id), without a second lookup
 		return nil, nil, -1
 	}
 	if s.latest {
@@ -299,6 +300,29 @@ func (s scope) document(id string) ([]string, [][]uint32, int) {
 		}
 	}
 	return ids, nums, pos
+}
+
+// place returns id's document at the scope's generation as the engine
+// hands it to its reranker with the candidate: for a request of the latest
+// generation, the window around id the rerankers read
+// (rerank.WindowBefore, rerank.WindowAfter) and the document's first
+// chunk, so that a checkpoint's rows for the rest are never read; for a
+// pinned one, which leaves out what later commits added, the whole
+// document (document). False when the scope does not hold id.
+func (s scope) place(id string) (rerank.DocumentPlace, bool) {
+	if !s.latest {
+		ids, nums, pos := s.document(id)
+		return rerank.DocumentPlace{IDs: ids, Nums: nums, Pos: pos}, ids != nil
+	}
+	d, gen, ok := s.st.docOf(id)
+	if !ok || gen > s.gen {
+		return rerank.DocumentPlace{}, false
+	}
+	lo, hi := max(0, d.pos-rerank.WindowBefore), min(len(d.ids), d.pos+rerank.WindowAfter+1)
+	if !d.fill(0, 1) || !d.fill(lo, hi) {
+		return rerank.DocumentPlace{}, false // and the query fails: rowTable.err
+	}
+	return rerank.DocumentPlace{IDs: d.ids[lo:hi], Nums: d.nums[lo:hi], Pos: d.pos, Start: lo, Len: len(d.ids), First: d.ids[0]}, true
 }
 
 // digest names the scope's chunks: BLAKE3 over the scope's tenants and

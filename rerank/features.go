@@ -74,6 +74,15 @@ const (
 	headingLook  = 16
 )
 
+// WindowBefore and WindowAfter are how far from a candidate the rerankers
+// of this package read its document: the chunks before it where its
+// heading path may be, and its next neighbour. A DocumentPlace window
+// holds at least these.
+const (
+	WindowBefore = headingLook
+	WindowAfter  = 1
+)
+
 // Neighbour smoothing weight: BM25 + smoothNum/smoothDen × the mean BM25 of
 // the chunk's neighbours in its document.
 const smoothNum, smoothDen = 3, 10
@@ -312,13 +321,14 @@ func (x *extractor) neighbour(p *place, pos int, cand int32, infos []chunkInfo) 
 // document (by its terms' numbers when p has them), and false when there is
 // none.
 func (x *extractor) neighbourBM25(p *place, pos int) (int64, bool) {
-	if pos < 0 || pos >= len(p.doc) {
+	if pos < 0 || pos >= p.size {
 		return 0, false
 	}
 	clear(x.tf)
+	k := pos - p.base // in the window: placeOf checked it holds the neighbours
 	if nums := p.nums; nums != nil {
 		tbl, tf := &x.numTable, x.tf
-		for _, t := range nums[pos] {
+		for _, t := range nums[k] {
 			i := tbl[t%numSlots]
 			if i == 0 {
 				continue
@@ -327,14 +337,14 @@ func (x *extractor) neighbourBM25(p *place, pos int) (int64, bool) {
 				tf[k]++
 			}
 		}
-		return x.bm25(tf, len(nums[pos])), true
+		return x.bm25(tf, len(nums[k])), true
 	}
-	for _, t := range p.dterms[pos] {
+	for _, t := range p.dterms[k] {
 		if k := x.lookup(t); k >= 0 {
 			x.tf[k]++
 		}
 	}
-	return x.bm25(x.tf, len(p.dterms[pos])), true
+	return x.bm25(x.tf, len(p.dterms[k])), true
 }
 
 // bm25 is Σ idf × tf × (k1+1) / (tf + k1 × (1 − b + b × len/avg)) with
@@ -367,11 +377,17 @@ func (x *extractor) termsOf(c *Candidate) []string {
 
 // place is a candidate's document: its chunks' IDs and terms (and their
 // numbers, nil when not known), and its position; doc nil when unknown.
+// The slices may be a window of the document (DocumentPlace.Len): they hold
+// positions base to base+len(doc)-1 of a document of size chunks whose
+// first chunk is key.
 type place struct {
 	doc    []string
 	dterms [][]string
 	nums   [][]uint32
 	pos    int
+	base   int
+	size   int
+	key    string
 }
 
 // placeOf returns c's document: the one it carries, else its Stats'. A
@@ -382,7 +398,7 @@ func (x *extractor) placeOf(c *Candidate) place {
 	var p place
 	switch {
 	case c.Doc != nil && x.docs != nil && (c.Doc.Terms != nil || x.nums != nil):
-		p = place{doc: c.Doc.IDs, dterms: c.Doc.Terms, pos: c.Doc.Pos}
+		p = place{doc: c.Doc.IDs, dterms: c.Doc.Terms, pos: c.Doc.Pos, base: c.Doc.Start, size: c.Doc.Len, key: c.Doc.First}
 		if x.nums != nil {
 			p.nums = c.Doc.Nums
 		}
@@ -394,7 +410,19 @@ func (x *extractor) placeOf(c *Candidate) place {
 	if p.nums != nil && len(p.nums) != len(p.doc) {
 		p.nums = nil
 	}
-	if p.doc != nil && (p.pos < 0 || p.pos >= len(p.doc) || p.nums == nil && len(p.dterms) != len(p.doc)) {
+	if p.doc == nil {
+		return p
+	}
+	if p.size == 0 { // the whole document
+		p.base, p.size = 0, len(p.doc)
+		if len(p.doc) > 0 {
+			p.key = p.doc[0]
+		}
+	}
+	// The window must hold what the features read around the candidate.
+	lo, hi := max(0, p.pos-WindowBefore), min(p.size, p.pos+WindowAfter+1)
+	if p.pos < 0 || p.pos >= p.size || p.base < 0 || p.base > lo || p.base+len(p.doc) < hi || p.base+len(p.doc) > p.size ||
+		p.nums == nil && len(p.dterms) != len(p.doc) {
 		return place{pos: -1}
 	}
 	return p
@@ -404,9 +432,9 @@ func (x *extractor) placeOf(c *Candidate) place {
 // document.
 func (p *place) termCount(q int) int {
 	if p.nums != nil {
-		return len(p.nums[q])
+		return len(p.nums[q-p.base])
 	}
-	return len(p.dterms[q])
+	return len(p.dterms[q-p.base])
 }
 
 // candidateInfo analyses candidate c: by number when its document has
@@ -414,7 +442,7 @@ func (p *place) termCount(q int) int {
 // it was handed with its document: see Candidate.Doc), else by string.
 func (x *extractor) candidateInfo(c *Candidate, p place) chunkInfo {
 	if p.doc != nil && p.nums != nil && (c.Terms == nil || c.Doc != nil) {
-		return x.infoNums(p.nums[p.pos])
+		return x.infoNums(p.nums[p.pos-p.base])
 	}
 	return x.info(x.termsOf(c))
 }
@@ -435,7 +463,7 @@ func FeatureRows(question string, cands []Candidate, stats Stats) []Row {
 		infos[i] = x.candidateInfo(c, places[i])
 		maxBM25 = max(maxBM25, infos[i].bm25)
 		if places[i].doc != nil {
-			docKey[i] = places[i].doc[0]
+			docKey[i] = places[i].key
 		} else {
 			docKey[i] = "\x00" + c.ID // a chunk of unknown document is its own
 		}
@@ -477,8 +505,8 @@ func FeatureRows(question string, cands []Candidate, stats Stats) []Row {
 			continue
 		}
 		pos := p.pos
-		r[17], r[19] = int64(pos), int64(len(p.doc))
-		r[18] = s * int64(pos) / int64(len(p.doc))
+		r[17], r[19] = int64(pos), int64(p.size)
+		r[18] = s * int64(pos) / int64(p.size)
 		var nsum, nn int64
 		if b, ok := x.neighbour(p, pos-1, prevOf[i], infos); ok {
 			r[10] = s * b / maxBM25
@@ -596,14 +624,14 @@ func (x *extractor) headingFeatures(p *place, ci *chunkInfo, total int64, r *Row
 		}
 		found++
 		if p.nums != nil {
-			for _, t := range p.nums[q] {
+			for _, t := range p.nums[q-p.base] {
 				if k := x.lookupNum(t); k >= 0 && k < 64 {
 					inHeading |= 1 << k
 				}
 			}
 			continue
 		}
-		for _, t := range p.dterms[q] {
+		for _, t := range p.dterms[q-p.base] {
 			if k := x.lookup(t); k >= 0 && k < 64 {
 				inHeading |= 1 << k
 			}

@@ -639,3 +639,85 @@ func TestFeatureRowsByNumber(t *testing.T) {
 		}
 	}
 }
+
+// TestFeatureRowsFromWindows: a candidate handed with a window of its
+// document (DocumentPlace.Len) gets the rows the whole document gives, as
+// long as the window holds WindowBefore chunks before it and WindowAfter
+// after; a window short of that is no document (zero document features),
+// never a read outside it.
+func TestFeatureRowsFromWindows(t *testing.T) {
+	// One long document of headings and paragraphs, so that a heading path
+	// reaches back near WindowBefore, and a short one beside it.
+	var docs [][2]string
+	var order []string
+	for i := range 40 {
+		text := "the bank shall hold capital against its exposures and report the buffer"
+		if i%7 == 0 {
+			text = "capital buffer"
+		}
+		id := fmt.Sprintf("long/%02d", i)
+		docs, order = append(docs, [2]string{id, text}), append(order, id)
+	}
+	docs, order = append(docs, [2]string{"short/0", "records kept five years"}), append(order, "short/0")
+	nd := numbered(newFakeDocs(docs, order), 1)
+	ids := []string{"long/00", "long/01", "long/17", "long/18", "long/20", "long/21", "long/39", "short/0"}
+	pool := make([]Candidate, len(ids))
+	for i, id := range ids {
+		pool[i] = Candidate{ID: id, Rank: i + 1}
+	}
+	whole := slices.Clone(pool)
+	for i := range whole {
+		doc, _, nums, pos := nd.DocumentNumbers(whole[i].ID)
+		whole[i].Doc = &DocumentPlace{IDs: doc, Nums: nums, Pos: pos}
+	}
+	const q = "capital buffer the bank must hold"
+	want := FeatureRows(q, whole, nd)
+	window := func(c Candidate, before, after int) Candidate {
+		d := *c.Doc
+		lo, hi := max(0, d.Pos-before), min(len(d.IDs), d.Pos+after+1)
+		c.Doc = &DocumentPlace{IDs: d.IDs[lo:hi], Nums: d.Nums[lo:hi], Pos: d.Pos, Start: lo, Len: len(d.IDs), First: d.IDs[0]}
+		return c
+	}
+	for _, tc := range []struct {
+		name          string
+		before, after int
+	}{
+		{"the least window", WindowBefore, WindowAfter},
+		{"a wider one", WindowBefore + 5, WindowAfter + 3},
+	} {
+		got := slices.Clone(whole)
+		for i := range got {
+			got[i] = window(got[i], tc.before, tc.after)
+		}
+		if diff := cmp.Diff(want, FeatureRows(q, got, nd)); diff != "" {
+			t.Fatalf("%s:\n%s", tc.name, diff)
+		}
+	}
+	// Short windows: the candidate goes without its document, as one whose
+	// Stats does not know it; the others are unchanged.
+	none := slices.Clone(whole)
+	none[4].Doc = &DocumentPlace{Pos: -1}
+	wantNone := FeatureRows(q, none, nd)
+	if slices.Equal(wantNone[4][:], want[4][:]) {
+		t.Fatal("long/20 has no document features to lose: the case tests nothing")
+	}
+	for _, tc := range []struct {
+		name          string
+		before, after int
+	}{
+		{"one short before", WindowBefore - 1, WindowAfter},
+		{"without the next chunk", WindowBefore, 0},
+	} {
+		got := slices.Clone(whole)
+		got[4] = window(got[4], tc.before, tc.after)
+		if diff := cmp.Diff(wantNone, FeatureRows(q, got, nd)); diff != "" {
+			t.Fatalf("%s:\n%s", tc.name, diff)
+		}
+	}
+	bad := slices.Clone(whole)
+	d := *bad[4].Doc
+	bad[4].Doc = &DocumentPlace{IDs: d.IDs, Nums: d.Nums, Pos: d.Pos, Start: 3, Len: len(d.IDs), First: d.IDs[0]}
+	if diff := cmp.Diff(wantNone, FeatureRows(q, bad, nd)); diff != "" {
+		t.Fatalf("a window past the document's end:\n%s", diff)
+	}
+}

@@ -34,11 +34,23 @@ type Candidate struct {
 // chunk's position among them. Terms may be nil when Nums is not (the
 // engine holds its chunks' terms as numbers alone). The slices must not be
 // changed.
+//
+// The slices may instead be a window of the document, when Len is not
+// zero: they then hold the chunks at positions Start to Start+len(IDs)-1
+// of a document of Len chunks whose first chunk's ID is First, and Pos is
+// the chunk's position in the whole document. A window holds at least the
+// WindowBefore chunks before Pos and the WindowAfter after it (as many as
+// the document has), all this package's rerankers read; one that does not
+// is no document to them (its features are zero). The engine hands
+// windows: the rest of a long document is never read from its checkpoint.
 type DocumentPlace struct {
 	IDs   []string
 	Terms [][]string
 	Nums  [][]uint32
 	Pos   int
+	Start int
+	Len   int
+	First string
 }
 
 // Terms returns the stemmed non-stop terms of text in order, as the
