@@ -6,8 +6,10 @@ import (
 	"iter"
 	"math"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/blevesearch/bleve/v2"
 )
@@ -52,6 +54,7 @@ type catalogPart struct {
 // lazyPart is what a part from a catalog needs to be opened and checked.
 type lazyPart struct {
 	once sync.Once
+	done atomic.Bool // once has run
 	err  error
 	docs uint64 // the catalog's count
 	gen  int64  // the catalog's generation: nothing after it may be there
@@ -191,8 +194,42 @@ func (l *Lexical) ensure(p *part) error {
 	if p.lazy == nil {
 		return nil
 	}
-	p.lazy.once.Do(func() { p.lazy.err = l.openLazy(p) })
+	p.lazy.once.Do(func() {
+		p.lazy.err = l.openLazy(p)
+		p.lazy.done.Store(true)
+	})
 	return p.lazy.err
+}
+
+// ensureAll is ensure for each of parts, the ones not yet opened opened
+// side by side, at most GOMAXPROCS at once: a tenant's first request
+// opens a few partitions, about a millisecond each. The error is the
+// first part's in parts order, whichever open failed first.
+func (l *Lexical) ensureAll(parts []searchPart) error {
+	var todo []*part
+	for _, sp := range parts {
+		if sp.p.lazy != nil && !sp.p.lazy.done.Load() {
+			todo = append(todo, sp.p)
+		}
+	}
+	if len(todo) > 1 {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+		for _, p := range todo {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				l.ensure(p) // its error is kept, and returned below
+			})
+		}
+		wg.Wait()
+	}
+	for _, sp := range parts {
+		if err := l.ensure(sp.p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // openLazy opens p, a catalog's part, and checks that bleve holds what the

@@ -225,10 +225,8 @@ func (l *Lexical) partsFor(e Eligibility, b Bounds) ([]searchPart, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, sp := range out {
-		if err := l.ensure(sp.p); err != nil {
-			return nil, err
-		}
+	if err := l.ensureAll(out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
