@@ -35,9 +35,8 @@ import (
 // fixed width in document order (a document version's chunks adjacent),
 // with their IDs and reranker term numbers in arenas, and an ID order (each
 // chunk's row and its ID's place in a second copy of the IDs, sorted by
-// ID) for lookups: Open maps it
-// and decodes none of it, and a query reads the rows it needs (rowTable),
-// each block checked as it is first read. A chunk's own fields stay in its
+// ID) for lookups: Open maps it and decodes none of it, and a query reads
+// the rows it needs (rowTable), each block checked as it is first read. A chunk's own fields stay in its
 // batch file, read when a query needs them and checked against the content
 // hash its row holds (state.chunkOf).
 //
