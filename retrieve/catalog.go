@@ -60,6 +60,15 @@ type lazyPart struct {
 	gen  int64  // the catalog's generation: nothing after it may be there
 }
 
+// do runs f once, the first call's, and returns its error at every call.
+func (z *lazyPart) do(f func() error) error {
+	z.once.Do(func() {
+		z.err = f()
+		z.done.Store(true)
+	})
+	return z.err
+}
+
 // Catalog returns the catalog of docs, every document of a committed state
 // (each chunk once, as Index would be given it), in the partitions of l:
 // nil for an unpartitioned index. Each comes with whether the index holds
@@ -194,11 +203,7 @@ func (l *Lexical) ensure(p *part) error {
 	if p.lazy == nil {
 		return nil
 	}
-	p.lazy.once.Do(func() {
-		p.lazy.err = l.openLazy(p)
-		p.lazy.done.Store(true)
-	})
-	return p.lazy.err
+	return p.lazy.do(func() error { return l.openLazy(p) })
 }
 
 // ensureAll is ensure for each of parts, the ones not yet opened opened

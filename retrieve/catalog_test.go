@@ -78,11 +78,7 @@ func TestCatalogChangesNoRanking(t *testing.T) {
 	first := true
 	for q := range 100 {
 		text, e := pc.question(r), pc.eligibility(r)
-		upTo := pc.gens
-		if e.Pinned {
-			upTo = e.UpTo
-		}
-		stats := pc.fullStats(e.Tenant, upTo)
+		stats := pc.fullStats(e.Tenant, pc.upTo(e))
 		if stats.Docs == 0 {
 			continue
 		}

@@ -153,6 +153,15 @@ func (pc *pruneCorpus) stats(r *rand.Rand, tenant string, upTo int64) BM25Stats 
 	return st
 }
 
+// upTo returns the generation e's statistics are taken at: a pinned
+// request's, else the last.
+func (pc *pruneCorpus) upTo(e Eligibility) int64 {
+	if e.Pinned {
+		return e.UpTo
+	}
+	return pc.gens
+}
+
 // fullStats returns the scope's statistics as an engine keeps them.
 func (pc *pruneCorpus) fullStats(tenant string, upTo int64) BM25Stats {
 	st := BM25Stats{DocFreq: map[string]uint64{}}
@@ -226,11 +235,7 @@ func TestPrunedEqualsExhaustive(t *testing.T) {
 		for q := 0; q < questions; q++ {
 			text := pc.question(r)
 			e := pc.eligibility(r)
-			upTo := pc.gens
-			if e.Pinned {
-				upTo = e.UpTo
-			}
-			stats := pc.stats(r, e.Tenant, upTo)
+			stats := pc.stats(r, e.Tenant, pc.upTo(e))
 			for _, n := range []int{1, 3, 10, 50} {
 				want, err := pc.l.SearchExhaustive(ctx, text, e, pc.bounds, n, stats)
 				if err != nil {
@@ -421,13 +426,9 @@ func TestPartitionsChangeNoRanking(t *testing.T) {
 		for q := range 150 {
 			text := parts.question(r)
 			e := parts.eligibility(r)
-			upTo := parts.gens
-			if e.Pinned {
-				upTo = e.UpTo
-			}
 			// what the engine always passes: without it each layout takes
 			// bleve's own statistics, which differ
-			stats := parts.fullStats(e.Tenant, upTo)
+			stats := parts.fullStats(e.Tenant, parts.upTo(e))
 			if stats.Docs == 0 {
 				continue
 			}

@@ -533,7 +533,7 @@ func closeParts(parts []*part) error {
 	var errs []error
 	for _, p := range parts {
 		if p.lazy != nil {
-			p.lazy.once.Do(func() { p.lazy.err = fmt.Errorf("%w: partition %s: closed", ErrLexical, p.key.dirName()) })
+			p.lazy.do(func() error { return fmt.Errorf("%w: partition %s: closed", ErrLexical, p.key.dirName()) })
 		}
 		if p.idx == nil {
 			continue
