@@ -2,6 +2,7 @@ package evpack
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -34,9 +35,9 @@ import (
 // vocabulary and the tenants, are decoded at Open. The chunks are rows of
 // fixed width in document order (a document version's chunks adjacent),
 // with their IDs and reranker term numbers in arenas, and an ID order (each
-// chunk's row and its ID's place in a second copy of the IDs, sorted by
-// ID) for lookups: Open maps it and decodes none of it, and a query reads
-// the rows it needs (rowTable), each block checked as it is first read. A chunk's own fields stay in its
+// chunk's row and its ID's key, sorted by key: idKey) for lookups: Open
+// maps it and decodes none of it, and a query reads the rows it needs
+// (rowTable), each block checked as it is first read. A chunk's own fields stay in its
 // batch file, read when a query needs them and checked against the content
 // hash its row holds (state.chunkOf).
 //
@@ -48,12 +49,13 @@ import (
 // index whose checkpoint is of an older format (olderCheckpoints) is read
 // from its batch files, as one without a checkpoint, until its next commit
 // writes one of this format.
-const checkpointFormat = "evpack-state/3\n"
+const checkpointFormat = "evpack-state/4\n"
 
 // olderCheckpoints are the magics of the formats before checkpointFormat:
 // /1 had no catalog of the lexical partitions; /2 held each chunk ID once,
-// in ID order.
-var olderCheckpoints = []string{"evpack-state/1\n", "evpack-state/2\n"}
+// in ID order; /3 held each ID twice, in ID order and in row order, and
+// ordered the lookup by ID rather than by key (idKey).
+var olderCheckpoints = []string{"evpack-state/1\n", "evpack-state/2\n", "evpack-state/3\n"}
 
 // rowSize is the width of a chunk's row: ID (offset and length in the ID
 // arena), committing generation, tenant (index into the row tenants), line
@@ -192,16 +194,14 @@ const (
 	// no entry straddles two (each is validated with its block).
 	rowsPerBlock  = ckptBlock / rowSize
 	orderPerBlock = ckptBlock / orderSize
-	// orderSize is the width of an entry of the ID order: the row, and its
-	// chunk ID's offset and length in the ID arena (a lookup reads the IDs
-	// without the rows).
+	// orderSize is the width of an entry of the ID order: the row, and
+	// its chunk ID's key (idKey).
 	orderSize = 12
 	// fenceEvery is how many entries of the ID order the head holds one
-	// fence for (the first chunk ID of each run of this many): a lookup
-	// searches the fences in memory, then this many entries, whose IDs
-	// lie in one block of the arena or two. (A fence a block of the order,
-	// 341 entries, had a lookup check four arena blocks on a cold start;
-	// the fences of a million chunks are about 1.4 MB of the head.)
+	// fence for (the key of the first of each run of this many): a lookup
+	// searches the fences in memory, then the keys of a run, in one block
+	// of the order, then reads the ID of the one entry whose key matches.
+	// The fences of a million chunks are 254 KiB of the head.
 	fenceEvery = 32
 )
 
@@ -304,33 +304,28 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byt
 	if len(ids) != len(st.docPlace) {
 		return body, fmt.Errorf("evpack: checkpoint: %d chunks in documents, %d placed", len(ids), len(st.docPlace))
 	}
-	// The ID arena holds every ID twice, because the two reads want
-	// opposite layouts. A lookup reads the IDs of fenceEvery entries of
-	// the order (after a binary search of the head's fences in memory):
-	// the first copy, in ID order, puts them together.
-	// A document view reads the IDs of a document's rows: the second copy,
-	// in row order, puts those together. With one copy in ID order, the
-	// first requests after Open checked a block of the arena for nearly
-	// every ID of a document (IDs need not sort in document order:
-	// ObliQA's are UUIDs), most of a request's cost.
+	// The lookup is ordered by key (idKey), then ID: a lookup compares
+	// the keys in the order's entries and reads one chunk's ID to confirm
+	// it, so the arena holds each ID once, in row order, where a document
+	// view reads its rows' IDs together. (Ordered by ID, a lookup read the
+	// IDs of the entries it passed: a second copy of the arena in ID order,
+	// and a block of it checked for each cold lookup.)
+	keys := make([]uint64, len(ids))
 	byID := make([]uint32, len(ids))
-	for i := range byID {
-		byID[i] = uint32(i)
+	for i, id := range ids {
+		byID[i], keys[i] = uint32(i), idKey(id)
 	}
-	slices.SortFunc(byID, func(a, b uint32) int { return strings.Compare(ids[a], ids[b]) })
-	orderOff := make([]uint32, len(ids))
-	var arena []byte
-	for _, r := range byID {
-		orderOff[r] = uint32(len(arena))
-		arena = append(arena, ids[r]...)
-		if len(arena) > 1<<31 {
-			return body, fmt.Errorf("evpack: checkpoint: more than 2 GiB of chunk IDs")
-		}
-	}
+	slices.SortFunc(byID, func(a, b uint32) int {
+		return cmp.Or(cmp.Compare(keys[a], keys[b]), strings.Compare(ids[a], ids[b]))
+	})
 	idOff := make([]uint32, len(ids))
+	var arena []byte
 	for r, id := range ids {
 		idOff[r] = uint32(len(arena))
 		arena = append(arena, id...)
+		if len(arena) > 1<<31 {
+			return body, fmt.Errorf("evpack: checkpoint: more than 2 GiB of chunk IDs")
+		}
 	}
 	rows := make([]byte, 0, len(ids)*rowSize)
 	var nums []uint32
@@ -373,8 +368,7 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byt
 	order := make([]byte, 0, orderSize*len(byID))
 	for _, r := range byID {
 		order = binary.LittleEndian.AppendUint32(order, r)
-		order = binary.LittleEndian.AppendUint32(order, orderOff[r])
-		order = binary.LittleEndian.AppendUint32(order, uint32(len(ids[r])))
+		order = binary.LittleEndian.AppendUint64(order, keys[r])
 	}
 	numBytes := make([]byte, 0, 4*len(nums))
 	for _, n := range nums {
@@ -382,7 +376,7 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byt
 	}
 	w.uint(uint64(len(ids)))
 	for k := 0; k < len(byID); k += fenceEvery {
-		w.str(ids[byID[k]])
+		w.u64(keys[byID[k]])
 	}
 	return [4][]byte{rows, order, arena, numBytes}, nil
 }
@@ -613,10 +607,10 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 		r.fail("bad row count")
 	}
 	n := int(rowCount)
-	fences := make([]string, (n+fenceEvery-1)/fenceEvery)
+	fences := make([]uint64, (n+fenceEvery-1)/fenceEvery)
 	for i := range fences {
-		fences[i] = r.str()
-		if i > 0 && r.err == nil && fences[i] <= fences[i-1] {
+		fences[i] = r.u64()
+		if i > 0 && r.err == nil && fences[i] < fences[i-1] {
 			r.fail("fences out of order")
 		}
 	}
@@ -732,10 +726,8 @@ func (t *rowTable) validRows(lo, hi int) error {
 // validOrder validates the entries in bytes [lo, hi) of the ID order.
 func (t *rowTable) validOrder(lo, hi int) error {
 	for k := lo; k+orderSize <= hi; k += orderSize {
-		e := t.byID.data[k:]
-		r, off, n := binary.LittleEndian.Uint32(e), binary.LittleEndian.Uint32(e[4:]), binary.LittleEndian.Uint32(e[8:])
-		if int(r) >= t.n || n == 0 || int(off)+int(n) > t.ids.length {
-			return fmt.Errorf("ID order entry %d: row %d of %d, ID %d+%d", k/orderSize, r, t.n, off, n)
+		if r := binary.LittleEndian.Uint32(t.byID.data[k:]); int(r) >= t.n {
+			return fmt.Errorf("ID order entry %d: row %d of %d", k/orderSize, r, t.n)
 		}
 	}
 	return nil
@@ -781,9 +773,9 @@ type rowTable struct {
 	// catalog is the lexical partitions' (retrieve.Lexical.Catalog) as the
 	// checkpoint holds it: empty for an unpartitioned index.
 	catalog []byte
-	// fences are the first chunk ID of each run of fenceEvery entries of
-	// the ID order.
-	fences []string
+	// fences are the key of the first entry of each run of fenceEvery
+	// entries of the ID order.
+	fences []uint64
 }
 
 // failed records err, a block of the body that failed its check: every
@@ -838,41 +830,56 @@ func (t *rowTable) id(w row) (string, bool) {
 	return unsafe.String(&t.ids.data[w.idOff], w.idLen), true
 }
 
-// byRank returns the row and the chunk ID of the k-th chunk in chunk-ID
-// order.
-func (t *rowTable) byRank(k int) (int, string, bool) {
-	if err := t.byID.check(orderSize*k, orderSize); err != nil {
-		t.failed(fmt.Errorf("ID order: %w", err))
-		return 0, "", false
-	}
-	e := t.byID.data[orderSize*k:]
-	id, ok := t.id(row{idOff: binary.LittleEndian.Uint32(e[4:]), idLen: binary.LittleEndian.Uint32(e[8:])})
-	return int(binary.LittleEndian.Uint32(e)), id, ok
+// idKey is the key the ID order sorts a chunk ID by: the first 8 bytes
+// of its BLAKE3-256. IDs often share long prefixes (a filer's accession
+// numbers), and a key no one can aim at keeps a lookup's run of equal keys
+// to the one chunk it looks for.
+func idKey(id string) uint64 {
+	sum := blake3.Sum256(unsafe.Slice(unsafe.StringData(id), len(id)))
+	return binary.LittleEndian.Uint64(sum[:8])
 }
 
-// find returns the row of chunk id: the fences say which run of
-// fenceEvery entries of the ID order may hold it, and a binary search of
-// that run finds it.
-func (t *rowTable) find(id string) (int, bool) {
-	b := sort.Search(len(t.fences), func(j int) bool { return t.fences[j] > id }) - 1
-	if b < 0 {
-		return 0, false
+// orderAt returns the row and the key of the k-th entry of the ID order.
+func (t *rowTable) orderAt(k int) (int, uint64, bool) {
+	if err := t.byID.check(orderSize*k, orderSize); err != nil {
+		t.failed(fmt.Errorf("ID order: %w", err))
+		return 0, 0, false
 	}
-	lo := b * fenceEvery
+	e := t.byID.data[orderSize*k:]
+	return int(binary.LittleEndian.Uint32(e)), binary.LittleEndian.Uint64(e[4:]), true
+}
+
+// find returns the row of chunk id. The fences say which two runs of
+// fenceEvery entries of the ID order hold the first entry of id's key, if
+// any: the last run whose first key is below it, and the next one. A
+// binary search of the first finds that entry, and the entries of that
+// key, in order, are compared with id by their rows' IDs.
+func (t *rowTable) find(id string) (int, bool) { return t.findKey(id, idKey(id)) }
+
+// findKey is find with id's key given (tests give keys that collide).
+func (t *rowTable) findKey(id string, key uint64) (int, bool) {
+	b := sort.Search(len(t.fences), func(j int) bool { return t.fences[j] >= key })
+	lo := max(b-1, 0) * fenceEvery
 	failed := false
-	k, ok := sort.Find(min(fenceEvery, t.n-lo), func(k int) int {
-		_, got, ok := t.byRank(lo + k)
-		if !ok {
-			failed = true
-			return 0
-		}
-		return strings.Compare(id, got)
+	k := lo + sort.Search(min(b*fenceEvery, t.n)-lo, func(j int) bool {
+		_, got, ok := t.orderAt(lo + j)
+		failed = failed || !ok
+		return !ok || got >= key
 	})
-	if !ok || failed {
-		return 0, false
+	for ; k < t.n && !failed; k++ {
+		i, got, ok := t.orderAt(k)
+		if !ok || got != key {
+			return 0, false
+		}
+		w, ok := t.row(i)
+		if !ok {
+			return 0, false
+		}
+		if have, ok := t.id(w); !ok || have == id {
+			return i, ok
+		}
 	}
-	i, _, ok := t.byRank(lo + k)
-	return i, ok
+	return 0, false
 }
 
 // numsOf returns row w's reranker term numbers (nil for a purged chunk's).
