@@ -199,8 +199,9 @@ const (
 	orderSize = 12
 	// fenceEvery is how many entries of the ID order the head holds one
 	// fence for (the key of the first of each run of this many): a lookup
-	// searches the fences in memory, then the keys of a run, in one block
-	// of the order, then reads the ID of the one entry whose key matches.
+	// searches the fences in memory, then the keys of a run (in one block
+	// of the order, at times two), then reads the ID of the one entry
+	// whose key matches.
 	// The fences of a million chunks are 254 KiB of the head.
 	fenceEvery = 32
 )
