@@ -850,15 +850,16 @@ func (t *rowTable) orderAt(k int) (int, uint64, bool) {
 	return int(binary.LittleEndian.Uint32(e)), binary.LittleEndian.Uint64(e[4:]), true
 }
 
-// find returns the row of chunk id. The fences say which two runs of
+// find returns the row of chunk id, and the row itself (read to confirm
+// the ID). The fences say which two runs of
 // fenceEvery entries of the ID order hold the first entry of id's key, if
 // any: the last run whose first key is below it, and the next one. A
 // binary search of the first finds that entry, and the entries of that
 // key, in order, are compared with id by their rows' IDs.
-func (t *rowTable) find(id string) (int, bool) { return t.findKey(id, idKey(id)) }
+func (t *rowTable) find(id string) (int, row, bool) { return t.findKey(id, idKey(id)) }
 
 // findKey is find with id's key given (tests give keys that collide).
-func (t *rowTable) findKey(id string, key uint64) (int, bool) {
+func (t *rowTable) findKey(id string, key uint64) (int, row, bool) {
 	b := sort.Search(len(t.fences), func(j int) bool { return t.fences[j] >= key })
 	lo := max(b-1, 0) * fenceEvery
 	failed := false
@@ -870,17 +871,17 @@ func (t *rowTable) findKey(id string, key uint64) (int, bool) {
 	for ; k < t.n && !failed; k++ {
 		i, got, ok := t.orderAt(k)
 		if !ok || got != key {
-			return 0, false
+			return 0, row{}, false
 		}
 		w, ok := t.row(i)
 		if !ok {
-			return 0, false
+			return 0, row{}, false
 		}
 		if have, ok := t.id(w); !ok || have == id {
-			return i, ok
+			return i, w, ok
 		}
 	}
-	return 0, false
+	return 0, row{}, false
 }
 
 // numsOf returns row w's reranker term numbers (nil for a purged chunk's).

@@ -99,11 +99,7 @@ func (s *state) readUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, 
 		}
 		return s.chunks[id], true, nil
 	}
-	i, ok := t.find(id)
-	var w row
-	if ok {
-		w, ok = t.row(i)
-	}
+	i, w, ok := t.find(id)
 	if !ok {
 		return nil, false, t.err()
 	}
@@ -238,11 +234,8 @@ func (d *docRows) read(lo, hi int) bool {
 
 // lookup returns the row of chunk id.
 func (t *rowTable) lookup(id string) (row, bool) {
-	i, ok := t.find(id)
-	if !ok {
-		return row{}, false
-	}
-	return t.row(i)
+	_, w, ok := t.find(id)
+	return w, ok
 }
 
 // batch returns batch file file, opened on first use and kept open until
@@ -288,13 +281,9 @@ func (t *rowTable) close() error {
 // read (docView.fill).
 func (s *state) docOf(id string) (docView, int64, bool) {
 	if t := s.rows; t != nil {
-		i, ok := t.find(id)
+		i, w, ok := t.find(id)
 		if !ok {
-			return docView{}, 0, false
-		}
-		w, ok := t.row(i)
-		if !ok {
-			return docView{}, 0, false // and the query fails: rowTable.err
+			return docView{}, 0, false // and, after a failed check, the query fails: rowTable.err
 		}
 		start, n := int(w.docStart), int(w.docLen)
 		v, ok := t.docs.Load(start)

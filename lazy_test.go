@@ -584,7 +584,7 @@ func TestFindWithEqualKeys(t *testing.T) {
 	}
 	require.Greater(t, spans, 1, "runs of equal keys go past fences")
 	for i, id := range ids {
-		got, ok := tbl.findKey(id, key(id))
+		got, _, ok := tbl.findKey(id, key(id))
 		require.True(t, ok, "chunk %q", id)
 		require.Equal(t, i, got, "chunk %q", id)
 	}
@@ -598,7 +598,7 @@ func TestFindWithEqualKeys(t *testing.T) {
 		{"a key between two runs", "x", 15},
 		{"a key above every key", "x", 99},
 	} {
-		_, ok := tbl.findKey(c.id, c.key)
+		_, _, ok := tbl.findKey(c.id, c.key)
 		require.False(t, ok, c.name)
 	}
 	require.NoError(t, tbl.err())
