@@ -542,19 +542,54 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 	bld := newBuilding()
 	own := bld.own
 	redacted := map[string]storage.Redaction{} // by the purges not yet read
-	for _, b := range m.Batches {
-		c, err := d.ReadBatch(b)
-		if err != nil {
-			return nil, err
+	// Batch k+1 is read and analyzed while batch k is added: reading uses
+	// every core, adding one, and at a million chunks they took 22 and 17 s
+	// of CPU one after the other. One batch ahead at most, and one reader
+	// at a time (an embedder need not be safe for concurrent use).
+	type readBatch struct {
+		c       storage.Contents
+		ans     []analyzed
+		readErr error
+		anErr   error
+	}
+	ahead := func(b storage.Batch) <-chan readBatch {
+		out := make(chan readBatch, 1)
+		go func() {
+			var r readBatch
+			if r.c, r.readErr = d.ReadBatch(b); r.readErr == nil {
+				r.ans, r.anErr = analyzeBatch(d, b, r.c.Chunks, lex, emb)
+			}
+			out <- r
+		}()
+		return out
+	}
+	var next <-chan readBatch
+	defer func() {
+		if next != nil { // returning early: no reader outlives the call
+			<-next
+		}
+	}()
+	if len(m.Batches) > 0 {
+		next = ahead(m.Batches[0])
+	}
+	for k, b := range m.Batches {
+		got := <-next
+		next = nil
+		if got.readErr == nil && got.anErr == nil && k+1 < len(m.Batches) {
+			next = ahead(m.Batches[k+1])
+		}
+		c := got.c
+		if got.readErr != nil {
+			return nil, got.readErr
 		}
 		at, err := time.Parse(time.RFC3339, b.CommittedAt)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: batch %s: committed_at: %v", ErrCorrupt, storage.ManifestName, b.File, err)
 		}
 		st.gen, st.commits = b.Generation, append(st.commits, at)
-		ans, err := analyzeBatch(d, b, c.Chunks, lex, emb)
-		if err != nil {
-			return nil, err
+		ans := got.ans
+		if got.anErr != nil {
+			return nil, got.anErr
 		}
 		for i, ch := range c.Chunks {
 			if _, dup := st.chunks[ch.ID]; dup {

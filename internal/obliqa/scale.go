@@ -50,11 +50,7 @@ func (s Scale) Len(base []connectors.Record) int { return len(base) * s.Tenants 
 // tenant by tenant.
 func (s Scale) Batches(base []connectors.Record, size int) iter.Seq[[]connectors.Record] {
 	return func(yield func([]connectors.Record) bool) {
-		shift := make([]int, len(base))
-		rng := rand.New(rand.NewPCG(s.Seed, 0x5ca1e))
-		for i := range shift {
-			shift[i] = rng.IntN(180)
-		}
+		shift := s.shifts(len(base))
 		batch := make([]connectors.Record, 0, size)
 		for v := range s.Versions {
 			for t := range s.Tenants {
@@ -73,6 +69,29 @@ func (s Scale) Batches(base []connectors.Record, size int) iter.Seq[[]connectors
 			yield(batch)
 		}
 	}
+}
+
+// shifts returns the days by which each of n base records' versions start
+// after their year's first day (seeded).
+func (s Scale) shifts(n int) []int {
+	shift := make([]int, n)
+	rng := rand.New(rand.NewPCG(s.Seed, 0x5ca1e))
+	for i := range shift {
+		shift[i] = rng.IntN(180)
+	}
+	return shift
+}
+
+// Next returns the version after the last of the first n base records
+// (n at most len(base)) for the first tenant: a day's few new chunks for
+// an index of the whole scale.
+func (s Scale) Next(base []connectors.Record, n int) []connectors.Record {
+	shift := s.shifts(len(base))
+	out := make([]connectors.Record, n)
+	for i := range out {
+		out[i] = s.version(base[i], shift[i], 0, s.Versions)
+	}
+	return out
 }
 
 // version returns version v of base record r for tenant t.

@@ -277,12 +277,7 @@ func buildScaleBleve(b *testing.B, dir string, s Scale, base []connectors.Record
 	for recs := range s.Batches(base, batch) {
 		bb := idx.NewBatch()
 		for _, r := range recs {
-			to := float64(1 << 30)
-			if !r.Chunk.Valid.To.IsZero() {
-				to = float64(r.Chunk.Valid.To.Days())
-			}
-			if err := bb.Index(r.Chunk.ID, map[string]any{"text": r.Chunk.Text, "tenant": r.Chunk.Tenant,
-				"anchor": float64(r.Chunk.Anchor.Day().Days()), "from": float64(r.Chunk.Valid.From.Days()), "to": to}); err != nil {
+			if err := bb.Index(r.Chunk.ID, scaleDoc(r)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -292,6 +287,17 @@ func buildScaleBleve(b *testing.B, dir string, s Scale, base []connectors.Record
 	}
 	forceMerge(b, idx)
 	return idx
+}
+
+// scaleDoc is the bleve document of record r in the bare bleve index: its
+// text, tenant, anchor day and validity (an open end is 2^30).
+func scaleDoc(r connectors.Record) map[string]any {
+	to := float64(1 << 30)
+	if !r.Chunk.Valid.To.IsZero() {
+		to = float64(r.Chunk.Valid.To.Days())
+	}
+	return map[string]any{"text": r.Chunk.Text, "tenant": r.Chunk.Tenant,
+		"anchor": float64(r.Chunk.Anchor.Day().Days()), "from": float64(r.Chunk.Valid.From.Days()), "to": to}
 }
 
 // scaleFilter is bleve's match query mq with the eligibility of tenant's

@@ -1,0 +1,135 @@
+package obliqa
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+
+	"github.com/evpack/evpack"
+	"github.com/evpack/evpack/connectors"
+)
+
+// BenchmarkScaleFirstWrite: what a process pays to add a day's few chunks
+// to a kept scale index (EVPACK_SCALE_DIR, made by BenchmarkScale): the next
+// version of 100 records of one tenant. evpack: Open, one Ingest, Close (its
+// first write after Open builds the full state from every batch file, and
+// its commit writes a new checkpoint). Bare bleve: Open, one batch of the
+// same 100 documents, Close. Each op first copies both indexes (not timed),
+// so that every write is the first on the index as built; the two take
+// turns, evpack first. It reports each system's wall time, their ratio,
+// and evpack's Go heap in use once the ingest is done.
+func BenchmarkScaleFirstWrite(b *testing.B) {
+	o := dataset(b)
+	base, _ := Records(o)
+	s := scaleFromEnv(b)
+	root := os.Getenv(EnvScaleDir)
+	if root == "" {
+		b.Skipf("needs the indexes BenchmarkScale keeps: set %s (and EVPACK_SCALE) and run BenchmarkScale first", EnvScaleDir)
+	}
+	ok, err := scaleComplete(root, s, base, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !ok {
+		b.Skipf("%s holds no complete %dx%d indexes: run BenchmarkScale with %s=%s first", root, s.Tenants, s.Versions, EnvScaleDir, root)
+	}
+	recs := s.Next(base, 100)
+	ctx := context.Background()
+	var ev, bl time.Duration
+	var heap uint64
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		dir := b.TempDir()
+		for _, sub := range []string{"evpack", "bleve"} {
+			copyTree(b, filepath.Join(root, sub), filepath.Join(dir, sub))
+		}
+		b.StartTimer()
+
+		t0 := time.Now()
+		eng, err := evpack.Open(filepath.Join(dir, "evpack"), evpack.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		ingested := time.Now()
+		heap = max(heap, heapInUse())
+		closing := time.Now()
+		b.StartTimer()
+		if err := eng.Close(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		ev += ingested.Sub(t0) + t1.Sub(closing)
+
+		idx, err := bleve.Open(filepath.Join(dir, "bleve"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		bb := idx.NewBatch()
+		for _, r := range recs {
+			if err := bb.Index(r.Chunk.ID, scaleDoc(r)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := idx.Batch(bb); err != nil {
+			b.Fatal(err)
+		}
+		if err := idx.Close(); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		bl += t2.Sub(t1)
+	}
+	n := float64(b.N)
+	b.ReportMetric(ev.Seconds()/n, "evpack-first-write-s")
+	b.ReportMetric(bl.Seconds()/n, "bleve-first-write-s")
+	b.ReportMetric(float64(ev)/float64(bl), "evpack-vs-bleve")
+	b.ReportMetric(float64(heap)/(1<<20), "evpack-heap-after-ingest-MiB")
+}
+
+// copyTree copies the directory tree at from to to (files and directories
+// only).
+func copyTree(b *testing.B, from, to string) {
+	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(from, path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
