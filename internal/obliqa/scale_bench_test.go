@@ -275,18 +275,40 @@ func scaleEngine(b *testing.B, dir string, opts evpack.Options, s Scale, base []
 func buildScaleBleve(b *testing.B, dir string, s Scale, base []connectors.Record, batch int) bleve.Index {
 	idx := bareBleve(b, dir)
 	for recs := range s.Batches(base, batch) {
-		bb := idx.NewBatch()
-		for _, r := range recs {
-			if err := bb.Index(r.Chunk.ID, scaleDoc(r)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := idx.Batch(bb); err != nil {
-			b.Fatal(err)
-		}
+		indexScale(b, idx, recs)
 	}
 	forceMerge(b, idx)
 	return idx
+}
+
+// indexScale indexes recs into the bare bleve index idx in one batch.
+func indexScale(b *testing.B, idx bleve.Index, recs []connectors.Record) {
+	bb := idx.NewBatch()
+	for _, r := range recs {
+		if err := bb.Index(r.Chunk.ID, scaleDoc(r)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := idx.Batch(bb); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// keptScaleDir returns the directory (EnvScaleDir) of the indexes
+// BenchmarkScale keeps at scale s, for a benchmark that measures them: it
+// skips b when none is named, and fails it when they are not complete.
+func keptScaleDir(b *testing.B, s Scale, base []connectors.Record) string {
+	root := os.Getenv(EnvScaleDir)
+	if root == "" {
+		b.Skipf("measures the indexes BenchmarkScale keeps: set %s (and build them with BenchmarkScale at the same EVPACK_SCALE)", EnvScaleDir)
+	}
+	if ok, err := scaleComplete(root, s, base, ""); err != nil {
+		b.Fatal(err)
+	} else if !ok {
+		b.Fatalf("%s holds no complete indexes of scale %dx%d (no %s): build them first with BenchmarkScale, %s=%s EVPACK_SCALE=%dx%d -bench 'Scale$'",
+			root, s.Tenants, s.Versions, filepath.Base(scaleMarker(root, s, "")), EnvScaleDir, root, s.Tenants, s.Versions)
+	}
+	return root
 }
 
 // scaleDoc is the bleve document of record r in the bare bleve index: its

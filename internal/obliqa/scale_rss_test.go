@@ -76,16 +76,7 @@ func BenchmarkScaleRSS(b *testing.B) {
 	o := dataset(b)
 	base, _ := Records(o)
 	s := scaleFromEnv(b)
-	root := os.Getenv(EnvScaleDir)
-	if root == "" {
-		b.Skipf("measures the indexes BenchmarkScale keeps: set %s (and build them with BenchmarkScale at the same EVPACK_SCALE)", EnvScaleDir)
-	}
-	if ok, err := scaleComplete(root, s, base, ""); err != nil {
-		b.Fatal(err)
-	} else if !ok {
-		b.Fatalf("%s holds no complete indexes of scale %dx%d (no %s): build them first with BenchmarkScale, %s=%s EVPACK_SCALE=%dx%d -bench 'Scale$'",
-			root, s.Tenants, s.Versions, filepath.Base(scaleMarker(root, s, "")), EnvScaleDir, root, s.Tenants, s.Versions)
-	}
+	root := keptScaleDir(b, s, base)
 	if n := fixedBenchCount(); b.N == 1 && n > 1 {
 		return // the framework's first call; it calls again with b.N = n
 	}

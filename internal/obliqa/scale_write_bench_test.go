@@ -28,17 +28,7 @@ func BenchmarkScaleFirstWrite(b *testing.B) {
 	o := dataset(b)
 	base, _ := Records(o)
 	s := scaleFromEnv(b)
-	root := os.Getenv(EnvScaleDir)
-	if root == "" {
-		b.Skipf("needs the indexes BenchmarkScale keeps: set %s (and EVPACK_SCALE) and run BenchmarkScale first", EnvScaleDir)
-	}
-	ok, err := scaleComplete(root, s, base, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if !ok {
-		b.Skipf("%s holds no complete %dx%d indexes: run BenchmarkScale with %s=%s first", root, s.Tenants, s.Versions, EnvScaleDir, root)
-	}
+	root := keptScaleDir(b, s, base)
 	recs := s.Next(base, 100)
 	ctx := context.Background()
 	var ev, bl time.Duration
@@ -74,15 +64,7 @@ func BenchmarkScaleFirstWrite(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		bb := idx.NewBatch()
-		for _, r := range recs {
-			if err := bb.Index(r.Chunk.ID, scaleDoc(r)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := idx.Batch(bb); err != nil {
-			b.Fatal(err)
-		}
+		indexScale(b, idx, recs)
 		if err := idx.Close(); err != nil {
 			b.Fatal(err)
 		}
