@@ -2,8 +2,6 @@ package obliqa
 
 import (
 	"context"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -42,7 +40,9 @@ func BenchmarkScaleFirstWrite(b *testing.B) {
 		b.StopTimer()
 		dir := b.TempDir()
 		for _, sub := range []string{"evpack", "bleve"} {
-			copyTree(b, filepath.Join(root, sub), filepath.Join(dir, sub))
+			if err := os.CopyFS(filepath.Join(dir, sub), os.DirFS(filepath.Join(root, sub))); err != nil {
+				b.Fatal(err)
+			}
 		}
 		b.StartTimer()
 
@@ -98,42 +98,4 @@ func BenchmarkScaleFirstWrite(b *testing.B) {
 	b.ReportMetric(evNext.Seconds()/n, "evpack-next-write-s")
 	b.ReportMetric(blNext.Seconds()/n, "bleve-next-write-s")
 	b.ReportMetric(float64(heap)/(1<<20), "evpack-heap-after-ingest-MiB")
-}
-
-// copyTree copies the directory tree at from to to (files and directories
-// only).
-func copyTree(b *testing.B, from, to string) {
-	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(from, path)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(to, rel)
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		in, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
 }
