@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -70,21 +71,29 @@ const rowNoTerms = 1
 // checkpointOf returns the sealed checkpoint of st, a state built from
 // batches (every chunk in memory, with its line), for the engine's lexical
 // index: its analyzers' identity, and the catalog of its partitions that
-// st's documents give (so that Open opens none of them).
-func (ix *index) checkpointOf(st *state) ([]byte, error) {
-	catalog, err := ix.lex.Catalog(st.lexDocs())
-	if err != nil {
-		return nil, err
+// st's documents give (so that Open opens none of them). The catalog is
+// computed beside the rest: both only read st.
+func (ix *index) checkpointOf(st *state) (ckptFile, error) {
+	type result struct {
+		raw []byte
+		err error
 	}
-	return encodeCheckpoint(st, analysisIdentity(ix.lex), catalog)
+	done := make(chan result, 1) // buffered: an encoder that fails first leaves no goroutine behind
+	go func() {
+		raw, err := ix.lex.Catalog(st.lexDocs())
+		done <- result{raw, err}
+	}()
+	return encodeCheckpoint(st, analysisIdentity(ix.lex), func() ([]byte, error) {
+		r := <-done
+		return r.raw, r.err
+	})
 }
 
 // encodeCheckpoint returns the sealed checkpoint of st for analyzers
-// identity and lexical catalog (see checkpointOf).
-func encodeCheckpoint(st *state, identity string, catalog []byte) ([]byte, error) {
-	w := &ckptWriter{b: make([]byte, 0, 1<<16)}
-	w.str(identity)
-	w.str(string(catalog))
+// identity and the lexical catalog catalog returns (see checkpointOf), which
+// it asks for once the rest is encoded.
+func encodeCheckpoint(st *state, identity string, catalog func() ([]byte, error)) (ckptFile, error) {
+	w := &ckptWriter{b: make([]byte, 0, 1<<16)} // the head after the identity and the catalog
 	w.int(st.gen)
 	w.uint(uint64(len(st.commits)))
 	for _, t := range st.commits {
@@ -173,7 +182,15 @@ func encodeCheckpoint(st *state, identity string, catalog []byte) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	return assembleCheckpoint(w.b, body), nil
+	cat, err := catalog()
+	if err != nil {
+		return nil, err
+	}
+	h := &ckptWriter{b: make([]byte, 0, len(identity)+len(cat)+len(w.b)+2*binary.MaxVarintLen64)}
+	h.str(identity)
+	h.str(string(cat))
+	h.b = append(h.b, w.b...)
+	return assembleCheckpoint(h.b, body), nil
 }
 
 // The file: checkpointFormat, the head's length (8 bytes), the head (the
@@ -206,36 +223,86 @@ const (
 	fenceEvery = 32
 )
 
+// ckptFile is a checkpoint file in parts, written one after the other: the
+// head (with its seal and the zeros up to a page), then each body section
+// and its padding. The body is never copied into one buffer the size of the
+// file (319 MB at a million chunks, on every commit).
+type ckptFile [][]byte
+
+// head returns the part checkpointSum reads.
+func (f ckptFile) head() []byte { return f[0] }
+
+// bytes returns the whole file.
+func (f ckptFile) bytes() []byte { return bytes.Join(f, nil) }
+
 // assembleCheckpoint returns the checkpoint file of head and the body
 // sections (rows, ID order, ID arena, number arena).
-func assembleCheckpoint(head []byte, body [4][]byte) []byte {
+func assembleCheckpoint(head []byte, body [4][]byte) ckptFile {
+	sizes := [4]int{rowsPerBlock * rowSize, orderPerBlock * orderSize, ckptBlock, ckptBlock}
+	sums := blockSums(body, sizes)
 	w := &ckptWriter{b: head}
 	off := 0
 	for i, sec := range body {
-		size := [4]int{rowsPerBlock * rowSize, orderPerBlock * orderSize, ckptBlock, ckptBlock}[i]
 		w.uint(uint64(off))
 		w.uint(uint64(len(sec)))
-		w.uint(uint64(size))
-		for lo := 0; lo < len(sec); lo += size {
-			sum := blake3.Sum256(sec[lo:min(lo+size, len(sec))])
+		w.uint(uint64(sizes[i]))
+		for _, sum := range sums[i] {
 			w.b = append(w.b, sum[:]...)
 		}
 		off += (len(sec) + 7) &^ 7
 	}
 	n := len(checkpointFormat) + 8 + len(w.b) + 32
 	start := (n + ckptPage - 1) &^ (ckptPage - 1)
-	out := make([]byte, 0, start+off)
+	out := make([]byte, 0, start)
 	out = append(out, checkpointFormat...)
 	out = binary.LittleEndian.AppendUint64(out, uint64(len(w.b)))
 	out = append(out, w.b...)
 	seal := blake3.Sum256(out)
 	out = append(out, seal[:]...)
 	out = append(out, make([]byte, start-len(out))...)
+	f := ckptFile{out}
+	var zeros [8]byte
 	for _, sec := range body {
-		out = append(out, sec...)
-		out = append(out, make([]byte, ((len(sec)+7)&^7)-len(sec))...)
+		f = append(f, sec)
+		if pad := ((len(sec) + 7) &^ 7) - len(sec); pad > 0 {
+			f = append(f, zeros[:pad])
+		}
 	}
-	return out
+	return f
+}
+
+// blockSums returns the BLAKE3-256 of each block of each section of body,
+// section i cut into blocks of sizes[i] bytes, hashed on every core: a
+// block's sum is a function of its bytes alone, so the sums do not depend
+// on which goroutine computed them.
+func blockSums(body [4][]byte, sizes [4]int) [4][][32]byte {
+	var sums [4][][32]byte
+	type job struct{ sec, lo, hi int } // blocks [lo, hi) of section sec
+	var jobs []job
+	for i, sec := range body {
+		n := (len(sec) + sizes[i] - 1) / sizes[i]
+		sums[i] = make([][32]byte, n)
+		for lo := 0; lo < n; lo += 1024 {
+			jobs = append(jobs, job{i, lo, min(lo+1024, n)})
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(1, len(jobs))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := int(next.Add(1)) - 1; k < len(jobs); k = int(next.Add(1)) - 1 {
+				j, size := jobs[k], sizes[jobs[k].sec]
+				sec := body[j.sec]
+				for b := j.lo; b < j.hi; b++ {
+					sums[j.sec][b] = blake3.Sum256(sec[b*size : min((b+1)*size, len(sec))])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return sums
 }
 
 // checkpointSum returns the checksum the manifest records of checkpoint
@@ -295,23 +362,80 @@ func canonicalTerms(st *state) ([]uint32, []string) {
 // rows appends the number of rows to the head and returns the body: the
 // chunks' rows (see rowSize), the ID order (see orderSize), the ID arena and
 // the number arena, the terms numbered by canon.
+//
+// The sections are sized first, then filled document by document on every
+// core, each document at the place the sizing gave it, while the ID order
+// is sorted: the bytes depend on the state alone, never on the workers.
 func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byte, error) {
 	var body [4][]byte
 	docs := evidence.SortedKeys(st.docOrder)
-	// The arenas are sized before they are filled: at a million chunks
-	// they are hundreds of megabytes, and growing them by appends copied
-	// each several times (8.5 s of a commit's 13 s of CPU).
+	// Where each document's rows, IDs and term numbers start, and the IDs
+	// in row order. (At a million chunks the arenas are hundreds of
+	// megabytes: sized ahead, none of them is ever copied to grow.)
+	type place struct{ row, idByte, num int }
+	at := make([]place, len(docs)+1)
 	ids := make([]string, 0, len(st.docPlace))
-	idBytes, numCount := 0, 0
-	for _, k := range docs {
-		d := st.docOrder[k]
+	for k, key := range docs {
+		d, p := st.docOrder[key], at[k]
 		ids = append(ids, d.ids...)
+		p.row += len(d.ids)
 		for i, id := range d.ids {
-			idBytes, numCount = idBytes+len(id), numCount+len(d.nums[i])
+			p.idByte, p.num = p.idByte+len(id), p.num+len(d.nums[i])
 		}
+		at[k+1] = p
 	}
-	if len(ids) != len(st.docPlace) {
+	total := at[len(docs)]
+	switch {
+	case len(ids) != len(st.docPlace):
 		return body, fmt.Errorf("evpack: checkpoint: %d chunks in documents, %d placed", len(ids), len(st.docPlace))
+	case total.idByte > 1<<31 || total.num > 1<<32-1 || st.gen > 1<<32-1:
+		return body, fmt.Errorf("evpack: checkpoint: %d bytes of chunk IDs, %d reranker terms, generation %d: more than a checkpoint holds", total.idByte, total.num, st.gen)
+	}
+	rows := make([]byte, len(ids)*rowSize)
+	arena := make([]byte, total.idByte)
+	nums := make([]byte, 4*total.num) // little-endian term numbers
+	// fill writes documents [lo, hi), and returns the first error among
+	// them in document order.
+	fill := func(lo, hi int) error {
+		le := binary.LittleEndian
+		for k := lo; k < hi; k++ {
+			d, p := st.docOrder[docs[k]], at[k]
+			for i, id := range d.ids {
+				pl, c := st.docPlace[id], st.chunks[id]
+				hash, ok := strings.CutPrefix(c.ContentHash, evidence.HashPrefix)
+				var hexSum [64]byte // decoded from an array: no allocation per chunk
+				if !ok || len(hash) != len(hexSum) {
+					return fmt.Errorf("evpack: checkpoint: chunk %q: content hash %q", id, c.ContentHash)
+				}
+				copy(hexSum[:], hash)
+				r := rows[(p.row+i)*rowSize : (p.row+i+1)*rowSize]
+				if _, err := hex.Decode(r[28:60], hexSum[:]); err != nil {
+					return fmt.Errorf("evpack: checkpoint: chunk %q: content hash %q", id, c.ContentHash)
+				}
+				t, _ := slices.BinarySearch(tenants, c.Tenant)
+				var flags uint32
+				if _, purged := st.purged[id]; purged { // nil in memory, or none read back: the same
+					flags |= rowNoTerms
+				}
+				le.PutUint32(r[0:], uint32(p.idByte))
+				le.PutUint32(r[4:], uint32(len(id)))
+				le.PutUint32(r[8:], uint32(pl.gen))
+				le.PutUint32(r[12:], uint32(t))
+				le.PutUint64(r[16:], uint64(pl.line.Off))
+				le.PutUint32(r[24:], uint32(pl.line.Len))
+				le.PutUint32(r[60:], uint32(p.num))
+				le.PutUint32(r[64:], uint32(len(d.nums[i])))
+				le.PutUint32(r[68:], uint32(at[k].row))
+				le.PutUint32(r[72:], uint32(len(d.ids)))
+				le.PutUint32(r[76:], flags)
+				p.idByte += copy(arena[p.idByte:], id)
+				for _, n := range d.nums[i] {
+					le.PutUint32(nums[4*p.num:], canon[n])
+					p.num++
+				}
+			}
+		}
+		return nil
 	}
 	// The lookup is ordered by key (idKey), then ID: a lookup compares
 	// the keys in the order's entries and reads one chunk's ID to confirm
@@ -321,58 +445,49 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byt
 	// and a block of it checked for each cold lookup.)
 	keys := make([]uint64, len(ids))
 	byID := make([]uint32, len(ids))
-	for i, id := range ids {
-		byID[i], keys[i] = uint32(i), idKey(id)
-	}
-	slices.SortFunc(byID, func(a, b uint32) int {
-		return cmp.Or(cmp.Compare(keys[a], keys[b]), strings.Compare(ids[a], ids[b]))
-	})
-	idOff := make([]uint32, len(ids))
-	arena := make([]byte, 0, idBytes)
-	for r, id := range ids {
-		idOff[r] = uint32(len(arena))
-		arena = append(arena, id...)
-		if len(arena) > 1<<31 {
-			return body, fmt.Errorf("evpack: checkpoint: more than 2 GiB of chunk IDs")
+	sorted := make(chan struct{})
+	go func() {
+		defer close(sorted)
+		for i, id := range ids {
+			byID[i], keys[i] = uint32(i), idKey(id)
+		}
+		slices.SortFunc(byID, func(a, b uint32) int {
+			// Not cmp.Or, which evaluates both: it compared the IDs, far
+			// apart in memory, at every step, not only when the keys tie
+			// (a million IDs sorted in 0.57 s instead of 0.20, measured apart).
+			if c := cmp.Compare(keys[a], keys[b]); c != 0 {
+				return c
+			}
+			return strings.Compare(ids[a], ids[b])
+		})
+	}()
+	// Documents in runs of about a 64th of the rows, each filled by
+	// whichever worker takes it; the first error in document order wins.
+	var runs []int // first document of each run, then len(docs)
+	for k := range docs {
+		if len(runs) == 0 || at[k].row-at[runs[len(runs)-1]].row >= max(1, len(ids)/64) {
+			runs = append(runs, k)
 		}
 	}
-	rows := make([]byte, 0, len(ids)*rowSize)
-	nums := make([]byte, 0, 4*numCount) // little-endian term numbers
-	row := 0
-	for _, k := range docs {
-		d := st.docOrder[k]
-		for i, id := range d.ids {
-			p, c := st.docPlace[id], st.chunks[id]
-			hash, ok := strings.CutPrefix(c.ContentHash, evidence.HashPrefix)
-			sum, err := hex.DecodeString(hash)
-			if !ok || err != nil || len(sum) != 32 {
-				return body, fmt.Errorf("evpack: checkpoint: chunk %q: content hash %q", id, c.ContentHash)
+	runs = append(runs, len(docs))
+	errs := make([]error, len(runs)-1)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(errs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := int(next.Add(1)) - 1; r < len(errs); r = int(next.Add(1)) - 1 {
+				errs[r] = fill(runs[r], runs[r+1])
 			}
-			t, _ := slices.BinarySearch(tenants, c.Tenant)
-			var flags uint32
-			if _, purged := st.purged[id]; purged { // nil in memory, or none read back: the same
-				flags |= rowNoTerms
-			}
-			rows = binary.LittleEndian.AppendUint32(rows, idOff[row+i])
-			rows = binary.LittleEndian.AppendUint32(rows, uint32(len(id)))
-			rows = binary.LittleEndian.AppendUint32(rows, uint32(p.gen))
-			rows = binary.LittleEndian.AppendUint32(rows, uint32(t))
-			rows = binary.LittleEndian.AppendUint64(rows, uint64(p.line.Off))
-			rows = binary.LittleEndian.AppendUint32(rows, uint32(p.line.Len))
-			rows = append(rows, sum...)
-			rows = binary.LittleEndian.AppendUint32(rows, uint32(len(nums)/4))
-			rows = binary.LittleEndian.AppendUint32(rows, uint32(len(d.nums[i])))
-			rows = binary.LittleEndian.AppendUint32(rows, uint32(row))
-			rows = binary.LittleEndian.AppendUint32(rows, uint32(len(d.ids)))
-			rows = binary.LittleEndian.AppendUint32(rows, flags)
-			for _, n := range d.nums[i] {
-				nums = binary.LittleEndian.AppendUint32(nums, canon[n])
-			}
-		}
-		row += len(d.ids)
+		}()
 	}
-	if len(arena) > 1<<32-1 || len(nums)/4 > 1<<32-1 || st.gen > 1<<32-1 {
-		return body, fmt.Errorf("evpack: checkpoint: %d bytes of chunk IDs, %d reranker terms, generation %d: more than a checkpoint holds", len(arena), len(nums)/4, st.gen)
+	wg.Wait()
+	<-sorted
+	for _, err := range errs {
+		if err != nil {
+			return body, err
+		}
 	}
 	order := make([]byte, 0, orderSize*len(byID))
 	for _, r := range byID {

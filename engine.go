@@ -660,10 +660,10 @@ func (e *Engine) writeFiles(next *state, w batchWrite) (*storage.Commit, *storag
 				return err
 			}
 		}
-		if _, err = c.Write(m.Checkpoint, ckpt); err != nil {
+		if err = c.WriteSealed(m.Checkpoint, ckpt...); err != nil {
 			return err
 		}
-		m.CheckpointSum, err = checkpointSum(ckpt) // its head's: Open reads no more
+		m.CheckpointSum, err = checkpointSum(ckpt.head()) // its head's: Open reads no more
 		return err
 	}
 	if corpusFree(e.emb) && len(add) == 0 { // a commit of facts alone: the stored vectors stay

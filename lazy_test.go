@@ -172,8 +172,8 @@ func TestEditedCheckpointIsRefused(t *testing.T) {
 	st.docPlace[id] = p
 	forged, err := e.checkpointOf(st) // e's lexical index is closed: checkpointOf reads none of it
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(name, forged, 0o644))
-	m.CheckpointSum, err = checkpointSum(forged)
+	require.NoError(t, os.WriteFile(name, forged.bytes(), 0o644))
+	m.CheckpointSum, err = checkpointSum(forged.head())
 	require.NoError(t, err)
 	storagetest.WriteManifest(t, dir, m)
 	e, err = Open(dir, Options{})
@@ -255,11 +255,11 @@ func TestEditedLineIsDropped(t *testing.T) {
 // builds the state from the batch files as before.
 func TestCheckpointOfOtherAnalyzersIsNotUsed(t *testing.T) {
 	dir, reqs, want := lazyPacks(t)
-	raw, err := encodeCheckpoint(fullOf(t, dir), "lexical=other rerank=terms/0", nil)
+	raw, err := encodeCheckpoint(fullOf(t, dir), "lexical=other rerank=terms/0", func() ([]byte, error) { return nil, nil })
 	require.NoError(t, err)
 	m := storagetest.ReadManifest(t, dir)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), raw, 0o644))
-	m.CheckpointSum, err = checkpointSum(raw)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), raw.bytes(), 0o644))
+	m.CheckpointSum, err = checkpointSum(raw.head())
 	require.NoError(t, err)
 	storagetest.WriteManifest(t, dir, m)
 	e, err := Open(dir, Options{})

@@ -282,10 +282,10 @@ func (e *Engine) writePurge(next *state, ids []string, dense *retrieve.Dense, gr
 	if b.Sum, err = c.Write(writes[0], raw); err != nil {
 		return failed(err)
 	}
-	if _, err = c.Write(m.Checkpoint, ckpt); err != nil {
+	if err = c.WriteSealed(m.Checkpoint, ckpt...); err != nil {
 		return failed(err)
 	}
-	if m.CheckpointSum, err = checkpointSum(ckpt); err != nil { // its head's: Open reads no more
+	if m.CheckpointSum, err = checkpointSum(ckpt.head()); err != nil { // its head's: Open reads no more
 		return failed(err)
 	}
 	for k, r := range rewrites {

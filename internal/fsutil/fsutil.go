@@ -12,8 +12,10 @@ import (
 
 // WriteAtomic writes data to path so that a crash leaves either the old
 // file or the new one: a temp file in the same directory, fsync, rename, then
-// fsync of the directory so the rename itself is durable.
-func WriteAtomic(path string, data []byte) error {
+// fsync of the directory so the rename itself is durable. The file is the
+// slices of data one after the other (a large file need not be copied into
+// one buffer first).
+func WriteAtomic(path string, data ...[]byte) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -28,8 +30,10 @@ func WriteAtomic(path string, data []byte) error {
 	if err := f.Chmod(0o644); err != nil { // CreateTemp makes 0600
 		return fail(err)
 	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
+	for _, part := range data {
+		if _, err := f.Write(part); err != nil {
+			return fail(err)
+		}
 	}
 	if err := f.Sync(); err != nil {
 		return fail(err)

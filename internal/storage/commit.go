@@ -75,6 +75,20 @@ func (c *Commit) Write(name string, data []byte) (string, error) {
 	return evidence.Sum(data), nil
 }
 
+// WriteSealed writes file name, announced by Begin, as the slices of parts
+// one after the other, and computes no checksum of it: for a file that
+// carries its own seal, which the manifest records instead (a checkpoint's
+// head), and that is too large to copy into one buffer or to hash twice.
+func (c *Commit) WriteSealed(name string, parts ...[]byte) error {
+	if c.done || !slices.Contains(c.p.Writes, name) {
+		return fmt.Errorf("evpack: commit: %s was not announced", name)
+	}
+	if err := fsutil.WriteAtomic(filepath.Join(c.d.path, name), parts...); err != nil {
+		return fmt.Errorf("evpack: commit: %w", err)
+	}
+	return nil
+}
+
 // Publish makes m, which must be the next generation, the committed
 // manifest. An error before the manifest is written leaves the commit to
 // Abort; once it is written the generation is committed, and failing to
