@@ -9,11 +9,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/stretchr/testify/require"
@@ -648,4 +650,26 @@ func TestFirstWriteReadsTheBatchesInOrder(t *testing.T) {
 		}
 	}
 	require.NoError(t, firstWrite(), "every file as it was")
+}
+
+// TestCheckpointBytesArePinned: the checkpoint of a fixed history (chunks,
+// facts and a purge over several commits; its commit times fixed) has
+// pinned bytes, at GOMAXPROCS 1 and 4. The encoder fills its sections on
+// every core: the bytes must depend on neither, nor move from those earlier
+// builds wrote, which Check compares with the ones this build writes.
+func TestCheckpointBytesArePinned(t *testing.T) {
+	const pinned = "blake3:a3546b2e703b0f257dd708f6da7dac28d47bbb5d7b685cb473821510d52eeca9" // as 0286f22 wrote them
+	dir := t.TempDir()
+	lazyHistory(t, dir)
+	st := fullOf(t, dir)
+	for i := range st.commits {
+		st.commits[i] = time.Date(2026, 1, 1+i, 9, 0, 0, 0, time.UTC)
+	}
+	for _, procs := range []int{1, 4} {
+		prev := runtime.GOMAXPROCS(procs)
+		f, err := encodeCheckpoint(st, "lexical=pinned", func() ([]byte, error) { return []byte(`{"catalog":"pinned"}`), nil })
+		runtime.GOMAXPROCS(prev)
+		require.NoError(t, err)
+		require.Equal(t, pinned, evidence.Sum(f.bytes()), "GOMAXPROCS %d", procs)
+	}
 }

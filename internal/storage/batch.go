@@ -250,7 +250,6 @@ func DecodeBatch(name string, raw []byte) (BatchHeader, Contents, error) {
 	// scanner's would make a stored batch unreadable.
 	var lines [][]byte
 	var starts []int64 // each line's offset in the file
-	all := body
 	for off := 0; len(body) > 0; {
 		cut := bytes.IndexByte(body, '\n')
 		lines, starts, body = append(lines, body[:cut]), append(starts, int64(off)), body[cut+1:]
@@ -260,7 +259,7 @@ func DecodeBatch(name string, raw []byte) (BatchHeader, Contents, error) {
 	// Chunk lines, most of a batch, are decoded on every core first; the
 	// pass below then reads the file in order, so the error reported is
 	// always the first line's.
-	parsed := decodeChunkLines(all, lines, starts)
+	parsed := decodeChunkLines(lines)
 	for i, text := range lines {
 		switch {
 		case i == 0:
@@ -336,8 +335,11 @@ func DecodeChunkLine(where string, line []byte) (c *evidence.Chunk, redacted *Re
 	// Not strictJSON: the line was checked so when its batch was written,
 	// and the caller checks what it decodes against the chunk's content
 	// hash, which a field unknown here could not move.
-	if err := json.Unmarshal(line, &s); err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, where, err)
+	if !decodeChunkFast(line, &s) {
+		s = storedChunk{}
+		if err := json.Unmarshal(line, &s); err != nil {
+			return nil, nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, where, err)
+		}
 	}
 	if c, err = s.chunk(); err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: chunk %q: %w", ErrCorrupt, where, s.ID, err)
@@ -355,62 +357,36 @@ type parsedChunk struct {
 
 // decodeChunkLines decodes the chunk lines among lines (every line but the
 // header, the fact lines and the purge lines) on GOMAXPROCS workers; each
-// result sits at its line's index. lines are the lines of body, line i at
-// offset starts[i].
-//
-// Each worker decodes a run of consecutive lines with one decoder over the
-// run's bytes, rather than a decoder per line: a decoder per line grew a
-// buffer for each and copied the line into it, a third of the decoding's
-// time. A line the shared decoder does not end exactly at the line's end,
-// or fails on, is decoded again alone (strictJSON) and the run's decoder
-// starts anew after it, so that every line decodes, and fails, exactly as
-// strictJSON decodes it alone (TestDecodeChunkLinesAsAlone).
-func decodeChunkLines(body []byte, lines [][]byte, starts []int64) []parsedChunk {
+// result sits at its line's index. A line in the form the encoder writes
+// is read by decodeChunkFast, any other by strictJSON, which decides and
+// names the error: every line decodes, and fails, as strictJSON decodes it
+// alone (TestDecodeChunkLinesAsAlone).
+func decodeChunkLines(lines [][]byte) []parsedChunk {
 	out := make([]parsedChunk, len(lines))
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(lines)/256))
 	var wg sync.WaitGroup
 	for w := range workers {
-		lo, hi := 1+w*(len(lines)-1)/workers, 1+(w+1)*(len(lines)-1)/workers
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			decodeRun(body, lines, starts, out, lo, hi)
+			for i := 1 + w; i < len(lines); i += workers {
+				text := lines[i]
+				if bytes.HasPrefix(text, purgePrefix) || bytes.HasPrefix(text, factPrefix) {
+					continue
+				}
+				p := &out[i]
+				if !decodeChunkFast(text, &p.s) {
+					p.s = storedChunk{}
+					p.jsonErr = strictJSON(text, &p.s)
+				}
+				if p.jsonErr == nil {
+					p.c, p.err = p.s.chunk()
+				}
+			}
 		}()
 	}
 	wg.Wait()
 	return out
-}
-
-// decodeRun decodes the chunk lines of lines[lo:hi] into out (see
-// decodeChunkLines).
-func decodeRun(body []byte, lines [][]byte, starts []int64, out []parsedChunk, lo, hi int) {
-	var dec *json.Decoder
-	var base int64 // the offset in body at which dec reads
-	for i := lo; i < hi; i++ {
-		text := lines[i]
-		if bytes.HasPrefix(text, purgePrefix) || bytes.HasPrefix(text, factPrefix) {
-			dec = nil // the next chunk line starts a decoder of its own
-			continue
-		}
-		p := &out[i]
-		if dec == nil {
-			end := starts[hi-1] + int64(len(lines[hi-1]))
-			base = starts[i]
-			dec = json.NewDecoder(bytes.NewReader(body[base:end]))
-			dec.DisallowUnknownFields()
-		}
-		err := dec.Decode(&p.s)
-		if err != nil || base+dec.InputOffset() != starts[i]+int64(len(text)) {
-			// Decoded alone, the line gives what it gives alone (a
-			// value left open, a second value, trailing spaces, an
-			// error); the next line starts a decoder anew.
-			p.s, dec = storedChunk{}, nil
-			p.jsonErr = strictJSON(text, &p.s)
-		}
-		if p.jsonErr == nil {
-			p.c, p.err = p.s.chunk()
-		}
-	}
 }
 
 func (s *storedFact) fact() (*evidence.Fact, error) {

@@ -14,11 +14,11 @@ import (
 	"github.com/evpack/evpack/evidence"
 )
 
-// TestDecodeChunkLinesAsAlone: decoding a batch's chunk lines with one
-// decoder per run of lines gives, line by line, exactly what decoding each
-// line alone gives (strictJSON, then the chunk): the same stored form, the
-// same chunk, the same error, whatever the damage to a line or to the
-// lines around it. Lines are damaged at random (the seed is printed;
+// TestDecodeChunkLinesAsAlone: decoding a batch's chunk lines on every
+// core, most of them by decodeChunkFast, gives, line by line, exactly what
+// decoding each line alone with encoding/json gives (strictJSON, then the
+// chunk): the same stored form, the same chunk, the same error, whatever
+// the damage to a line or to the lines around it. Lines are damaged at random (the seed is printed;
 // EVPACK_SEED replays one).
 func TestDecodeChunkLinesAsAlone(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
@@ -68,33 +68,27 @@ func TestDecodeChunkLinesAsAlone(t *testing.T) {
 			used = append(used, d.name)
 			body.WriteString(d.do(line) + "\n")
 		}
-		all := body.Bytes()
 		var lines [][]byte
-		var starts []int64
-		for off, rest := 0, all; len(rest) > 0; {
+		for rest := body.Bytes(); len(rest) > 0; {
 			cut := bytes.IndexByte(rest, '\n')
-			lines, starts, rest = append(lines, rest[:cut]), append(starts, int64(off)), rest[cut+1:]
-			off += cut + 1
+			lines, rest = append(lines, rest[:cut]), rest[cut+1:]
 		}
-		one := make([]parsedChunk, len(lines))
-		decodeRun(all, lines, starts, one, 1, len(lines))
-		for _, got := range [][]parsedChunk{decodeChunkLines(all, lines, starts), one} {
-			for i := 1; i < len(lines); i++ {
-				var want parsedChunk
-				if !bytes.HasPrefix(lines[i], factPrefix) && !bytes.HasPrefix(lines[i], purgePrefix) {
-					if want.jsonErr = strictJSON(lines[i], &want.s); want.jsonErr == nil {
-						want.c, want.err = want.s.chunk()
-					}
+		got := decodeChunkLines(lines)
+		for i := 1; i < len(lines); i++ {
+			var want parsedChunk
+			if !bytes.HasPrefix(lines[i], factPrefix) && !bytes.HasPrefix(lines[i], purgePrefix) {
+				if want.jsonErr = strictJSON(lines[i], &want.s); want.jsonErr == nil {
+					want.c, want.err = want.s.chunk()
 				}
-				g := got[i]
-				switch {
-				case fmt.Sprint(g.jsonErr) != fmt.Sprint(want.jsonErr):
-					t.Fatalf("%d lines, line %d (%s): JSON error %v, alone %v", n, i+1, used[i-1], g.jsonErr, want.jsonErr)
-				case fmt.Sprint(g.err) != fmt.Sprint(want.err):
-					t.Fatalf("%d lines, line %d (%s): chunk error %v, alone %v", n, i+1, used[i-1], g.err, want.err)
-				case !reflect.DeepEqual(g.s, want.s) || !reflect.DeepEqual(g.c, want.c):
-					t.Fatalf("%d lines, line %d (%s): decodes otherwise than alone", n, i+1, used[i-1])
-				}
+			}
+			g := got[i]
+			switch {
+			case fmt.Sprint(g.jsonErr) != fmt.Sprint(want.jsonErr):
+				t.Fatalf("%d lines, line %d (%s): JSON error %v, alone %v", n, i+1, used[i-1], g.jsonErr, want.jsonErr)
+			case fmt.Sprint(g.err) != fmt.Sprint(want.err):
+				t.Fatalf("%d lines, line %d (%s): chunk error %v, alone %v", n, i+1, used[i-1], g.err, want.err)
+			case !reflect.DeepEqual(g.s, want.s) || !reflect.DeepEqual(g.c, want.c):
+				t.Fatalf("%d lines, line %d (%s): decodes otherwise than alone", n, i+1, used[i-1])
 			}
 		}
 	}

@@ -1,0 +1,180 @@
+package storage
+
+import (
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// A chunk line as EncodeBatchLines writes it has one form: the fields of
+// storedChunk in their order, every string field present, meta (when not
+// empty) and purged last, no spaces. decodeChunkFast reads that form
+// directly; it is most of what the first write after Open, Check and a
+// query's chunk reads spend in decoding (encoding/json scans a line twice
+// and builds each field through reflection).
+//
+// Invariant: when decodeChunkFast(line, &s) reports true, strictJSON(line,
+// &t) succeeds and s equals t (FuzzDecodeChunkFast,
+// TestDecodeChunkFastAsEncodingJSON). Anything else, including lines it
+// could read but encoding/json reads otherwise (invalid UTF-8, which
+// encoding/json replaces; a lone surrogate escape; a purged chunk's
+// redaction; spaces; keys out of order), it leaves to encoding/json, which
+// decides and names the error.
+
+// chunkKeys are storedChunk's string fields in the order the encoder writes
+// them, each with the opening the line has before its value.
+var chunkKeys = [...]string{
+	`{"id":`, `,"doc_id":`, `,"version":`, `,"text":`, `,"source_url":`, `,"connector":`,
+	`,"retrieved_at":`, `,"anchor":`, `,"anchor_field":`, `,"valid_from":`, `,"valid_to":`,
+	`,"tenant":`, `,"content_hash":`,
+}
+
+// decodeChunkFast decodes line into s, which must be the zero value, when
+// line is in the form the encoder writes, and reports whether it was (s is
+// then to be discarded when it was not).
+func decodeChunkFast(line []byte, s *storedChunk) bool {
+	fields := [...]*string{&s.ID, &s.DocID, &s.Version, &s.Text, &s.SourceURL, &s.Connector,
+		&s.RetrievedAt, &s.Anchor, &s.AnchorField, &s.ValidFrom, &s.ValidTo, &s.Tenant, &s.ContentHash}
+	rest := line
+	var ok bool
+	for i, key := range chunkKeys {
+		if rest, ok = cut(rest, key); !ok {
+			return false
+		}
+		if *fields[i], rest, ok = jsonString(rest); !ok {
+			return false
+		}
+	}
+	if after, found := cut(rest, `,"meta":{`); found {
+		rest = after
+		s.Meta = map[string]string{}
+		for first := true; ; first = false {
+			if after, closed := cut(rest, "}"); closed {
+				rest = after
+				break
+			}
+			if !first {
+				if rest, ok = cut(rest, ","); !ok {
+					return false
+				}
+			}
+			var k, v string
+			if k, rest, ok = jsonString(rest); !ok {
+				return false
+			}
+			if rest, ok = cut(rest, ":"); !ok {
+				return false
+			}
+			if v, rest, ok = jsonString(rest); !ok {
+				return false
+			}
+			s.Meta[k] = v // a repeated key: the last wins, as in encoding/json
+		}
+	}
+	return string(rest) == "}" // not a redaction (",\"purged\":"), nothing after
+}
+
+// jsonString decodes the JSON string at the start of b and returns it and
+// the bytes after it; ok is false for anything but a string whose bytes are
+// valid UTF-8 and whose escapes are all of a code point outside the
+// surrogates (see decodeChunkFast).
+func jsonString(b []byte) (s string, rest []byte, ok bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return "", nil, false
+	}
+	b = b[1:]
+	i, high := 0, false
+	for i < len(b) {
+		c := b[i]
+		if c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+		high = high || c >= utf8.RuneSelf
+		i++
+	}
+	if i < len(b) && b[i] == '"' { // no escape: the common case
+		if high && !utf8.Valid(b[:i]) {
+			return "", nil, false
+		}
+		return string(b[:i]), b[i+1:], true
+	}
+	out := make([]byte, 0, i+16)
+	out = append(out, b[:i]...)
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			if !utf8.Valid(out) {
+				return "", nil, false
+			}
+			return string(out), b[i+1:], true
+		case c < 0x20:
+			return "", nil, false // not JSON: encoding/json names it
+		case c != '\\':
+			j := i + 1 // the run up to the next quote, escape or control byte, at once
+			for j < len(b) && b[j] != '"' && b[j] != '\\' && b[j] >= 0x20 {
+				j++
+			}
+			out = append(out, b[i:j]...)
+			i = j
+			continue
+		}
+		if i+1 >= len(b) {
+			return "", nil, false
+		}
+		switch b[i+1] {
+		case '"', '\\', '/':
+			out = append(out, b[i+1])
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4(b[i+2:])
+			if !ok || utf16.IsSurrogate(r) {
+				return "", nil, false
+			}
+			out = utf8.AppendRune(out, r)
+			i += 4
+		default:
+			return "", nil, false
+		}
+		i += 2
+	}
+	return "", nil, false // unterminated
+}
+
+// cut returns b without its prefix p, and whether b had it.
+func cut(b []byte, p string) ([]byte, bool) {
+	if len(b) < len(p) || string(b[:len(p)]) != p {
+		return b, false
+	}
+	return b[len(p):], true
+}
+
+// hex4 reads the four hex digits at the start of b.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
