@@ -417,6 +417,10 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byt
 				if _, purged := st.purged[id]; purged { // nil in memory, or none read back: the same
 					flags |= rowNoTerms
 				}
+				// The fields in rowSize's order: ID (offset, length),
+				// generation, tenant, line (offset, length), content hash
+				// (above), term numbers (offset, count), document (first
+				// row, count), flags.
 				le.PutUint32(r[0:], uint32(p.idByte))
 				le.PutUint32(r[4:], uint32(len(id)))
 				le.PutUint32(r[8:], uint32(pl.gen))

