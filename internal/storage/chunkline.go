@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/hex"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -160,22 +161,12 @@ func cut(b []byte, p string) ([]byte, bool) {
 
 // hex4 reads the four hex digits at the start of b.
 func hex4(b []byte) (rune, bool) {
+	var u [2]byte
 	if len(b) < 4 {
 		return 0, false
 	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
+	if _, err := hex.Decode(u[:], b[:4]); err != nil {
+		return 0, false
 	}
-	return r, true
+	return rune(u[0])<<8 | rune(u[1]), true
 }
