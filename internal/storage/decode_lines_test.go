@@ -18,8 +18,8 @@ import (
 // core, most of them by decodeChunkFast, gives, line by line, exactly what
 // decoding each line alone with encoding/json gives (strictJSON, then the
 // chunk): the same stored form, the same chunk, the same error, whatever
-// the damage to a line or to the lines around it. Lines are damaged at random (the seed is printed;
-// EVPACK_SEED replays one).
+// the damage to a line or to the lines around it. Lines are damaged at
+// random (the seed is printed; EVPACK_SEED replays one).
 func TestDecodeChunkLinesAsAlone(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("EVPACK_SEED"); v != "" {
