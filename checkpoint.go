@@ -286,23 +286,32 @@ func blockSums(body [4][]byte, sizes [4]int) [4][][32]byte {
 			jobs = append(jobs, job{i, lo, min(lo+1024, n)})
 		}
 	}
+	onEveryCore(len(jobs), func(k int) {
+		j, size := jobs[k], sizes[jobs[k].sec]
+		sec := body[j.sec]
+		for b := j.lo; b < j.hi; b++ {
+			sums[j.sec][b] = blake3.Sum256(sec[b*size : min((b+1)*size, len(sec))])
+		}
+	})
+	return sums
+}
+
+// onEveryCore calls do(k) once for every k in [0, n), on GOMAXPROCS
+// goroutines at most, each taking the next k not yet taken, and returns
+// when every call has. do must write only what k alone owns.
+func onEveryCore(n int, do func(k int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), max(1, len(jobs))) {
+	for range min(runtime.GOMAXPROCS(0), n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for k := int(next.Add(1)) - 1; k < len(jobs); k = int(next.Add(1)) - 1 {
-				j, size := jobs[k], sizes[jobs[k].sec]
-				sec := body[j.sec]
-				for b := j.lo; b < j.hi; b++ {
-					sums[j.sec][b] = blake3.Sum256(sec[b*size : min((b+1)*size, len(sec))])
-				}
+			for k := int(next.Add(1)) - 1; k < n; k = int(next.Add(1)) - 1 {
+				do(k)
 			}
 		}()
 	}
 	wg.Wait()
-	return sums
 }
 
 // checkpointSum returns the checksum the manifest records of checkpoint
@@ -475,18 +484,7 @@ func (w *ckptWriter) rows(st *state, tenants []string, canon []uint32) ([4][]byt
 	}
 	runs = append(runs, len(docs))
 	errs := make([]error, len(runs)-1)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(errs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := int(next.Add(1)) - 1; r < len(errs); r = int(next.Add(1)) - 1 {
-				errs[r] = fill(runs[r], runs[r+1])
-			}
-		}()
-	}
-	wg.Wait()
+	onEveryCore(len(errs), func(r int) { errs[r] = fill(runs[r], runs[r+1]) })
 	<-sorted
 	for _, err := range errs {
 		if err != nil {

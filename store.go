@@ -544,7 +544,7 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 	redacted := map[string]storage.Redaction{} // by the purges not yet read
 	// Batch k+1 is read and analyzed while batch k is added: reading uses
 	// every core, adding one, and at a million chunks they took 22 and 17 s
-	// of CPU one after the other. One batch ahead at most, and one reader
+	// of CPU one after the other (before chunk lines were read directly). One batch ahead at most, and one reader
 	// at a time (an embedder need not be safe for concurrent use).
 	type readBatch struct {
 		c       storage.Contents
