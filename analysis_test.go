@@ -64,11 +64,12 @@ func TestOpenReadsTheAnalysis(t *testing.T) {
 }
 
 // An analysis file is trusted only as far as it is checked: an edited byte
-// is ErrCorrupt when the state is built from the batches (the first write
-// after Open, which reads the checkpoint instead), one re-sealed to hide the edit is caught by Check
-// (which analyzes every text again), one made from another batch or for
-// another batch's chunks is ErrCorrupt, and one made by other analyzers is
-// not used at all.
+// is ErrCorrupt when the state is built from the batch files alone (Check,
+// and Open of an index without a checkpoint; the first write after Open
+// unfolds the checkpoint and reads no analysis file, and Check names the
+// file), one re-sealed to hide the edit is caught by Check (which analyzes
+// every text again), one made from another batch or for another batch's
+// chunks is ErrCorrupt, and one made by other analyzers is not used at all.
 func TestAnalysisIsChecked(t *testing.T) {
 	t.Run("a byte edited", func(t *testing.T) {
 		dir, _ := analysisFixture(t)
@@ -77,8 +78,15 @@ func TestAnalysisIsChecked(t *testing.T) {
 		require.NoError(t, err)
 		raw[len(raw)/2] ^= 1
 		require.NoError(t, os.WriteFile(name, raw, 0o644))
-		err = openFull(dir, Options{})
+		err = loadFull(dir)
 		require.ErrorIs(t, err, ErrCorrupt)
+		require.Contains(t, err.Error(), name+" hashes to")
+		require.NoError(t, openFull(dir, Options{}), "the first write reads no analysis file")
+		e, err := Open(dir, Options{})
+		require.NoError(t, err)
+		defer e.Close()
+		err = e.Check()
+		require.ErrorIs(t, err, ErrCheck)
 		require.Contains(t, err.Error(), name+" hashes to")
 	})
 	t.Run("terms forged and re-sealed", func(t *testing.T) {
@@ -98,7 +106,7 @@ func TestAnalysisIsChecked(t *testing.T) {
 	t.Run("token count forged and re-sealed", func(t *testing.T) {
 		dir, _ := analysisFixture(t)
 		rewriteAnalysis(t, dir, func(a *storage.Analysis) { a.Chunks[1].Tokens++ })
-		err := openFull(dir, Options{})
+		err := loadFull(dir)
 		// The manifest's token total no longer adds up.
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.Contains(t, err.Error(), "tokens")
@@ -106,14 +114,14 @@ func TestAnalysisIsChecked(t *testing.T) {
 	t.Run("made from another batch", func(t *testing.T) {
 		dir, _ := analysisFixture(t)
 		rewriteAnalysis(t, dir, func(a *storage.Analysis) { a.Batch = evidence.Sum([]byte("another batch")) })
-		err := openFull(dir, Options{})
+		err := loadFull(dir)
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.Contains(t, err.Error(), "was made from a batch")
 	})
 	t.Run("chunks out of the batch's order", func(t *testing.T) {
 		dir, _ := analysisFixture(t)
 		rewriteAnalysis(t, dir, func(a *storage.Analysis) { a.Chunks[0], a.Chunks[1] = a.Chunks[1], a.Chunks[0] })
-		err := openFull(dir, Options{})
+		err := loadFull(dir)
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.Contains(t, err.Error(), "entry 0 is chunk")
 	})

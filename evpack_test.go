@@ -140,9 +140,10 @@ func checked(t testing.TB, e *Engine) *Engine {
 	return e
 }
 
-// openFull opens dir and builds the state from every batch file, as the
-// first write after Open does: where an edited or missing file is refused
-// (Open itself reads the checkpoint; a query checks each chunk it reads).
+// openFull opens dir and builds the state with every chunk in memory, as
+// the first write after Open does, reading every batch file: where an
+// edited or missing one is refused (Open itself reads the checkpoint; a
+// query checks each chunk it reads).
 func openFull(dir string, opts Options) error {
 	e, err := Open(dir, opts)
 	if err != nil {
@@ -150,6 +151,19 @@ func openFull(dir string, opts Options) error {
 	}
 	defer e.Close()
 	_, err = e.writable()
+	return err
+}
+
+// loadFull opens dir and builds the state from the batch files alone, as
+// Check does, and Open for an index without a checkpoint: where an edited
+// analysis file is refused.
+func loadFull(dir string) error {
+	e, err := Open(dir, Options{})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	_, err = loadState(e.store, e.lex, e.emb, e.graph)
 	return err
 }
 

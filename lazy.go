@@ -302,10 +302,11 @@ func (s *state) docOf(id string) (docView, int64, bool) {
 }
 
 // writable returns the committed state with every chunk in memory: the
-// state itself or, when Open read a checkpoint, the state the batch files
-// give, which then replaces it (it answers every query the same). A
-// commit, a purge, Check and Diff start from it; the first of them after
-// such an Open pays for reading every batch file, once.
+// state itself or, when Open read a checkpoint, that state unfolded with
+// the chunks of the batch files (unfold), which then replaces it (it
+// answers every query the same). A commit, a purge and Diff start from it;
+// the first of them after such an Open pays for reading every batch file,
+// once. (Check builds its own from the batch files alone.)
 func (e *Engine) writable() (*state, error) {
 	st, err := e.snapshot()
 	if err != nil || st.rows == nil {
@@ -316,7 +317,7 @@ func (e *Engine) writable() (*state, error) {
 	if st, err = e.snapshot(); err != nil || st.rows == nil {
 		return st, err // another caller built it meanwhile
 	}
-	full, err := loadState(e.store, e.lex, e.emb, e.graph)
+	full, err := e.unfoldOrLoad(st)
 	if err != nil {
 		return nil, err
 	}

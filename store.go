@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -420,10 +419,7 @@ func (b *building) distinctTerms(nums []uint32, names []string) []string {
 // extends is copied before it changes, and its chunks' places then point to
 // the copy).
 func (s *state) placeInDocument(gen int64, c *evidence.Chunk, nums []uint32, line storage.Span, own map[string]bool) {
-	place := docPlace{key: c.Tenant + "\x00" + c.DocID + "\x00" + c.Version, seq: math.MaxInt64, gen: gen, line: line}
-	if v, err := strconv.ParseInt(c.Meta[MetaPosition], 10, 64); err == nil && v >= 0 {
-		place.seq = v
-	}
+	place := placeOf(c, gen, line)
 	s.docPlace[c.ID] = place
 	d := s.docOrder[place.key]
 	copied := false

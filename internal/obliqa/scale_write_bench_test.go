@@ -16,8 +16,8 @@ import (
 // BenchmarkScaleFirstWrite: what a process pays to add a day's few chunks
 // to a kept scale index (EVPACK_SCALE_DIR, made by BenchmarkScale): the next
 // version of 100 records of one tenant. evpack: Open, one Ingest, Close (its
-// first write after Open builds the full state from every batch file, and
-// its commit writes a new checkpoint). Bare bleve: Open, one batch of the
+// first write after Open builds the full state, the checkpoint unfolded
+// with every batch file's chunks, and its commit writes a new checkpoint). Bare bleve: Open, one batch of the
 // same 100 documents, Close. Apart (not in those times), each then writes
 // the next 100 records before it closes: what a process that stays open
 // pays a write. Each op first copies both indexes (not timed),

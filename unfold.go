@@ -1,0 +1,166 @@
+package evpack
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/retrieve"
+)
+
+// The first write after Open needs the state with every chunk in memory
+// (Engine.writable). loadState builds it from the batch files alone: it
+// analyzes every chunk again (or reads its analysis file), counts every
+// tenant's figures term by term and places every chunk in its document,
+// which at a million chunks was most of the first write's 50 s of CPU.
+// The checkpoint Open read holds all of that already, checked: its
+// figures, and its rows in document order with each chunk's generation,
+// line, content hash and reranker terms. unfold builds the same state
+// from it and the chunks of the batch files, matching every row to the
+// chunk at its line.
+//
+// Invariant: unfold(s) equals loadState for the same index, field by
+// field, but for the numbering of reranker terms, which is the
+// checkpoint's (TestUnfoldIsLoadState). Check never uses it: it rebuilds
+// the state from the batch files alone and compares the checkpoint with
+// that.
+
+// errUnfold is a checkpoint that does not match the batch files row for
+// row: the caller builds the state from the batch files instead (loadState),
+// which are the record, and the next commit writes a checkpoint of them.
+var errUnfold = errors.New("evpack: the checkpoint disagrees with the batch files")
+
+// unfold returns the state s, read from a checkpoint (s.rows set), holds,
+// with every chunk read from the batch files of d into memory. An error
+// wrapping errUnfold says a row and the batch files disagree; any other
+// is a batch file that cannot be read.
+func (s *state) unfold(d *storage.Dir) (*state, error) {
+	t := s.rows
+	m := d.Manifest()
+	if t == nil || len(m.Batches) != len(t.files) || m.Generation != s.gen {
+		return nil, fmt.Errorf("%w: the state is of generation %d, the manifest of %d", errUnfold, s.gen, m.Generation)
+	}
+	batches := make([]storage.Contents, len(m.Batches))
+	total := 0
+	for i, b := range m.Batches {
+		c, err := d.ReadBatch(b)
+		if err != nil {
+			return nil, err
+		}
+		batches[i], total = c, total+len(c.Chunks)
+	}
+	if total != t.n {
+		return nil, fmt.Errorf("%w: %d rows, %d chunks in the batch files", errUnfold, t.n, total)
+	}
+	n := &state{
+		gen: s.gen, commits: s.commits, chunks: make(map[string]*evidence.Chunk, total), committed: make(map[string]int64, total),
+		facts: s.facts, factLog: s.factLog, purged: s.purged, purgeLog: s.purgeLog,
+		tenants: make(map[string]*tenantStats, len(s.tenants)), stats: s.stats, bounds: s.bounds.Clone(),
+		intern: s.intern, names: s.names, entities: s.entities, feats: map[string][]int32{}, counts: retrieve.NewCounts(),
+		docOrder: make(map[string]*docList), docPlace: make(map[string]docPlace, total),
+	}
+	// Each tenant's chunk IDs in commit order, which the checkpoint does
+	// not hold: batch by batch, line by line, as loadState adds them.
+	ids := map[string][]string{}
+	for _, c := range batches {
+		for _, ch := range c.Chunks {
+			ids[ch.Tenant] = append(ids[ch.Tenant], ch.ID)
+		}
+	}
+	for name, ts := range s.tenants {
+		cp := *ts // its maps shared: a commit copies a tenant's before it writes them (ownTenant)
+		cp.chunkIDs = ids[name]
+		n.tenants[name] = &cp
+	}
+	if len(n.tenants) != len(ids) {
+		return nil, fmt.Errorf("%w: %d tenants in the checkpoint, %d in the batch files", errUnfold, len(n.tenants), len(ids))
+	}
+	seen := make([][]bool, len(batches))
+	for g, c := range batches {
+		seen[g] = make([]bool, len(c.Chunks))
+	}
+	var list *docList
+	var key string
+	var arena []uint32
+	start, end := 0, 0 // the rows of the document being read
+	for i := range t.n {
+		w, ok := t.row(i)
+		id, okID := t.id(w)
+		nums, okNums := t.numsOf(w)
+		if !ok || !okID || !okNums {
+			return nil, fmt.Errorf("%w: %w", errUnfold, t.err())
+		}
+		g := int(w.gen) - 1
+		c := batches[g]
+		j := sort.Search(len(c.Lines), func(j int) bool { return c.Lines[j].Off >= w.line.Off })
+		if j == len(c.Lines) || c.Lines[j] != w.line || seen[g][j] {
+			return nil, fmt.Errorf("%w: row %d (chunk %q) names line %+v of %s", errUnfold, i, id, w.line, t.files[g])
+		}
+		seen[g][j] = true
+		ch := c.Chunks[j]
+		hash, _ := strings.CutPrefix(ch.ContentHash, evidence.HashPrefix)
+		if ch.ID != id || ch.Tenant != t.tenants[w.tenant] || hash != hex.EncodeToString(w.hash) {
+			return nil, fmt.Errorf("%w: row %d holds chunk %q of tenant %q, %s at byte %d chunk %q of tenant %q",
+				errUnfold, i, id, t.tenants[w.tenant], t.files[g], w.line.Off, ch.ID, ch.Tenant)
+		}
+		place := placeOf(ch, int64(w.gen), w.line)
+		if int(w.docStart) == i { // a document's first row: its list, its terms in one array (packNums)
+			if _, dup := n.docOrder[place.key]; dup || i != end {
+				return nil, fmt.Errorf("%w: document %q starts at row %d, the one before ends at %d", errUnfold, place.key, i, end)
+			}
+			start, end = i, i+int(w.docLen)
+			list, key = &docList{ids: make([]string, w.docLen), nums: make([][]uint32, w.docLen)}, place.key
+			size := 0
+			for r := i; r < i+int(w.docLen); r++ {
+				if v, ok := t.row(r); ok && v.flags&rowNoTerms == 0 {
+					size += int(v.numsLen)
+				}
+			}
+			arena = make([]uint32, 0, size)
+			n.docOrder[key] = list
+		}
+		if int(w.docStart) != start || place.key != key {
+			return nil, fmt.Errorf("%w: row %d (chunk %q) is of document %q, in the rows of %q", errUnfold, i, id, place.key, key)
+		}
+		place.pos, place.list = i-int(w.docStart), list
+		list.ids[place.pos] = ch.ID
+		if w.flags&rowNoTerms == 0 {
+			start := len(arena)
+			arena = append(arena, nums...)
+			list.nums[place.pos] = arena[start:len(arena):len(arena)]
+		}
+		n.chunks[ch.ID], n.committed[ch.ID], n.docPlace[ch.ID] = ch, int64(w.gen), place
+	}
+	if end != t.n {
+		return nil, fmt.Errorf("%w: the last document ends at row %d of %d", errUnfold, end, t.n)
+	}
+	return n, nil
+}
+
+// placeOf returns chunk c's place in its document version, but for its
+// position there: its key and order key, the generation that committed
+// it and its line.
+func placeOf(c *evidence.Chunk, gen int64, line storage.Span) docPlace {
+	p := docPlace{key: c.Tenant + "\x00" + c.DocID + "\x00" + c.Version, seq: math.MaxInt64, gen: gen, line: line}
+	if v, err := strconv.ParseInt(c.Meta[MetaPosition], 10, 64); err == nil && v >= 0 {
+		p.seq = v
+	}
+	return p
+}
+
+// unfoldOrLoad is what the first write after Open builds: s unfolded, or,
+// where the checkpoint disagrees with the batch files, the state they
+// give alone.
+func (e *Engine) unfoldOrLoad(s *state) (*state, error) {
+	full, err := s.unfold(e.store)
+	if errors.Is(err, errUnfold) {
+		return loadState(e.store, e.lex, e.emb, e.graph)
+	}
+	return full, err
+}

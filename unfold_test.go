@@ -1,0 +1,200 @@
+package evpack
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/internal/storagetest"
+)
+
+// unfoldHistory is lazyHistory with one document more, of tenant acme,
+// whose chunks say their place (MetaPosition, in another order than their
+// IDs, one without) and arrive over two commits, the second's placed
+// between the first's.
+func unfoldHistory(t *testing.T, dir string) {
+	lazyHistory(t, dir)
+	recs := vocabularyRecords(t, "acme", "memo", 9, 11)
+	for i := range recs {
+		recs[i].Chunk.DocID, recs[i].Chunk.Version = "memo", "2"
+		if i != 4 {
+			recs[i].Chunk.Meta = map[string]string{MetaPosition: fmt.Sprint((7 * i) % 9)}
+		}
+	}
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	for _, part := range [][]connectors.Record{recs[:5], recs[5:]} {
+		_, err = e.Ingest(context.Background(), connectors.Records(part), IngestOptions{})
+		require.NoError(t, err)
+	}
+	require.NoError(t, e.Close())
+}
+
+// loadedAndUnfolded opens dir twice and returns the state loadState builds
+// and the one unfold builds from the checkpoint Open read.
+func loadedAndUnfolded(t *testing.T, dir string) (loaded, unfolded *state, err error) {
+	t.Helper()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	require.NotNil(t, e.st.rows, "Open read the checkpoint")
+	loaded, err = loadState(e.store, e.lex, e.emb, e.graph)
+	require.NoError(t, err)
+	unfolded, err = e.st.unfold(e.store)
+	return loaded, unfolded, err
+}
+
+// TestUnfoldIsLoadState: the state unfolded from a checkpoint and the batch
+// files is the one the batch files give alone, field by field (reranker
+// terms compared as terms: the checkpoint numbers them its own way), after
+// chunks of several tenants, a document placed over two commits, facts and
+// a purge; it writes the same checkpoint, byte for byte; and the first
+// write after Open builds it.
+func TestUnfoldIsLoadState(t *testing.T) {
+	dir := t.TempDir()
+	unfoldHistory(t, dir)
+	want, got, err := loadedAndUnfolded(t, dir)
+	require.NoError(t, err)
+	require.Nil(t, got.rows)
+	sameState(t, want, got)
+	require.Len(t, got.docOrder["acme\x00memo\x002"].ids, 9)
+
+	wantFile, err := encodeCheckpoint(want, "x", func() ([]byte, error) { return nil, nil })
+	require.NoError(t, err)
+	gotFile, err := encodeCheckpoint(got, "x", func() ([]byte, error) { return nil, nil })
+	require.NoError(t, err)
+	require.Equal(t, wantFile.bytes(), gotFile.bytes())
+
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	checked(t, e)
+	sameState(t, want, fullState(t, e))
+	_, err = e.Ingest(context.Background(), connectors.Records(vocabularyRecords(t, "globex", "later", 5, 12)), IngestOptions{})
+	require.NoError(t, err)
+	require.NoError(t, e.Check(), "the commit on the unfolded state")
+}
+
+// sameState fails t unless got holds what want holds (see
+// TestUnfoldIsLoadState).
+func sameState(t *testing.T, want, got *state) {
+	t.Helper()
+	require.Equal(t, want.gen, got.gen)
+	require.Equal(t, want.commits, got.commits)
+	require.Equal(t, want.stats, got.stats)
+	require.Equal(t, want.bounds, got.bounds)
+	require.Equal(t, want.committed, got.committed)
+	require.Equal(t, want.factLog, got.factLog)
+	require.Equal(t, want.facts, got.facts)
+	require.Equal(t, want.purgeLog, got.purgeLog)
+	require.Equal(t, want.purged, got.purged)
+	require.Equal(t, len(want.entities), len(got.entities))
+	for k, v := range want.entities {
+		require.True(t, slices.Equal(v, got.entities[k]), "entities %q", k)
+	}
+	require.Empty(t, got.feats)
+	require.Equal(t, slices.Sorted(maps.Keys(want.chunks)), slices.Sorted(maps.Keys(got.chunks)))
+	for id, c := range want.chunks {
+		require.Equal(t, *c, *got.chunks[id], "chunk %q", id)
+	}
+	require.Equal(t, slices.Sorted(maps.Keys(want.tenants)), slices.Sorted(maps.Keys(got.tenants)))
+	for name, w := range want.tenants {
+		g := got.tenants[name]
+		for i, s := range []series{w.docs, w.tokens, w.facts, w.purges, w.rrTerms} {
+			require.True(t, slices.Equal(s, []series{g.docs, g.tokens, g.facts, g.purges, g.rrTerms}[i]), "tenant %q, series %d", name, i)
+		}
+		require.Equal(t, w.chunkIDs, g.chunkIDs, "tenant %q", name)
+		require.True(t, slices.Equal(w.digest, g.digest), "tenant %q", name)
+		for i, df := range []map[string]series{w.lexDF, w.rrDF} {
+			gdf := []map[string]series{g.lexDF, g.rrDF}[i]
+			require.Equal(t, len(df), len(gdf), "tenant %q", name)
+			for term, s := range df {
+				require.True(t, slices.Equal(s, gdf[term]), "tenant %q, term %q", name, term)
+			}
+		}
+	}
+	require.Equal(t, slices.Sorted(maps.Keys(want.docOrder)), slices.Sorted(maps.Keys(got.docOrder)))
+	for key, w := range want.docOrder {
+		g := got.docOrder[key]
+		require.Equal(t, w.ids, g.ids, "document %q", key)
+		for i := range w.ids {
+			require.Equal(t, len(w.nums[i]), len(g.nums[i]), "chunk %q", w.ids[i])
+			if len(w.nums[i]) > 0 {
+				require.Equal(t, want.termsOf(w.nums[i]), got.termsOf(g.nums[i]), "chunk %q", w.ids[i])
+			}
+		}
+	}
+	require.Equal(t, len(want.docPlace), len(got.docPlace))
+	for id, w := range want.docPlace {
+		g := got.docPlace[id]
+		require.Same(t, got.docOrder[g.key], g.list, "chunk %q", id)
+		w.list, g.list = nil, nil
+		require.Equal(t, w, g, "chunk %q", id)
+	}
+}
+
+// TestUnfoldRefusesADisagreeingCheckpoint: a checkpoint forged and sealed
+// anew (one chunk's generation moved on), or with a block of its body
+// edited, is not unfolded (errUnfold, naming the row or the file); the
+// first write then builds the state from the batch files alone, and Check
+// still names the forged checkpoint.
+func TestUnfoldRefusesADisagreeingCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	unfoldHistory(t, dir)
+	m := storagetest.ReadManifest(t, dir)
+	name := filepath.Join(dir, m.Checkpoint)
+	orig, err := os.ReadFile(name)
+	require.NoError(t, err)
+	want, _, err := loadedAndUnfolded(t, dir)
+	require.NoError(t, err)
+
+	edited := slices.Clone(orig)
+	edited[len(edited)-5] ^= 1 // in the last block of the number arena
+	require.NoError(t, os.WriteFile(name, edited, 0o644))
+	_, _, err = loadedAndUnfolded(t, dir)
+	require.ErrorIs(t, err, errUnfold)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Contains(t, err.Error(), m.Checkpoint)
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	sameState(t, want, fullState(t, e))
+	require.NoError(t, e.Close())
+
+	require.NoError(t, os.WriteFile(name, orig, 0o644))
+	st := clonedForForgery(want)
+	id := slices.Min(slices.Collect(maps.Keys(st.docPlace)))
+	p := st.docPlace[id]
+	require.Less(t, p.gen, m.Generation)
+	p.gen++
+	st.docPlace[id] = p
+	forged, err := e.checkpointOf(st) // e's lexical index is closed: checkpointOf reads none of it
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(name, forged.bytes(), 0o644))
+	m.CheckpointSum, err = checkpointSum(forged.head())
+	require.NoError(t, err)
+	storagetest.WriteManifest(t, dir, m)
+	_, _, err = loadedAndUnfolded(t, dir)
+	require.ErrorIs(t, err, errUnfold)
+	require.Contains(t, err.Error(), fmt.Sprintf("%q", id))
+
+	e, err = Open(dir, Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	sameState(t, want, fullState(t, e))
+	err = e.Check()
+	require.ErrorIs(t, err, ErrCheck)
+	require.Contains(t, err.Error(), m.Checkpoint+" differs from the checkpoint the batch files give")
+}
+
+// clonedForForgery returns st with its own docPlace, for a test to edit.
+func clonedForForgery(st *state) *state {
+	cp := *st
+	cp.docPlace = maps.Clone(st.docPlace)
+	return &cp
+}
