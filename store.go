@@ -205,11 +205,18 @@ func cmpInt(a, b int) int {
 	return 0
 }
 
-func newState() *state {
-	return &state{chunks: map[string]*evidence.Chunk{}, committed: map[string]int64{}, facts: map[string][]factAt{}, purged: map[string]purgeAt{}, tenants: map[string]*tenantStats{},
+// newState returns the state of an empty index.
+func newState() *state { return newStateFor(0) }
+
+// newStateFor is newState with room for n chunks in the maps kept per
+// chunk: a state built from the batch files knows how many it will hold
+// (the manifest's count), and growing those maps step by step moved every
+// entry again at each step.
+func newStateFor(n int) *state {
+	return &state{chunks: make(map[string]*evidence.Chunk, n), committed: make(map[string]int64, n), facts: map[string][]factAt{}, purged: map[string]purgeAt{}, tenants: map[string]*tenantStats{},
 		intern: map[string]uint32{}, entities: map[string][]entityName{}, feats: map[string][]int32{},
 		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds(),
-		docOrder: map[string]*docList{}, docPlace: map[string]docPlace{}}
+		docOrder: map[string]*docList{}, docPlace: make(map[string]docPlace, n)}
 }
 
 // analyzed is what a commit computes of a chunk before it is added: its
@@ -534,7 +541,7 @@ func (s *state) setDense(d *retrieve.Dense, g *retrieve.Graph) {
 // names, each checked against the manifest before a byte is used.
 func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, graph *retrieve.GraphOptions) (*state, error) {
 	m := d.Manifest()
-	st := newState()
+	st := newStateFor(int(min(max(m.Docs, 0), 1<<22))) // checked at the end; a forged count reserves room for 4M at most
 	bld := newBuilding()
 	own := bld.own
 	redacted := map[string]storage.Redaction{} // by the purges not yet read

@@ -105,7 +105,8 @@ func (s *state) unfold(d *storage.Dir) (*state, error) {
 		seen[g][j] = true
 		ch := c.Chunks[j]
 		hash, _ := strings.CutPrefix(ch.ContentHash, evidence.HashPrefix)
-		if ch.ID != id || ch.Tenant != t.tenants[w.tenant] || hash != hex.EncodeToString(w.hash) {
+		var hexSum [64]byte // encoded into an array: no allocation per chunk
+		if ch.ID != id || ch.Tenant != t.tenants[w.tenant] || hash != string(hex.AppendEncode(hexSum[:0], w.hash)) {
 			return nil, fmt.Errorf("%w: row %d holds chunk %q of tenant %q, %s at byte %d chunk %q of tenant %q",
 				errUnfold, i, id, t.tenants[w.tenant], t.files[g], w.line.Off, ch.ID, ch.Tenant)
 		}
@@ -131,9 +132,9 @@ func (s *state) unfold(d *storage.Dir) (*state, error) {
 		place.pos, place.list = i-int(w.docStart), list
 		list.ids[place.pos] = ch.ID
 		if w.flags&rowNoTerms == 0 {
-			start := len(arena)
+			from := len(arena)
 			arena = append(arena, nums...)
-			list.nums[place.pos] = arena[start:len(arena):len(arena)]
+			list.nums[place.pos] = arena[from:len(arena):len(arena)]
 		}
 		n.chunks[ch.ID], n.committed[ch.ID], n.docPlace[ch.ID] = ch, int64(w.gen), place
 	}

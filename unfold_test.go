@@ -1,16 +1,19 @@
 package evpack
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/internal/storagetest"
 )
@@ -197,4 +200,60 @@ func clonedForForgery(st *state) *state {
 	cp := *st
 	cp.docPlace = maps.Clone(st.docPlace)
 	return &cp
+}
+
+// TestQueriesDuringTheFirstWrite: requests keep being answered, each pack
+// as before, while the first write after Open unfolds the checkpoint and
+// commits (under -race in .ci/run); the requests are pinned to the
+// generation Open read, so the commits cannot move them.
+func TestQueriesDuringTheFirstWrite(t *testing.T) {
+	dir := t.TempDir()
+	unfoldHistory(t, dir)
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	checked(t, e)
+	require.NotNil(t, e.st.rows, "Open read the checkpoint")
+	gen := e.st.gen
+	var reqs []Request
+	for _, tenant := range []string{"", "acme", "globex"} {
+		reqs = append(reqs,
+			Request{Question: "records retention client transactions", AsOf: asof.MustDate("2026-01-15"), Tenant: tenant, Generation: gen},
+			Request{Question: "memo notes on the retention of records", AsOf: asof.MustDate("2026-06-01"), Tenant: tenant, Generation: gen})
+	}
+	want := packsOf(t, e, reqs)
+	// Opened again: the packs above read (and cached) chunks of e's state.
+	require.NoError(t, e.Close())
+	e, err = Open(dir, Options{})
+	require.NoError(t, err)
+	checked(t, e)
+
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 3 {
+		wg.Go(func() {
+			for i := range 30 {
+				k := (w + i) % len(reqs)
+				p, err := e.Query(ctx, reqs[k])
+				if err == nil && !bytes.Equal(p.Bytes(), want[k]) {
+					err = fmt.Errorf("request %d: the pack moved", k)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	for i := range 2 {
+		_, err := e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", fmt.Sprintf("during%d", i), 4, uint64(20+i))), IngestOptions{})
+		require.NoError(t, err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Nil(t, e.st.rows, "the first write replaced the checkpoint's state")
+	require.Equal(t, gen+2, e.st.gen)
 }
