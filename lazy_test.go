@@ -142,8 +142,9 @@ func TestCheckpointMatchesTheLog(t *testing.T) {
 }
 
 // TestEditedCheckpointIsRefused: a byte of its head edited is ErrCorrupt
-// at Open, naming the file (a byte of the rest: the next test); a checkpoint forged and re-sealed (with the manifest)
-// to drop a chunk from a document gets past Open, and Check names it.
+// at Open, naming the file (a byte of the rest: the next test); a
+// checkpoint forged and sealed anew with the manifest (forgeCheckpoint)
+// gets past Open, and Check names it.
 func TestEditedCheckpointIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	lazyHistory(t, dir)
@@ -167,23 +168,37 @@ func TestEditedCheckpointIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	st := fullState(t, e)
 	require.NoError(t, e.Close())
-	id := slices.Min(slices.Collect(maps.Keys(st.docPlace)))
-	p := st.docPlace[id]
-	require.Less(t, p.gen, m.Generation)
-	p.gen++
-	st.docPlace[id] = p
-	forged, err := e.checkpointOf(st) // e's lexical index is closed: checkpointOf reads none of it
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(name, forged.bytes(), 0o644))
-	m.CheckpointSum, err = checkpointSum(forged.head())
-	require.NoError(t, err)
-	storagetest.WriteManifest(t, dir, m)
+	forgeCheckpoint(t, dir, e, st, m)
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
 	defer e.Close()
 	err = e.Check()
 	require.ErrorIs(t, err, ErrCheck)
 	require.Contains(t, err.Error(), m.Checkpoint+" differs from the checkpoint the batch files give")
+}
+
+// forgeCheckpoint writes, as the checkpoint of the index in dir whose
+// manifest is m, the one st gives with one chunk's committing generation
+// moved on (a pinned request would leave it out), written as a commit
+// would write it and sealed anew in the manifest. e, closed, encodes it
+// (its lexical index is closed: checkpointOf reads none of it). It returns
+// the chunk's ID, and leaves st as it was.
+func forgeCheckpoint(t *testing.T, dir string, e *Engine, st *state, m *storage.Manifest) string {
+	t.Helper()
+	cp := *st
+	cp.docPlace = maps.Clone(st.docPlace)
+	id := slices.Min(slices.Collect(maps.Keys(cp.docPlace)))
+	p := cp.docPlace[id]
+	require.Less(t, p.gen, m.Generation)
+	p.gen++
+	cp.docPlace[id] = p
+	forged, err := e.checkpointOf(&cp)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), forged.bytes(), 0o644))
+	m.CheckpointSum, err = checkpointSum(forged.head())
+	require.NoError(t, err)
+	storagetest.WriteManifest(t, dir, m)
+	return id
 }
 
 // TestEditedCheckpointBlockFailsTheQuery: Open checks a checkpoint's head;

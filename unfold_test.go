@@ -170,18 +170,7 @@ func TestUnfoldRefusesADisagreeingCheckpoint(t *testing.T) {
 	require.NoError(t, e.Close())
 
 	require.NoError(t, os.WriteFile(name, orig, 0o644))
-	st := clonedForForgery(want)
-	id := slices.Min(slices.Collect(maps.Keys(st.docPlace)))
-	p := st.docPlace[id]
-	require.Less(t, p.gen, m.Generation)
-	p.gen++
-	st.docPlace[id] = p
-	forged, err := e.checkpointOf(st) // e's lexical index is closed: checkpointOf reads none of it
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(name, forged.bytes(), 0o644))
-	m.CheckpointSum, err = checkpointSum(forged.head())
-	require.NoError(t, err)
-	storagetest.WriteManifest(t, dir, m)
+	id := forgeCheckpoint(t, dir, e, want, m)
 	_, _, err = loadedAndUnfolded(t, dir)
 	require.ErrorIs(t, err, errUnfold)
 	require.Contains(t, err.Error(), fmt.Sprintf("%q", id))
@@ -193,13 +182,6 @@ func TestUnfoldRefusesADisagreeingCheckpoint(t *testing.T) {
 	err = e.Check()
 	require.ErrorIs(t, err, ErrCheck)
 	require.Contains(t, err.Error(), m.Checkpoint+" differs from the checkpoint the batch files give")
-}
-
-// clonedForForgery returns st with its own docPlace, for a test to edit.
-func clonedForForgery(st *state) *state {
-	cp := *st
-	cp.docPlace = maps.Clone(st.docPlace)
-	return &cp
 }
 
 // TestQueriesDuringTheFirstWrite: requests keep being answered, each pack
