@@ -143,8 +143,8 @@ func TestCheckpointMatchesTheLog(t *testing.T) {
 
 // TestEditedCheckpointIsRefused: a byte of its head edited is ErrCorrupt
 // at Open, naming the file (a byte of the rest: the next test); a
-// checkpoint forged and sealed anew with the manifest (forgeCheckpoint)
-// gets past Open, and Check names it.
+// checkpoint forged (a chunk's generation moved on) and sealed anew with
+// the manifest gets past Open, and Check names it.
 func TestEditedCheckpointIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	lazyHistory(t, dir)
@@ -166,7 +166,7 @@ func TestEditedCheckpointIsRefused(t *testing.T) {
 	require.NoError(t, os.WriteFile(name, orig, 0o644))
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
-	st := fullState(t, e)
+	st, _ := generationMoved(t, fullState(t, e))
 	require.NoError(t, e.Close())
 	forgeCheckpoint(t, dir, e, st, m)
 	e, err = Open(dir, Options{})
@@ -177,28 +177,33 @@ func TestEditedCheckpointIsRefused(t *testing.T) {
 	require.Contains(t, err.Error(), m.Checkpoint+" differs from the checkpoint the batch files give")
 }
 
-// forgeCheckpoint writes, as the checkpoint of the index in dir whose
-// manifest is m, the one st gives with one chunk's committing generation
-// moved on (a pinned request would leave it out), written as a commit
-// would write it and sealed anew in the manifest. e, closed, encodes it
-// (its lexical index is closed: checkpointOf reads none of it). It returns
-// the chunk's ID, and leaves st as it was.
-func forgeCheckpoint(t *testing.T, dir string, e *Engine, st *state, m *storage.Manifest) string {
+// generationMoved returns a copy of st (sharing all but its document
+// places) with one chunk's committing generation moved on, which a
+// pinned request would leave out, and the chunk's ID.
+func generationMoved(t *testing.T, st *state) (*state, string) {
 	t.Helper()
 	cp := *st
 	cp.docPlace = maps.Clone(st.docPlace)
 	id := slices.Min(slices.Collect(maps.Keys(cp.docPlace)))
 	p := cp.docPlace[id]
-	require.Less(t, p.gen, m.Generation)
+	require.Less(t, p.gen, st.gen)
 	p.gen++
 	cp.docPlace[id] = p
-	forged, err := e.checkpointOf(&cp)
+	return &cp, id
+}
+
+// forgeCheckpoint writes st's checkpoint as the one of the index in dir,
+// whose manifest is m, as a commit would write it, and seals it anew in
+// the manifest. e, closed, encodes it (its lexical index is closed:
+// checkpointOf reads none of it).
+func forgeCheckpoint(t *testing.T, dir string, e *Engine, st *state, m *storage.Manifest) {
+	t.Helper()
+	forged, err := e.checkpointOf(st)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), forged.bytes(), 0o644))
 	m.CheckpointSum, err = checkpointSum(forged.head())
 	require.NoError(t, err)
 	storagetest.WriteManifest(t, dir, m)
-	return id
 }
 
 // TestEditedCheckpointBlockFailsTheQuery: Open checks a checkpoint's head;

@@ -29,7 +29,10 @@ import (
 // field, but for the numbering of reranker terms, which is the
 // checkpoint's (TestUnfoldIsLoadState). Check never uses it: it rebuilds
 // the state from the batch files alone and compares the checkpoint with
-// that.
+// that. Of the figures, unfold checks each tenant's chunk count against
+// the batch files; the term frequencies it takes as the checkpoint's head
+// has them (sealed in the manifest, and what every query reads), and
+// Check recounts them.
 
 // errUnfold is a checkpoint that does not match the batch files row for
 // row: the caller builds the state from the batch files instead (loadState),
@@ -74,6 +77,9 @@ func (s *state) unfold(d *storage.Dir) (*state, error) {
 		}
 	}
 	for name, ts := range s.tenants {
+		if got := len(ids[name]); ts.docs.at(s.gen) != int64(got) || s.bounds.Tenants[name] != got {
+			return nil, fmt.Errorf("%w: tenant %q has %d chunks in the checkpoint's figures, %d in the batch files", errUnfold, name, ts.docs.at(s.gen), got)
+		}
 		cp := *ts // its maps shared: a commit copies a tenant's before it writes them (ownTenant)
 		cp.chunkIDs = ids[name]
 		n.tenants[name] = &cp

@@ -142,11 +142,12 @@ func sameState(t *testing.T, want, got *state) {
 	}
 }
 
-// TestUnfoldRefusesADisagreeingCheckpoint: a checkpoint forged and sealed
-// anew (one chunk's generation moved on), or with a block of its body
-// edited, is not unfolded (errUnfold, naming the row or the file); the
-// first write then builds the state from the batch files alone, and Check
-// still names the forged checkpoint.
+// TestUnfoldRefusesADisagreeingCheckpoint: a checkpoint with a block of
+// its body edited, or forged and sealed anew (a tenant's chunk count in
+// its figures one more; one chunk's generation moved on), is not unfolded
+// (errUnfold, naming the file, the tenant or the chunk); the first write
+// then builds the state from the batch files alone, and Check still names
+// the forged checkpoint.
 func TestUnfoldRefusesADisagreeingCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	unfoldHistory(t, dir)
@@ -169,8 +170,17 @@ func TestUnfoldRefusesADisagreeingCheckpoint(t *testing.T) {
 	sameState(t, want, fullState(t, e))
 	require.NoError(t, e.Close())
 
-	require.NoError(t, os.WriteFile(name, orig, 0o644))
-	id := forgeCheckpoint(t, dir, e, want, m)
+	// A tenant's chunk count in the head's figures, one more.
+	counted := *want
+	counted.bounds = want.bounds.Clone()
+	counted.bounds.Tenants["acme"]++
+	forgeCheckpoint(t, dir, e, &counted, m)
+	_, _, err = loadedAndUnfolded(t, dir)
+	require.ErrorIs(t, err, errUnfold)
+	require.Contains(t, err.Error(), `tenant "acme" has`)
+
+	moved, id := generationMoved(t, want)
+	forgeCheckpoint(t, dir, e, moved, m)
 	_, _, err = loadedAndUnfolded(t, dir)
 	require.ErrorIs(t, err, errUnfold)
 	require.Contains(t, err.Error(), fmt.Sprintf("%q", id))
