@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/evpack/evpack/asof"
@@ -113,4 +114,48 @@ func (s Scale) version(r connectors.Record, shift, t, v int) connectors.Record {
 	c.RetrievedAt = published.Add(24 * time.Hour)
 	c.Anchor = asof.ResolveAnchor("published", published, c.RetrievedAt)
 	return connectors.Record{Where: fmt.Sprintf("scale %s v%d: %s", c.Tenant, v, r.Where), Chunk: c}
+}
+
+// TurnOrders returns the orders in which n systems take their turns, one
+// order per question, to be used in turn: a Williams design. Within its
+// orders every system comes right after every other equally often (once
+// each for even n; odd n needs 2n orders, and twice each) and takes every
+// place equally often. A benchmark whose systems always run in one order
+// lets one system's leftovers (the garbage it made, the pages it evicted)
+// fall on the same neighbour at every turn; this one spreads them. The
+// step from one order's last system to the next order's first is not
+// balanced.
+func TurnOrders(n int) [][]int {
+	if n <= 0 {
+		return nil
+	}
+	if n == 1 {
+		return [][]int{{0}}
+	}
+	// The first order: 0, 1, n-1, 2, n-2, ...; the others add r mod n.
+	first := make([]int, n)
+	lo, hi := 1, n-1
+	for j := 1; j < n; j++ {
+		if j%2 == 1 {
+			first[j], lo = lo, lo+1
+		} else {
+			first[j], hi = hi, hi-1
+		}
+	}
+	orders := make([][]int, 0, 2*n)
+	for r := range n {
+		o := make([]int, n)
+		for j, f := range first {
+			o[j] = (f + r) % n
+		}
+		orders = append(orders, o)
+	}
+	if n%2 == 1 {
+		for r := range n {
+			o := slices.Clone(orders[r])
+			slices.Reverse(o)
+			orders = append(orders, o)
+		}
+	}
+	return orders
 }

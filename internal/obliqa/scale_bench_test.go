@@ -47,8 +47,10 @@ func heapInUse() uint64 {
 // as fields), both merged to one segment. It reports each system's ingest
 // CPU, evpack's Open after a Close, the Go heap each holds once open (after
 // a collection; bleve's segment files are mapped, not in the heap), and
-// query latency with the systems taking turns question by question: evpack
-// (a tenant's request as of ScaleAsOf, which sees one version of every
+// query latency with the systems taking turns question by question, in
+// orders that change from question to question so that each follows each
+// other equally often (TurnOrders; EVPACK_SCALE_TURNS=fixed runs them in
+// one order, evpack first, as before): evpack (a tenant's request as of ScaleAsOf, which sees one version of every
 // passage, with the pack's bytes and hash), bleve's match query unfiltered,
 // and bleve's match query with the same eligibility written by hand. The
 // same questions against the 13k corpus alone in evpack (one more index in
@@ -57,7 +59,10 @@ func heapInUse() uint64 {
 // for opening the partitions each tenant's requests read and for the first
 // reads of their pages, which a serving process pays once. Of the first
 // pass it also reports the slowest of the tenants' first requests and the
-// p99 of the others.
+// p99 of the others, and it logs each tenant's first request and evpack's
+// latency by the system whose turn came just before: what one system's
+// leftovers (its garbage, the pages it evicted) cost the next (all of
+// them with -v: a benchmark's log is cut at ten lines without it).
 //
 // The indexes live in a temporary directory, or, with EVPACK_SCALE_DIR set,
 // in that directory, where they stay: building a million chunks takes most
@@ -68,7 +73,7 @@ func heapInUse() uint64 {
 // than of one just built. Remove the directory after changing how evpack
 // writes an index; nothing here can tell.
 //
-//	EVPACK_SCALE=2x4 EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench 'Scale$' -benchtime 2788x -timeout 3h
+//	EVPACK_SCALE=2x4 EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench 'Scale$' -benchtime 2788x -timeout 3h -v
 func BenchmarkScale(b *testing.B) {
 	o := dataset(b)
 	base, _ := Records(o)
@@ -134,69 +139,131 @@ func BenchmarkScale(b *testing.B) {
 	}
 
 	day := s.ScaleAsOf()
-	var ev, sm, bl, bf, on []time.Duration
+	// Each system's turn for question i: evpack's tenant request at scale,
+	// the partitioned and the one index (which must agree), the 13k corpus,
+	// bleve unfiltered and filtered. Each returns the time a caller pays.
+	var packHash string
+	type system struct {
+		name string
+		turn func(i int) time.Duration
+		ds   []time.Duration
+	}
+	timed := func(f func() error) time.Duration {
+		t0 := time.Now()
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	question := func(i int) string { return o.Questions[i%len(o.Questions)].Text }
+	tenantReq := func(i int) evpack.Request {
+		return evpack.Request{Question: question(i), AsOf: day, Tenant: s.Tenant(i % s.Tenants)}
+	}
+	evTurn := func(e *evpack.Engine) func(int) time.Duration {
+		return func(i int) time.Duration {
+			return timed(func() error {
+				p, err := e.Query(ctx, tenantReq(i))
+				if err == nil {
+					packHash = p.Hash()
+				}
+				return err
+			})
+		}
+	}
+	smallTurn := func(i int) time.Duration {
+		return timed(func() error {
+			p, err := small.Query(ctx, evpack.Request{Question: question(i), AsOf: AsOf})
+			if err == nil {
+				_ = p.Hash()
+			}
+			return err
+		})
+	}
+	bleveTurn := func(filtered bool) func(int) time.Duration {
+		return func(i int) time.Duration {
+			return timed(func() error {
+				mq := bleve.NewMatchQuery(question(i))
+				mq.SetField("text")
+				var q query.Query = mq
+				if filtered {
+					q = scaleFilter(mq, s.Tenant(i%s.Tenants), day)
+				}
+				_, err := idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(q, 10, 0, false))
+				return err
+			})
+		}
+	}
+	systems := []*system{{name: "evpack", turn: evTurn(eng)}, {name: "evpack13k", turn: smallTurn},
+		{name: "bleve", turn: bleveTurn(false)}, {name: "bleve-filtered", turn: bleveTurn(true)}}
+	var oneHashes []string
+	if one != nil {
+		systems = append(systems, &system{name: "one-index", turn: func(i int) time.Duration {
+			d := evTurn(one)(i)
+			oneHashes = append(oneHashes, packHash)
+			return d
+		}})
+	}
+	// The turns: a Williams design by default (TurnOrders), so that no
+	// system always follows the same one; EVPACK_SCALE_TURNS=fixed gives
+	// the order before it, evpack first in every question.
+	orders := TurnOrders(len(systems))
+	fixed := os.Getenv("EVPACK_SCALE_TURNS") == "fixed"
+	if fixed {
+		orders = [][]int{make([]int, len(systems))}
+		for j := range orders[0] {
+			orders[0][j] = j
+		}
+		if one != nil { // the order before: evpack, one index, then the rest
+			orders[0] = []int{0, 4, 1, 2, 3}
+		}
+	}
+	if fixed {
+		b.Logf("turns: fixed, evpack first")
+	} else {
+		b.Logf("turns: balanced, %d orders (TurnOrders)", len(orders))
+	}
+	var evHashes []string
+	var after []string // after[k]: the system that ran right before evpack's k-th turn
+	prev := "none"
 	i := 0
 	for b.Loop() {
-		q := o.Questions[i%len(o.Questions)].Text
-		tenant := s.Tenant(i % s.Tenants)
-		t0 := time.Now()
-		p, err := eng.Query(ctx, evpack.Request{Question: q, AsOf: day, Tenant: tenant})
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = p.Hash()
-		t1 := time.Now()
-		ev = append(ev, t1.Sub(t0))
-		if one != nil {
-			po, err := one.Query(ctx, evpack.Request{Question: q, AsOf: day, Tenant: tenant})
-			if err != nil {
-				b.Fatal(err)
+		for _, j := range orders[i%len(orders)] {
+			sys := systems[j]
+			if j == 0 {
+				after = append(after, prev)
 			}
-			if po.Hash() != p.Hash() {
-				b.Fatalf("question %d: the partitioned index and one index give different packs", i)
+			sys.ds = append(sys.ds, sys.turn(i))
+			if j == 0 && one != nil {
+				evHashes = append(evHashes, packHash)
 			}
-			on = append(on, time.Since(t1))
-			t1 = time.Now()
+			prev = sys.name
 		}
-		p, err = small.Query(ctx, evpack.Request{Question: q, AsOf: AsOf})
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = p.Hash()
-		t2 := time.Now()
-		mq := bleve.NewMatchQuery(q)
-		mq.SetField("text")
-		if _, err := idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(mq, 10, 0, false)); err != nil {
-			b.Fatal(err)
-		}
-		t3 := time.Now()
-		fq := scaleFilter(mq, tenant, day)
-		if _, err := idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(fq, 10, 0, false)); err != nil {
-			b.Fatal(err)
-		}
-		t4 := time.Now()
-		sm, bl, bf = append(sm, t2.Sub(t1)), append(bl, t3.Sub(t2)), append(bf, t4.Sub(t3))
 		i++
 	}
-	// The same questions again, both evpack indexes taking turns: the
-	// first pass paid for opening the partitions each tenant's requests
-	// read and for the first reads of their pages, which a serving process
-	// pays once; this one is what it pays from then on.
+	for k := range oneHashes {
+		if oneHashes[k] != evHashes[k] {
+			b.Fatalf("question %d: the partitioned index and one index give different packs", k)
+		}
+	}
+	ev, sm, bl, bf := systems[0].ds, systems[1].ds, systems[2].ds, systems[3].ds
+	var on []time.Duration
+	if one != nil {
+		on = systems[4].ds
+	}
+	// The same questions again, both evpack indexes taking turns, each
+	// first in every other question (every one when fixed): the first pass
+	// paid for opening the partitions each tenant's requests read and for
+	// the first reads of their pages, which a serving process pays once;
+	// this one is what it pays from then on.
 	var ev2, sm2 []time.Duration
 	for j := range len(ev) {
-		q := o.Questions[j%len(o.Questions)].Text
-		t0 := time.Now()
-		p, err := eng.Query(ctx, evpack.Request{Question: q, AsOf: day, Tenant: s.Tenant(j % s.Tenants)})
-		if err != nil {
-			b.Fatal(err)
+		if j%2 == 1 && !fixed {
+			sm2 = append(sm2, smallTurn(j))
+			ev2 = append(ev2, evTurn(eng)(j))
+			continue
 		}
-		_ = p.Hash()
-		t1 := time.Now()
-		if p, err = small.Query(ctx, evpack.Request{Question: q, AsOf: AsOf}); err != nil {
-			b.Fatal(err)
-		}
-		_ = p.Hash()
-		ev2, sm2 = append(ev2, t1.Sub(t0)), append(sm2, time.Since(t1))
+		ev2 = append(ev2, evTurn(eng)(j))
+		sm2 = append(sm2, smallTurn(j))
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	for _, m := range []struct {
@@ -211,6 +278,23 @@ func BenchmarkScale(b *testing.B) {
 	if len(ev) > s.Tenants {
 		b.ReportMetric(ms(slices.Max(ev[:s.Tenants])), "evpack-tenant-first-max-ms")
 		b.ReportMetric(ms(Percentile(ev[s.Tenants:], 0.99)), "evpack-after-tenant-first-p99-ms")
+		for k := range s.Tenants {
+			b.Logf("tenant %s's first request: %.2f ms, right after %s", s.Tenant(k), ms(ev[k]), after[k])
+		}
+	}
+	// evpack's turns by the system that ran right before: what one
+	// system's leftovers cost the next.
+	for _, sys := range systems {
+		var ds []time.Duration
+		for k, a := range after {
+			if a == sys.name {
+				ds = append(ds, ev[k])
+			}
+		}
+		if len(ds) > 0 {
+			b.Logf("evpack right after %s: %d turns, p50 %.2f ms, p99 %.2f ms, max %.2f ms", sys.name, len(ds),
+				ms(Percentile(ds, 0.5)), ms(Percentile(ds, 0.99)), ms(slices.Max(ds)))
+		}
 	}
 	if one != nil { // after the loop: b.Loop's start clears earlier metrics
 		if !st.complete["one"] {

@@ -66,3 +66,47 @@ func TestScaleCorpus(t *testing.T) {
 	}
 	require.Equal(t, []string{"t00", "t01", "t02"}, tenants, "version 0 of every tenant comes first")
 }
+
+// TurnOrders is a Williams design for every n it is asked: each order is a
+// permutation, each system takes each place equally often, and each
+// ordered pair of systems is adjacent equally often within the orders, the
+// balance BenchmarkScale's fair turns rest on. Hand-checked for 4.
+func TestTurnOrders(t *testing.T) {
+	require.Equal(t, [][]int{{0, 1, 3, 2}, {1, 2, 0, 3}, {2, 3, 1, 0}, {3, 0, 2, 1}}, TurnOrders(4))
+	require.Equal(t, [][]int{{0, 1}, {1, 0}}, TurnOrders(2))
+	require.Equal(t, [][]int{{0}}, TurnOrders(1))
+	require.Nil(t, TurnOrders(0))
+	for n := 2; n <= 9; n++ {
+		orders := TurnOrders(n)
+		want := n
+		if n%2 == 1 {
+			want = 2 * n
+		}
+		require.Len(t, orders, want, "n=%d", n)
+		place := make([][]int, n) // place[s][j]: orders with s in place j
+		next := make([][]int, n)  // next[a][b]: orders with b right after a
+		for s := range n {
+			place[s], next[s] = make([]int, n), make([]int, n)
+		}
+		for _, o := range orders {
+			sorted := slices.Sorted(slices.Values(o))
+			for j := range n {
+				require.Equal(t, j, sorted[j], "n=%d: %v is not a permutation", n, o)
+				place[o[j]][j]++
+				if j > 0 {
+					next[o[j-1]][o[j]]++
+				}
+			}
+		}
+		for a := range n {
+			for j := range n {
+				require.Equal(t, len(orders)/n, place[a][j], "n=%d: system %d in place %d", n, a, j)
+			}
+			for b := range n {
+				if a != b {
+					require.Equal(t, len(orders)/n, next[a][b], "n=%d: system %d right after %d", n, b, a)
+				}
+			}
+		}
+	}
+}
