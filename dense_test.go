@@ -465,23 +465,34 @@ func TestChunkWithNoKnownWords(t *testing.T) {
 	require.NoError(t, checked(t, e3).Check())
 }
 
-// TestDenseScopeIsSealed: with SIF over static vectors (word weights from
-// corpus frequencies), a dense pack is a function of its scope at its
-// generation. Another tenant's ingest leaves it byte-identical; a later
-// commit to its own scope moves the latest pack but the pack still
-// verifies at its generation, exactly and through the HNSW graph.
+// TestDenseScopeIsSealed: a dense pack is a function of its scope at its
+// generation, with SIF over static vectors (word weights from corpus
+// frequencies) and with a corpus-free embedder (a model's vectors, kept
+// with the index, and its stored graph). Another tenant's ingest leaves it
+// byte-identical; a later commit to its own scope moves the latest pack but
+// the pack still verifies at its generation, exactly and through the HNSW
+// graph, whether the request walks it or scans its few eligible chunks.
 func TestDenseScopeIsSealed(t *testing.T) {
 	ctx := context.Background()
 	vecs := testVectors(t)
+	sif := func() retrieve.Embedder { return testEmbedder(t, vecs) }
+	model := func() retrieve.Embedder { return &countingFree{Embedder: testEmbedder(t, vecs)} }
+	walk := retrieve.GraphOptions{ExactFactor: -1}
 	for _, tc := range []struct {
 		name string
+		emb  func() retrieve.Embedder
 		opts Options
 	}{
-		{"exact", Options{Legs: "lexical,dense"}},
-		{"hnsw", Options{Legs: "lexical,dense", DenseIndex: "hnsw", Graph: retrieve.GraphOptions{ExactFactor: -1}}},
+		{"exact", sif, Options{Legs: "lexical,dense"}},
+		{"hnsw", sif, Options{Legs: "lexical,dense", DenseIndex: "hnsw", Graph: walk}},
+		{"model exact", model, Options{Legs: "lexical,dense"}},
+		// The graph over the whole index walked through globex's vectors,
+		// and its trace counted them: globex's ingest moved acme's pack.
+		{"model hnsw walk", model, Options{Legs: "lexical,dense", DenseIndex: "hnsw", Graph: walk}},
+		{"model hnsw small scope", model, Options{Legs: "lexical,dense", DenseIndex: "hnsw"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.opts.Embedder = testEmbedder(t, vecs)
+			tc.opts.Embedder = tc.emb()
 			e := checked(t, memEngine(t, tc.opts))
 			ingestCorpus(t, e)
 			r := Request{Question: "how long must records be retained", AsOf: asof.MustDate("2026-02-01"), Tenant: "acme"}

@@ -16,9 +16,16 @@ import (
 // index keeps one, and each row's chunk.
 //
 // A corpus-free embedder (a model) gives every chunk one vector for good:
-// one view over the whole index, kept with the state and stored with each
-// generation, serves every scope (eligibility keeps other tenants out). A
-// corpus-dependent one (SIF over static word vectors) weighs words by their
+// they are kept with the state and stored with each generation. Their one
+// view over the whole index serves every scope of an exact scan, which
+// scores eligible vectors alone (eligibility keeps other tenants out). An
+// HNSW walk is another matter: it finds its way through every vector of its
+// graph, and whether it walks at all depends on how many are indexed, so a
+// graph over other tenants' vectors would let their ingests move a pack.
+// The graph of the whole index serves only a scope that holds every chunk
+// of the index (one tenant's index, or the shared corpus alone); any other
+// scope gets a view of its own, built from the stored vectors of its chunks
+// at its generation and cached as below. A corpus-dependent one (SIF over static word vectors) weighs words by their
 // frequency, which must be the scope's at its generation (the contract's
 // point 6: another tenant's chunks can neither appear in nor move a pack,
 // and a later commit cannot move a pinned one). Its view is built from the
@@ -55,7 +62,8 @@ type viewEntry struct {
 // denseView returns the view a request in scope sc reads.
 func (e *Engine) denseView(ctx context.Context, sc scope) (*denseView, error) {
 	st := sc.st
-	if corpusFree(e.emb) {
+	free := corpusFree(e.emb)
+	if free && (st.graph == nil || sc.holdsIndex()) {
 		return &denseView{dense: st.dense, graph: st.graph, rows: st.denseRows, counts: st.counts}, nil
 	}
 	key := strings.Join(sc.names, "\x00") + "\x00" + strconv.FormatInt(sc.gen, 10)
@@ -72,7 +80,13 @@ func (e *Engine) denseView(ctx context.Context, sc scope) (*denseView, error) {
 		}
 	}
 	c.mu.Unlock()
-	ent.once.Do(func() { ent.view, ent.err = buildView(ctx, e.emb, sc, e.graph) })
+	ent.once.Do(func() {
+		if free {
+			ent.view, ent.err = storedView(ctx, sc, e.graph)
+		} else {
+			ent.view, ent.err = buildView(ctx, e.emb, sc, e.graph)
+		}
+	})
 	if ent.err != nil {
 		// A cancelled or failed build is not kept: the next request tries again.
 		c.mu.Lock()
@@ -91,14 +105,7 @@ func (e *Engine) denseView(ctx context.Context, sc scope) (*denseView, error) {
 // one. The result is a function of the scope's chunks alone.
 func buildView(ctx context.Context, emb retrieve.Embedder, sc scope, opts *retrieve.GraphOptions) (*denseView, error) {
 	st := sc.st
-	var ids []string
-	for _, name := range sc.names {
-		if ts := st.tenants[name]; ts != nil {
-			ids = append(ids, ts.chunkIDs...)
-		}
-	}
-	ids = slices.DeleteFunc(ids, func(id string) bool { return !sc.admits(id) })
-	slices.Sort(ids)
+	ids := sc.chunkIDs()
 	counts := retrieve.NewCounts()
 	feats := make([][]int32, len(ids))
 	for i, id := range ids {
@@ -116,6 +123,26 @@ func buildView(ctx context.Context, emb retrieve.Embedder, sc scope, opts *retri
 	if r, ok := emb.(retrieve.ComponentRemover); ok && r.RemovesFirstComponent() {
 		d = d.WithoutFirstComponent()
 	}
+	return viewOf(ctx, st, d, counts, opts)
+}
+
+// storedView returns the view of scope sc at its generation for a
+// corpus-free embedder: the stored vectors of its chunks, and the graph
+// over them when opts asks for one. The result is a function of the
+// scope's chunks alone.
+func storedView(ctx context.Context, sc scope, opts *retrieve.GraphOptions) (*denseView, error) {
+	st := sc.st
+	ids := sc.chunkIDs()
+	vecs := make([][]int8, len(ids))
+	for i, id := range ids {
+		vecs[i], _ = st.dense.Vector(id) // nil for a chunk without one: not indexed
+	}
+	return viewOf(ctx, st, retrieve.NewDense(ids, vecs), st.counts, opts)
+}
+
+// viewOf returns the view of d, with the graph over it when opts asks for
+// one, its rows' chunks from st.
+func viewOf(ctx context.Context, st *state, d *retrieve.Dense, counts *retrieve.Counts, opts *retrieve.GraphOptions) (*denseView, error) {
 	g, err := buildGraph(ctx, d, opts)
 	if err != nil {
 		return nil, err
@@ -125,6 +152,31 @@ func buildView(ctx context.Context, emb retrieve.Embedder, sc scope, opts *retri
 		v.rows[i] = st.chunks[d.ID(i)]
 	}
 	return v, nil
+}
+
+// chunkIDs returns the IDs of the chunks of scope sc at its generation,
+// sorted.
+func (sc scope) chunkIDs() []string {
+	var ids []string
+	for _, name := range sc.names {
+		if ts := sc.st.tenants[name]; ts != nil {
+			ids = append(ids, ts.chunkIDs...)
+		}
+	}
+	ids = slices.DeleteFunc(ids, func(id string) bool { return !sc.admits(id) })
+	slices.Sort(ids)
+	return ids
+}
+
+// holdsIndex reports whether no tenant outside scope sc has a chunk in its
+// state: the view of every vector then holds no other tenant's.
+func (sc scope) holdsIndex() bool {
+	for name, ts := range sc.st.tenants { // a yes or no over all: the order cannot matter
+		if len(ts.chunkIDs) > 0 && !slices.Contains(sc.names, name) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkEmbeds embeds the chunks add (features feats) with their own word
