@@ -18,7 +18,9 @@
 // holds; [Engine.Replay] does so for a pack a model reranked, from its
 // score ledger, without the model; [Engine.Check] and [Engine.CheckIndex]
 // read the index back and test its invariants; [Engine.View] queries the
-// same index with other query options; [NewMemoryCache] (or any [Cache])
+// same index with other query options; [Engine.Preload] reads the files
+// queries read into the page cache, for a fresh machine's first requests;
+// [NewMemoryCache] (or any [Cache])
 // serves repeated requests. Package evpacktest pins packs in golden files
 // from a user's tests; examples/service serves packs over HTTP.
 //

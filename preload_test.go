@@ -1,0 +1,156 @@
+package evpack
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/internal/storage"
+)
+
+// preloadIndex makes, in a new directory, an index with every kind of file
+// Preload reads (a checkpoint, dense vectors and their graph, lexical
+// partitions of two tenants; the vectors are a corpus-free embedder's,
+// which are stored) and returns it open.
+func preloadIndex(t *testing.T) (string, *Engine) {
+	t.Helper()
+	dir := t.TempDir()
+	e, err := Open(dir, Options{Embedder: &countingFree{Embedder: testEmbedder(t, testVectors(t))}, DenseIndex: "hnsw"})
+	require.NoError(t, err)
+	checked(t, e)
+	ingestCorpus(t, e)
+	for _, recs := range [][]connectors.Record{vocabularyRecords(t, "acme", "a", 6, 1), vocabularyRecords(t, "globex", "g", 6, 2)} {
+		_, err = e.Ingest(context.Background(), connectors.Records(recs), IngestOptions{})
+		require.NoError(t, err)
+	}
+	m := e.store.Manifest()
+	require.NotEmpty(t, m.Checkpoint)
+	require.NotNil(t, m.Dense)
+	require.NotEmpty(t, m.Dense.Graph)
+	return dir, e
+}
+
+// Preload reads every file of the index but the batch files, the manifest
+// and the lock, each once and whole: the sizes on disk add up to what it
+// returns. The index answers as before.
+func TestPreloadReadsAllButTheBatches(t *testing.T) {
+	dir, e := preloadIndex(t)
+	req := Request{Question: "records retention client transactions", AsOf: asof.MustDate("2026-01-15"), Tenant: "acme"}
+	before, err := e.Query(context.Background(), req)
+	require.NoError(t, err)
+
+	var want int64
+	var lexical, others int
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		switch {
+		case rel == storage.LockName, rel == storage.ManifestName, strings.HasPrefix(rel, storage.ChunksDir+string(filepath.Separator)):
+			return nil
+		case strings.HasPrefix(rel, storage.LexicalDir+string(filepath.Separator)):
+			lexical++
+		default:
+			others++
+		}
+		fi, err := d.Info()
+		want += fi.Size()
+		return err
+	}))
+	require.Equal(t, 3, others, "the checkpoint, the vectors and the graph")
+	require.Greater(t, lexical, 6, "two tenants' partitions and the rest")
+
+	n, err := e.Preload(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, want, n)
+	after, err := e.Query(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, before.Bytes(), after.Bytes())
+}
+
+// What Preload refuses or has nothing to do for, each with its reason.
+func TestPreloadRefuses(t *testing.T) {
+	_, e := preloadIndex(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	n, err := e.Preload(ctx)
+	require.ErrorIs(t, err, context.Canceled, "a done context stops it before the first read")
+	require.Zero(t, n)
+	require.Contains(t, err.Error(), "preload "+e.dir, "the error names the file")
+
+	mem := memEngine(t, Options{})
+	ingestCorpus(t, mem)
+	n, err = mem.Preload(context.Background())
+	require.NoError(t, err, "an index in memory has nothing to read")
+	require.Zero(t, n)
+
+	require.NoError(t, e.Close())
+	_, err = e.Preload(context.Background())
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+// Preload beside an ingest that merges (dropping segment files Preload may
+// have listed) and beside queries: it never fails, and another tenant's
+// pack does not move.
+// Run under -race in .ci/run.
+func TestPreloadDuringWrites(t *testing.T) {
+	_, e := preloadIndex(t)
+	ctx := context.Background()
+	req := Request{Question: "records retention client transactions", AsOf: asof.MustDate("2026-01-15"), Tenant: "globex"}
+	// The lexical leg alone: with a corpus-free embedder, the HNSW graph and
+	// its exact-scan threshold are over every tenant's vectors, and another
+	// tenant's ingest can move a dense pack (README, "Tenants never mix").
+	lex, err := e.View(Options{Legs: "lexical"})
+	require.NoError(t, err)
+	want, err := lex.Query(ctx, req)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for i := range 3 {
+			recs := vocabularyRecords(t, "acme", "b"+string(rune('a'+i)), 4, uint64(3+i))
+			if _, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{}); err != nil {
+				errs <- err
+				return
+			}
+			if err := e.Merge(ctx); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for range 6 {
+			if _, err := e.Preload(ctx); err != nil {
+				errs <- err
+				return
+			}
+			p, err := lex.Query(ctx, req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if string(p.Bytes()) != string(want.Bytes()) {
+				errs <- errors.New("globex's pack moved while acme's chunks came in")
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
