@@ -25,13 +25,14 @@ import (
 // The graph of the whole index serves only a scope that holds every chunk
 // of the index (one tenant's index, or the shared corpus alone); any other
 // scope gets a view of its own, built from the stored vectors of its chunks
-// at its generation and cached as below. A corpus-dependent one (SIF over static word vectors) weighs words by their
-// frequency, which must be the scope's at its generation (the contract's
-// point 6: another tenant's chunks can neither appear in nor move a pack,
-// and a later commit cannot move a pinned one). Its view is built from the
-// chunks of the scope at the scope's generation on the first request that
-// needs it, and cached: a commit to another scope leaves it valid, and
-// nothing is embedded at commit or at Open.
+// at its generation and cached as below. A corpus-dependent one (SIF over
+// static word vectors) weighs words by their frequency, which must be the
+// scope's at its generation (the contract's point 6: another tenant's
+// chunks can neither appear in nor move a pack, and a later commit cannot
+// move a pinned one). Its view is built from the chunks of the scope at the
+// scope's generation on the first request that needs it, and cached: a
+// commit to another scope leaves it valid, and nothing is embedded at
+// commit or at Open.
 type denseView struct {
 	dense  *retrieve.Dense
 	graph  *retrieve.Graph
