@@ -22,11 +22,11 @@ import (
 // (after a reboot, on a fresh machine): one wait per page. At a million
 // chunks on this project's machine, that made a fresh process's first
 // requests about three times slower than with the files cached; reading
-// the files whole first took 1.2 s (docs/benchmarks.md, "Preload: a fresh
-// machine's first requests"). A service calls Preload after Open, before
-// it takes requests, when its index fits in memory beside everything else:
-// what it reads stays in the page cache (not in the Go heap) until the
-// kernel needs the memory.
+// the files whole first took 1.0 to 1.2 s (docs/benchmarks.md, "Preload:
+// a fresh machine's first requests"). A service calls Preload after Open,
+// before it takes requests, when its index fits in memory beside
+// everything else: what it reads stays in the page cache (not in the Go
+// heap) until the kernel needs the memory.
 //
 // It skips the batch files, whose lines a query reads only for the chunks
 // it cites, and it checks nothing: a query still checks each block of the
