@@ -261,6 +261,34 @@ func TestHNSWDenseIndex(t *testing.T) {
 	require.Equal(t, DenseExact, plain.Options().DenseIndex, "a view's options are its own")
 }
 
+// TestDensePinnedReplaysInOneScopeIndex: with a corpus-free embedder and
+// HNSW, an index whose chunks are all in one scope (acme's and the shared
+// corpus) walks the graph stored with the latest generation for a request
+// of the latest state; a pack pinned to an earlier generation must not, or
+// it would read acme's later chunks on its way and stop verifying.
+func TestDensePinnedReplaysInOneScopeIndex(t *testing.T) {
+	ctx := context.Background()
+	e := memEngine(t, Options{Legs: "lexical,dense", DenseIndex: "hnsw", Graph: retrieve.GraphOptions{ExactFactor: -1},
+		Embedder: &countingFree{Embedder: testEmbedder(t, testVectors(t))}})
+	var recs []connectors.Record
+	for _, r := range corpusRecords(t) {
+		if r.Chunk.Tenant != "globex" {
+			recs = append(recs, r)
+		}
+	}
+	_, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
+	require.NoError(t, err)
+	r := Request{Question: "how long must records be retained", AsOf: asof.MustDate("2026-02-01"), Tenant: "acme"}
+	before, err := e.Query(ctx, r)
+	require.NoError(t, err)
+	require.Contains(t, strings.Join(before.Trace.Steps, "\n"), "hnsw walk", "the latest request walks the stored graph")
+	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "a", 50, 7)), IngestOptions{})
+	require.NoError(t, err)
+	v, err := e.Verify(ctx, before.Bytes())
+	require.NoError(t, err)
+	require.True(t, v.OK(), "%v", v.Problems)
+}
+
 // countingFree is a corpus-free embedder (as a model is) that counts the
 // passages it embeds.
 type countingFree struct {

@@ -22,10 +22,12 @@ import (
 // HNSW walk is another matter: it finds its way through every vector of its
 // graph, and whether it walks at all depends on how many are indexed, so a
 // graph over other tenants' vectors would let their ingests move a pack.
-// The graph of the whole index serves only a scope that holds every chunk
-// of the index (one tenant's index, or the shared corpus alone); any other
-// scope gets a view of its own, built from the stored vectors of its chunks
-// at its generation and cached as below. A corpus-dependent one (SIF over
+// The graph of the whole index serves only a request of the latest state
+// whose scope holds every chunk of the index (one tenant's index, or the
+// shared corpus alone); any other request (another scope, or one pinned to
+// an earlier generation, whose pack must replay) gets a view of its scope
+// of its own, built from the stored vectors of its chunks at its
+// generation and cached as below. A corpus-dependent one (SIF over
 // static word vectors) weighs words by their frequency, which must be the
 // scope's at its generation (the contract's point 6: another tenant's
 // chunks can neither appear in nor move a pack, and a later commit cannot
@@ -64,10 +66,14 @@ type viewEntry struct {
 func (e *Engine) denseView(ctx context.Context, sc scope) (*denseView, error) {
 	st := sc.st
 	free := corpusFree(e.emb)
-	if free && (st.graph == nil || sc.holdsIndex()) {
+	if free && (st.graph == nil || sc.latest && sc.holdsIndex()) {
 		return &denseView{dense: st.dense, graph: st.graph, rows: st.denseRows, counts: st.counts}, nil
 	}
-	key := strings.Join(sc.names, "\x00") + "\x00" + strconv.FormatInt(sc.gen, 10)
+	// The purges the state knows are part of the key: a query that began
+	// before a purge may build its view after the purge cleared the cache,
+	// from rows the purge took away, and no request after the purge may
+	// read that view.
+	key := strings.Join(sc.names, "\x00") + "\x00" + strconv.FormatInt(sc.gen, 10) + "\x00" + strconv.Itoa(len(st.purgeLog))
 	c := e.views
 	c.mu.Lock()
 	ent, ok := c.views[key]

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/evpack/evpack/internal/storage"
 )
@@ -32,13 +33,21 @@ import (
 // it cites, and it checks nothing: a query still checks each block of the
 // checkpoint, and each chunk, the first time it reads it. It may run while
 // queries and an ingest run; a file the lexical index drops meanwhile (a
-// merge) is skipped. An index in memory has nothing to read. It stops when
-// ctx is done, returning what it had read and ctx's error, wrapped.
+// merge) is skipped. (On Windows a file open for reading cannot be
+// deleted: there, call it before writes start.) An index in memory has
+// nothing to read. It stops when ctx is done, returning what it had read
+// and ctx's error, wrapped.
 func (e *Engine) Preload(ctx context.Context) (int64, error) {
 	paths, err := e.preloadPaths()
 	if err != nil {
 		return 0, err
 	}
+	return readPaths(ctx, paths)
+}
+
+// readPaths reads each file of paths through one buffer and returns the
+// bytes read; a file gone since it was listed is skipped.
+func readPaths(ctx context.Context, paths []string) (int64, error) {
 	buf := make([]byte, 1<<20)
 	var n int64
 	for _, path := range paths {
@@ -81,13 +90,20 @@ func (e *Engine) preloadPaths() ([]string, error) {
 			paths = append(paths, filepath.Join(e.dir, m.Dense.Graph))
 		}
 	}
-	lexDir := filepath.Join(e.dir, storage.LexicalDir)
-	err := filepath.WalkDir(lexDir, func(path string, d fs.DirEntry, err error) error {
+	lexDir, err := filepath.EvalSymlinks(filepath.Join(e.dir, storage.LexicalDir)) // it may lie on another disk
+	if err != nil {
+		return nil, fmt.Errorf("evpack: preload: %w", err)
+	}
+	err = filepath.WalkDir(lexDir, func(path string, d fs.DirEntry, err error) error {
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && path != lexDir:
 			return nil // a partition's segment merged away while listed
 		case err != nil:
 			return err
+		case path != lexDir && strings.HasPrefix(d.Name(), "."):
+			if d.IsDir() {
+				return fs.SkipDir // a partition half made, or left by a crash: no query reads it
+			}
 		case d.Type().IsRegular():
 			paths = append(paths, path)
 		}
@@ -107,6 +123,9 @@ func readThrough(ctx context.Context, path string, buf []byte) (int64, error) {
 		return 0, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return 0, errors.Join(err, fs.ErrNotExist) // replaced since it was listed: not the index's file
+	}
 	var n int64
 	for {
 		if err := ctx.Err(); err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -68,6 +70,11 @@ func TestPreloadReadsAllButTheBatches(t *testing.T) {
 	}))
 	require.Equal(t, 3, others, "the checkpoint, the vectors and the graph")
 	require.Greater(t, lexical, 6, "two tenants' partitions and the rest")
+	// A partition half made, or left by a crash, is read by no query: nor
+	// by Preload.
+	stray := filepath.Join(dir, storage.LexicalDir, ".p-stray.tmp-1")
+	require.NoError(t, os.MkdirAll(stray, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(stray, "000000000001.zap"), make([]byte, 1000), 0o644))
 
 	n, err := e.Preload(context.Background())
 	require.NoError(t, err)
@@ -75,6 +82,35 @@ func TestPreloadReadsAllButTheBatches(t *testing.T) {
 	after, err := e.Query(context.Background(), req)
 	require.NoError(t, err)
 	require.Equal(t, before.Bytes(), after.Bytes())
+	require.NoError(t, os.RemoveAll(stray))
+
+	// The lexical index moved to another directory (another disk), a link
+	// in its place: Preload follows the link.
+	if runtime.GOOS == "windows" {
+		return // links want privileges there
+	}
+	require.NoError(t, e.Close())
+	moved := filepath.Join(t.TempDir(), "lexical-elsewhere")
+	require.NoError(t, os.Rename(filepath.Join(dir, storage.LexicalDir), moved))
+	require.NoError(t, os.Symlink(moved, filepath.Join(dir, storage.LexicalDir)))
+	e2, err := Open(dir, Options{Embedder: &countingFree{Embedder: testEmbedder(t, testVectors(t))}, DenseIndex: "hnsw"})
+	require.NoError(t, err)
+	checked(t, e2)
+	n, err = e2.Preload(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, want, n, "through the link")
+}
+
+// A file gone, or no longer a regular file, since Preload listed it is
+// skipped (a merge drops segment files): the others are read whole.
+func TestPreloadSkipsWhatWentAway(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	require.NoError(t, os.WriteFile(a, make([]byte, 3<<20+5), 0o644)) // more than one buffer
+	require.NoError(t, os.WriteFile(b, make([]byte, 7), 0o644))
+	n, err := readPaths(context.Background(), []string{a, filepath.Join(dir, "gone"), dir, b})
+	require.NoError(t, err)
+	require.Equal(t, int64(3<<20+5+7), n)
 }
 
 // What Preload refuses or has nothing to do for, each with its reason.
@@ -110,13 +146,16 @@ func TestPreloadDuringWrites(t *testing.T) {
 	req := Request{Question: "records retention client transactions", AsOf: asof.MustDate("2026-01-15"), Tenant: "globex"}
 	want, err := e.Query(ctx, req)
 	require.NoError(t, err)
+	var batches [][]connectors.Record // made here: a helper may stop the test, which only its goroutine may
+	for i := range 3 {
+		batches = append(batches, vocabularyRecords(t, "acme", "b"+string(rune('a'+i)), 4, uint64(3+i)))
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		for i := range 3 {
-			recs := vocabularyRecords(t, "acme", "b"+string(rune('a'+i)), 4, uint64(3+i))
+		for _, recs := range batches {
 			if _, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{}); err != nil {
 				errs <- err
 				return

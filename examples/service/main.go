@@ -64,6 +64,7 @@ func main() {
 		start := time.Now()
 		n, err := eng.Preload(ctx)
 		if err != nil {
+			eng.Close()
 			log.Fatal(err)
 		}
 		log.Printf("preloaded %d bytes in %s", n, time.Since(start).Round(time.Millisecond))

@@ -48,9 +48,11 @@ func heapInUse() uint64 {
 // CPU, evpack's Open after a Close, the Go heap each holds once open (after
 // a collection; bleve's segment files are mapped, not in the heap), and
 // query latency with the systems taking turns question by question, in
-// orders that change from question to question so that each follows each
-// other equally often (TurnOrders; EVPACK_SCALE_TURNS=fixed runs them in
-// one order, evpack first, as before): evpack (a tenant's request as of ScaleAsOf, which sees one version of every
+// orders that change from question to question so that, within a
+// question, each comes right after each other equally often (TurnOrders;
+// the step from one question's last to the next one's first is not
+// balanced; EVPACK_SCALE_TURNS=fixed runs them in one order, evpack first,
+// as before): evpack (a tenant's request as of ScaleAsOf, which sees one version of every
 // passage, with the pack's bytes and hash), bleve's match query unfiltered,
 // and bleve's match query with the same eligibility written by hand. The
 // same questions against the 13k corpus alone in evpack (one more index in
