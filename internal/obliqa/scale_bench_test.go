@@ -215,12 +215,14 @@ func BenchmarkScale(b *testing.B) {
 			})
 		}
 	}
-	systems := []*system{{name: "evpack", turn: evTurn(eng)}, {name: "evpack13k", turn: smallTurn},
+	evpackTurn := evTurn(eng)
+	systems := []*system{{name: "evpack", turn: evpackTurn}, {name: "evpack13k", turn: smallTurn},
 		{name: "bleve", turn: bleveTurn(false)}, {name: "bleve-filtered", turn: bleveTurn(true)}}
 	var oneHashes []string
 	if one != nil {
+		oneTurn := evTurn(one)
 		systems = append(systems, &system{name: "one-index", turn: func(i int) time.Duration {
-			d := evTurn(one)(i)
+			d := oneTurn(i)
 			oneHashes = append(oneHashes, packHash)
 			return d
 		}})
@@ -276,10 +278,10 @@ func BenchmarkScale(b *testing.B) {
 	for j := range len(ev) {
 		if j%2 == 1 && !fixed {
 			sm2 = append(sm2, smallTurn(j))
-			ev2 = append(ev2, evTurn(eng)(j))
+			ev2 = append(ev2, evpackTurn(j))
 			continue
 		}
-		ev2 = append(ev2, evTurn(eng)(j))
+		ev2 = append(ev2, evpackTurn(j))
 		sm2 = append(sm2, smallTurn(j))
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
