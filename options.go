@@ -2,6 +2,7 @@ package evpack
 
 import (
 	"fmt"
+	"github.com/evpack/evpack/internal/storage"
 	"strconv"
 	"time"
 
@@ -16,6 +17,13 @@ const (
 	DefaultPool = 50
 	MaxK        = 100
 	MaxPool     = 1000
+)
+
+// Lock waits: Options.LockWait's zero value waits DefaultLockWait; NoLockWait
+// (any negative duration) fails at once.
+const (
+	DefaultLockWait               = storage.DefaultLockWait
+	NoLockWait      time.Duration = -1
 )
 
 // Legs names the recall legs a query runs. The command line passes the
@@ -96,7 +104,8 @@ type Options struct {
 	Cache Cache `cachekey:"-"`
 	// LockWait bounds how long Open waits for another holder of the index
 	// (another process, or another Open in this one) before failing with
-	// ErrLocked: 0 means 2 s, a negative value means do not wait.
+	// ErrLocked: 0 means DefaultLockWait, a negative value means do not wait
+	// (NoLockWait). The CLI's --lock-wait reads the same way.
 	LockWait time.Duration `cachekey:"-"`
 	// Analyzer is the lexical analyzer used when an index is created
 	// ("en" or "standard"); an existing index keeps its own.

@@ -71,7 +71,8 @@ diff verifies a pack at its own generation, runs its request at the latest one a
 citation (unchanged, moved, outranked, superseded, ended, retracted, text changed) and what is cited now that
 was not (new; backfill: committed after the pack, dated on or before its as-of day); a pack a model reranked
 needs the model (--cross-encoder) for the latest run.
-Commands that open an index take --lock-wait DURATION (default 2s; 0: fail at once if another process has it).
+Commands that open an index take --lock-wait DURATION, read as Options.LockWait: 0 (the default) waits 2s
+for another process that has the index open, a negative duration (-1s) fails at once.
 
 exit status: 0 success; 1 a pack or index that does not verify, or (diff) a pack whose citations changed;
 2 bad usage or input (a path that holds no index included); 3 an index that is corrupt, locked by another

@@ -261,7 +261,7 @@ func TestCheckCommand(t *testing.T) {
 
 	eng, err := evpack.Open(dir, evpack.Options{})
 	require.NoError(t, err)
-	code, _, errs = runCLI(t, "check", "--index", dir, "--lock-wait", "0")
+	code, _, errs = runCLI(t, "check", "--index", dir, "--lock-wait", "-1s")
 	require.Equal(t, 3, code, "locked: %s", errs)
 	require.Contains(t, errs, "index locked")
 	require.NoError(t, eng.Close())
@@ -487,7 +487,7 @@ func TestDiffCommand(t *testing.T) {
 
 	eng, err := evpack.Open(dir, evpack.Options{})
 	require.NoError(t, err)
-	code, _, errs = runCLI(t, "diff", "--index", dir, "--reranker", "arithmetic", "--lock-wait", "0", pack)
+	code, _, errs = runCLI(t, "diff", "--index", dir, "--reranker", "arithmetic", "--lock-wait", "-1s", pack)
 	require.Equal(t, 3, code, errs)
 	require.Contains(t, errs, "index locked")
 	require.NoError(t, eng.Close())

@@ -64,7 +64,7 @@ func denseFlags(fs *flag.FlagSet) func() (evpack.Options, error) {
 	legs := fs.String("legs", "", "recall legs: lexical, dense or lexical,dense (default: every configured leg)")
 	index := fs.String("dense-index", "", "dense search: exact (default; exact and replayable) or hnsw (approximate, faster on large corpora, replayable)")
 	ef := fs.Int("ef-search", 0, "hnsw beam width (default 128)")
-	lockWait := fs.Duration("lock-wait", 2*time.Second, "how long to wait for another process that has the index open (0: do not wait)")
+	lockWait := fs.Duration("lock-wait", 0, "how long to wait for another process that has the index open, as Options.LockWait: 0 means the default (2s), a negative duration (-1s) fails at once")
 	embedder := func() (retrieve.Embedder, error) {
 		if *spec == "" {
 			return nil, nil
@@ -95,9 +95,6 @@ func denseFlags(fs *flag.FlagSet) func() (evpack.Options, error) {
 			return evpack.Options{}, err
 		}
 		o := evpack.Options{Embedder: emb, Legs: evpack.Legs(*legs), DenseIndex: evpack.DenseIndex(*index), LockWait: *lockWait}
-		if *lockWait <= 0 {
-			o.LockWait = -1 // Options: negative means no wait, 0 the default
-		}
 		if *ef != 0 {
 			if *index != "hnsw" {
 				return o, usageErr("--ef-search needs --dense-index hnsw")
