@@ -86,3 +86,68 @@ func TestAppendSurvivesSIGKILL(t *testing.T) {
 		t.Errorf("a stale epoch after restart: %v, want ErrStaleEpoch", err)
 	}
 }
+
+// TestFailoverKeepsEveryAcknowledgedAppend appends under a synchronous
+// standby, kills the primary with SIGKILL and promotes the standby: every
+// acknowledged entry is on it, none forked, and once the lease passes to a
+// new writer the old writer's appends are refused.
+func TestFailoverKeepsEveryAcknowledgedAppend(t *testing.T) {
+	primary := pgtest.Start(t, pgtest.Options{Durable: true})
+	ctx := context.Background()
+	l, err := pglog.Open(ctx, primary.DSN) // the schema exists before the standby copies it
+	if err != nil {
+		t.Fatal(err)
+	}
+	standby := primary.StartStandby(t, "s1")
+	a, err := l.Acquire(ctx, "writer-a", 1<<40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	prev := ""
+	for g := int64(1); g <= n; g++ {
+		e := logtest.Entry(g, prev, a)
+		if err := l.Append(ctx, e); err != nil {
+			t.Fatalf("append %d: %v", g, err)
+		}
+		prev = e.Sum
+	}
+	l.Close()
+	primary.Kill(t)
+	standby.Promote(t)
+
+	l2, err := pglog.Open(ctx, standby.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	got, link := 0, ""
+	err = l2.Read(ctx, 1, func(e evlog.Entry) error {
+		got++
+		if e.Prev != link || e.Epoch != a {
+			return fmt.Errorf("generation %d: prev %q epoch %d, want %q and %d", e.Generation, e.Prev, e.Epoch, link, a)
+		}
+		link = e.Sum
+		return nil
+	})
+	if err != nil || got != n {
+		t.Fatalf("after failover: %d of %d acknowledged entries: %v", got, n, err)
+	}
+	// The old writer's lease is replicated too: an operator ends it (a new
+	// writer would otherwise wait out its expiry), and the next writer's
+	// epoch fences the old one.
+	c := standby.Conn(t)
+	if _, err := c.Exec(ctx, `UPDATE evpack_writer SET expires_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	b, err := l2.Acquire(ctx, "writer-b", 1<<40)
+	if err != nil || b <= a {
+		t.Fatalf("new writer: epoch %d (old %d): %v", b, a, err)
+	}
+	if err := l2.Append(ctx, logtest.Entry(n+1, link, a)); !errors.Is(err, evlog.ErrStaleEpoch) {
+		t.Errorf("the old writer after failover: %v, want ErrStaleEpoch", err)
+	}
+	if err := l2.Append(ctx, logtest.Entry(n+1, link, b)); err != nil {
+		t.Errorf("the new writer after failover: %v", err)
+	}
+}

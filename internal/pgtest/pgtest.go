@@ -102,14 +102,7 @@ func Start(t testing.TB, opts Options) *Server {
 	s.run(t, "initdb", "-D", s.data(), "-U", "evpack", "--auth=trust", "-E", "UTF8", "--no-instructions")
 	conf := fmt.Sprintf("listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nmax_connections = 50\nfsync = %s\nfull_page_writes = %s\n",
 		s.Port, s.base, onOff(opts.Durable), onOff(opts.Durable))
-	f, err := os.OpenFile(filepath.Join(s.data(), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err == nil {
-		_, err = f.WriteString(conf)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
+	if err := appendFile(filepath.Join(s.data(), "postgresql.conf"), conf); err != nil {
 		t.Fatalf("pgtest: postgresql.conf: %v", err)
 	}
 	s.startServer(t)
@@ -132,6 +125,85 @@ func (s *Server) data() string { return filepath.Join(s.base, "data") }
 func (s *Server) startServer(t testing.TB) {
 	t.Helper()
 	s.run(t, "pg_ctl", "-D", s.data(), "-l", filepath.Join(s.data(), "server.log"), "-w", "-t", "60", "start")
+}
+
+// StartStandby makes a streaming standby of s (pg_basebackup), named name
+// (its application_name), starts it, and makes it s's synchronous standby:
+// from then on a commit on s returns only once name has flushed it. It is
+// stopped and removed when t ends.
+func (s *Server) StartStandby(t testing.TB, name string) *Server {
+	t.Helper()
+	sb := &Server{bin: s.bin, cred: s.cred}
+	base, err := os.MkdirTemp("", "evpack-pg-standby-")
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	sb.base = base
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if s.cred != nil {
+		if err := os.Chmod(base, 0o711); err != nil {
+			t.Fatalf("pgtest: %v", err)
+		}
+		if err := os.Chown(base, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+			t.Fatalf("pgtest: %v", err)
+		}
+	}
+	sb.Port = freePort(t)
+	sb.DSN = fmt.Sprintf("postgres://evpack@127.0.0.1:%d/evpack?sslmode=disable", sb.Port)
+	sb.run(t, "pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-U", "evpack", "-D", sb.data(), "-X", "stream", "--no-sync")
+	conf := fmt.Sprintf("port = %d\nunix_socket_directories = '%s'\nprimary_conninfo = 'host=127.0.0.1 port=%d user=evpack application_name=%s'\n",
+		sb.Port, sb.base, s.Port, name)
+	if err := appendFile(filepath.Join(sb.data(), "postgresql.conf"), conf); err != nil {
+		t.Fatalf("pgtest: standby conf: %v", err)
+	}
+	if err := appendFile(filepath.Join(sb.data(), "standby.signal"), ""); err != nil {
+		t.Fatalf("pgtest: standby.signal: %v", err)
+	}
+	if s.cred != nil {
+		for _, f := range []string{"postgresql.conf", "standby.signal"} {
+			if err := os.Chown(filepath.Join(sb.data(), f), int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+				t.Fatalf("pgtest: %v", err)
+			}
+		}
+	}
+	sb.startServer(t)
+	t.Cleanup(func() { sb.stop() })
+	c := s.Conn(t)
+	ctx := context.Background()
+	if _, err := c.Exec(ctx, fmt.Sprintf("ALTER SYSTEM SET synchronous_standby_names = 'FIRST 1 (%s)'", name)); err != nil {
+		t.Fatalf("pgtest: synchronous_standby_names: %v", err)
+	}
+	if _, err := c.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		t.Fatalf("pgtest: reload: %v", err)
+	}
+	// Until the standby is streaming and known as synchronous, a commit
+	// would wait; this blocks on the server's own view, not on a clock.
+	if _, err := c.Exec(ctx, "CREATE TABLE IF NOT EXISTS pgtest_sync_probe (x int); INSERT INTO pgtest_sync_probe VALUES (1)"); err != nil {
+		t.Fatalf("pgtest: first synchronous commit: %v", err)
+	}
+	var state string
+	if err := c.QueryRow(ctx, "SELECT sync_state FROM pg_stat_replication WHERE application_name = $1", name).Scan(&state); err != nil || state != "sync" {
+		t.Fatalf("pgtest: standby %s: sync_state %q, %v", name, state, err)
+	}
+	return sb
+}
+
+// Promote makes a standby the primary (pg_ctl promote, waiting until done).
+func (s *Server) Promote(t testing.TB) {
+	t.Helper()
+	s.run(t, "pg_ctl", "-D", s.data(), "-w", "-t", "60", "promote")
+}
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Kill sends SIGKILL to the postmaster, as a crash would, and waits until it
