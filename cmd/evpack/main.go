@@ -12,6 +12,7 @@
 //	evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
 //	evpack vectors import --format wink-json IN OUT [--max-words N]
 //	evpack rerank train (--docs DIR | --corpus FILE.jsonl...) --questions FILE --out MODEL [--folds 5] [--seed 1]
+//	  [--group-by gold-document|gold-passage|field | --split-by date] [--pool N]
 //	evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
 //
 // diff verifies the pack at its own generation, runs its request again at
@@ -58,6 +59,7 @@ const usage = `usage:
   evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
   evpack vectors import --format wink-json IN OUT [--max-words N]
   evpack rerank train (--docs DIR | --corpus FILE.jsonl... [--as-of D]) --questions FILE --out MODEL [--folds 5] [--seed 1]
+      [--group-by gold-document|gold-passage|field | --split-by date] [--pool N]
         [--trees N] [--leaves N] [--lr F] [--min-leaf N] [--l2 F] [--subsample F]
 
 ingest, query, verify, diff and eval take --embedder static:PATH|onnx:MODEL_DIR|http://HOST (with --embedder-model,

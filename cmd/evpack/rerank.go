@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/evpack/evpack"
@@ -59,7 +60,7 @@ func labelled(ctx context.Context, docs string, corpus []string, questions, asOf
 		}
 		missing := 0
 		for i, q := range o.Questions {
-			qs[i] = learn.Question{ID: q.ID, Where: questions, Text: q.Text, Gold: q.Gold, AsOf: obliqa.AsOf}
+			qs[i] = learn.Question{ID: q.ID, Where: questions, Text: q.Text, Gold: q.Gold, AsOf: obliqa.AsOf, Group: strconv.Itoa(q.Group)}
 			for _, g := range q.Gold {
 				if !indexed[g] {
 					missing++
@@ -106,6 +107,9 @@ func cmdRerankTrain(ctx context.Context, args []string, stdout, stderr io.Writer
 	asOf := fs.String("as-of", "", "as-of date of JSONL questions without one (YYYY-MM-DD)")
 	out := fs.String("out", "", "model file to write (trained on every question)")
 	folds := fs.Int("folds", 5, "cross-validation folds (0: none)")
+	groupBy := fs.String("group-by", "", "fold by group, so no group spans two folds: gold-document, gold-passage or field (the questions' group field); default: random folds")
+	splitBy := fs.String("split-by", "", "date: split in time, each fold's model answering only questions dated after every question it saw")
+	pool := fs.Int("pool", 0, "candidates the reranker sees per question, in training and evaluation (default 50)")
 	opts := trainFlags(fs)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
@@ -113,12 +117,18 @@ func cmdRerankTrain(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *out == "" {
 		return usageErr("need --out MODEL")
 	}
+	if *groupBy != "" && *splitBy != "" {
+		return usageErr("--group-by and --split-by are two fold schemes: give one")
+	}
+	if *splitBy != "" && *splitBy != "date" {
+		return usageErr("--split-by %q: want date", *splitBy)
+	}
 	to := opts()
 	recs, qs, err := labelled(ctx, *docs, corpus, *questions, *asOf, stderr)
 	if err != nil {
 		return err
 	}
-	eng, err := evpack.OpenMemory(evpack.Options{})
+	eng, err := evpack.OpenMemory(evpack.Options{Pool: *pool})
 	if err != nil {
 		return err
 	}
@@ -133,7 +143,15 @@ func cmdRerankTrain(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	fmt.Fprintf(stdout, "seed %d, trainer %s, data %s\n", to.Seed, to, rerank.TrainDigest(pools))
 	if *folds > 0 {
-		if err := crossValidate(ctx, eng, qs, pools, *folds, to, stdout, stderr); err != nil {
+		docOf := map[string]string{}
+		for _, r := range recs {
+			docOf[r.Chunk.ID] = r.Chunk.DocID
+		}
+		split, err := foldPlan{k: *folds, groupBy: *groupBy, splitBy: *splitBy, seed: to.Seed}.split(qs, func(id string) string { return docOf[id] })
+		if err != nil {
+			return err
+		}
+		if err := crossValidate(ctx, eng, qs, pools, split, to, stdout, stderr); err != nil {
 			return err
 		}
 	}
@@ -148,12 +166,49 @@ func cmdRerankTrain(ctx context.Context, args []string, stdout, stderr io.Writer
 	return nil
 }
 
-// crossValidate prints the k-fold figures of the learned reranker against
-// the Arithmetic reranker, with the ablation ledger's verdict.
-func crossValidate(ctx context.Context, eng *evpack.Engine, qs []learn.Question, pools []rerank.TrainQuery, k int, to rerank.TrainOptions, stdout, stderr io.Writer) error {
-	cvRep, err := cvReport(ctx, eng, qs, pools, k, to, stderr)
+// foldPlan is the fold scheme the flags ask for.
+type foldPlan struct {
+	k                int
+	groupBy, splitBy string
+	seed             uint64
+}
+
+func (p foldPlan) split(qs []learn.Question, docOf func(string) string) (learn.Split, error) {
+	switch {
+	case p.splitBy == "date":
+		return learn.DateFolds(qs, p.k)
+	case p.groupBy != "":
+		keys, err := learn.GroupKeys(qs, p.groupBy, docOf)
+		if err != nil {
+			return learn.Split{}, err
+		}
+		return learn.GroupedFolds(keys, p.k, p.seed, p.groupBy)
+	}
+	return learn.RandomFolds(len(qs), p.k, p.seed)
+}
+
+// crossValidate prints the cross-validated figures of the learned reranker
+// against the Arithmetic reranker on the questions the split holds out, with
+// the ablation ledger's verdict and the fold scheme it holds for.
+func crossValidate(ctx context.Context, eng *evpack.Engine, qs []learn.Question, pools []rerank.TrainQuery, split learn.Split, to rerank.TrainOptions, stdout, stderr io.Writer) error {
+	cv, err := runCV(ctx, eng, qs, pools, split, to, stderr)
 	if err != nil {
 		return err
+	}
+	// Only held-out questions are compared: a date split's first block has
+	// no cross-validated answer.
+	var heldQs []learn.Question
+	var heldPer []eval.Scores
+	var heldRanked [][]string
+	for i, q := range qs {
+		if cv.Held[i] {
+			heldQs, heldPer, heldRanked = append(heldQs, q), append(heldPer, cv.Per[i]), append(heldRanked, cv.Ranked[i])
+		}
+	}
+	qs = heldQs
+	cvRep := reportOf(heldPer)
+	for _, r := range heldRanked {
+		cvRep.Results = append(cvRep.Results, obliqa.Result{Ranked: r})
 	}
 	arith, err := rerank.NewArithmetic(rerank.DefaultWeights)
 	if err != nil {
@@ -164,7 +219,7 @@ func crossValidate(ctx context.Context, eng *evpack.Engine, qs []learn.Question,
 		return err
 	}
 	aRep := reportOf(learn.Scores(qs, ranked))
-	row := ledgerRow{Layer: fmt.Sprintf("learned (%d-fold cv, seed %d)", k, to.Seed), Recall: cvRep.Summary.Recall, MAP: cvRep.Summary.MAP, Against: "arithmetic"}
+	row := ledgerRow{Layer: "learned (" + split.Scheme + ")", Recall: cvRep.Summary.Recall, MAP: cvRep.Summary.MAP, Against: "arithmetic"}
 	v, err := judge(aRep, cvRep, &row)
 	if err != nil {
 		return err
@@ -173,15 +228,24 @@ func crossValidate(ctx context.Context, eng *evpack.Engine, qs []learn.Question,
 	fmt.Fprintln(tw, "reranker\trecall@10\tmap@10\tΔrecall [95%]\tΔmap [95%]\tmcnemar hit@10\tverdict")
 	fmt.Fprintf(tw, "arithmetic\t%.4f\t%.4f\t\t\t\tbaseline\n", aRep.Summary.Recall, aRep.Summary.MAP)
 	fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%s\t%s\t%s\t%s\n", row.Layer, row.Recall, row.MAP, row.DRecall, row.DMAP, row.McNemar, v)
-	fmt.Fprintf(tw, "paired bootstrap over %d questions, %d resamples, seed %d\n", len(qs), bootstrapResamples, bootstrapSeed)
+	fmt.Fprintf(tw, "folds: %s; paired bootstrap over the %d held-out questions, %d resamples, seed %d\n", split.Scheme, len(qs), bootstrapResamples, bootstrapSeed)
 	return tw.Flush()
 }
 
-// cvReport runs the cross-validation and returns its per-question report.
-func cvReport(ctx context.Context, eng *evpack.Engine, qs []learn.Question, pools []rerank.TrainQuery, k int, to rerank.TrainOptions, stderr io.Writer) (*obliqa.Report, error) {
-	cv, err := learn.CrossValidate(ctx, eng, qs, pools, k, to.Seed, to, func(f int) {
-		fmt.Fprintf(stderr, "fold %d of %d trained and scored\n", f+1, k)
+func runCV(ctx context.Context, eng *evpack.Engine, qs []learn.Question, pools []rerank.TrainQuery, split learn.Split, to rerank.TrainOptions, stderr io.Writer) (*learn.CV, error) {
+	return learn.CrossValidate(ctx, eng, qs, pools, split, to, func(f int) {
+		fmt.Fprintf(stderr, "fold %d of %d trained and scored\n", f+1, len(split.Held))
 	})
+}
+
+// cvReport runs a cross-validation in k random folds and returns its
+// per-question report.
+func cvReport(ctx context.Context, eng *evpack.Engine, qs []learn.Question, pools []rerank.TrainQuery, k int, to rerank.TrainOptions, stderr io.Writer) (*obliqa.Report, error) {
+	split, err := learn.RandomFolds(len(qs), k, to.Seed)
+	if err != nil {
+		return nil, err
+	}
+	cv, err := runCV(ctx, eng, qs, pools, split, to, stderr)
 	if err != nil {
 		return nil, err
 	}

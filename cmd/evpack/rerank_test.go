@@ -27,8 +27,8 @@ func TestRerankTrainJSONL(t *testing.T) {
 			"--out", out, "--folds", "2", "--trees", "10", "--min-leaf", "20", "--seed", "7")
 		require.Equal(t, 0, code, errs)
 		require.Contains(t, stdout, "seed 7, trainer trees=10 leaves=16 lr=0.05 min_leaf=20 l2=1 subsample=0.8 seed=7 bins=255")
-		require.Contains(t, stdout, "learned (2-fold cv, seed 7)")
-		require.Contains(t, stdout, "paired bootstrap over 289 questions")
+		require.Contains(t, stdout, "learned (2 random folds, seed 7)")
+		require.Contains(t, stdout, "folds: 2 random folds, seed 7; paired bootstrap over the 289 held-out questions")
 		raw, err := os.ReadFile(out)
 		require.NoError(t, err)
 		files = append(files, raw)
@@ -41,6 +41,41 @@ func TestRerankTrainJSONL(t *testing.T) {
 	code, out, errs := runCLI(t, "eval", "obliqa", "--reranker", "learned:"+filepath.Join(dir, "nope.evm"), "--docs", "x", "--questions", "y")
 	require.Equal(t, 2, code, out)
 	require.Contains(t, errs, "rerank: bad model")
+}
+
+// TestRerankTrainFoldSchemes: grouped folds and a date split are named in the
+// verdict, a date split compares only the questions it holds out, the final
+// model does not depend on the fold scheme, and conflicting or unknown
+// schemes are usage errors.
+func TestRerankTrainFoldSchemes(t *testing.T) {
+	dir := t.TempDir()
+	train := func(name string, extra ...string) (int, string, string, []byte) {
+		out := filepath.Join(dir, name)
+		args := append([]string{"rerank", "train", "--corpus", learnData("corpus.jsonl"), "--questions", learnData("questions.jsonl"),
+			"--out", out, "--folds", "2", "--trees", "10", "--min-leaf", "20", "--seed", "7"}, extra...)
+		code, stdout, errs := runCLI(t, args...)
+		raw, _ := os.ReadFile(out)
+		return code, stdout, errs, raw
+	}
+	_, _, _, random := train("random.evm")
+	code, stdout, errs, grouped := train("grouped.evm", "--group-by", "gold-document")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, stdout, "learned (2 folds grouped by gold-document (3 groups), seed 7)")
+	require.Equal(t, random, grouped, "the model trained on every question is the same whatever the folds")
+
+	code, stdout, errs, _ = train("passage.evm", "--group-by", "gold-passage")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, stdout, "folds grouped by gold-passage")
+
+	// Every question of the small set has the same as-of date: no date split.
+	code, _, errs, _ = train("date.evm", "--split-by", "date")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "cannot be cut into 3 blocks")
+
+	for _, bad := range [][]string{{"--group-by", "topic"}, {"--split-by", "month"}, {"--group-by", "gold-passage", "--split-by", "date"}, {"--group-by", "field"}} {
+		code, _, errs, _ = train("bad.evm", bad...)
+		require.Equal(t, 2, code, "%v: %s", bad, errs)
+	}
 }
 
 // TestRerankTrainGoldNotIndexed: a labelled question whose gold is not in

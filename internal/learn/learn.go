@@ -29,6 +29,9 @@ type Question struct {
 	Gold   []string // chunk IDs
 	AsOf   asof.Date
 	Tenant string
+	// Group, when set, names the questions that must share a fold
+	// (GroupField): the JSONL "group" field, ObliQA's Group.
+	Group string
 }
 
 // jsonlQuestion is one line of a labelled JSONL file.
@@ -38,11 +41,12 @@ type jsonlQuestion struct {
 	Gold     []string `json:"gold"`
 	AsOf     string   `json:"as_of"`
 	Tenant   string   `json:"tenant"`
+	Group    string   `json:"group"`
 }
 
 // LoadJSONL reads labelled questions, one JSON object a line: id, question,
 // gold (chunk IDs), and optionally as_of (YYYY-MM-DD; defaultAsOf when
-// absent) and tenant. Unknown fields, a missing question or gold, a bad date
+// absent), tenant and group (see GroupField). Unknown fields, a missing question or gold, a bad date
 // or a repeated ID are errors naming file:line.
 func LoadJSONL(path string, defaultAsOf asof.Date) ([]Question, error) {
 	raw, err := os.ReadFile(path)
@@ -65,7 +69,7 @@ func LoadJSONL(path string, defaultAsOf asof.Date) ([]Question, error) {
 		if err := dec.Decode(&jq); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", rerank.ErrTrain, where, err)
 		}
-		q := Question{ID: jq.ID, Where: where, Text: jq.Question, Gold: jq.Gold, AsOf: defaultAsOf, Tenant: jq.Tenant}
+		q := Question{ID: jq.ID, Where: where, Text: jq.Question, Gold: jq.Gold, AsOf: defaultAsOf, Tenant: jq.Tenant, Group: jq.Group}
 		switch {
 		case q.ID == "" || q.Text == "" || len(q.Gold) == 0:
 			return nil, fmt.Errorf("%w: %s: id, question and gold are required", rerank.ErrTrain, where)
@@ -196,32 +200,34 @@ func Scores(qs []Question, ranked [][]string) []eval.Scores {
 	return out
 }
 
-// CV is a cross-validation: per question, the scores of its fold's model
-// (trained without that fold), and the fold models.
+// CV is a cross-validation: per question, the scores of the model of the
+// fold that held it out (trained without it), and the fold models. Held
+// says which questions some fold held out; the others (a date split's first
+// block) have no scores.
 type CV struct {
 	Per    []eval.Scores
 	Ranked [][]string
 	Models []*rerank.Model
-	Fold   []int
+	Held   []bool
+	Scheme string
 }
 
-// CrossValidate trains k models, each on the pools of the questions outside
-// one fold, and answers that fold's questions with it through eng.
-func CrossValidate(ctx context.Context, eng *evpack.Engine, qs []Question, pools []rerank.TrainQuery, k int, seed uint64, opts rerank.TrainOptions, progress func(fold int)) (*CV, error) {
-	if k < 2 || k > len(qs) {
-		return nil, fmt.Errorf("%w: %d folds for %d questions", rerank.ErrTrain, k, len(qs))
-	}
-	cv := &CV{Per: make([]eval.Scores, len(qs)), Ranked: make([][]string, len(qs)), Fold: Folds(len(qs), k, seed)}
-	for f := range k {
-		var train []rerank.TrainQuery
-		var held []Question
-		var heldAt []int
-		for i := range qs {
-			if cv.Fold[i] == f {
-				held, heldAt = append(held, qs[i]), append(heldAt, i)
-			} else {
-				train = append(train, pools[i])
+// CrossValidate trains one model per fold of split, each on the pools of the
+// fold's training questions, and answers the fold's held questions with it
+// through eng.
+func CrossValidate(ctx context.Context, eng *evpack.Engine, qs []Question, pools []rerank.TrainQuery, split Split, opts rerank.TrainOptions, progress func(fold int)) (*CV, error) {
+	cv := &CV{Per: make([]eval.Scores, len(qs)), Ranked: make([][]string, len(qs)), Held: make([]bool, len(qs)), Scheme: split.Scheme}
+	for f := range split.Held {
+		train := make([]rerank.TrainQuery, 0, len(split.Train[f]))
+		for _, i := range split.Train[f] {
+			train = append(train, pools[i])
+		}
+		held := make([]Question, 0, len(split.Held[f]))
+		for _, i := range split.Held[f] {
+			if cv.Held[i] {
+				return nil, fmt.Errorf("%w: question %s is held out by two folds", rerank.ErrTrain, qs[i].ID)
 			}
+			held = append(held, qs[i])
 		}
 		m, err := rerank.Train(train, opts)
 		if err != nil {
@@ -235,9 +241,10 @@ func CrossValidate(ctx context.Context, eng *evpack.Engine, qs []Question, pools
 		if err != nil {
 			return nil, err
 		}
-		for j, i := range heldAt {
+		for j, i := range split.Held[f] {
 			cv.Ranked[i] = ranked[j]
 			cv.Per[i] = eval.Score(ranked[j], qs[i].Gold, 10)
+			cv.Held[i] = true
 		}
 		cv.Models = append(cv.Models, m)
 		if progress != nil {
