@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/evpack/evpack"
 	"github.com/evpack/evpack/bert"
+	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/eval"
 	"github.com/evpack/evpack/internal/asofbench"
 	"github.com/evpack/evpack/internal/learn"
@@ -30,17 +32,19 @@ const (
 
 func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageErr("eval needs obliqa, ablate or asof")
+		return usageErr("eval needs obliqa, ablate, shapes or asof")
 	}
 	switch args[0] {
 	case "obliqa":
 		return cmdEvalObliQA(ctx, args[1:], stdout, stderr)
 	case "ablate":
 		return cmdEvalAblate(ctx, args[1:], stdout, stderr)
+	case "shapes":
+		return cmdEvalShapes(ctx, args[1:], stdout, stderr)
 	case "asof":
 		return cmdEvalAsOf(ctx, args[1:], stdout, stderr)
 	}
-	return usageErr("eval %q: want obliqa, ablate or asof", args[0])
+	return usageErr("eval %q: want obliqa, ablate, shapes or asof", args[0])
 }
 
 func rerankerNamed(name string) (rerank.Reranker, error) {
@@ -396,4 +400,90 @@ func printJSONLine(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// cmdEvalShapes ranks ObliQA made into corpora of other shapes (one document,
+// one passage per document, headings stripped, passages shuffled within
+// their documents: obliqa.Shapes) with the default reranker, the arithmetic
+// one and none (BM25 + RRF), and judges each reranker against none on each
+// shape with the paired bootstrap.
+func cmdEvalShapes(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("eval shapes", stderr)
+	docs := fs.String("docs", "", "ObliQA documents/ directory")
+	questions := fs.String("questions", "", "ObliQA questions file")
+	only := fs.String("shape", "", "one shape only (default: every shape)")
+	seed := fs.Uint64("seed", 1, "seed of the shuffled shape")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	if *only != "" && !slices.Contains(obliqa.Shapes, *only) {
+		return usageErr("--shape %q: want one of %s", *only, strings.Join(obliqa.Shapes, ", "))
+	}
+	o, err := loadObliQA(*docs, *questions)
+	if err != nil {
+		return err
+	}
+	learned, err := rerankerNamed("learned")
+	if err != nil {
+		return err
+	}
+	rerankers := []struct {
+		name string
+		r    rerank.Reranker
+	}{{"none", rerank.None{}}, {"arithmetic", rerank.DefaultArithmetic()}, {"learned (default)", learned}}
+	gold := map[string]bool{}
+	for _, q := range o.Questions {
+		for _, g := range q.Gold {
+			gold[g] = true
+		}
+	}
+	recs, _ := obliqa.Records(o)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "shape\treranker\trecall@10\tmap@10\tΔrecall vs none [95%]\tΔmap vs none [95%]\tverdict")
+	for _, shape := range obliqa.Shapes {
+		if *only != "" && shape != *only {
+			continue
+		}
+		shaped, err := obliqa.Shape(shape, recs, gold, *seed)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		fmt.Fprintf(stderr, "%s: indexing %d passages\n", shape, len(shaped))
+		base, err := evpack.OpenMemory(evpack.Options{})
+		if err != nil {
+			return err
+		}
+		if _, err := base.Ingest(ctx, connectors.Records(shaped), evpack.IngestOptions{}); err != nil {
+			base.Close()
+			return err
+		}
+		var none *obliqa.Report
+		for _, rr := range rerankers {
+			view, err := base.View(evpack.Options{Reranker: rr.r})
+			if err != nil {
+				base.Close()
+				return err
+			}
+			rep, err := obliqa.Evaluate(ctx, view, o.Questions, newBar(len(o.Questions), shape+" / "+rr.name, stderr))
+			if err != nil {
+				base.Close()
+				return err
+			}
+			row := ledgerRow{Layer: rr.name, Recall: rep.Summary.Recall, MAP: rep.Summary.MAP, Verdict: "baseline"}
+			if none == nil {
+				none = rep
+			} else {
+				v, err := judge(none, rep, &row)
+				if err != nil {
+					base.Close()
+					return err
+				}
+				row.Verdict = string(v)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.4f\t%s\t%s\t%s\n", shape, rr.name, row.Recall, row.MAP, row.DRecall, row.DMAP, row.Verdict)
+		}
+		base.Close()
+	}
+	fmt.Fprintf(tw, "paired bootstrap over %d questions, %d resamples, seed %d; shuffle seed %d\n", len(o.Questions), bootstrapResamples, bootstrapSeed, *seed)
+	return tw.Flush()
 }

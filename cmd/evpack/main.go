@@ -55,6 +55,7 @@ const usage = `usage:
   evpack check  --index DIR
   evpack purge  --index DIR --reason TEXT CHUNK_ID...
   evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker learned|arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]
+  evpack eval shapes --docs DIR --questions FILE [--shape NAME] [--seed 1]
   evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR] [--folds 5] [--seed 1] [trainer flags]
   evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
   evpack vectors import --format wink-json IN OUT [--max-words N]

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -200,6 +201,24 @@ func TestEvalObliQAOnATinyDataset(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, out, "+ arithmetic rerank, pool 50")
 	require.Contains(t, out, "winner:")
+}
+
+// TestEvalShapesOnATinyDataset ranks the tiny dataset in every shape with
+// the three rerankers; with one passage per question nothing moves, so each
+// shape's figures equal the as-is ones (recall and MAP 0.75, hand-computed in
+// TestEvalObliQAOnATinyDataset) and every reranker ties with none.
+func TestEvalShapesOnATinyDataset(t *testing.T) {
+	docs, qf := tinyObliQA(t)
+	code, out, errs := runCLI(t, "eval", "shapes", "--docs", docs, "--questions", qf)
+	require.Equal(t, 0, code, errs)
+	for _, shape := range []string{"as-is", "one-document", "passage-per-document", "no-headings", "shuffled"} {
+		for _, rr := range []string{"none", "arithmetic", "learned (default)"} {
+			require.Regexp(t, `(?m)^`+regexp.QuoteMeta(shape)+` +`+regexp.QuoteMeta(rr)+` +0\.7500 +0\.7500 `, out)
+		}
+	}
+	require.Equal(t, 10, strings.Count(out, "tied"), out)
+	code, _, errs = runCLI(t, "eval", "shapes", "--docs", docs, "--questions", qf, "--shape", "sideways")
+	require.Equal(t, 2, code, errs)
 }
 
 // TestEveryConnectorDeclaresItsAnchorInThePack ingests each connector's
