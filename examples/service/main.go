@@ -11,8 +11,9 @@
 // Every request carries a bearer token, and the token decides the tenant:
 // the tokens file maps each token to one tenant ("TOKEN TENANT" per line;
 // the tenant "-" reads the shared corpus alone), and no request can name
-// another. A caller without a known token gets 401;
-// one that posts another tenant's pack to /verify gets 403.
+// another. A caller without a known token gets 401; one that posts another
+// tenant's pack to /verify gets 403. The demo tokens file is for the demo:
+// make your own tokens long and random (openssl rand -hex 24).
 //
 // GET /pack?q=QUESTION&as_of=YYYY-MM-DD[&k=N][&filter=KEY=VALUE]...[&generation=G|&known_at=RFC3339]
 // answers with the pack's canonical bytes (Content-Type application/json)
@@ -287,7 +288,15 @@ func checkParams(v url.Values, allowed []string) error {
 		return nil
 	}
 	slices.Sort(unknown)
-	return fmt.Errorf("unknown query parameter %s (the tenant is the token's)", strings.Join(unknown, ", "))
+	msg := "unknown query parameter "
+	if len(unknown) > 1 {
+		msg = "unknown query parameters "
+	}
+	msg += strings.Join(unknown, ", ")
+	if v.Has("tenant") {
+		msg += " (the tenant is the token's)"
+	}
+	return errors.New(msg)
 }
 
 // parseRequest reads a pack request of tenant from the query string.
