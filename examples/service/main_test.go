@@ -462,3 +462,17 @@ func TestLoadTokens(t *testing.T) {
 	_, err = loadTokens(filepath.Join(dir, "missing.txt"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// TestDemoCorpusFromTheWorkingDirectory: without -index the demo corpus is
+// read from -demo (the working directory's testdata/corpus by default), and
+// a missing one says how to point at it.
+func TestDemoCorpusFromTheWorkingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	_, err := openEngine(context.Background(), "", dir)
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.Equal(t, "demo corpus: stat "+filepath.Join(dir, "records-act.json")+
+		": no such file or directory (run from the repository root, or pass -demo DIR or -index DIR)", err.Error())
+
+	_, err = openEngine(context.Background(), filepath.Join(dir, "no-index"), "")
+	require.ErrorIs(t, err, evpack.ErrNotIndex, "-index names an index that must exist")
+}
