@@ -25,7 +25,7 @@ import (
 	"github.com/evpack/evpack/evidence"
 )
 
-// The history property (DESIGN.md, "The contract", point 3): ingesting a
+// The history property (docs/design.md, §7 "Change as facts"): ingesting a
 // source's history fetch by fetch gives exactly what one ingest of the last
 // fetch gives.
 //

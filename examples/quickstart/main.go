@@ -1,15 +1,17 @@
 // Quickstart: ingest a small versioned statute and some guidance notes, then
 // ask the same question as of two dates and watch the answer change.
 //
-//	go run ./examples/quickstart
+//	go run ./examples/quickstart                      # from the repository root
+//	quickstart -corpus /path/to/evpack/testdata/corpus # a built binary, from anywhere
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log"
+	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/evpack/evpack"
 	"github.com/evpack/evpack/asof"
@@ -17,8 +19,13 @@ import (
 )
 
 func main() {
+	corpus := flag.String("corpus", filepath.Join("testdata", "corpus"), "the directory holding records-act.json and guidance.jsonl")
+	flag.Parse()
 	ctx := context.Background()
-	corpus := corpusDir()
+	sources, err := corpusSources(*corpus)
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	eng, err := evpack.OpenMemory(evpack.Options{K: 3})
 	if err != nil {
@@ -26,10 +33,7 @@ func main() {
 	}
 	defer eng.Close()
 
-	for _, c := range []connectors.Connector{
-		connectors.NewStatute(filepath.Join(corpus, "records-act.json")),
-		connectors.NewJSONL(filepath.Join(corpus, "guidance.jsonl")),
-	} {
+	for _, c := range sources {
 		rep, err := eng.Ingest(ctx, c, evpack.IngestOptions{})
 		if err != nil {
 			log.Fatal(err)
@@ -49,9 +53,15 @@ func main() {
 	}
 }
 
-// corpusDir finds testdata/corpus next to this file, so the example runs
-// from any working directory inside the module.
-func corpusDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "corpus")
+// corpusSources returns the connectors over the demo corpus in dir. The
+// files are found from the working directory (or -corpus), never from where
+// the binary was built, so a binary built elsewhere (or with -trimpath) runs.
+func corpusSources(dir string) ([]connectors.Connector, error) {
+	statute, guidance := filepath.Join(dir, "records-act.json"), filepath.Join(dir, "guidance.jsonl")
+	for _, f := range []string{statute, guidance} {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("corpus: %w (run from the repository root, or pass -corpus DIR)", err)
+		}
+	}
+	return []connectors.Connector{connectors.NewStatute(statute), connectors.NewJSONL(guidance)}, nil
 }

@@ -1,7 +1,8 @@
 // Replay: persist an index, save a pack, reopen the index as a later process
 // would, and verify that the pack still replays byte for byte.
 //
-//	go run ./examples/replay
+//	go run ./examples/replay                      # from the repository root
+//	replay -corpus /path/to/evpack/testdata/corpus # a built binary, from anywhere
 //
 // replay_test.go beside this file is the golden test a service copies to pin
 // the citation indices of its own requests.
@@ -9,11 +10,11 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/evpack/evpack"
 	"github.com/evpack/evpack/asof"
@@ -21,7 +22,13 @@ import (
 )
 
 func main() {
+	corpusDir := flag.String("corpus", filepath.Join("testdata", "corpus"), "the directory holding records-act.json and guidance.jsonl")
+	flag.Parse()
 	ctx := context.Background()
+	sources, err := corpus(*corpusDir)
+	if err != nil {
+		log.Fatal(err)
+	}
 	dir, err := os.MkdirTemp("", "evpack-replay-")
 	if err != nil {
 		log.Fatal(err)
@@ -32,7 +39,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, c := range corpus() {
+	for _, c := range sources {
 		if _, err := eng.Ingest(ctx, c, evpack.IngestOptions{}); err != nil {
 			log.Fatal(err)
 		}
@@ -65,11 +72,15 @@ func main() {
 	fmt.Printf("replayed %s: identical\n", rep.ReplayHash)
 }
 
-func corpus() []connectors.Connector {
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "corpus")
-	return []connectors.Connector{
-		connectors.NewStatute(filepath.Join(dir, "records-act.json")),
-		connectors.NewJSONL(filepath.Join(dir, "guidance.jsonl")),
+// corpus returns the connectors over the demo corpus in dir. The files are
+// found from the working directory (or -corpus), never from where the binary
+// was built, so a binary built elsewhere (or with -trimpath) runs.
+func corpus(dir string) ([]connectors.Connector, error) {
+	statute, guidance := filepath.Join(dir, "records-act.json"), filepath.Join(dir, "guidance.jsonl")
+	for _, f := range []string{statute, guidance} {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("corpus: %w (run from the repository root, or pass -corpus DIR)", err)
+		}
 	}
+	return []connectors.Connector{connectors.NewStatute(statute), connectors.NewJSONL(guidance)}, nil
 }

@@ -54,7 +54,11 @@ func TestReplayGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range corpus() {
+	sources, err := corpus(filepath.Join("..", "..", "testdata", "corpus"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range sources {
 		if _, err := eng.Ingest(ctx, c, evpack.IngestOptions{}); err != nil {
 			t.Fatal(err)
 		}

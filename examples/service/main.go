@@ -1,22 +1,40 @@
-// Service: evpack behind net/http, the shape a Go service adopts.
+// Service: evpack behind net/http, in a shape meant to be copied.
 //
-//	go run ./examples/service                      # the demo corpus, in memory, on 127.0.0.1:8080
-//	go run ./examples/service --index DIR --addr 127.0.0.1:9000
+//	go run ./examples/service -tokens examples/service/testdata/tokens.txt     # the demo corpus, in memory
+//	go run ./examples/service -tokens FILE -index DIR -addr 127.0.0.1:9000     # an index made by evpack ingest
 //
-//	curl -sD- '127.0.0.1:8080/pack?q=How+long+must+records+be+retained&as_of=2026-01-15&k=3' -o pack.json
-//	curl -s --data-binary @pack.json 127.0.0.1:8080/verify
+//	TOKEN=acme-demo-token-0001
+//	curl -sD- -H "Authorization: Bearer $TOKEN" \
+//	  '127.0.0.1:8080/pack?q=How+long+must+records+be+retained&as_of=2026-01-15&k=3' -o pack.json
+//	curl -s -H "Authorization: Bearer $TOKEN" --data-binary @pack.json 127.0.0.1:8080/verify
 //
-// GET /pack?q=QUESTION&as_of=YYYY-MM-DD[&tenant=T][&k=N][&filter=KEY=VALUE]...
+// Every request carries a bearer token, and the token decides the tenant:
+// the tokens file maps each token to one tenant ("TOKEN TENANT" per line;
+// the tenant "-" reads the shared corpus alone), and no request can name
+// another. A caller without a known token gets 401; one that posts another
+// tenant's pack to /verify gets 403. The demo tokens file is for the demo:
+// make your own tokens long and random (openssl rand -hex 24).
+//
+// GET /pack?q=QUESTION&as_of=YYYY-MM-DD[&k=N][&filter=KEY=VALUE]...[&generation=G|&known_at=RFC3339]
 // answers with the pack's canonical bytes (Content-Type application/json)
 // and its hash in the Evpack-Pack-Hash header: b3sum of the body gives the
-// same hex. POST /verify with a pack as the body replays it and answers the
-// report as JSON: 200 when it holds, 409 when it does not. Bad input is 400
-// with {"error": "..."}. SIGINT or SIGTERM stops accepting connections and
-// lets the requests in flight finish (http.Server.Shutdown).
+// same hex. generation or known_at pin the request to an earlier state of
+// the index ("what would we have cited then"): the same pinned request gives
+// the same bytes after any later ingest. POST /verify with a pack as the body
+// replays it at the generation it names and answers the report as JSON: 200
+// when it holds, 409 when it does not.
+//
+// Bad input is 400 with {"error": "..."}: an unknown or repeated query
+// parameter included, so a misspelt one is never silently ignored. A body
+// over -max-body bytes is 413. SIGINT or SIGTERM stops accepting connections
+// and lets the requests in flight finish (http.Server.Shutdown).
 package main
 
 import (
+	"bufio"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -25,10 +43,11 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,19 +62,30 @@ import (
 // HashHeader carries the pack hash of a /pack response.
 const HashHeader = "Evpack-Pack-Hash"
 
-// maxPackBytes bounds a /verify body.
-const maxPackBytes = 16 << 20
+// minTokenBytes is the shortest token the tokens file may hold: a bearer
+// token is a password, and a short one can be guessed.
+const minTokenBytes = 16
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
+	tokensFile := flag.String("tokens", "", `file mapping bearer tokens to tenants, one "TOKEN TENANT" per line (required)`)
 	dir := flag.String("index", "", "index directory made by evpack ingest (default: the demo corpus, in memory)")
+	demo := flag.String("demo", filepath.Join("testdata", "corpus"), "the demo corpus's directory, used without -index")
+	maxBody := flag.Int64("max-body", 16<<20, "the largest /verify body accepted, in bytes")
 	grace := flag.Duration("grace", 10*time.Second, "how long a shutdown waits for requests in flight")
 	preload := flag.Bool("preload", false, "read the index's files into the page cache before serving (Engine.Preload): for a fresh machine whose index fits in memory")
 	flag.Parse()
 
+	if *tokensFile == "" {
+		log.Fatal("-tokens FILE is required: the tenant of every request is its caller's token's")
+	}
+	tokens, err := loadTokens(*tokensFile)
+	if err != nil {
+		log.Fatal(err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	eng, err := openEngine(ctx, *dir)
+	eng, err := openEngine(ctx, *dir, *demo)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -73,34 +103,111 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	log.Printf("evpack service on http://%s", ln.Addr())
-	if err := serve(ctx, ln, newHandler(eng), *grace); err != nil {
+	log.Printf("evpack service on http://%s for %d tokens", ln.Addr(), len(tokens))
+	if err := serve(ctx, ln, newHandler(eng, tokens, *maxBody), *grace); err != nil {
 		log.Fatal(err)
 	}
 	log.Print("stopped")
 }
 
-// openEngine opens the index in dir, or builds the demo corpus in memory.
-func openEngine(ctx context.Context, dir string) (*evpack.Engine, error) {
+// openEngine opens the index in dir, or builds the demo corpus of demoDir
+// in memory. The demo's files are found from the working directory (or
+// -demo), never from where the binary was built.
+func openEngine(ctx context.Context, dir, demoDir string) (*evpack.Engine, error) {
 	if dir != "" {
 		return evpack.OpenExisting(dir, evpack.Options{})
+	}
+	statute, guidance := filepath.Join(demoDir, "records-act.json"), filepath.Join(demoDir, "guidance.jsonl")
+	for _, f := range []string{statute, guidance} {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("demo corpus: %w (run from the repository root, or pass -demo DIR or -index DIR)", err)
+		}
 	}
 	eng, err := evpack.OpenMemory(evpack.Options{})
 	if err != nil {
 		return nil, err
 	}
-	_, file, _, _ := runtime.Caller(0)
-	corpus := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "corpus")
-	for _, c := range []connectors.Connector{
-		connectors.NewStatute(filepath.Join(corpus, "records-act.json")),
-		connectors.NewJSONL(filepath.Join(corpus, "guidance.jsonl")),
-	} {
+	for _, c := range []connectors.Connector{connectors.NewStatute(statute), connectors.NewJSONL(guidance)} {
 		if _, err := eng.Ingest(ctx, c, evpack.IngestOptions{}); err != nil {
 			eng.Close()
 			return nil, fmt.Errorf("demo corpus: %w", err)
 		}
 	}
 	return eng, nil
+}
+
+// tokenEntry is one line of the tokens file. The token is kept as its
+// SHA-256 digest, so every comparison is of 32 bytes.
+type tokenEntry struct {
+	digest [sha256.Size]byte
+	tenant string
+}
+
+// tokenTable maps bearer tokens to tenants.
+type tokenTable []tokenEntry
+
+// sharedTenant names, in the tokens file, the shared corpus's tenant "": its
+// callers read the shared corpus alone.
+const sharedTenant = "-"
+
+// loadTokens reads a tokens file: one "TOKEN TENANT" per line (the tenant
+// "-" for the shared corpus), blank lines and lines starting with #
+// ignored. Errors name the file and line, never the token.
+func loadTokens(path string) (tokenTable, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokens: %w", err)
+	}
+	defer f.Close()
+	var t tokenTable
+	seen := map[[sha256.Size]byte]int{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) != 2 {
+			return nil, fmt.Errorf("tokens %s:%d: want TOKEN TENANT", path, n)
+		}
+		token, tenant := fields[0], fields[1]
+		if len(token) < minTokenBytes {
+			return nil, fmt.Errorf("tokens %s:%d: token shorter than %d bytes", path, n, minTokenBytes)
+		}
+		if tenant == sharedTenant {
+			tenant = ""
+		} else if err := evidence.CheckTenant(tenant); err != nil {
+			return nil, fmt.Errorf("tokens %s:%d: %w", path, n, err)
+		}
+		d := sha256.Sum256([]byte(token))
+		if first, ok := seen[d]; ok {
+			return nil, fmt.Errorf("tokens %s:%d: the token of line %d again", path, n, first)
+		}
+		seen[d] = n
+		t = append(t, tokenEntry{digest: d, tenant: tenant})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("tokens %s: %w", path, err)
+	}
+	if len(t) == 0 {
+		return nil, fmt.Errorf("tokens %s: no tokens", path)
+	}
+	return t, nil
+}
+
+// tenant returns the tenant of token. It compares the token's digest with
+// every entry in constant time, so how long it takes says nothing about
+// how close a guess came.
+func (t tokenTable) tenant(token string) (string, bool) {
+	d := sha256.Sum256([]byte(token))
+	found, tenant := 0, ""
+	for _, e := range t {
+		if subtle.ConstantTimeCompare(d[:], e.digest[:]) == 1 {
+			found, tenant = 1, e.tenant
+		}
+	}
+	return tenant, found == 1
 }
 
 // serve answers on ln until ctx is done, then shuts the server down: no new
@@ -126,24 +233,84 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	return nil
 }
 
-// newHandler routes /pack and /verify to eng.
-func newHandler(eng *evpack.Engine) http.Handler {
+// server answers /pack and /verify for the callers of its tokens.
+type server struct {
+	eng     *evpack.Engine
+	tokens  tokenTable
+	maxBody int64
+}
+
+// newHandler routes /pack and /verify to eng, for callers holding one of
+// tokens; a /verify body may hold at most maxBody bytes.
+func newHandler(eng *evpack.Engine, tokens tokenTable, maxBody int64) http.Handler {
+	s := &server{eng: eng, tokens: tokens, maxBody: maxBody}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /pack", func(w http.ResponseWriter, r *http.Request) { handlePack(eng, w, r) })
-	mux.HandleFunc("POST /verify", func(w http.ResponseWriter, r *http.Request) { handleVerify(eng, w, r) })
+	mux.HandleFunc("GET /pack", s.authenticated(s.handlePack))
+	mux.HandleFunc("POST /verify", s.authenticated(s.handleVerify))
 	return mux
 }
 
-// parseRequest reads a pack request from the query string.
-func parseRequest(r *http.Request) (evpack.Request, error) {
-	v := r.URL.Query()
-	req := evpack.Request{Question: v.Get("q"), Tenant: v.Get("tenant")}
+// authenticated runs h with the tenant of the request's bearer token, or
+// answers 401.
+func (s *server) authenticated(h func(w http.ResponseWriter, r *http.Request, tenant string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || token == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="evpack"`)
+			writeError(w, http.StatusUnauthorized, "want the header Authorization: Bearer TOKEN")
+			return
+		}
+		tenant, ok := s.tokens.tenant(token)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="evpack", error="invalid_token"`)
+			writeError(w, http.StatusUnauthorized, "unknown token")
+			return
+		}
+		h(w, r, tenant)
+	}
+}
+
+// packParams are the query parameters of /pack; filter may repeat.
+var packParams = []string{"q", "as_of", "k", "filter", "generation", "known_at"}
+
+// checkParams refuses a parameter not in allowed (tenant among them: the
+// tenant is the token's) and one given twice, except filter.
+func checkParams(v url.Values, allowed []string) error {
+	var unknown []string
+	for name, vals := range v {
+		if !slices.Contains(allowed, name) {
+			unknown = append(unknown, strconv.Quote(name))
+		} else if len(vals) > 1 && name != "filter" {
+			return fmt.Errorf("%s: given %d times", name, len(vals))
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	msg := "unknown query parameter "
+	if len(unknown) > 1 {
+		msg = "unknown query parameters "
+	}
+	msg += strings.Join(unknown, ", ")
+	if v.Has("tenant") {
+		msg += " (the tenant is the token's)"
+	}
+	return errors.New(msg)
+}
+
+// parseRequest reads a pack request of tenant from the query string.
+func parseRequest(v url.Values, tenant string) (evpack.Request, error) {
+	req := evpack.Request{Question: v.Get("q"), Tenant: tenant}
+	if err := checkParams(v, packParams); err != nil {
+		return req, err
+	}
 	if strings.TrimSpace(req.Question) == "" {
 		return req, errors.New("q: the question is required")
 	}
 	day, err := asof.ParseDate(v.Get("as_of"))
 	if err != nil {
-		return req, fmt.Errorf("as_of: %w", err)
+		return req, fmt.Errorf("as_of %q: want a day YYYY-MM-DD", v.Get("as_of"))
 	}
 	req.AsOf = day
 	if s := v.Get("k"); s != "" {
@@ -161,18 +328,28 @@ func parseRequest(r *http.Request) (evpack.Request, error) {
 		}
 		req.Filters[key] = val
 	}
+	if s := v.Get("generation"); s != "" {
+		if req.Generation, err = strconv.ParseInt(s, 10, 64); err != nil || req.Generation < 1 {
+			return req, fmt.Errorf("generation %q: want a committed generation, 1 or more", s)
+		}
+	}
+	if s := v.Get("known_at"); s != "" {
+		if req.KnownAt, err = time.Parse(time.RFC3339, s); err != nil {
+			return req, fmt.Errorf("known_at %q: want an RFC 3339 instant", s)
+		}
+	}
 	return req, nil
 }
 
-func handlePack(eng *evpack.Engine, w http.ResponseWriter, r *http.Request) {
-	req, err := parseRequest(r)
+func (s *server) handlePack(w http.ResponseWriter, r *http.Request, tenant string) {
+	req, err := parseRequest(r.URL.Query(), tenant)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err)
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	p, err := eng.Query(r.Context(), req)
+	p, err := s.eng.Query(r.Context(), req)
 	if err != nil {
-		writeError(w, statusOf(err), fmt.Errorf("query: %w", err))
+		s.fail(w, r, err)
 		return
 	}
 	body, hash := p.Encode() // rendered once
@@ -190,15 +367,35 @@ type verifyResponse struct {
 	Problems   []string `json:"problems"`
 }
 
-func handleVerify(eng *evpack.Engine, w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPackBytes))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("read pack: %w", err))
+func (s *server) handleVerify(w http.ResponseWriter, r *http.Request, tenant string) {
+	if err := checkParams(r.URL.Query(), nil); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	rep, err := eng.Verify(r.Context(), raw)
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", tooBig.Limit))
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "body: "+err.Error())
+		return
+	}
+	// A pack names its tenant; verifying another tenant's pack would
+	// replay, and so reveal, that tenant's evidence.
+	p, err := evidence.Parse(raw)
 	if err != nil {
-		writeError(w, statusOf(err), fmt.Errorf("verify: %w", err))
+		s.fail(w, r, err)
+		return
+	}
+	if p.Tenant != tenant {
+		writeError(w, http.StatusForbidden, "the pack is another tenant's")
+		return
+	}
+	rep, err := s.eng.Verify(r.Context(), raw)
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	status := http.StatusOK
@@ -212,20 +409,62 @@ func handleVerify(eng *evpack.Engine, w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, verifyResponse{OK: rep.OK(), Hash: rep.Hash, ReplayHash: rep.ReplayHash, Problems: problems})
 }
 
-// statusOf maps an engine error to an HTTP status: the caller's mistake is
-// 400, anything else the service's.
-func statusOf(err error) int {
+// fail answers an engine error: the caller's mistake is 400 with what was
+// wrong, anything else is the service's, logged and answered without
+// detail.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, evpack.ErrBadRequest), errors.Is(err, evidence.ErrBadPack), errors.Is(err, evidence.ErrNotCanonical):
-		return http.StatusBadRequest
+	case errors.Is(err, evpack.ErrBadRequest):
+		writeError(w, http.StatusBadRequest, cause(err))
+	case errors.Is(err, evidence.ErrBadPack), errors.Is(err, evidence.ErrNotCanonical):
+		writeError(w, http.StatusBadRequest, "body is not an evidence pack: "+cause(err))
 	case errors.Is(err, context.Canceled):
-		return 499 // the client went away; nobody reads this
+		w.WriteHeader(499) // the client went away; nobody reads this
+	default:
+		log.Printf("%s %s: %v", r.Method, r.URL.Path, err)
+		writeError(w, http.StatusInternalServerError, "internal error")
 	}
-	return http.StatusInternalServerError
 }
 
-func writeError(w http.ResponseWriter, status int, err error) {
-	writeJSON(w, status, map[string]string{"error": err.Error()})
+// cause is err's message without the sentinel errors it wraps: what was
+// wrong ("filter: key ..."), not every package it passed through
+// ("evpack: bad request: filter: evidence: bad metadata: key ...").
+func cause(err error) string {
+	msg := err.Error()
+	for _, s := range sentinels(err, nil) {
+		msg = strings.ReplaceAll(msg, s+": ", "")
+	}
+	return msg
+}
+
+// sentinels appends the messages of the errors at the leaves of err's
+// tree, err itself excepted: the sentinels a message is built around.
+func sentinels(err error, out []string) []string {
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		if inner := u.Unwrap(); inner != nil {
+			return leaves(inner, out)
+		}
+	case interface{ Unwrap() []error }:
+		for _, inner := range u.Unwrap() {
+			out = leaves(inner, out)
+		}
+	}
+	return out
+}
+
+// leaves appends the messages of the leaves of err's tree.
+func leaves(err error, out []string) []string {
+	before := len(out)
+	out = sentinels(err, out)
+	if len(out) == before {
+		out = append(out, err.Error())
+	}
+	return out
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

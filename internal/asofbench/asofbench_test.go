@@ -98,7 +98,8 @@ func TestObliQAAsOf(t *testing.T) {
 	}
 	dir, ok := obliqa.Dir()
 	if !ok {
-		msg := "ObliQA not found: set " + obliqa.EnvDir + " (for example ../shared/data/obliqa)"
+		msg := "ObliQA not found: set " + obliqa.EnvDir + " to the directory holding documents/ and ObliQA_dev.json " +
+			"(from github.com/RegNLP/ObliQADataset: see README.md, \"Tests that need data\")"
 		if os.Getenv(obliqa.EnvRequire) == "1" {
 			t.Fatal(msg)
 		}

@@ -28,7 +28,7 @@ import (
 // The benchmarks run evpack and its peer, bare bleve, in the same process
 // on the ObliQA corpus (13,012 non-empty passages) and questions:
 //
-//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench . -benchtime 2788x
+//	EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench . -benchtime 2788x
 //
 // Query benchmarks report p50 and p99 latency per question as metrics.
 
@@ -199,7 +199,7 @@ func BenchmarkQuery(b *testing.B) {
 // the ObliQA corpus and questions), reporting how often the two top 10s
 // agree, and latency per question:
 //
-//	EVPACK_OBLIQA_DIR=../shared/data/obliqa EVPACK_GLOVE_VECTORS=glove.evv \
+//	EVPACK_OBLIQA_DIR=/path/to/obliqa EVPACK_GLOVE_VECTORS=glove.evv \
 //	  go test ./internal/obliqa -run '^$' -bench DenseVsChromem -benchtime 2788x
 func BenchmarkDenseVsChromem(b *testing.B) {
 	o, emb, counts, ids, vecs := gloveCorpus(b)
@@ -493,7 +493,7 @@ func overlap(exact, approx []retrieve.DenseHit) int {
 // question by question so that the machine's drift hits both alike. One op
 // is one question for each system; the ratio of the p50s is the figure.
 //
-//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench QueryTurns -benchtime 2788x -count 3
+//	EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench QueryTurns -benchtime 2788x -count 3
 func BenchmarkQueryTurns(b *testing.B) {
 	eng, idx, qs := queryFixture(b)
 	ctx := context.Background()
@@ -528,7 +528,7 @@ func BenchmarkQueryTurns(b *testing.B) {
 // holds the ObliQA corpus: what a daily mirror pays per small batch. One op
 // is one commit.
 //
-//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench SmallCommit -benchtime 50x
+//	EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench SmallCommit -benchtime 50x
 func BenchmarkSmallCommit(b *testing.B) {
 	o := dataset(b)
 	recs, _ := Records(o)
@@ -609,7 +609,7 @@ func rerankPools(b *testing.B) (*capture, *rerank.Arithmetic, *rerank.Model) {
 // loop; one op is one question reranked by both. It reports each one's mean
 // and p50 in µs and the ratio learned / arithmetic:
 //
-//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench Rerank -benchtime 2788x
+//	EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench Rerank -benchtime 2788x
 func BenchmarkRerank(b *testing.B) {
 	ctx := context.Background()
 	cp, arith, m := rerankPools(b)
@@ -653,7 +653,7 @@ func BenchmarkRerank(b *testing.B) {
 // taking turns with both, question by question. It reports each part's p50
 // in µs and each part's p50 over the arithmetic's:
 //
-//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench RerankParts -benchtime 2788x
+//	EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench RerankParts -benchtime 2788x
 func BenchmarkRerankParts(b *testing.B) {
 	ctx := context.Background()
 	cp, arith, m := rerankPools(b)
@@ -690,7 +690,7 @@ func BenchmarkRerankParts(b *testing.B) {
 // asked of all three. It reports p50 and p99 per system in ms and the p50
 // ratios against bleve:
 //
-//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench QueryLearned -benchtime 2788x
+//	EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench QueryLearned -benchtime 2788x
 func BenchmarkQueryLearned(b *testing.B) {
 	o := dataset(b)
 	ctx := context.Background()
@@ -756,7 +756,7 @@ func BenchmarkQueryLearned(b *testing.B) {
 // each with its pack's bytes and hash, against bare bleve over the corpus,
 // the three taking turns question by question.
 //
-//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench QueryPinned -benchtime 2788x
+//	EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench QueryPinned -benchtime 2788x
 func BenchmarkQueryPinned(b *testing.B) {
 	eng, idx, qs := queryFixtureLater(b, 2788)
 	pinnedTurns(b, eng, idx, qs)

@@ -19,7 +19,10 @@ import (
 )
 
 // EnvDir names the environment variable that points at the ObliQA directory
-// (holding documents/ and ObliQA_dev.json).
+// (holding documents/ and ObliQA_dev.json). The data set is RegNLP's, from
+// https://github.com/RegNLP/ObliQADataset: its ObliQA_dev.json, and its
+// StructuredRegulatoryDocuments/ folder as documents/ (README.md, "Tests
+// that need data").
 const EnvDir = "EVPACK_OBLIQA_DIR"
 
 // EnvRequire, when set to 1, turns a missing dataset from a skip into a test

@@ -66,7 +66,7 @@ func dataset(tb testing.TB) *eval.ObliQA {
 	dir, ok := Dir()
 	if !ok {
 		msg := fmt.Sprintf("ObliQA not found: set %s to the directory holding documents/ and ObliQA_dev.json "+
-			"(for example %s=../shared/data/obliqa)", EnvDir, EnvDir)
+			"(from github.com/RegNLP/ObliQADataset: see README.md, \"Tests that need data\")", EnvDir)
 		if os.Getenv(EnvRequire) == "1" {
 			tb.Fatal(msg)
 		}

@@ -15,7 +15,7 @@ import (
 // iteration, Open and Close. What a service pays to start, in wall time
 // (ns/op) and in CPU time (cpu-ms/op, steadier on a busy machine).
 //
-//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench 'BenchmarkOpen$' -benchtime 5x
+//	EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'BenchmarkOpen$' -benchtime 5x
 func BenchmarkOpen(b *testing.B) {
 	recs, _ := Records(dataset(b))
 	dir := filepath.Join(b.TempDir(), "evpack")
@@ -50,7 +50,7 @@ func cpuTime(b *testing.B) time.Duration {
 // growing its heap (page faults, collections), which would otherwise fall on
 // one system every time.
 //
-//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench 'IngestTurns' -benchtime 4x
+//	EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'IngestTurns' -benchtime 4x
 func BenchmarkIngestTurns(b *testing.B) {
 	recs, _ := Records(dataset(b))
 	var ev, bl time.Duration

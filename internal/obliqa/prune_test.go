@@ -117,7 +117,7 @@ func TestPrunedEqualsExhaustiveObliQA(t *testing.T) {
 // statistics), top 50 as the engine asks, on the on-disk merged corpus, the
 // two taking turns question by question. One op is one question each way.
 //
-//	EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench LexicalTurns -benchtime 2788x -count 3
+//	EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench LexicalTurns -benchtime 2788x -count 3
 func BenchmarkLexicalTurns(b *testing.B) {
 	o := dataset(b)
 	c := buildLexical(b, o, filepath.Join(b.TempDir(), "lexical"))

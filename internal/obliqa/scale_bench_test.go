@@ -78,7 +78,7 @@ func heapInUse() uint64 {
 // than of one just built. Remove the directory after changing how evpack
 // writes an index; nothing here can tell.
 //
-//	EVPACK_SCALE=2x4 EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench 'Scale$' -benchtime 2788x -timeout 3h -v
+//	EVPACK_SCALE=2x4 EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'Scale$' -benchtime 2788x -timeout 3h -v
 func BenchmarkScale(b *testing.B) {
 	o := dataset(b)
 	base, _ := Records(o)

@@ -67,8 +67,8 @@ var rssFields = []string{"questions", "open_ms", "start_rss_kib", "open_rss_kib"
 // (b.N = 1), which would open every index once more: at a million chunks,
 // a minute for evpack's. Linux only.
 //
-//	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale-2x4 EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench 'Scale$' -benchtime 300x -timeout 3h
-//	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale-2x4 EVPACK_OBLIQA_DIR=../shared/data/obliqa go test ./internal/obliqa -run '^$' -bench 'ScaleRSS$' -benchtime 300x -timeout 1h
+//	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale-2x4 EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'Scale$' -benchtime 300x -timeout 3h
+//	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale-2x4 EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'ScaleRSS$' -benchtime 300x -timeout 1h
 func BenchmarkScaleRSS(b *testing.B) {
 	if runtime.GOOS != "linux" {
 		b.Skipf("reads /proc/self/status: Linux only, not %s", runtime.GOOS)
