@@ -384,6 +384,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	// Validate everything before touching storage.
 	batch := map[string]*evidence.Chunk{}
 	var add []*evidence.Chunk
+	var addWhere []string // each added chunk's record, for checkArrivals
 	var facts []*evidence.Fact
 	var factWhere []string
 	for i := range recs {
@@ -438,7 +439,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		}
 		cp := ch
 		batch[ch.ID] = &cp
-		add = append(add, &cp)
+		add, addWhere = append(add, &cp), append(addWhere, recs[i].Where)
 		if recs[i].By != "" && !cp.Valid.To.IsZero() && e.lex.HoldsFacts() {
 			// Already ended, by a chunk the source names: the supersession
 			// is a fact too, so an index that saw the chunk open first holds
@@ -464,6 +465,9 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		return rep, err
 	}
 	rep.Unchanged += same
+	if err := st.checkArrivals(add, addWhere); err != nil {
+		return rep, err
+	}
 	if len(add) == 0 && len(facts) == 0 {
 		return rep, nil
 	}

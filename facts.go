@@ -165,11 +165,12 @@ func (st *state) newFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fa
 		case !c.Valid.From.IsZero() && !c.Valid.From.Before(f.End):
 			return nil, 0, fail("ends on %s, on or before the chunk's first valid day %s", f.End, c.Valid.From)
 		}
-		// The replacement may not be fetched yet (a source names it before
-		// it arrives, or ingest order splits them); once known, it must be
-		// the same tenant's.
+		// A fact's tenant is its chunk's: tenants are sealed, so the
+		// replacement must be the same tenant's. It may not be fetched yet
+		// (a source names it before it arrives, or ingest order splits
+		// them): checkArrivals holds it to the rule when it comes.
 		if by, ok := lookup(f.By); ok && by.Tenant != c.Tenant {
-			return nil, 0, fail("replacing chunk %q belongs to another tenant", f.By)
+			return nil, 0, fail("replacing chunk %q belongs to tenant %q, the chunk to tenant %q", f.By, by.Tenant, c.Tenant)
 		}
 		key := f.Key()
 		if seen[key] || slices.ContainsFunc(st.facts[f.ChunkID], func(fa factAt) bool { return fa.f.Key() == key }) {
@@ -180,6 +181,49 @@ func (st *state) newFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fa
 		out = append(out, f)
 	}
 	return out, unchanged, nil
+}
+
+// checkArrivals checks the chunks a batch adds (add, read from where)
+// against the supersessions committed before they arrived: a chunk that a
+// committed fact names as the replacement must belong to that fact's tenant
+// (its chunk's), else the batch fails with evidence.ErrBadFact naming the
+// chunk's record. Without it another tenant's chunk, arriving under the
+// announced ID, would become the replacement a tenant's Diff shows.
+func (st *state) checkArrivals(add []*evidence.Chunk, where []string) error {
+	if len(add) == 0 || len(st.factLog) == 0 {
+		return nil
+	}
+	pos := make(map[string]int, len(add)) // lookups only
+	for i, c := range add {
+		pos[c.ID] = i
+	}
+	for _, fa := range st.factLog { // commit order: the first offending fact is named
+		f := fa.f
+		if f.Kind != evidence.FactSuperseded {
+			continue
+		}
+		i, ok := pos[f.By]
+		if !ok {
+			continue
+		}
+		tenant, ok := st.tenantOf(f.ChunkID)
+		if !ok || add[i].Tenant == tenant {
+			continue
+		}
+		return &evidence.ChunkError{ChunkID: add[i].ID, Where: where[i], Err: fmt.Errorf(
+			"%w: chunk of tenant %q arrives as the replacement that a fact of generation %d names for chunk %q of tenant %q",
+			evidence.ErrBadFact, add[i].Tenant, fa.gen, f.ChunkID, tenant)}
+	}
+	return nil
+}
+
+// mayName reports whether a report of scope sc may show chunk ID id: a
+// committed chunk of a tenant of the scope, or an ID not committed at all
+// (a replacement the scope's own fact announced). Another tenant's ID never
+// leaves its tenant, even through a fact an older index let in.
+func (sc scope) mayName(id string) bool {
+	tenant, ok := sc.st.tenantOf(id)
+	return !ok || slices.Contains(sc.names, tenant)
 }
 
 // endFact turns a record that repeats stored chunk prev but for an earlier
