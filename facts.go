@@ -142,9 +142,12 @@ func (sc scope) readmit(d asof.Date) []string {
 // st and the chunks of the batch, and returns those to commit (a fact
 // already committed, or earlier in the batch, is left out and counted in
 // unchanged). A fact that names no chunk of either, whose replacing chunk
-// is unknown or of another tenant, or whose end falls on or before its
-// chunk's first valid day is an error naming its record; nothing of the
-// batch is then applied.
+// is of another tenant, whose end falls on or before its chunk's first
+// valid day, or (a new fact on a chunk committed before the batch, and not
+// a retraction, which ends no validity) after its chunk's own end, which
+// would extend the validity (evidence.ErrBadFact and
+// evidence.ErrValidityExtended), is an error naming its record; nothing of
+// the batch is then applied.
 func (st *state) newFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fact, where []string) (out []*evidence.Fact, unchanged int, err error) {
 	lookup := func(id string) (*evidence.Chunk, bool) {
 		if c, ok := st.chunks[id]; ok {
@@ -176,6 +179,15 @@ func (st *state) newFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fa
 		if seen[key] || slices.ContainsFunc(st.facts[f.ChunkID], func(fa factAt) bool { return fa.f.Key() == key }) {
 			unchanged++
 			continue
+		}
+		// An end after the committed chunk's own would say it was valid
+		// past it (and let a later record "repeat" that end: endFact). In
+		// the chunk's own batch the record is the source's newer word (an
+		// end said, then moved earlier), so the fact stands there, inert.
+		if _, committed := st.chunks[f.ChunkID]; committed && f.Kind != evidence.FactRetracted &&
+			!c.Valid.To.IsZero() && c.Valid.To.Before(f.End) {
+			return nil, 0, &evidence.ChunkError{ChunkID: f.ChunkID, Where: where[i], Err: fmt.Errorf("%w (%w): ends on %s, after the chunk's own end %s",
+				evidence.ErrBadFact, evidence.ErrValidityExtended, f.End, c.Valid.To)}
 		}
 		seen[key] = true
 		out = append(out, f)
@@ -247,7 +259,9 @@ func (st *state) endFact(prev *evidence.Chunk, rec *connectors.Record, pending [
 		ends = append(ends, prev.Valid.To)
 	}
 	for _, fa := range st.facts[prev.ID] {
-		if endsValidity(fa.f) {
+		// A fact ending the chunk after its own end (which newFacts now
+		// refuses; an older index may hold one) is not an end said before.
+		if endsValidity(fa.f) && (prev.Valid.To.IsZero() || !prev.Valid.To.Before(fa.f.End)) {
 			ends = append(ends, fa.f.End)
 		}
 	}

@@ -98,3 +98,36 @@ func TestFactReplacementOfAnotherTenantRefused(t *testing.T) {
 	require.ErrorIs(t, err, evidence.ErrBadFact)
 	require.True(t, strings.Contains(err.Error(), "globex-later"), err.Error())
 }
+
+// A fact ending a chunk after its own valid_to would extend its validity:
+// refused (ErrBadFact and ErrValidityExtended, naming the record), so a
+// later record extending the validity to that day is ErrValidityExtended,
+// not "unchanged" (issue 31, item 7; on b3bfa5e the fact was accepted and
+// the record reported unchanged). A retraction after the end is no
+// extension and stays accepted.
+func TestFactEndingAfterOwnEndRefused(t *testing.T) {
+	ctx := context.Background()
+	e := checked(t, memEngine(t, Options{}))
+	s1 := vintage(t, "s1", "Series one value.", "2020-01-01", "2020-03-01", "", "2020-01-02")
+	_, err := e.Ingest(ctx, connectors.Records([]connectors.Record{s1}), IngestOptions{})
+	require.NoError(t, err)
+	late := asof.MustDate("2020-04-01")
+	for _, kind := range []evidence.FactKind{evidence.FactEnded, evidence.FactSuperseded} {
+		f := &evidence.Fact{Kind: kind, ChunkID: "s1", End: late, Anchor: late.Start()}
+		if kind == evidence.FactSuperseded {
+			f.By = "s2"
+		}
+		_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{{Where: "facts.jsonl:2", Fact: f}}), IngestOptions{})
+		require.ErrorIs(t, err, evidence.ErrBadFact, kind)
+		require.ErrorIs(t, err, evidence.ErrValidityExtended, kind)
+		require.Contains(t, err.Error(), `facts.jsonl:2: chunk "s1"`)
+	}
+	extend := vintage(t, "s1", "Series one value.", "2020-01-01", "2020-04-01", "", "2020-05-02")
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{extend}), IngestOptions{})
+	require.ErrorIs(t, err, evidence.ErrValidityExtended)
+
+	retract := &evidence.Fact{Kind: evidence.FactRetracted, ChunkID: "s1", End: late, Anchor: late.Start()}
+	rep, err := e.Ingest(ctx, connectors.Records([]connectors.Record{{Where: "facts.jsonl:3", Fact: retract}}), IngestOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Facts)
+}
