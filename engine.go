@@ -763,6 +763,14 @@ func (st *state) resolve(r reads) (int64, error) {
 			g = int64(i + 1)
 		}
 	}
+	if g == 0 { // generation 0 holds nothing: an empty pack would pass for an answer
+		first := "no commit yet"
+		if len(st.commits) > 0 {
+			first = "the first was committed at " + st.commits[0].Format(time.RFC3339)
+		}
+		return 0, fmt.Errorf("%w (%w): known-at %s is before the index's first commit (%s)",
+			ErrBeforeFirstCommit, ErrBadRequest, r.knownAt.UTC().Format(time.RFC3339), first)
+	}
 	return g, nil
 }
 
