@@ -83,8 +83,9 @@ type CitationDiff struct {
 	// ReplacementNow is Replacement's index in the latest pack; 0 when the
 	// latest pack does not cite it.
 	ReplacementNow int
-	// Detail says, for DiffTextChanged, what differs, and for DiffPurged,
-	// which purge; "" otherwise.
+	// Detail says, for DiffTextChanged, what differs; for DiffPurged,
+	// which purge; for a DiffSuperseded whose replacement is another
+	// tenant's (Fact.By is then cleared), that it is; "" otherwise.
 	Detail string
 }
 
@@ -232,6 +233,10 @@ func (sc scope) citationDiff(h evidence.Header, c evidence.Citation, now map[str
 		switch f.Kind {
 		case evidence.FactSuperseded:
 			d.Status = DiffSuperseded
+			if !sc.mayName(f.By) { // an index made before checkArrivals may hold one
+				d.Fact.By, d.Detail = "", "the replacing chunk is outside the pack's tenant scope"
+				break
+			}
 			d.Chain, d.Replacement = sc.replacement(h, f.By)
 			d.ReplacementNow = now[d.Replacement]
 		case evidence.FactRetracted:
@@ -257,7 +262,7 @@ func (sc scope) citationDiff(h evidence.Header, c evidence.Citation, now map[str
 // when the chain ends, loops or runs past maxReplacementChain links first.
 func (sc scope) replacement(h evidence.Header, by string) (chain []string, eligible string) {
 	seen := map[string]bool{} // lookups only
-	for id := by; id != "" && !seen[id] && len(chain) < maxReplacementChain; id = sc.supersededBy(id) {
+	for id := by; id != "" && !seen[id] && len(chain) < maxReplacementChain && sc.mayName(id); id = sc.supersededBy(id) {
 		seen[id] = true
 		chain = append(chain, id)
 		if e, ok, _ := sc.entry(id, h.AsOf); ok && e.Excluded == "" && h.Excludes(e.Chunk) == "" { // Diff's state holds every chunk: no read fails
@@ -367,6 +372,8 @@ func (d CitationDiff) describe() string {
 		return s
 	}
 	switch {
+	case d.Detail != "":
+		return s + "; " + d.Detail
 	case d.Replacement == "" && len(d.Chain) > 0:
 		return s + "; no replacement is eligible now (the chain ends at " + d.Chain[len(d.Chain)-1] + ")"
 	case d.Replacement == "":

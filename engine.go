@@ -384,6 +384,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	// Validate everything before touching storage.
 	batch := map[string]*evidence.Chunk{}
 	var add []*evidence.Chunk
+	var addWhere []string // each added chunk's record, for checkArrivals
 	var facts []*evidence.Fact
 	var factWhere []string
 	for i := range recs {
@@ -438,7 +439,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		}
 		cp := ch
 		batch[ch.ID] = &cp
-		add = append(add, &cp)
+		add, addWhere = append(add, &cp), append(addWhere, recs[i].Where)
 		if recs[i].By != "" && !cp.Valid.To.IsZero() && e.lex.HoldsFacts() {
 			// Already ended, by a chunk the source names: the supersession
 			// is a fact too, so an index that saw the chunk open first holds
@@ -464,6 +465,9 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		return rep, err
 	}
 	rep.Unchanged += same
+	if err := st.checkArrivals(add, addWhere); err != nil {
+		return rep, err
+	}
 	if len(add) == 0 && len(facts) == 0 {
 		return rep, nil
 	}
@@ -758,6 +762,14 @@ func (st *state) resolve(r reads) (int64, error) {
 		if !at.After(r.knownAt) {
 			g = int64(i + 1)
 		}
+	}
+	if g == 0 { // generation 0 holds nothing: an empty pack would pass for an answer
+		first := "no commit yet"
+		if len(st.commits) > 0 {
+			first = "the first was committed at " + st.commits[0].Format(time.RFC3339)
+		}
+		return 0, fmt.Errorf("%w (%w): known-at %s is before the index's first commit (%s)",
+			ErrBeforeFirstCommit, ErrBadRequest, r.knownAt.UTC().Format(time.RFC3339), first)
 	}
 	return g, nil
 }

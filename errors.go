@@ -43,4 +43,7 @@ var (
 	ErrBroken = errors.New("evpack: index needs reopening")
 	// ErrCheck: Engine.Check found a broken invariant.
 	ErrCheck = errors.New("evpack: check failed")
+	// ErrBeforeFirstCommit: a request's KnownAt is before the index's first
+	// commit, when the index held nothing; it also matches ErrBadRequest.
+	ErrBeforeFirstCommit = errors.New("evpack: known-at before the first commit")
 )

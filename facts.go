@@ -142,9 +142,12 @@ func (sc scope) readmit(d asof.Date) []string {
 // st and the chunks of the batch, and returns those to commit (a fact
 // already committed, or earlier in the batch, is left out and counted in
 // unchanged). A fact that names no chunk of either, whose replacing chunk
-// is unknown or of another tenant, or whose end falls on or before its
-// chunk's first valid day is an error naming its record; nothing of the
-// batch is then applied.
+// is of another tenant, whose end falls on or before its chunk's first
+// valid day, or (a new fact on a chunk committed before the batch, and not
+// a retraction, which ends no validity) after its chunk's own end, which
+// would extend the validity (evidence.ErrBadFact and
+// evidence.ErrValidityExtended), is an error naming its record; nothing of
+// the batch is then applied.
 func (st *state) newFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fact, where []string) (out []*evidence.Fact, unchanged int, err error) {
 	lookup := func(id string) (*evidence.Chunk, bool) {
 		if c, ok := st.chunks[id]; ok {
@@ -165,21 +168,74 @@ func (st *state) newFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fa
 		case !c.Valid.From.IsZero() && !c.Valid.From.Before(f.End):
 			return nil, 0, fail("ends on %s, on or before the chunk's first valid day %s", f.End, c.Valid.From)
 		}
-		// The replacement may not be fetched yet (a source names it before
-		// it arrives, or ingest order splits them); once known, it must be
-		// the same tenant's.
+		// A fact's tenant is its chunk's: tenants are sealed, so the
+		// replacement must be the same tenant's. It may not be fetched yet
+		// (a source names it before it arrives, or ingest order splits
+		// them): checkArrivals holds it to the rule when it comes.
 		if by, ok := lookup(f.By); ok && by.Tenant != c.Tenant {
-			return nil, 0, fail("replacing chunk %q belongs to another tenant", f.By)
+			return nil, 0, fail("replacing chunk %q belongs to tenant %q, the chunk to tenant %q", f.By, by.Tenant, c.Tenant)
 		}
 		key := f.Key()
 		if seen[key] || slices.ContainsFunc(st.facts[f.ChunkID], func(fa factAt) bool { return fa.f.Key() == key }) {
 			unchanged++
 			continue
 		}
+		// An end after the committed chunk's own would say it was valid
+		// past it (and let a later record "repeat" that end: endFact). In
+		// the chunk's own batch the record is the source's newer word (an
+		// end said, then moved earlier), so the fact stands there, inert.
+		if _, committed := st.chunks[f.ChunkID]; committed && f.Kind != evidence.FactRetracted &&
+			!c.Valid.To.IsZero() && c.Valid.To.Before(f.End) {
+			return nil, 0, &evidence.ChunkError{ChunkID: f.ChunkID, Where: where[i], Err: fmt.Errorf("%w (%w): ends on %s, after the chunk's own end %s",
+				evidence.ErrBadFact, evidence.ErrValidityExtended, f.End, c.Valid.To)}
+		}
 		seen[key] = true
 		out = append(out, f)
 	}
 	return out, unchanged, nil
+}
+
+// checkArrivals checks the chunks a batch adds (add, read from where)
+// against the supersessions committed before they arrived: a chunk that a
+// committed fact names as the replacement must belong to that fact's tenant
+// (its chunk's), else the batch fails with evidence.ErrBadFact naming the
+// chunk's record. Without it another tenant's chunk, arriving under the
+// announced ID, would become the replacement a tenant's Diff shows.
+func (st *state) checkArrivals(add []*evidence.Chunk, where []string) error {
+	if len(add) == 0 || len(st.factLog) == 0 {
+		return nil
+	}
+	pos := make(map[string]int, len(add)) // lookups only
+	for i, c := range add {
+		pos[c.ID] = i
+	}
+	for _, fa := range st.factLog { // commit order: the first offending fact is named
+		f := fa.f
+		if f.Kind != evidence.FactSuperseded {
+			continue
+		}
+		i, ok := pos[f.By]
+		if !ok {
+			continue
+		}
+		tenant, ok := st.tenantOf(f.ChunkID)
+		if !ok || add[i].Tenant == tenant {
+			continue
+		}
+		return &evidence.ChunkError{ChunkID: add[i].ID, Where: where[i], Err: fmt.Errorf(
+			"%w: chunk of tenant %q arrives as the replacement that a fact of generation %d names for chunk %q of tenant %q",
+			evidence.ErrBadFact, add[i].Tenant, fa.gen, f.ChunkID, tenant)}
+	}
+	return nil
+}
+
+// mayName reports whether a report of scope sc may show chunk ID id: a
+// committed chunk of a tenant of the scope, or an ID not committed at all
+// (a replacement the scope's own fact announced). Another tenant's ID never
+// leaves its tenant, even through a fact an older index let in.
+func (sc scope) mayName(id string) bool {
+	tenant, ok := sc.st.tenantOf(id)
+	return !ok || slices.Contains(sc.names, tenant)
 }
 
 // endFact turns a record that repeats stored chunk prev but for an earlier
@@ -203,7 +259,9 @@ func (st *state) endFact(prev *evidence.Chunk, rec *connectors.Record, pending [
 		ends = append(ends, prev.Valid.To)
 	}
 	for _, fa := range st.facts[prev.ID] {
-		if endsValidity(fa.f) {
+		// A fact ending the chunk after its own end (which newFacts now
+		// refuses; an older index may hold one) is not an end said before.
+		if endsValidity(fa.f) && (prev.Valid.To.IsZero() || !prev.Valid.To.Before(fa.f.End)) {
 			ends = append(ends, fa.f.End)
 		}
 	}

@@ -193,7 +193,6 @@ func TestKnownAtReadsTheStateOfThen(t *testing.T) {
 		knownAt   time.Time
 		gen       int64
 	}{
-		{"before any commit", "nothing was known: an empty pack", time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), 0},
 		{"long after", "the latest generation", time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC), latest.Generation},
 	}
 	for _, tc := range cases {
@@ -203,11 +202,7 @@ func TestKnownAtReadsTheStateOfThen(t *testing.T) {
 			p, err := e.Query(ctx, q)
 			require.NoError(t, err)
 			require.Equal(t, tc.gen, p.Generation, tc.why)
-			if tc.gen == 0 {
-				require.Empty(t, p.Citations)
-			} else {
-				require.Equal(t, latest.Bytes(), p.Bytes())
-			}
+			require.Equal(t, latest.Bytes(), p.Bytes())
 		})
 	}
 	bad := []struct {
@@ -218,12 +213,22 @@ func TestKnownAtReadsTheStateOfThen(t *testing.T) {
 		{"generation not committed", Request{Question: "q", AsOf: r.AsOf, Generation: 99}, "generation 99 is not committed (the latest is 2)"},
 		{"negative generation", Request{Question: "q", AsOf: r.AsOf, Generation: -1}, "generation -1 < 0"},
 		{"both pins", Request{Question: "q", AsOf: r.AsOf, Generation: 1, KnownAt: time.Now()}, "not both"},
+		// Nothing was known then: an error, never an empty pack of
+		// generation 0 (issue 31, item 12).
+		{"before any commit", Request{Question: "q", AsOf: r.AsOf, KnownAt: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)},
+			"known-at 2000-01-01T00:00:00Z is before the index's first commit (the first was committed at "},
 	}
 	for _, tc := range bad {
 		_, err := e.Query(ctx, tc.r)
 		require.ErrorIs(t, err, ErrBadRequest, tc.name)
 		require.Contains(t, err.Error(), tc.want, tc.name)
 	}
+	_, err = e.Query(ctx, bad[len(bad)-1].r)
+	require.ErrorIs(t, err, ErrBeforeFirstCommit)
+	empty := memEngine(t, Options{})
+	_, err = empty.Query(ctx, Request{Question: "q", AsOf: r.AsOf, KnownAt: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	require.ErrorIs(t, err, ErrBeforeFirstCommit)
+	require.Contains(t, err.Error(), "(no commit yet)")
 }
 
 // TestHistoryAndScope: the accessors name what packs record.

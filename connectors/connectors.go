@@ -26,6 +26,10 @@ var ErrSyntax = errors.New("connectors: syntax error")
 // ErrField reports a field with a bad value (an unreadable date, say).
 var ErrField = errors.New("connectors: bad field")
 
+// ErrDuplicateVersion reports two versions of one statute sharing a label,
+// which names their chunks; it also matches ErrField.
+var ErrDuplicateVersion = fmt.Errorf("%w: two versions share a label", ErrField)
+
 // Record is one chunk, or one fact about a chunk, and where it came from
 // ("file:line").
 //

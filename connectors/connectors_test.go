@@ -387,3 +387,30 @@ func TestJSONLHistoryFixtures(t *testing.T) {
 		t.Fatalf("retract.jsonl: %+v", retract)
 	}
 }
+
+// Two versions of a statute with the same label would give their chunks one
+// ID, or with equal texts merge the second into the first silently: refused
+// with ErrDuplicateVersion naming both (issue 31, item 8; FuzzStatute found
+// "a chunk cannot supersede itself" on b3bfa5e). A version without a label
+// is labelled by its in_force day, which counts too.
+func TestStatuteDuplicateVersionLabels(t *testing.T) {
+	for _, tc := range []struct{ name, raw, want string }{
+		{"different texts", `{"doc_id":"x","versions":[{"version":"v","published":"2020-01-01","in_force":"2020-01-01","text":"§ 1 a"},` +
+			`{"version":"v","published":"2020-06-01","in_force":"2020-07-01","text":"§ 1 b"}]}`,
+			`s.json: chunk "x": connectors: bad field: two versions share a label: versions[0] and versions[1] are both labelled "v"`},
+		{"equal texts", `{"doc_id":"x","versions":[{"version":"v","published":"2020-01-01","in_force":"2020-01-01","text":"§ 1 a"},` +
+			`{"version":"v","published":"2020-06-01","in_force":"2020-07-01","text":"§ 1 a"}]}`,
+			`versions[0] and versions[1] are both labelled "v"`},
+		{"an amendment", `{"doc_id":"x","versions":[{"version":"v","published":"2020-01-01","in_force":"2020-01-01","text":"§ 1 a"}],` +
+			`"amendments":[{"version":"v","published":"2020-06-01","in_force":"2020-07-01","changes":[{"article":"1","text":"§ 1 b"}]}]}`,
+			`versions[0] and amendments[0] are both labelled "v"`},
+		{"a label equal to an in_force day", `{"doc_id":"x","versions":[{"published":"2020-01-01","in_force":"2020-01-01","text":"§ 1 a"},` +
+			`{"version":"2020-01-01","published":"2020-06-01","in_force":"2020-07-01","text":"§ 1 b"}]}`,
+			`versions[0] and versions[1] are both labelled "2020-01-01"`},
+	} {
+		_, err := NewStatute().Parse("s.json", []byte(tc.raw))
+		if !errors.Is(err, ErrDuplicateVersion) || !errors.Is(err, ErrField) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want ErrDuplicateVersion saying %q", tc.name, err, tc.want)
+		}
+	}
+}

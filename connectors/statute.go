@@ -50,6 +50,8 @@ const MaxClauseChars = 1500
 //	                             {"article": "6", "text": "Article 6 ..."},
 //	                             {"article": "3", "repeal": true}]}]}
 //
+// Two versions (or amendments) with the same label are refused
+// (ErrDuplicateVersion, naming both): the label is part of every chunk ID.
 // An amendment that names text its article does not contain exactly once,
 // an article that does not exist, or that comes into force before the version
 // it amends, is refused with the reason.
@@ -219,6 +221,17 @@ func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 			return nil, err
 		}
 		versions = append(versions, v)
+	}
+	// A version's label is in its chunks' IDs: two versions sharing one
+	// would give two chunks one ID, or (equal texts) merge the second into
+	// the first without a word.
+	byLabel := make(map[string]string, len(versions)) // label -> where; lookups only
+	for _, v := range versions {
+		if first, ok := byLabel[v.label]; ok {
+			return nil, &evidence.ChunkError{ChunkID: f.DocID, Where: path, Err: fmt.Errorf("%w: %s and %s are both labelled %q (a label given or, when none is, the in_force day)",
+				ErrDuplicateVersion, first, v.where, v.label)}
+		}
+		byLabel[v.label] = v.where
 	}
 
 	// Walk versions in force order; a unit (article lead-in, clause, or piece

@@ -30,7 +30,8 @@ var (
 	ErrNotCanonical = errors.New("evidence: pack bytes are not canonical")
 	// ErrBadFact: a fact is malformed (unknown kind, no end or anchor), names
 	// no committed chunk, or contradicts it (an end on or before the day its
-	// validity starts).
+	// validity starts; an end after a committed chunk's own end, which also
+	// matches ErrValidityExtended).
 	ErrBadFact = errors.New("evidence: bad fact")
 	// ErrValidityExtended: a record would extend or reopen a stored chunk's
 	// validity. Facts only end validity; a new version needs a new chunk ID.

@@ -244,6 +244,9 @@ func Parse(b []byte) (*Pack, error) {
 	if w.Format != FormatVersion {
 		return nil, fmt.Errorf("%w: format %q, want %q (a pack of another format cannot be verified here; run its request again)", ErrBadPack, w.Format, FormatVersion)
 	}
+	if err := checkWireHeader(&w); err != nil {
+		return nil, err
+	}
 	p := &Pack{Question: w.Question, Tenant: w.Tenant, K: w.K, Generation: w.Generation}
 	var err error
 	if p.AsOf, err = asof.ParseDate(w.AsOf); err != nil {
@@ -285,6 +288,27 @@ func Parse(b []byte) (*Pack, error) {
 		return nil, ErrNotCanonical
 	}
 	return p, nil
+}
+
+// checkWireHeader refuses header values no index writes: a negative
+// generation, k below 1, more citations than k, citations not numbered
+// 1..n in order. Each is ErrBadPack naming the field, never a pack that a
+// replay could only call different.
+func checkWireHeader(w *wirePack) error {
+	switch {
+	case w.Generation < 0:
+		return fmt.Errorf("%w: generation %d is negative", ErrBadPack, w.Generation)
+	case w.K < 1:
+		return fmt.Errorf("%w: k %d is below 1", ErrBadPack, w.K)
+	case len(w.Citations) > w.K:
+		return fmt.Errorf("%w: citations: %d, more than k %d", ErrBadPack, len(w.Citations), w.K)
+	}
+	for i, c := range w.Citations {
+		if c.Index != i+1 {
+			return fmt.Errorf("%w: citations[%d].index is %d, want %d", ErrBadPack, i, c.Index, i+1)
+		}
+	}
+	return nil
 }
 
 func optInstant(s string) (time.Time, error) {

@@ -1,6 +1,9 @@
 package rerank
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors of the learned reranker, its model files and its trainer.
 // Each is returned wrapped with the place it concerns (a file and byte offset,
@@ -14,6 +17,11 @@ var (
 	// ErrModelVersion: a sealed model of another format version, or one
 	// trained on another feature set than this build computes.
 	ErrModelVersion = errors.New("rerank: model of another version or feature set")
+	// ErrModelTooLarge: a model file is larger than MaxModelBytes, or
+	// declares more trees or nodes than the format's limits (MaxModelTrees,
+	// MaxTreeNodes, MaxModelNodes) or than its bytes can hold; refused
+	// before anything is allocated for them. It also matches ErrModel.
+	ErrModelTooLarge = fmt.Errorf("%w: too large", ErrModel)
 	// ErrTrain: training input or settings the trainer cannot use (no
 	// question with a gold chunk in its pool, a feature row of the wrong
 	// width, settings out of range).

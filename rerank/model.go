@@ -33,8 +33,26 @@ const (
 	modelMagicPrefix = "evpack-rerank-model/"
 )
 
-// Limits a model file must respect.
+// Limits a model file must respect. Each is checked against the counts a
+// file declares before anything is allocated for them, so a file at the
+// format's limits (or claiming more than its bytes hold) costs no more
+// memory than its own size: ErrModelTooLarge.
 const (
+	// MaxModelBytes bounds a sealed model file (LoadModel checks the
+	// file's size before reading it). The embedded ObliQA model is 44 KB.
+	MaxModelBytes = 64 << 20
+	// MaxModelTrees bounds the trees of a model.
+	MaxModelTrees = maxTrees
+	// MaxTreeNodes bounds the nodes of one tree.
+	MaxTreeNodes = maxNodes
+	// MaxModelNodes bounds the nodes of all trees together: at about 40
+	// bytes a node decoded and compiled, a model at the limit takes some
+	// 170 MB. The trainer refuses settings that could exceed it.
+	MaxModelNodes = 1 << 22
+	// MaxModelFeatures is the feature count a model row has: exactly
+	// NumFeatures, which this build computes.
+	MaxModelFeatures = NumFeatures
+
 	maxTrees     = 10_000
 	maxNodes     = 1 << 16
 	maxLeafValue = 1 << 40
@@ -314,6 +332,9 @@ func (m *Model) encode() []byte {
 
 // LoadModel reads and checks a model file: all of it or nothing.
 func LoadModel(path string) (*Model, error) {
+	if fi, err := os.Stat(path); err == nil && fi.Size() > MaxModelBytes { // before reading it
+		return nil, fmt.Errorf("%w: %s: %d bytes, at most %d", ErrModelTooLarge, path, fi.Size(), MaxModelBytes)
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrModel, path, err)
@@ -323,6 +344,9 @@ func LoadModel(path string) (*Model, error) {
 
 // DecodeModel checks a sealed model file; where names it in errors.
 func DecodeModel(raw []byte, where string) (*Model, error) {
+	if len(raw) > MaxModelBytes {
+		return nil, fmt.Errorf("%w: %s: %d bytes, at most %d", ErrModelTooLarge, where, len(raw), MaxModelBytes)
+	}
 	body, err := fsutil.Unseal(raw, modelMagic, 1)
 	if err != nil {
 		line, _, _ := strings.Cut(string(raw[:min(len(raw), 64)]), "\n")
@@ -341,8 +365,20 @@ func DecodeModel(raw []byte, where string) (*Model, error) {
 	}
 	m.record = d.str()
 	nt := d.count(maxTrees, "trees")
+	// Every tree takes at least three bytes (its count, a leaf's two), and
+	// every node two: counts the bytes left cannot hold are refused before
+	// any slice is made for them.
+	if d.err == nil && nt > len(d.rest())/3 {
+		return nil, fmt.Errorf("%w: %s: byte %d: %d trees declared, %d bytes left", ErrModelTooLarge, where, d.off, nt, len(d.rest()))
+	}
+	m.trees = make([][]Node, 0, nt)
+	total := 0
 	for t := 0; t < nt && d.err == nil; t++ {
 		nn := d.count(maxNodes, "nodes")
+		if total += nn; d.err == nil && (total > MaxModelNodes || nn > len(d.rest())/2) {
+			return nil, fmt.Errorf("%w: %s: byte %d: tree %d declares %d nodes (%d in all, at most %d; %d bytes left)",
+				ErrModelTooLarge, where, d.off, t, nn, total, MaxModelNodes, len(d.rest()))
+		}
 		nodes := make([]Node, 0, nn)
 		for i := 0; i < nn && d.err == nil; i++ {
 			f := d.uvarint()

@@ -62,6 +62,8 @@ func (o TrainOptions) withDefaults() (TrainOptions, error) {
 		return o, fmt.Errorf("%w: trees %d not in [1, %d]", ErrTrain, o.Trees, maxTrees)
 	case o.Leaves < 2 || o.Leaves > 1024:
 		return o, fmt.Errorf("%w: leaves %d not in [2, 1024]", ErrTrain, o.Leaves)
+	case o.Trees*(2*o.Leaves-1) > MaxModelNodes: // a tree of n leaves has 2n-1 nodes
+		return o, fmt.Errorf("%w: %d trees of %d leaves could hold %d nodes, more than a model may (%d)", ErrTrain, o.Trees, o.Leaves, o.Trees*(2*o.Leaves-1), MaxModelNodes)
 	case !(o.LearningRate > 0 && o.LearningRate <= 1):
 		return o, fmt.Errorf("%w: learning rate %v not in (0, 1]", ErrTrain, o.LearningRate)
 	case o.MinLeafRows < 1:

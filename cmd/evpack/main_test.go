@@ -310,9 +310,12 @@ func TestQueryAtAnEarlierGeneration(t *testing.T) {
 	code, latest, _ := runCLI(t, "query", "--index", dir, "--as-of", "2026-02-01", "--format", "json", q)
 	require.Equal(t, 0, code)
 	require.Contains(t, latest, `"generation":2,`)
-	code, early, _ := runCLI(t, "query", "--index", dir, "--as-of", "2026-02-01", "--known-at", "2000-01-01T00:00:00Z", "--format", "json", q)
-	require.Equal(t, 0, code)
-	require.Contains(t, early, `"citations":[]`)
+	// Before the first commit the index held nothing: an error, not an
+	// empty pack that exits 0 (issue 31, item 12).
+	code, early, errs := runCLI(t, "query", "--index", dir, "--as-of", "2026-02-01", "--known-at", "2000-01-01T00:00:00Z", "--format", "json", q)
+	require.Equal(t, 2, code, early)
+	require.Empty(t, early)
+	require.Contains(t, errs, "known-at 2000-01-01T00:00:00Z is before the index's first commit (the first was committed at ")
 
 	pack := filepath.Join(t.TempDir(), "pack.json")
 	require.NoError(t, os.WriteFile(pack, []byte(first), 0o644))
