@@ -38,6 +38,7 @@ import (
 	"strings"
 
 	"github.com/evpack/evpack"
+	"github.com/evpack/evpack/retrieve"
 )
 
 func main() {
@@ -137,7 +138,9 @@ func exitCode(err error) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, evpack.ErrCorrupt), errors.Is(err, evpack.ErrOldFormat), errors.Is(err, evpack.ErrLocked),
-		errors.Is(err, evpack.ErrBroken), errors.Is(err, fs.ErrPermission):
+		errors.Is(err, evpack.ErrBroken), errors.Is(err, fs.ErrPermission), errors.Is(err, retrieve.ErrLexical):
+		// A lexical index that cannot be read is damage (rebuild-lexical
+		// mends it), never bad usage.
 		return 3
 	}
 	return 2
