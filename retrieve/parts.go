@@ -666,3 +666,19 @@ func (s *partSummary) sameAs(o *partSummary) bool {
 	}
 	return true
 }
+
+// ReadLayout returns the analyzer and partition span of the partitioned
+// lexical index in dir, from its layout file, without opening any bleve
+// index: what a rebuild of a damaged index keeps. An unpartitioned index
+// (bleve's metadata at the top, whose mapping, and so analyzer, is in a
+// store that may be the damaged part) gives "" and 0.
+func ReadLayout(dir string) (analyzer string, partitionDays int64, err error) {
+	if _, err := os.Stat(filepath.Join(dir, "index_meta.json")); err == nil {
+		return "", 0, nil
+	}
+	lay, err := readLayout(filepath.Join(dir, layoutName))
+	if err != nil {
+		return "", 0, err
+	}
+	return lay.Analyzer, lay.PartitionDays, nil
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +16,8 @@ type lexicalDamage struct {
 	name   string
 	damage func(t *testing.T, dir, sibling string)
 	code   int // check's exit status: 3, or 1 where check lists what differs
+	// mended: rebuild-lexical mends it (not a damage outside lexical/)
+	mended bool
 }
 
 // firstPart returns the first partition directory of dir's lexical index,
@@ -59,29 +62,29 @@ func lexicalDamages() []lexicalDamage {
 	bolt := func(t *testing.T, dir string) string { return filepath.Join(firstPart(t, dir), "store", "root.bolt") }
 	first := func(int) int { return 0 }
 	return []lexicalDamage{
-		{"partition metadata: its first byte flipped", func(t *testing.T, dir, _ string) { flipByte(t, meta(t, dir), first) }, 3},
-		{"partition metadata: truncated", func(t *testing.T, dir, _ string) { truncateHalf(t, meta(t, dir)) }, 3},
-		{"partition metadata: deleted", func(t *testing.T, dir, _ string) { require.NoError(t, os.Remove(meta(t, dir))) }, 3},
-		{"root.bolt: truncated to half", func(t *testing.T, dir, _ string) { truncateHalf(t, bolt(t, dir)) }, 3},
-		{"root.bolt: deleted", func(t *testing.T, dir, _ string) { require.NoError(t, os.Remove(bolt(t, dir))) }, 3},
-		{"segment: deleted", func(t *testing.T, dir, _ string) { require.NoError(t, os.Remove(segment(t, firstPart(t, dir)))) }, 3},
-		{"segment: truncated", func(t *testing.T, dir, _ string) { truncateHalf(t, segment(t, firstPart(t, dir))) }, 3},
-		{"evpack-lexical.json: a byte flipped", func(t *testing.T, dir, _ string) { flipByte(t, layout(dir), func(int) int { return 3 }) }, 3},
+		{"partition metadata: its first byte flipped", func(t *testing.T, dir, _ string) { flipByte(t, meta(t, dir), first) }, 3, true},
+		{"partition metadata: truncated", func(t *testing.T, dir, _ string) { truncateHalf(t, meta(t, dir)) }, 3, true},
+		{"partition metadata: deleted", func(t *testing.T, dir, _ string) { require.NoError(t, os.Remove(meta(t, dir))) }, 3, true},
+		{"root.bolt: truncated to half", func(t *testing.T, dir, _ string) { truncateHalf(t, bolt(t, dir)) }, 3, true},
+		{"root.bolt: deleted", func(t *testing.T, dir, _ string) { require.NoError(t, os.Remove(bolt(t, dir))) }, 3, true},
+		{"segment: deleted", func(t *testing.T, dir, _ string) { require.NoError(t, os.Remove(segment(t, firstPart(t, dir)))) }, 3, true},
+		{"segment: truncated", func(t *testing.T, dir, _ string) { truncateHalf(t, segment(t, firstPart(t, dir))) }, 3, true},
+		{"evpack-lexical.json: a byte flipped", func(t *testing.T, dir, _ string) { flipByte(t, layout(dir), func(int) int { return 3 }) }, 3, true},
 		{"evpack-lexical.json: a digit of partition_days changed", func(t *testing.T, dir, _ string) {
 			raw, err := os.ReadFile(layout(dir))
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(layout(dir), []byte(strings.Replace(string(raw), `"partition_days":90`, `"partition_days":91`, 1)), 0o644))
-		}, 3},
-		{"evpack-lexical.json: truncated", func(t *testing.T, dir, _ string) { truncateHalf(t, layout(dir)) }, 3},
-		{"evpack-lexical.json: deleted", func(t *testing.T, dir, _ string) { require.NoError(t, os.Remove(layout(dir))) }, 3},
+		}, 3, true},
+		{"evpack-lexical.json: truncated", func(t *testing.T, dir, _ string) { truncateHalf(t, layout(dir)) }, 3, true},
+		{"evpack-lexical.json: deleted", func(t *testing.T, dir, _ string) { require.NoError(t, os.Remove(layout(dir))) }, 3, true},
 		{"an extra partition directory", func(t *testing.T, dir, _ string) {
 			require.NoError(t, os.CopyFS(filepath.Join(dir, "lexical", "p-0000000000000000-1"), os.DirFS(firstPart(t, dir))))
-		}, 3},
-		{"a partition directory deleted", func(t *testing.T, dir, _ string) { require.NoError(t, os.RemoveAll(firstPart(t, dir))) }, 3},
+		}, 3, true},
+		{"a partition directory deleted", func(t *testing.T, dir, _ string) { require.NoError(t, os.RemoveAll(firstPart(t, dir))) }, 3, true},
 		{"the lexical directory of a sibling index", func(t *testing.T, dir, sibling string) {
 			require.NoError(t, os.RemoveAll(filepath.Join(dir, "lexical")))
 			require.NoError(t, os.CopyFS(filepath.Join(dir, "lexical"), os.DirFS(filepath.Join(sibling, "lexical"))))
-		}, 1}, // the same chunks, committed in the other order: check lists every document whose generation differs
+		}, 1, true}, // the same chunks, committed in the other order: check lists every document whose generation differs
 		{"the checkpoint of a sibling index", func(t *testing.T, dir, sibling string) {
 			ck, err := filepath.Glob(filepath.Join(sibling, "state-*.bin"))
 			require.NoError(t, err)
@@ -89,8 +92,8 @@ func lexicalDamages() []lexicalDamage {
 			raw, err := os.ReadFile(ck[0])
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.Base(ck[0])), raw, 0o644))
-		}, 3},
-		{"the lexical directory deleted", func(t *testing.T, dir, _ string) { require.NoError(t, os.RemoveAll(filepath.Join(dir, "lexical"))) }, 3},
+		}, 3, false},
+		{"the lexical directory deleted", func(t *testing.T, dir, _ string) { require.NoError(t, os.RemoveAll(filepath.Join(dir, "lexical"))) }, 3, true},
 	}
 }
 
@@ -118,7 +121,20 @@ func TestLexicalDamageExitCodes(t *testing.T) {
 			code, _, errs = runCLI(t, "query", "--index", dir, "--as-of", "2026-01-15", q)
 			require.NotEqual(t, 2, code, "query: %s", errs)
 			t.Logf("check: %s", strings.TrimSpace(errs))
+
+			code, out, errs = runCLI(t, "rebuild-lexical", "--index", dir)
+			if !d.mended {
+				require.Equal(t, 3, code, "rebuild-lexical: %s%s", out, errs)
+				return
+			}
+			require.Equal(t, 0, code, "rebuild-lexical: %s%s", out, errs)
+			require.Equal(t, fmt.Sprintf("rebuilt the lexical index of %s from its batch files: 18 documents\nok: the index checks whole\n", dir), out)
+			code, out, errs = runCLI(t, "check", "--index", dir)
+			require.Equal(t, 0, code, "check after the rebuild: %s%s", out, errs)
+			require.NotContains(t, out, "stray")
+			code, pack, errs := runCLI(t, "query", "--index", dir, "--as-of", "2026-01-15", "--format", "json", q)
+			require.Equal(t, 0, code, errs)
+			require.Equal(t, wantPack, pack, "the rebuilt index answers as the pristine one")
 		})
 	}
-	_ = wantPack
 }

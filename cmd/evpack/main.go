@@ -7,6 +7,7 @@
 //	evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
 //	evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
 //	evpack check  --index DIR
+//	evpack rebuild-lexical --index DIR
 //	evpack purge  --index DIR --reason TEXT CHUNK_ID...
 //	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker learned|arithmetic|none] [--json]
 //	evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
@@ -53,6 +54,7 @@ const usage = `usage:
   evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
   evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
   evpack check  --index DIR
+  evpack rebuild-lexical --index DIR   (rebuild the lexical index from the batch files, when check finds it damaged)
   evpack purge  --index DIR --reason TEXT CHUNK_ID...
   evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker learned|arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]
   evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR] [--folds 5] [--seed 1] [trainer flags]
@@ -110,6 +112,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdDiff(ctx, args[1:], stdout, stderr)
 	case "check":
 		err = cmdCheck(ctx, args[1:], stdout, stderr)
+	case "rebuild-lexical":
+		err = cmdRebuildLexical(ctx, args[1:], stdout, stderr)
 	case "eval":
 		err = cmdEval(ctx, args[1:], stdout, stderr)
 	case "vectors":
