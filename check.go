@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/fsutil"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/retrieve"
 )
@@ -20,8 +24,9 @@ type CheckReport struct {
 	Chunks     int           // committed chunks
 	Files      []CheckedFile // every stored file the manifest names, in manifest order
 	// Strays are files in the index directory that the manifest does not
-	// name (a temp file left by a crash, say): harmless, reported, never
-	// deleted.
+	// name (a temporary directory left by a crash, say): reported, never
+	// deleted. One that may hold chunk text (a temp file of an atomic
+	// write, or a file in chunks/) is also a problem.
 	Strays   []string
 	Problems []string // empty iff the index is healthy
 }
@@ -182,7 +187,7 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, corruptLexical(ctx, err)
 	}
 	if seen != len(st.chunks)-len(st.purged) {
 		bad("lexical index holds %d documents, store %d chunks (%d of them purged)", seen, len(st.chunks), len(st.purged))
@@ -270,6 +275,18 @@ func (e *Engine) checkFiles(st *state, analyses map[string]analyzed, rep *CheckR
 		bad("list %s: %v", e.dir, err)
 	}
 	rep.Strays = strays
+	for _, s := range strays {
+		// A temp file of an atomic write, or a file in chunks/ the manifest
+		// does not name (a batch or analysis file a commit made obsolete,
+		// come back after a power cut), may hold chunk text: a purged
+		// chunk's. Open removes the temp files; one that is left, and any
+		// such file, is a problem, not a harmless stray.
+		dir, base := path.Split(s)
+		if fi, err := os.Lstat(filepath.Join(e.dir, s)); err == nil && fi.Mode().IsRegular() &&
+			(fsutil.IsTemp(base) || dir == storage.ChunksDir+"/") {
+			bad("%s: a file the manifest does not name, which may hold chunk text (an interrupted write's or an obsolete batch's); remove it", filepath.Join(e.dir, s))
+		}
+	}
 }
 
 // checkTenants compares the per-tenant figures of st with a recount.
@@ -319,4 +336,16 @@ func checkAnalysis(e *Engine, b storage.Batch, chunks []*evidence.Chunk, analyse
 			bad("%s: chunk %q: reranker terms differ from its text's analysis", b.Analysis, c.ID)
 		}
 	}
+}
+
+// corruptLexical marks err, a failure to read the lexical index of an
+// existing index, as ErrCorrupt: a partition bleve refuses or panics on, a
+// damaged layout file, a partition the catalog does not name. Those are
+// damage to be rebuilt (evpack rebuild-lexical), not bad input. A
+// cancelled context is left as it is.
+func corruptLexical(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil || errors.Is(err, ErrCorrupt) || !errors.Is(err, retrieve.ErrLexical) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrCorrupt, err)
 }

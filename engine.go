@@ -115,6 +115,9 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	}
 	fail := func(err error) (*Engine, error) {
 		d.Close()
+		if d.Manifest().Generation > 0 { // a lexical index that held committed documents is damaged, not bad input
+			err = corruptLexical(context.Background(), err)
+		}
 		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
 	}
 	lexDir := filepath.Join(dir, storage.LexicalDir)
@@ -890,7 +893,7 @@ func (e *Engine) searchLexical(ctx context.Context, st *state, text string, elig
 		return retrieve.Result{}, errMoved
 	}
 	res, err := e.lex.Search(ctx, text, elig, st.bounds, e.opts.Pool, stats)
-	if errors.Is(err, retrieve.ErrCatalogMismatch) { // a partition read for the first time
+	if errors.Is(err, retrieve.ErrCatalogMismatch) || errors.Is(err, retrieve.ErrDamaged) { // a partition read for the first time
 		err = fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return res, err

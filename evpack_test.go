@@ -44,6 +44,10 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if dir := os.Getenv(tempCrashEnv); dir != "" {
+		fmt.Fprintln(os.Stderr, tempCrashChild(dir))
+		os.Exit(3)
+	}
 	if dir := os.Getenv("EVPACK_REPLAY_DIR"); dir != "" {
 		if err := replayHelper(dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)

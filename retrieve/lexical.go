@@ -322,6 +322,11 @@ func createLexical(dir, an string) error {
 	if err := idx.Close(); err != nil {
 		return err
 	}
+	// bleve writes its metadata without an fsync: a power cut after the
+	// rename could leave it empty, and the partition unopenable.
+	if err := syncFile(filepath.Join(path, "index_meta.json")); err != nil {
+		return err
+	}
 	if err := syncDir(path); err != nil {
 		return err
 	}
@@ -352,6 +357,19 @@ func syncDir(dir string) error {
 		}
 	}
 	return nil
+}
+
+// syncFile makes the content of file name durable.
+func syncFile(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func newMapping(an string) *mapping.IndexMappingImpl {
@@ -1150,6 +1168,11 @@ func (l *Lexical) Merge(ctx context.Context) (err error) {
 		}
 		opts := mergeplan.SingleSegmentMergePlanOptions
 		if err := s.ForceMerge(ctx, &opts); err != nil {
+			return fmt.Errorf("%w: merge %s: %v", ErrLexical, p.dir, err)
+		}
+		// The merged segment's entry, and the removal of the segments it
+		// replaced (which may hold a purged text), made durable.
+		if err := syncDir(p.dir); err != nil {
 			return fmt.Errorf("%w: merge %s: %v", ErrLexical, p.dir, err)
 		}
 	}

@@ -1,6 +1,7 @@
 package retrieve
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/hex"
@@ -18,6 +19,8 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/zeebo/blake3"
+
+	"github.com/evpack/evpack/internal/fsutil"
 )
 
 // Partitions: the lexical index is one bleve index per partition, a
@@ -47,10 +50,14 @@ import (
 const DefaultPartitionDays = 90
 
 // layoutName is the file of a partitioned lexical directory that names its
-// format; layoutFormat its current version.
+// format; layoutFormat its current version. Version 2 is the JSON of
+// version 1 sealed as text (fsutil.SealText: a checksum line after it), so
+// that a damaged layout is told from one of another build; version 1, the
+// same JSON unsealed, is still read.
 const (
-	layoutName   = "evpack-lexical.json"
-	layoutFormat = "evpack-lexical-parts/1"
+	layoutName     = "evpack-lexical.json"
+	layoutFormat   = "evpack-lexical-parts/2"
+	layoutFormatV1 = "evpack-lexical-parts/1"
 )
 
 // Internal keys of a partition's bleve index.
@@ -333,9 +340,9 @@ func (l *Lexical) makePart(k partKey) (*part, error) {
 func (l *Lexical) openPart(dir string, ro bool) (*part, error) {
 	// bleve opens an index for writing by persisting its snapshot again
 	// (a bbolt commit and an fdatasync): not on a query's path.
-	idx, err := bleve.OpenUsing(dir, map[string]any{"read_only": ro})
+	idx, err := openBleve(dir, ro)
 	if err != nil {
-		return nil, fmt.Errorf("%w: open partition %s: %v", ErrLexical, dir, err)
+		return nil, err
 	}
 	fail := func(format string, args ...any) (*part, error) {
 		idx.Close()
@@ -375,6 +382,30 @@ func (l *Lexical) openPart(dir string, ro bool) (*part, error) {
 		p.sum.Bounds.Tenants = map[string]int{}
 	}
 	return p, nil
+}
+
+// ErrDamaged: a partition's files are damaged: bleve refused them, or
+// panicked reading them (bbolt asserts on a truncated root file). The
+// error names the partition's directory; the other partitions are still
+// read.
+var ErrDamaged = fmt.Errorf("%w: damaged partition", ErrLexical)
+
+// openBleve opens the bleve index in dir. bbolt and zapx panic on some
+// damaged files instead of returning an error, in the opening goroutine
+// (a partition may be opened in a goroutine of ensureAll's, where a panic
+// would end the process): it is turned into ErrDamaged here, so that one
+// tenant's damaged file fails that tenant's requests, not the service.
+func openBleve(dir string, ro bool) (idx bleve.Index, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			idx, err = nil, fmt.Errorf("%w: partition %s: bleve panicked opening it: %v", ErrDamaged, dir, r)
+		}
+	}()
+	idx, err = bleve.OpenUsing(dir, map[string]any{"read_only": ro})
+	if err != nil {
+		return nil, fmt.Errorf("%w: open partition %s: %v", ErrDamaged, dir, err)
+	}
+	return idx, nil
 }
 
 // write applies one batch to p: adds (indexed, or replacing the document of
@@ -424,6 +455,15 @@ func (l *Lexical) write(ctx context.Context, p *part, adds []Doc, deletes []stri
 	if err := p.idx.Batch(b); err != nil {
 		return l.fail(fmt.Errorf("%w: partition %s: batch of %d: %v", ErrLexical, p.key.dirName(), len(adds)+len(deletes), err))
 	}
+	// bleve fsyncs the segment file and its root file, not the directory
+	// that names the segment: without this a power cut after the manifest
+	// could lose the segment's entry, and bleve would load an older
+	// snapshot than the manifest's.
+	if p.dir != "" {
+		if err := syncDir(p.dir); err != nil {
+			return l.fail(fmt.Errorf("%w: partition %s: %v", ErrLexical, p.key.dirName(), err))
+		}
+	}
 	return nil
 }
 
@@ -431,16 +471,9 @@ func (l *Lexical) write(ctx context.Context, p *part, adds []Doc, deletes []stri
 // partition in it unless deferred (see LexicalOptions.Deferred), when it
 // only lists them.
 func (l *Lexical) openParts(dir string, deferred bool) error {
-	raw, err := os.ReadFile(filepath.Join(dir, layoutName))
+	lay, err := readLayout(filepath.Join(dir, layoutName))
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrLexical, err)
-	}
-	var lay layout
-	if err := json.Unmarshal(raw, &lay); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrLexical, filepath.Join(dir, layoutName), err)
-	}
-	if lay.Format != layoutFormat || lay.PartitionDays <= 0 {
-		return fmt.Errorf("%w: %s: format %q with %d days a partition, this build reads %q", ErrLexical, filepath.Join(dir, layoutName), lay.Format, lay.PartitionDays, layoutFormat)
+		return err
 	}
 	l.name, l.days = lay.Analyzer, lay.PartitionDays
 	entries, err := os.ReadDir(dir)
@@ -459,6 +492,37 @@ func (l *Lexical) openParts(dir string, deferred bool) error {
 		return nil
 	}
 	return l.openDirs(names, false)
+}
+
+// readLayout reads and checks the layout file name: sealed (version 2),
+// or unsealed of version 1 (written before the seal).
+func readLayout(name string) (layout, error) {
+	var lay layout
+	raw, err := os.ReadFile(name)
+	if err != nil {
+		return lay, fmt.Errorf("%w: %v", ErrLexical, err)
+	}
+	want := layoutFormat
+	body, serr := fsutil.UnsealText(raw)
+	if serr != nil {
+		body, want = raw, layoutFormatV1
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&lay); err != nil || dec.More() {
+		if serr != nil {
+			err = serr // neither sealed nor the JSON of version 1
+		}
+		return lay, fmt.Errorf("%w: %s: %v", ErrLexical, name, err)
+	}
+	if lay.Format != want || lay.PartitionDays <= 0 || lay.Analyzer == "" {
+		if serr != nil && lay.Format == layoutFormat {
+			return lay, fmt.Errorf("%w: %s: %v", ErrLexical, name, serr)
+		}
+		return lay, fmt.Errorf("%w: %s: format %q with %d days a partition and analyzer %q, this build reads %q (or %q unsealed)",
+			ErrLexical, name, lay.Format, lay.PartitionDays, lay.Analyzer, layoutFormat, layoutFormatV1)
+	}
+	return lay, nil
 }
 
 // openDirs opens the partitions of the directories names under l.dir, each
@@ -508,7 +572,7 @@ func createParts(dir, an string, days int64) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(append(raw, '\n'))
+	_, err = f.Write(fsutil.SealText(append(raw, '\n')))
 	if err == nil {
 		err = f.Sync()
 	}
@@ -601,4 +665,20 @@ func (s *partSummary) sameAs(o *partSummary) bool {
 		}
 	}
 	return true
+}
+
+// ReadLayout returns the analyzer and partition span of the partitioned
+// lexical index in dir, from its layout file, without opening any bleve
+// index: what a rebuild of a damaged index keeps. An unpartitioned index
+// (bleve's metadata at the top, whose mapping, and so analyzer, is in a
+// store that may be the damaged part) gives "" and 0.
+func ReadLayout(dir string) (analyzer string, partitionDays int64, err error) {
+	if _, err := os.Stat(filepath.Join(dir, "index_meta.json")); err == nil {
+		return "", 0, nil
+	}
+	lay, err := readLayout(filepath.Join(dir, layoutName))
+	if err != nil {
+		return "", 0, err
+	}
+	return lay.Analyzer, lay.PartitionDays, nil
 }

@@ -7,6 +7,7 @@
 //	evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
 //	evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
 //	evpack check  --index DIR
+//	evpack rebuild-lexical --index DIR
 //	evpack purge  --index DIR --reason TEXT CHUNK_ID...
 //	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker learned|arithmetic|none] [--json]
 //	evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
@@ -39,6 +40,7 @@ import (
 	"strings"
 
 	"github.com/evpack/evpack"
+	"github.com/evpack/evpack/retrieve"
 )
 
 func main() {
@@ -53,6 +55,7 @@ const usage = `usage:
   evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
   evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
   evpack check  --index DIR
+  evpack rebuild-lexical --index DIR   (rebuild the lexical index from the batch files, when check finds it damaged)
   evpack purge  --index DIR --reason TEXT CHUNK_ID...
   evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker learned|arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]
   evpack eval shapes --docs DIR --questions FILE [--shape NAME] [--seed 1]
@@ -113,6 +116,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdDiff(ctx, args[1:], stdout, stderr)
 	case "check":
 		err = cmdCheck(ctx, args[1:], stdout, stderr)
+	case "rebuild-lexical":
+		err = cmdRebuildLexical(ctx, args[1:], stdout, stderr)
 	case "eval":
 		err = cmdEval(ctx, args[1:], stdout, stderr)
 	case "vectors":
@@ -141,7 +146,9 @@ func exitCode(err error) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, evpack.ErrCorrupt), errors.Is(err, evpack.ErrOldFormat), errors.Is(err, evpack.ErrLocked),
-		errors.Is(err, evpack.ErrBroken), errors.Is(err, fs.ErrPermission):
+		errors.Is(err, evpack.ErrBroken), errors.Is(err, fs.ErrPermission), errors.Is(err, retrieve.ErrLexical):
+		// A lexical index that cannot be read is damage (rebuild-lexical
+		// mends it), never bad usage.
 		return 3
 	}
 	return 2

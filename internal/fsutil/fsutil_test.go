@@ -51,3 +51,60 @@ func TestWriteAtomicFailureLeavesNothing(t *testing.T) {
 		t.Fatalf("the missing directory exists now: %v", statErr)
 	}
 }
+
+// TestTempFiles: the temp file WriteAtomic makes is what IsTemp names, a
+// write stopped before its rename (as a kill -9 there would) leaves it, and
+// RemoveTemps removes it and nothing else of the directory.
+func TestTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "00000001.jsonl")
+	var tmp string
+	stop := os.ErrDeadlineExceeded
+	err := WriteAtomicHooked(path, func(name string) error {
+		tmp = name
+		// what a crash at this point leaves: a copy, as the error path removes its own
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(name+"0", raw, 0o644); err != nil {
+			return err
+		}
+		return stop
+	}, []byte("secret text\n"))
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("a write failed before its rename: %v, want an error naming %s", err, path)
+	}
+	if !IsTemp(filepath.Base(tmp)) || !strings.HasPrefix(filepath.Base(tmp), ".00000001.jsonl.tmp-") {
+		t.Fatalf("temp file %q is not named as IsTemp expects", tmp)
+	}
+	for name, want := range map[string]bool{
+		".MANIFEST.json.tmp-123": true, ".a.tmp-0": true, ".00000002.analysis.tmp-99": true,
+		"MANIFEST.json": false, ".lexical.tmp-": false, ".x.tmp-12a": false, "a.tmp-1": false, ".tmp-1": false,
+	} {
+		if IsTemp(name) != want {
+			t.Errorf("IsTemp(%q) = %v, want %v", name, !want, want)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "keep.jsonl"), []byte("kept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, ".dir.tmp-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := RemoveTemps(dir)
+	if err != nil || len(gone) != 1 || gone[0] != filepath.Base(tmp)+"0" {
+		t.Fatalf("RemoveTemps removed %q (%v), want the left temp file alone", gone, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if strings.Join(left, ",") != ".dir.tmp-1,keep.jsonl" {
+		t.Fatalf("the directory holds %q, want the directory and the kept file", left)
+	}
+}

@@ -80,7 +80,7 @@ func (c *Commit) WriteSealed(name string, parts ...[]byte) error {
 	if c.done || !slices.Contains(c.p.Writes, name) {
 		return fmt.Errorf("evpack: commit: %s was not announced", name)
 	}
-	if err := fsutil.WriteAtomic(filepath.Join(c.d.path, name), parts...); err != nil {
+	if err := fsutil.WriteAtomicHooked(filepath.Join(c.d.path, name), c.d.Hooks.BeforeRename, parts...); err != nil {
 		return fmt.Errorf("evpack: commit: %w", err)
 	}
 	return nil
@@ -176,7 +176,11 @@ func (d *Dir) Recover(above func(gen int64) (uint64, error), rollback func() err
 // crash interrupted: Recover has work to do.
 func (d *Dir) Unfinished() bool { return d.pending != nil }
 
-// finish tidies up after a published commit.
+// finish tidies up after a published commit. The removals are made
+// durable (an fsync of each directory they were made in) before the
+// record is removed: a power cut in between must find the record, and the
+// next Open remove the files again, or a purged batch file, with its text,
+// could come back with no record of it.
 func (d *Dir) finish(p *pending) error {
 	named := d.m.Files()
 	for _, f := range p.Obsolete {
@@ -186,7 +190,28 @@ func (d *Dir) finish(p *pending) error {
 			}
 		}
 	}
+	if err := d.syncDirsOf(p.Obsolete); err != nil {
+		return fmt.Errorf("evpack: commit: %w", err)
+	}
 	return d.removePending()
+}
+
+// syncDirsOf fsyncs the directories that hold files (paths relative to
+// the index directory): chunks/ and the index directory itself.
+func (d *Dir) syncDirsOf(files []string) error {
+	var dirs []string
+	for _, f := range files {
+		if dir := filepath.Dir(f); !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	slices.Sort(dirs)
+	for _, dir := range dirs {
+		if err := fsutil.SyncDir(filepath.Join(d.path, dir)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // undo removes what an unpublished commit wrote.
@@ -201,6 +226,9 @@ func (d *Dir) undo(p *pending) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("evpack: undo generation %d: %w", p.Generation, err)
+	}
+	if err := d.syncDirsOf(p.Writes); err != nil {
 		return fmt.Errorf("evpack: undo generation %d: %w", p.Generation, err)
 	}
 	return d.removePending()

@@ -42,6 +42,10 @@ type Hooks struct {
 	// the goroutine here (runtime.Goexit) to play a crash whose record the
 	// next Open must tidy up, not roll back.
 	AfterManifest func()
+	// BeforeRename runs in every data file's atomic write, once the temp
+	// file (named tmp) is written and synced, before its rename: where a
+	// kill -9 leaves a temp file that holds the batch's text.
+	BeforeRename func(tmp string) error
 }
 
 // Dir is an open, locked index directory. It is not safe for concurrent
@@ -86,7 +90,7 @@ func Open(path string, opts Options) (*Dir, error) {
 		return nil, err
 	}
 	if fresh {
-		if err := os.MkdirAll(path, 0o755); err != nil {
+		if err := mkdirDurable(path); err != nil {
 			return nil, fmt.Errorf("evpack: create %s: %w", path, err)
 		}
 	}
@@ -125,7 +129,37 @@ func Open(path string, opts Options) (*Dir, error) {
 	if d.pending, err = d.readPending(); err != nil {
 		return fail(err)
 	}
+	// A temp file of an atomic write that a crash interrupted is never
+	// committed data, and may hold a batch's text (a chunk purged since):
+	// remove it. Best effort: Check reports one that is left.
+	for _, sub := range []string{".", ChunksDir} {
+		fsutil.RemoveTemps(filepath.Join(path, sub))
+	}
 	return d, nil
+}
+
+// mkdirDurable makes directory path and any missing parents, then fsyncs
+// the parent of each directory it made, so that the new index's entry
+// survives a power cut (a manifest in a directory whose own entry was lost
+// would be lost with it).
+func mkdirDurable(path string) error {
+	path = filepath.Clean(path)
+	var made []string
+	for p := path; ; p = filepath.Dir(p) {
+		if _, err := os.Stat(p); err == nil || filepath.Dir(p) == p {
+			break
+		}
+		made = append(made, p)
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return err
+	}
+	for _, p := range made {
+		if err := fsutil.SyncDir(filepath.Dir(p)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // inspect decides whether path is a new index to create (true), an existing

@@ -1,0 +1,72 @@
+package evpack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/retrieve"
+)
+
+// truncateHalf cuts file name to half its size.
+func truncateHalf(t *testing.T, name string) {
+	t.Helper()
+	fi, err := os.Stat(name)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(name, fi.Size()/2))
+}
+
+// TestTruncatedBoltFile: one partition's bleve root file (store/root.bolt)
+// cut to half its size. bbolt asserts (panics) on such a file; a query that
+// reads the partition gets ErrCorrupt naming its directory instead of the
+// process dying, a query of another tenant is still answered as before,
+// and Check fails with ErrCorrupt naming the partition.
+func TestTruncatedBoltFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	e := partIndex(t, dir, 3)
+	want := partPacks(t, e)
+	require.NoError(t, e.Close())
+
+	parts, err := filepath.Glob(filepath.Join(dir, storage.LexicalDir, "p-*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, parts)
+	victim := parts[len(parts)-1]
+	truncateHalf(t, filepath.Join(victim, "store", "root.bolt"))
+
+	e, err = Open(dir, Options{PartitionDays: partFixtureDays})
+	require.NoError(t, err, "Open reads no partition (the checkpoint's catalog)")
+	defer e.Close()
+	var failed, answered int
+	for _, tenant := range partTenants {
+		for day := -1; day <= 190; day += 11 {
+			q := crashWords[0] + " " + crashWords[3] + " " + crashWords[11]
+			p, err := e.Query(ctx, Request{Question: q, AsOf: partDay(day), Tenant: tenant, K: 6, Generation: 3})
+			if err != nil {
+				require.ErrorIs(t, err, ErrCorrupt, "tenant %q day %d", tenant, day)
+				require.Contains(t, err.Error(), filepath.Base(victim), "the error names the partition")
+				failed++
+				continue
+			}
+			require.Equal(t, string(want[keyOfPack(tenant, day, 0, 3)]), string(p.Bytes()), "tenant %q day %d", tenant, day)
+			answered++
+		}
+	}
+	require.Positive(t, failed, "some query read the damaged partition")
+	require.Positive(t, answered, "the other partitions are answered")
+	err = e.Check()
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, err, retrieve.ErrDamaged)
+	require.Contains(t, err.Error(), filepath.Base(victim))
+	t.Logf("%d queries failed with ErrCorrupt, %d answered as before; check: %v", failed, answered, err)
+}
+
+// keyOfPack is partPacks's key of a pack.
+func keyOfPack(tenant string, day, qi int, gen int64) string {
+	return fmt.Sprintf("%q day %d q%d gen %d", tenant, day, qi, gen)
+}
