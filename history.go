@@ -1,6 +1,7 @@
 package evpack
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -111,8 +112,8 @@ func (st *state) commitsByTenant(from, to int64) [][]TenantCommit {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b key) int {
-		if a.gen != b.gen {
-			return int(a.gen - b.gen)
+		if c := cmp.Compare(a.gen, b.gen); c != 0 {
+			return c
 		}
 		return strings.Compare(a.tenant, b.tenant)
 	})

@@ -388,7 +388,8 @@ type Commit struct {
 // History returns every committed generation, oldest first, with what it
 // did per tenant (history.go): what Request.Generation and Request.KnownAt
 // choose from. KnownAt reads this commit clock, not the sources' dates: a
-// mirror backfilled today has every generation committed today.
+// mirror backfilled today has every generation committed today. Like Diff,
+// on an index opened from its checkpoint the first call reads every chunk.
 func (e *Engine) History() ([]Commit, error) {
 	st, err := e.writable() // the full state: each chunk's tenant and generation
 	if err != nil {
