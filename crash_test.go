@@ -22,6 +22,7 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/internal/testsize"
 	"github.com/evpack/evpack/retrieve"
 )
 
@@ -239,8 +240,11 @@ func TestCrashLoop(t *testing.T) {
 	t.Logf("crash seed %d (replay: go test -run TestCrashLoop -crash.seed %d .)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0xc4a54))
 	rounds := 18
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		rounds = 3
+	case !testsize.Long(): // CI sets EVPACK_LONG_TESTS=1
+		rounds = 6
 	}
 	if s := os.Getenv("EVPACK_CRASH_ROUNDS"); s != "" {
 		var err error

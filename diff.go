@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
@@ -87,6 +88,58 @@ type CitationDiff struct {
 	// which purge; for a DiffSuperseded whose replacement is another
 	// tenant's (Fact.By is then cleared), that it is; "" otherwise.
 	Detail string
+	// Source is the cited chunk's name in its source's own terms (an
+	// EDGAR filing's form and item, a FRED series' observation and
+	// vintage, a statute's article and version: SourceName).
+	Source string
+	// Cause says why the citation changed; nil when it is unchanged.
+	Cause *DiffCause
+}
+
+// CauseKind names why a citation changed.
+type CauseKind string
+
+// The causes of a change, the first that applies in this order.
+const (
+	// CauseText: the index does not hold the cited text (DiffTextChanged).
+	CauseText CauseKind = "text"
+	// CausePurge: a purge deleted the cited text (DiffPurged).
+	CausePurge CauseKind = "purge"
+	// CauseFact: a fact committed after the pack excludes the chunk
+	// (DiffSuperseded, DiffEnded, DiffRetracted).
+	CauseFact CauseKind = "fact"
+	// CauseNewEvidence: chunks committed after the pack rank above the
+	// citation now (DiffOutranked, or DiffMoved to a later index).
+	CauseNewEvidence CauseKind = "new evidence"
+	// CauseLeftAbove: chunks the pack cited above this one are no longer
+	// cited (DiffMoved to an earlier index).
+	CauseLeftAbove CauseKind = "evidence above it left"
+	// CauseStatistics: no new chunk outranks it and none above it left: the
+	// same chunks rank differently because commits to the scope (its
+	// tenant or the shared corpus) changed the figures BM25 and the
+	// reranker read (document counts, term frequencies, lengths).
+	CauseStatistics CauseKind = "statistics"
+	// CauseRanking: none of the above, and the pack does not verify at its
+	// own generation: the engine ranks differently (its configuration).
+	CauseRanking CauseKind = "ranking"
+)
+
+// DiffCause says why one citation changed, with the commits that did it.
+type DiffCause struct {
+	Kind CauseKind
+	// Chunks names, for CauseNewEvidence, the chunks committed after the
+	// pack that the latest pack cites above the citation, and for
+	// CauseLeftAbove the chunks cited above it in the pack that are cited
+	// no longer; in citation order. Empty for the other kinds.
+	Chunks []string
+	// Generations are the commits behind the cause, oldest first: the
+	// fact's or purge's, those that committed Chunks (CauseNewEvidence)
+	// or retired them (CauseLeftAbove, when a fact or purge did), or every
+	// commit to the scope after the pack's generation (CauseStatistics).
+	Generations []int64
+	// Why is the cause in words, with each generation's commit time and
+	// the sources' own names.
+	Why string
 }
 
 // NewCitation is a chunk the latest pack cites that the old pack did not.
@@ -100,6 +153,10 @@ type NewCitation struct {
 	// knowable on the day. False for a chunk the index held then and
 	// ranks into the pack now.
 	Backfill bool
+	// Source is the chunk's name in its source's own terms (SourceName).
+	Source string
+	// CommittedAt is the commit time of generation Committed.
+	CommittedAt time.Time
 }
 
 // DiffReport says what changed since a pack was made: whether the pack
@@ -115,6 +172,13 @@ type DiffReport struct {
 	// Compared is false when the pack's generation is not committed here
 	// (Verify says so): then the report holds Verify alone.
 	Compared bool
+	// Committed and LatestCommitted are the commit times of Generation and
+	// LatestGeneration (zero when not Compared).
+	Committed, LatestCommitted time.Time
+	// ScopeCommits lists the generations after Generation, up to
+	// LatestGeneration, that changed the pack's scope (added chunks,
+	// facts or purges to its tenant or the shared corpus), oldest first.
+	ScopeCommits []int64
 	// LatestHash is the hash of the pack the request gets at
 	// LatestGeneration.
 	LatestHash string
@@ -193,6 +257,24 @@ func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
 		return nil, fmt.Errorf("evpack: diff: the request at generation %d: %w", sc.gen, err)
 	}
 	rep.Compared, rep.LatestGeneration, rep.LatestHash = true, sc.gen, evidence.Sum(latest.Bytes())
+	rep.Committed, rep.LatestCommitted = st.commitTime(p.Generation), st.commitTime(sc.gen)
+	rep.ScopeCommits = []int64{}
+	shared, own := 0, 0 // scope commits to the shared corpus, to the pack's tenant
+	for i, tcs := range st.commitsByTenant(p.Generation, sc.gen) {
+		if !inScope(tcs, p.Tenant) {
+			continue
+		}
+		rep.ScopeCommits = append(rep.ScopeCommits, p.Generation+int64(i)+1)
+		for _, tc := range tcs {
+			switch {
+			case tc.Tenant == "":
+				shared++
+			case tc.Tenant == p.Tenant:
+				own++
+			}
+		}
+	}
+	statsWhy := st.statisticsWhy(rep.ScopeCommits, p.Tenant, shared, own)
 
 	now := make(map[string]int, len(latest.Citations)) // chunk ID -> index in latest; lookups only
 	for _, c := range latest.Citations {
@@ -209,7 +291,12 @@ func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
 		}
 		g := st.committed[c.ChunkID]
 		rep.New = append(rep.New, NewCitation{Index: c.Index, ChunkID: c.ChunkID, Committed: g,
-			Backfill: g > p.Generation && !p.AsOf.Before(c.Anchor.Day())})
+			Backfill: g > p.Generation && !p.AsOf.Before(c.Anchor.Day()), Source: st.sourceName(c.ChunkID),
+			CommittedAt: st.commitTime(g)})
+	}
+	for i := range rep.Citations {
+		rep.Citations[i].Source = st.sourceName(rep.Citations[i].ChunkID)
+		rep.Citations[i].Cause = st.cause(rep, latest, i, statsWhy)
 	}
 	return rep, nil
 }
@@ -292,14 +379,17 @@ func (sc scope) supersededBy(id string) string {
 	return best.By
 }
 
-// String renders the report for a person: the pack and the generations,
-// whether it verifies, one line per citation, one per new citation, and a
-// summary.
+// String renders the report for a person: the pack and the generations
+// with their commit times, whether it verifies, one line per citation (the
+// chunk and its source's name) with, for a changed one, a second line
+// saying why, one line per new citation, and a summary that counts the
+// changes by cause.
 func (r *DiffReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "pack %s at generation %d", r.Verify.Hash, r.Generation)
 	if r.Compared {
-		fmt.Fprintf(&b, "; latest generation %d", r.LatestGeneration)
+		fmt.Fprintf(&b, " (committed %s); latest generation %d (committed %s)", asof.FormatInstant(r.Committed),
+			r.LatestGeneration, asof.FormatInstant(r.LatestCommitted))
 	}
 	b.WriteString("\n")
 	if r.Verify.OK() {
@@ -319,27 +409,67 @@ func (r *DiffReport) String() string {
 	}
 	changed := 0
 	for _, c := range r.Citations {
+		fmt.Fprintf(&b, "[%d] %s%s: %s\n", c.Index, c.ChunkID, sourceSuffix(c.Source), c.describe())
 		if c.Status != DiffUnchanged {
 			changed++
 		}
-		fmt.Fprintf(&b, "[%d] %s: %s\n", c.Index, c.ChunkID, c.describe())
+		if c.Cause != nil {
+			fmt.Fprintf(&b, "    why: %s\n", c.Cause.Why)
+		}
 	}
 	backfill := 0
 	for _, n := range r.New {
+		fmt.Fprintf(&b, "new [%d] %s%s: committed at generation %d (%s)", n.Index, n.ChunkID, sourceSuffix(n.Source),
+			n.Committed, asof.FormatInstant(n.CommittedAt))
 		if n.Backfill {
 			backfill++
-			fmt.Fprintf(&b, "new [%d] %s (backfill)\n", n.Index, n.ChunkID)
-		} else {
-			fmt.Fprintf(&b, "new [%d] %s\n", n.Index, n.ChunkID)
+			b.WriteString(", backfill")
 		}
+		b.WriteString("\n")
 	}
 	switch {
 	case changed == 0 && len(r.New) == 0:
 		fmt.Fprintf(&b, "unchanged: all %d citations, nothing new\n", len(r.Citations))
 	default:
-		fmt.Fprintf(&b, "changed: %d of %d citations; %d new (%d backfill)\n", changed, len(r.Citations), len(r.New), backfill)
+		fmt.Fprintf(&b, "changed: %d of %d citations%s; %d new (%d backfill)\n", changed, len(r.Citations), r.CauseCounts(), len(r.New), backfill)
 	}
 	return b.String()
+}
+
+// CauseCounts renders how many citations changed by each cause, in the
+// order of the CauseKind constants: " (2 by facts, 1 by the scope's
+// statistics)"; "" when none changed.
+func (r *DiffReport) CauseCounts() string {
+	var parts []string
+	for _, k := range []struct {
+		kind CauseKind
+		what string
+	}{{CauseText, "text the index does not hold"}, {CausePurge, "purges"}, {CauseFact, "facts"},
+		{CauseNewEvidence, "new evidence"}, {CauseLeftAbove, "evidence above it leaving"},
+		{CauseStatistics, "the scope's statistics"}, {CauseRanking, "the engine's ranking"}} {
+		n := 0
+		for _, c := range r.Citations {
+			if c.Cause != nil && c.Cause.Kind == k.kind {
+				n++
+			}
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d by %s", n, k.what))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// sourceSuffix renders a source's name after a chunk ID: " (name)", or ""
+// without one.
+func sourceSuffix(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " (" + name + ")"
 }
 
 // describe renders what became of one citation (String's lines).
@@ -399,6 +529,9 @@ type (
 		Unchanged        bool               `json:"unchanged"`
 		Citations        []citationDiffJSON `json:"citations"`
 		New              []newCitationJSON  `json:"new"`
+		Committed        string             `json:"committed,omitempty"`
+		LatestCommitted  string             `json:"latest_committed,omitempty"`
+		ScopeCommits     []int64            `json:"scope_commits,omitempty"`
 	}
 	citationDiffJSON struct {
 		Index          int        `json:"index"`
@@ -410,6 +543,14 @@ type (
 		Replacement    string     `json:"replacement,omitempty"`
 		ReplacementNow int        `json:"replacement_now,omitempty"`
 		Detail         string     `json:"detail,omitempty"`
+		Source         string     `json:"source,omitempty"`
+		Cause          *causeJSON `json:"cause,omitempty"`
+	}
+	causeJSON struct {
+		Kind        CauseKind `json:"kind"`
+		Chunks      []string  `json:"chunks,omitempty"`
+		Generations []int64   `json:"generations,omitempty"`
+		Why         string    `json:"why"`
 	}
 	factJSON struct {
 		Kind       evidence.FactKind `json:"kind"`
@@ -424,6 +565,9 @@ type (
 		ChunkID   string `json:"chunk_id"`
 		Committed int64  `json:"committed"`
 		Backfill  bool   `json:"backfill"`
+		Source    string `json:"source,omitempty"`
+		// CommittedAt: RFC 3339.
+		CommittedAt string `json:"committed_at,omitempty"`
 	}
 )
 
@@ -436,7 +580,10 @@ func (r *DiffReport) MarshalJSON() ([]byte, error) {
 		Citations: []citationDiffJSON{}, New: []newCitationJSON{}}
 	for _, c := range r.Citations {
 		cj := citationDiffJSON{Index: c.Index, ChunkID: c.ChunkID, Status: c.Status, Now: c.Now,
-			Chain: c.Chain, Replacement: c.Replacement, ReplacementNow: c.ReplacementNow, Detail: c.Detail}
+			Chain: c.Chain, Replacement: c.Replacement, ReplacementNow: c.ReplacementNow, Detail: c.Detail, Source: c.Source}
+		if k := c.Cause; k != nil {
+			cj.Cause = &causeJSON{Kind: k.Kind, Chunks: k.Chunks, Generations: k.Generations, Why: k.Why}
+		}
 		if f := c.Fact; f != nil {
 			cj.Fact = &factJSON{Kind: f.Kind, End: f.End.String(), Anchor: asof.FormatInstant(f.Anchor),
 				Retires: f.Retires().String(), By: f.By, Generation: c.FactGeneration}
@@ -444,7 +591,15 @@ func (r *DiffReport) MarshalJSON() ([]byte, error) {
 		out.Citations = append(out.Citations, cj)
 	}
 	for _, n := range r.New {
-		out.New = append(out.New, newCitationJSON(n))
+		nj := newCitationJSON{Index: n.Index, ChunkID: n.ChunkID, Committed: n.Committed, Backfill: n.Backfill, Source: n.Source}
+		if !n.CommittedAt.IsZero() {
+			nj.CommittedAt = asof.FormatInstant(n.CommittedAt)
+		}
+		out.New = append(out.New, nj)
+	}
+	if r.Compared {
+		out.Committed, out.LatestCommitted = asof.FormatInstant(r.Committed), asof.FormatInstant(r.LatestCommitted)
+		out.ScopeCommits = r.ScopeCommits
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

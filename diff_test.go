@@ -23,6 +23,22 @@ import (
 
 var diffRetrieved = time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)
 
+// committedAt returns generation g's commit time in e (the clock is the
+// wall's, so tests read it back).
+func committedAt(t *testing.T, e *Engine, g int64) time.Time {
+	t.Helper()
+	h, err := e.History()
+	require.NoError(t, err)
+	require.Greater(t, len(h), int(g-1))
+	return h[g-1].CommittedAt
+}
+
+// genAt renders generation g of e as a DiffCause's Why names it.
+func genAt(t *testing.T, e *Engine, g int64) string {
+	t.Helper()
+	return "generation " + strconv.FormatInt(g, 10) + " (committed " + asof.FormatInstant(committedAt(t, e, g)) + ")"
+}
+
 // superseded is the fact a later fetch makes of a chunk's end: anchored at
 // the end day (the source could not say it earlier).
 func superseded(id, end, by string) *evidence.Fact {
@@ -58,27 +74,35 @@ func TestDiffALFRED(t *testing.T) {
 	require.True(t, rep.Compared)
 	require.EqualValues(t, 1, rep.Generation)
 	require.EqualValues(t, 2, rep.LatestGeneration)
+	const name = "FRED series A191RL1Q225SBEA, observation "
 	require.Equal(t, []CitationDiff{
-		{Index: 1, ChunkID: q4, Status: DiffUnchanged, Now: 1},
+		{Index: 1, ChunkID: q4, Status: DiffUnchanged, Now: 1, Source: name + "2019-10-01, vintage 2020-01-30"},
 		// The -5.0 vintage came already ended (2020-06-25) and naming -5.1:
 		// ingest records that supersession as a fact of its batch too, so
 		// the chain runs -4.8 -> -5.0 -> -5.1, in force on 2020-07-15 and
 		// cited now as [2].
 		{Index: 2, ChunkID: adv, Status: DiffSuperseded, Fact: superseded(adv, "2020-05-28", sec), FactGeneration: 2,
-			Chain: []string{sec, "fred/A191RL1Q225SBEA/2020-01-01@2020-06-25"}, Replacement: "fred/A191RL1Q225SBEA/2020-01-01@2020-06-25", ReplacementNow: 2},
+			Chain: []string{sec, "fred/A191RL1Q225SBEA/2020-01-01@2020-06-25"}, Replacement: "fred/A191RL1Q225SBEA/2020-01-01@2020-06-25", ReplacementNow: 2,
+			Source: name + "2020-01-01, vintage 2020-04-29",
+			Cause: &DiffCause{Kind: CauseFact, Generations: []int64{2},
+				Why: genAt(t, e, 2) + " recorded that it is superseded by " + sec + " (" + name + "2020-01-01, vintage 2020-05-28) from 2020-05-28"}},
 	}, rep.Citations)
 	// -5.1 is a backfill: published 2020-06-25, on or before the pack's
 	// as-of day 2020-07-15, but committed in generation 2, after the pack's
 	// generation 1 (the 2020-05-15 fetch could not hold it).
-	require.Equal(t, []NewCitation{{Index: 2, ChunkID: thrd, Committed: 2, Backfill: true}}, rep.New)
+	require.Equal(t, []NewCitation{{Index: 2, ChunkID: thrd, Committed: 2, Backfill: true, Source: name + "2020-01-01, vintage 2020-06-25",
+		CommittedAt: committedAt(t, e, 2)}}, rep.New)
 	require.False(t, rep.Unchanged())
-	require.Equal(t, "[2] "+adv+": superseded by "+sec+" from 2020-05-28 (fact of generation 2); now replaced by "+thrd+" [2]",
+	require.Equal(t, "[2] "+adv+" ("+name+"2020-01-01, vintage 2020-04-29): superseded by "+sec+" from 2020-05-28 (fact of generation 2); now replaced by "+thrd+" [2]",
 		strings.Split(rep.String(), "\n")[3])
+	require.Equal(t, "    why: "+rep.Citations[1].Cause.Why, strings.Split(rep.String(), "\n")[4])
+	require.Equal(t, "changed: 1 of 2 citations (1 by facts); 1 new (1 backfill)\n", rep.String()[strings.LastIndex(rep.String()[:len(rep.String())-1], "\n")+1:])
 
 	js, err := json.Marshal(rep)
 	require.NoError(t, err)
-	require.Contains(t, string(js), `{"index":2,"chunk_id":"`+adv+`","status":"superseded","fact":{"kind":"superseded","end":"2020-05-28","anchor":"2020-05-28T00:00:00Z","retires":"2020-05-28","by":"`+sec+`","generation":2},"chain":["`+sec+`","`+thrd+`"],"replacement":"`+thrd+`","replacement_now":2}`)
-	require.Contains(t, string(js), `"new":[{"index":2,"chunk_id":"`+thrd+`","committed":2,"backfill":true}]`)
+	require.Contains(t, string(js), `{"index":2,"chunk_id":"`+adv+`","status":"superseded","fact":{"kind":"superseded","end":"2020-05-28","anchor":"2020-05-28T00:00:00Z","retires":"2020-05-28","by":"`+sec+`","generation":2},"chain":["`+sec+`","`+thrd+`"],"replacement":"`+thrd+`","replacement_now":2,"source":"`+name+`2020-01-01, vintage 2020-04-29","cause":{"kind":"fact","generations":[2],"why":"`+rep.Citations[1].Cause.Why+`"}}`)
+	require.Contains(t, string(js), `"new":[{"index":2,"chunk_id":"`+thrd+`","committed":2,"backfill":true,"source":"`+name+`2020-01-01, vintage 2020-06-25","committed_at":"`+asof.FormatInstant(committedAt(t, e, 2))+`"}]`)
+	require.Contains(t, string(js), `"scope_commits":[2]`)
 }
 
 // TestDiffEDGAR: a pack that cites Northwind's 10-K items, diffed after the
@@ -109,15 +133,20 @@ func TestDiffEDGAR(t *testing.T) {
 	require.EqualValues(t, 2, rep.LatestGeneration)
 	var want []CitationDiff
 	for i, item := range []string{"item-7/1", "item-cover/1", "item-8/1"} {
+		name := strings.TrimSuffix(strings.Replace(item, "-", " ", 1), "/1")
 		want = append(want, CitationDiff{Index: i + 1, ChunkID: k + item, Status: DiffSuperseded,
 			Fact: superseded(k+item, "2025-04-20", ka+item), FactGeneration: 2,
-			Chain: []string{ka + item}, Replacement: ka + item, ReplacementNow: i + 1})
+			Chain: []string{ka + item}, Replacement: ka + item, ReplacementNow: i + 1,
+			Source: "Northwind Robotics Inc. 10-K " + name + ", filed 2025-02-14",
+			Cause: &DiffCause{Kind: CauseFact, Generations: []int64{2}, Why: genAt(t, e, 2) + " recorded that it is superseded by " + ka + item +
+				" (Northwind Robotics Inc. 10-K/A " + name + ", filed 2025-04-20) from 2025-04-20"}})
 	}
 	require.Equal(t, want, rep.Citations)
+	at2 := committedAt(t, e, 2)
 	require.Equal(t, []NewCitation{
-		{Index: 1, ChunkID: ka + "item-7/1", Committed: 2, Backfill: true},
-		{Index: 2, ChunkID: ka + "item-cover/1", Committed: 2, Backfill: true},
-		{Index: 3, ChunkID: ka + "item-8/1", Committed: 2, Backfill: true},
+		{Index: 1, ChunkID: ka + "item-7/1", Committed: 2, Backfill: true, Source: "Northwind Robotics Inc. 10-K/A item 7, filed 2025-04-20", CommittedAt: at2},
+		{Index: 2, ChunkID: ka + "item-cover/1", Committed: 2, Backfill: true, Source: "Northwind Robotics Inc. 10-K/A item cover, filed 2025-04-20", CommittedAt: at2},
+		{Index: 3, ChunkID: ka + "item-8/1", Committed: 2, Backfill: true, Source: "Northwind Robotics Inc. 10-K/A item 8, filed 2025-04-20", CommittedAt: at2},
 	}, rep.New)
 
 	// The latest pack diffs as unchanged.
@@ -148,7 +177,8 @@ func TestDiffUnchanged(t *testing.T) {
 		require.Empty(t, rep.New, why)
 		require.Len(t, rep.Citations, len(p.Citations), why)
 		for i, c := range rep.Citations {
-			require.Equal(t, CitationDiff{Index: i + 1, ChunkID: p.Citations[i].ChunkID, Status: DiffUnchanged, Now: i + 1}, c, why)
+			require.Equal(t, CitationDiff{Index: i + 1, ChunkID: p.Citations[i].ChunkID, Status: DiffUnchanged, Now: i + 1, Source: c.Source}, c, why)
+			require.NotEmpty(t, c.Source, why)
 		}
 		require.True(t, strings.HasSuffix(rep.String(), "unchanged: all "+strconv.Itoa(len(p.Citations))+" citations, nothing new\n"), why)
 	}
@@ -181,22 +211,27 @@ func TestDiffRanking(t *testing.T) {
 		new   []NewCitation
 	}{
 		{"a better chunk arrives", 2, []connectors.Record{c}, []string{"a", "b"},
-			[]CitationDiff{{Index: 1, ChunkID: "a", Status: DiffMoved, Now: 2}, {Index: 2, ChunkID: "b", Status: DiffOutranked}},
+			[]CitationDiff{{Index: 1, ChunkID: "a", Status: DiffMoved, Now: 2, Source: "series/GDP, version 2020-04-29", Cause: &DiffCause{Kind: CauseNewEvidence,
+				Chunks: []string{"c"}, Generations: []int64{2}, Why: "outranked by 1 chunk committed since the pack: [1] c (series/GDP, version 2020-05-01; {g2})"}},
+				{Index: 2, ChunkID: "b", Status: DiffOutranked, Source: "series/GDP, version 2020-04-15", Cause: &DiffCause{Kind: CauseNewEvidence,
+					Chunks: []string{"c"}, Generations: []int64{2}, Why: "outranked by 1 chunk committed since the pack: [1] c (series/GDP, version 2020-05-01; {g2})"}}},
 			// c was published on 2020-05-01, before the as-of day, and
 			// committed after the pack: a backfill.
-			[]NewCitation{{Index: 1, ChunkID: "c", Committed: 2, Backfill: true}}},
+			[]NewCitation{{Index: 1, ChunkID: "c", Committed: 2, Backfill: true, Source: "series/GDP, version 2020-05-01"}}},
 		{"a retraction lets a held chunk in", 1, []connectors.Record{fact(evidence.FactRetracted, "a", "2020-05-01", "2020-05-10")}, []string{"a"},
 			[]CitationDiff{{Index: 1, ChunkID: "a", Status: DiffRetracted,
 				Fact:           &evidence.Fact{Kind: evidence.FactRetracted, ChunkID: "a", End: asof.MustDate("2020-05-01"), Anchor: asof.MustDate("2020-05-10").Start()},
-				FactGeneration: 2}},
+				FactGeneration: 2, Source: "series/GDP, version 2020-04-29", Cause: &DiffCause{Kind: CauseFact, Generations: []int64{2},
+					Why: "{g2} recorded that it is retracted from 2020-05-01, published 2020-05-10T00:00:00Z"}}},
 			// b was committed with the pack's generation: the ranking, not
 			// the index's holdings, changed.
-			[]NewCitation{{Index: 1, ChunkID: "b", Committed: 1}}},
+			[]NewCitation{{Index: 1, ChunkID: "b", Committed: 1, Source: "series/GDP, version 2020-04-15"}}},
 		{"an end published later", 1, []connectors.Record{fact(evidence.FactEnded, "a", "2020-06-01", "2020-06-10")}, []string{"a"},
 			[]CitationDiff{{Index: 1, ChunkID: "a", Status: DiffEnded,
 				Fact:           &evidence.Fact{Kind: evidence.FactEnded, ChunkID: "a", End: asof.MustDate("2020-06-01"), Anchor: asof.MustDate("2020-06-10").Start()},
-				FactGeneration: 2}},
-			[]NewCitation{{Index: 1, ChunkID: "b", Committed: 1}}},
+				FactGeneration: 2, Source: "series/GDP, version 2020-04-29", Cause: &DiffCause{Kind: CauseFact, Generations: []int64{2},
+					Why: "{g2} recorded that it is no longer in force from 2020-06-01, published 2020-06-10T00:00:00Z"}}},
+			[]NewCitation{{Index: 1, ChunkID: "b", Committed: 1, Source: "series/GDP, version 2020-04-15"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := memEngine(t, Options{})
@@ -210,6 +245,12 @@ func TestDiffRanking(t *testing.T) {
 			rep, err := e.Diff(ctx, p.Bytes())
 			require.NoError(t, err)
 			require.True(t, rep.Verify.OK(), "%v", rep.Verify.Problems)
+			for _, c := range tc.want {
+				c.Cause.Why = strings.ReplaceAll(c.Cause.Why, "{g2}", genAt(t, e, 2))
+			}
+			for i := range tc.new {
+				tc.new[i].CommittedAt = committedAt(t, e, tc.new[i].Committed)
+			}
 			require.Equal(t, tc.want, rep.Citations)
 			require.Equal(t, tc.new, rep.New)
 			require.False(t, rep.Unchanged())
@@ -261,6 +302,9 @@ func TestDiffFollowsTheChain(t *testing.T) {
 			}
 			rep, err := e.Diff(ctx, p.Bytes())
 			require.NoError(t, err)
+			tc.want.Source = "series/GDP, version 2020-04-29"
+			tc.want.Cause = &DiffCause{Kind: CauseFact, Generations: []int64{2},
+				Why: genAt(t, e, 2) + " recorded that it is superseded by v2 (series/GDP, version 2020-05-28) from 2020-05-28"}
 			require.Equal(t, []CitationDiff{tc.want}, rep.Citations)
 		})
 	}
@@ -289,9 +333,12 @@ func TestDiffTextChanged(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, rep.Verify.OK())
 	require.False(t, rep.Unchanged())
-	require.Equal(t, CitationDiff{Index: 1, ChunkID: "records-act/art-2@2025", Status: DiffTextChanged,
-		Detail: "stored chunk no longer hashes to its content hash (edited after ingest)"}, rep.Citations[0])
-	require.Contains(t, rep.String(), "[1] records-act/art-2@2025: text changed: stored chunk no longer hashes to its content hash (edited after ingest)\n")
+	const detail = "stored chunk no longer hashes to its content hash (edited after ingest)"
+	src := rep.Citations[0].Source
+	require.Equal(t, CitationDiff{Index: 1, ChunkID: "records-act/art-2@2025", Status: DiffTextChanged, Detail: detail, Source: src,
+		Cause: &DiffCause{Kind: CauseText, Why: "the index does not hold the text the pack cites (" + detail + "): a corrupted index, or a pack of another index"}},
+		rep.Citations[0])
+	require.Contains(t, rep.String(), "[1] records-act/art-2@2025 ("+src+"): text changed: "+detail+"\n")
 }
 
 // TestDiffBadPacks: a pack that does not parse is an error, and one of a
@@ -375,8 +422,11 @@ func TestDiffStartsAgainWhenACommitLands(t *testing.T) {
 	require.EqualValues(t, 2, rep.LatestGeneration)
 	require.Equal(t, []CitationDiff{{Index: 1, ChunkID: "gdp@2020-04-29", Status: DiffSuperseded,
 		Fact: superseded("gdp@2020-04-29", "2020-05-28", "gdp@2020-05-28"), FactGeneration: 2,
-		Chain: []string{"gdp@2020-05-28", "gdp@2020-06-25"}, Replacement: "gdp@2020-06-25", ReplacementNow: 1}}, rep.Citations)
-	require.Equal(t, []NewCitation{{Index: 1, ChunkID: "gdp@2020-06-25", Committed: 2, Backfill: true}}, rep.New)
+		Chain: []string{"gdp@2020-05-28", "gdp@2020-06-25"}, Replacement: "gdp@2020-06-25", ReplacementNow: 1,
+		Source: "series/GDP, version 2020-04-29", Cause: &DiffCause{Kind: CauseFact, Generations: []int64{2},
+			Why: genAt(t, e, 2) + " recorded that it is superseded by gdp@2020-05-28 (series/GDP, version 2020-05-28) from 2020-05-28"}}}, rep.Citations)
+	require.Equal(t, []NewCitation{{Index: 1, ChunkID: "gdp@2020-06-25", Committed: 2, Backfill: true, Source: "series/GDP, version 2020-06-25",
+		CommittedAt: committedAt(t, e, 2)}}, rep.New)
 
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()

@@ -337,6 +337,10 @@ type IngestReport struct {
 	Facts      int    // new facts committed (explicit, or ends of stored chunks)
 	Flagged    []Flag // added but uncitable or undated, in input order
 	Generation int64  // the generation committed (unchanged if nothing added)
+
+	// NewFacts holds the Facts committed, in the order they were read
+	// (copies): what each says ended, superseded or retracted.
+	NewFacts []evidence.Fact
 }
 
 // IngestOptions tune one ingest.
@@ -521,6 +525,9 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		return rep, err
 	}
 	rep.Added, rep.Facts = len(add), len(facts)
+	for _, f := range facts {
+		rep.NewFacts = append(rep.NewFacts, *f)
+	}
 	rep.Generation = gen
 	docs, versions := map[string]bool{}, map[[2]string]bool{}
 	for _, ch := range add {

@@ -61,7 +61,8 @@ func TestLaterFetchEndsValidity(t *testing.T) {
 	rep, err := e.Ingest(ctx, connectors.Records(second), IngestOptions{})
 	require.NoError(t, err)
 	// Two facts: -4.8 ended by -5.0 (learned now), and -5.0 arriving ended by -5.1.
-	require.Equal(t, IngestReport{Read: 3, Added: 2, Documents: 1, Versions: 2, Unchanged: 0, Facts: 2, Generation: 2}, rep)
+	require.Equal(t, IngestReport{Read: 3, Added: 2, Documents: 1, Versions: 2, Unchanged: 0, Facts: 2, Generation: 2,
+		NewFacts: []evidence.Fact{*superseded("gdp@2020-04-29", "2020-05-28", "gdp@2020-05-28"), *superseded("gdp@2020-05-28", "2020-06-25", "gdp@2020-06-25")}}, rep)
 	f := e.st.facts["gdp@2020-04-29"][0]
 	require.Equal(t, evidence.Fact{Kind: evidence.FactSuperseded, ChunkID: "gdp@2020-04-29", By: "gdp@2020-05-28",
 		End: asof.MustDate("2020-05-28"), Anchor: asof.MustDate("2020-05-28").Start()}, *f.f)

@@ -19,6 +19,7 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/internal/testsize"
 	"github.com/evpack/evpack/retrieve"
 )
 
@@ -115,7 +116,7 @@ func bigBatch() []connectors.Record {
 	rng := rand.New(rand.NewPCG(48, 40))
 	day := asof.MustDate("2025-06-01").Start()
 	n, size := 32, 3500
-	if testing.Short() {
+	if testing.Short() || !testsize.Long() { // CI sets EVPACK_LONG_TESTS=1
 		n, size = 8, 1500
 	}
 	recs := make([]connectors.Record, n)
@@ -254,8 +255,8 @@ func TestFullDisk(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if testing.Short() && !tc.short {
-				t.Skip("-short")
+			if (testing.Short() || !testsize.Long()) && !tc.short {
+				t.Skip("-short, or EVPACK_LONG_TESTS=1 unset (CI sets it)")
 			}
 			opts := plain(t)
 			if tc.dense {

@@ -23,6 +23,7 @@ import (
 	"github.com/evpack/evpack/connectors/edgar"
 	"github.com/evpack/evpack/connectors/fred"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/testsize"
 )
 
 // The history property (docs/design.md, §7 "Change as facts"): ingesting a
@@ -81,7 +82,9 @@ import (
 //
 // The seed is printed; -evpack.seed (or EVPACK_PROPERTY_SEED) replays one,
 // and every failure says how. Without either the seed is fixed, so CI is
-// reproducible. testing.Short checks a fifth of the cases.
+// reproducible. Without EVPACK_LONG_TESTS=1 (which CI sets), or with
+// testing.Short, a tenth of the cases is checked, and never fewer groups
+// than historyGroups names (so a group of two tenants is always one).
 
 var historySeedFlag = flag.Uint64("evpack.seed", 0, "seed of the history property tests (0: EVPACK_PROPERTY_SEED, else the fixed default)")
 
@@ -96,9 +99,9 @@ const historyDefaultSeed = 20260427
 // the tenant clause and sealed scopes are exercised too.
 var historyGroups = []int{1, 1, 1, 1, 1, 1, 2}
 
-// historyCases is the number of cases each test checks at least (a fifth
-// under testing.Short); whole groups of histories are generated until it is
-// reached.
+// historyCases is the number of cases each test checks at least with
+// EVPACK_LONG_TESTS=1 (a tenth without, or under testing.Short); whole
+// groups of histories are generated until it is reached.
 const historyCases = 10_000
 
 // Strides of the costlier checks over a history's days: pinned cases on
@@ -299,8 +302,8 @@ type historyCounts struct {
 func runHistoryProperty(t *testing.T, connector string, stream uint64, gen historyGen) {
 	seed := historySeed(t)
 	target := historyCases
-	if testing.Short() {
-		target /= 5
+	if testing.Short() || !testsize.Long() {
+		target /= 10
 	}
 	rerun := fmt.Sprintf("rerun: go test -count=1 -run '^%s$' . -evpack.seed=%d (or EVPACK_PROPERTY_SEED=%d)", t.Name(), seed, seed)
 	t.Cleanup(func() {
@@ -311,7 +314,7 @@ func runHistoryProperty(t *testing.T, connector string, stream uint64, gen histo
 	rng := rand.New(rand.NewPCG(seed, stream))
 	dir := t.TempDir()
 	var n historyCounts
-	for g, first := 0, 0; n.cases < target; g++ {
+	for g, first := 0, 0; n.cases < target || g < len(historyGroups); g++ {
 		size := historyGroups[g%len(historyGroups)]
 		var hs []*srcHistory
 		for i := first; i < first+size; i++ {

@@ -55,7 +55,9 @@ func TestALFREDRevisionFetchedLater(t *testing.T) {
 	early := fred.New(time.Date(2020, 5, 15, 12, 0, 0, 0, time.UTC), dir+"2020-05-15/A191RL1Q225SBEA")
 	late := fred.New(time.Date(2020, 7, 1, 12, 0, 0, 0, time.UTC), dir+"2020-07-01/A191RL1Q225SBEA")
 	e, reps := fetchInOrder(t, early, late)
-	require.Equal(t, IngestReport{Read: 4, Added: 2, Documents: 1, Versions: 2, Unchanged: 1, Facts: 2, Generation: 2}, reps[1],
+	require.Equal(t, IngestReport{Read: 4, Added: 2, Documents: 1, Versions: 2, Unchanged: 1, Facts: 2, Generation: 2,
+		NewFacts: []evidence.Fact{*superseded("fred/A191RL1Q225SBEA/2020-01-01@2020-04-29", "2020-05-28", "fred/A191RL1Q225SBEA/2020-01-01@2020-05-28"),
+			*superseded("fred/A191RL1Q225SBEA/2020-01-01@2020-05-28", "2020-06-25", "fred/A191RL1Q225SBEA/2020-01-01@2020-06-25")}}, reps[1],
 		"the -4.8 vintage's end is a fact, not 'unchanged' (and -5.0 arrives ended by -5.1)")
 	one, _ := fetchInOrder(t, late)
 
@@ -107,7 +109,8 @@ func TestEDGARAmendmentFetchedLater(t *testing.T) {
 func TestJSONLValidityChangeFetchedLater(t *testing.T) {
 	dir := "testdata/corpus/history/"
 	e, reps := fetchInOrder(t, connectors.NewJSONL(dir+"fetch-1.jsonl"), connectors.NewJSONL(dir+"fetch-2.jsonl"))
-	require.Equal(t, IngestReport{Read: 4, Added: 1, Documents: 1, Versions: 1, Unchanged: 2, Facts: 1, Generation: 2}, reps[1])
+	require.Equal(t, IngestReport{Read: 4, Added: 1, Documents: 1, Versions: 1, Unchanged: 2, Facts: 1, Generation: 2,
+		NewFacts: []evidence.Fact{{Kind: evidence.FactEnded, ChunkID: "gn-2025-03-v1", End: asof.MustDate("2025-07-01"), Anchor: reps[1].NewFacts[0].Anchor}}}, reps[1])
 	f := e.st.facts["gn-2025-03-v1"][0].f
 	require.Equal(t, evidence.FactEnded, f.Kind)
 	require.Equal(t, "2025-07-01", f.End.String())

@@ -380,18 +380,25 @@ func (st *state) tenantNames() []string {
 type Commit struct {
 	Generation  int64
 	CommittedAt time.Time // UTC, whole seconds
+	// Tenants says what the commit did to each tenant's evidence, sorted
+	// by tenant ("" first); empty for a commit of no chunk, fact or purge.
+	Tenants []TenantCommit
 }
 
-// History returns every committed generation, oldest first: what
-// Request.Generation and Request.KnownAt choose from.
+// History returns every committed generation, oldest first, with what it
+// did per tenant (history.go): what Request.Generation and Request.KnownAt
+// choose from. KnownAt reads this commit clock, not the sources' dates: a
+// mirror backfilled today has every generation committed today. Like Diff,
+// on an index opened from its checkpoint the first call reads every chunk.
 func (e *Engine) History() ([]Commit, error) {
-	st, err := e.snapshot()
+	st, err := e.writable() // the full state: each chunk's tenant and generation
 	if err != nil {
 		return nil, err
 	}
+	by := st.commitsByTenant(0, st.gen)
 	out := make([]Commit, len(st.commits))
 	for i, at := range st.commits {
-		out[i] = Commit{Generation: int64(i + 1), CommittedAt: at}
+		out[i] = Commit{Generation: int64(i + 1), CommittedAt: at, Tenants: by[i]}
 	}
 	return out, nil
 }

@@ -68,6 +68,6 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			changed++
 		}
 	}
-	return &exitError{code: 1, err: fmt.Errorf("pack %s: %d of %d citations changed and %d new since generation %d (latest %d)",
-		pos[0], changed, len(rep.Citations), len(rep.New), rep.Generation, rep.LatestGeneration)}
+	return &exitError{code: 1, err: fmt.Errorf("pack %s: %d of %d citations changed%s and %d new since generation %d (latest %d)",
+		pos[0], changed, len(rep.Citations), rep.CauseCounts(), len(rep.New), rep.Generation, rep.LatestGeneration)}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/evpack/evpack/connectors/edgar"
 	"github.com/evpack/evpack/connectors/files"
 	"github.com/evpack/evpack/connectors/fred"
+	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/rerank"
 )
 
@@ -86,12 +87,65 @@ func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "read %d records: %d added (%d documents, %d versions), %d unchanged, %d flagged; generation %d\n",
-		rep.Read, rep.Added, rep.Documents, rep.Versions, rep.Unchanged, len(rep.Flagged), rep.Generation)
+	fmt.Fprintf(stdout, "read %d records: %d added (%d documents, %d versions), %d unchanged, %s, %d flagged; generation %d\n",
+		rep.Read, rep.Added, rep.Documents, rep.Versions, rep.Unchanged, factCounts(rep.NewFacts), len(rep.Flagged), rep.Generation)
+	for i, f := range rep.NewFacts {
+		if i == maxFactLines {
+			fmt.Fprintf(stdout, "and %d more facts (evpack history --index %s lists what each commit ended)\n", len(rep.NewFacts)-i, *dir)
+			break
+		}
+		fmt.Fprintf(stdout, "fact: %s\n", factLine(f))
+	}
 	for _, f := range rep.Flagged {
 		fmt.Fprintf(stdout, "flagged %s: %s\n", f.ChunkID, f.Reason)
 	}
 	return nil
+}
+
+// maxFactLines bounds the facts an ingest names one per line.
+const maxFactLines = 20
+
+// factCounts renders the facts of one ingest as "4 facts (3 superseded,
+// 1 ended)": a record that ended or superseded a stored chunk is counted
+// here, not as unchanged or added.
+func factCounts(facts []evidence.Fact) string {
+	if len(facts) == 0 {
+		return "0 facts"
+	}
+	n := map[evidence.FactKind]int{} // read in the fixed order below
+	for _, f := range facts {
+		n[f.Kind]++
+	}
+	var parts []string
+	for _, k := range []evidence.FactKind{evidence.FactSuperseded, evidence.FactEnded, evidence.FactRetracted} {
+		if n[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
+		}
+	}
+	return fmt.Sprintf("%d %s (%s)", len(facts), plural(len(facts), "fact", "facts"), strings.Join(parts, ", "))
+}
+
+// factLine names one fact: its kind, its chunk, the replacing chunk, the
+// first day the chunk is no longer valid and, when later, the instant the
+// end became known.
+func factLine(f evidence.Fact) string {
+	s := string(f.Kind) + " " + f.ChunkID
+	if f.By != "" {
+		s += " by " + f.By
+	}
+	s += " from " + f.End.String()
+	if f.Anchor.After(f.End.Start()) {
+		s += " (known " + asof.FormatInstant(f.Anchor) + ")"
+	}
+	return s
+}
+
+// plural returns one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -102,7 +156,8 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	k := fs.Int("k", 0, "citations (default 10)")
 	format := fs.String("format", "text", "json (the canonical bytes) or text")
 	generation := fs.Int64("generation", 0, "answer from this generation of the index (default: the latest)")
-	knownAt := fs.String("known-at", "", "answer from the last generation committed at or before this instant (RFC 3339): what would we have cited then")
+	knownAt := fs.String("known-at", "", "answer from the last generation committed at or before this instant (RFC 3339): what would we have cited then. "+
+		"It reads the index's commit clock, not the sources' dates: for an index backfilled today, pin --generation (see evpack history)")
 	var filters multiFlag
 	fs.Var(&filters, "filter", "KEY=VALUE metadata restriction (repeatable)")
 	dense := rerankerFlag(fs, denseFlags(fs))
@@ -200,11 +255,26 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return nil
 	}
-	fmt.Fprintf(stdout, "FAILED: %s (replay gives %s)\n", rep.Hash, rep.ReplayHash)
+	switch {
+	case len(rep.Purged) > 0:
+		fmt.Fprintf(stdout, "FAILED: %s cannot be replayed: %d of its citations %s purged text\n", rep.Hash,
+			len(rep.Purged), plural(len(rep.Purged), "cites", "cite"))
+	case rep.ReplayHash != "":
+		fmt.Fprintf(stdout, "FAILED: %s (replay gives %s)\n", rep.Hash, rep.ReplayHash)
+	default:
+		fmt.Fprintf(stdout, "FAILED: %s\n", rep.Hash)
+	}
 	for _, p := range rep.Problems {
 		fmt.Fprintf(stdout, "- %s\n", p)
 	}
-	return &exitError{code: 1, err: fmt.Errorf("pack %s does not verify: %d problems", pos[0], len(rep.Problems))}
+	if pk, perr := evidence.Parse(raw); perr == nil && len(rep.Purged) > 0 && len(rep.Problems) == len(rep.Purged) && len(pk.Citations) > len(rep.Purged) {
+		// What still holds: Verify checked every other citation's text.
+		citations := len(pk.Citations)
+		n := citations - len(rep.Purged)
+		fmt.Fprintf(stdout, "holds: the pack's other %d %s still %s the index's text\n", n,
+			plural(n, "citation", "citations"), plural(n, "matches", "match"))
+	}
+	return &exitError{code: 1, err: fmt.Errorf("pack %s does not verify: %d %s", pos[0], len(rep.Problems), plural(len(rep.Problems), "problem", "problems"))}
 }
 
 // modelOptions are the flags that put a cross-encoder in the pipeline, and
@@ -327,7 +397,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, p := range rep.Problems {
 		fmt.Fprintf(stdout, "problem: %s\n", p)
 	}
-	return &exitError{code: 1, err: fmt.Errorf("index %s: %d problems", *dir, len(rep.Problems))}
+	return &exitError{code: 1, err: fmt.Errorf("index %s: %d %s", *dir, len(rep.Problems), plural(len(rep.Problems), "problem", "problems"))}
 }
 
 // rerankerFlag adds --reranker to fs and sets it in the options opts makes.
@@ -372,7 +442,7 @@ func cmdPurge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
-	fmt.Fprintf(stdout, "purged %d chunks at generation %d: %s\n", len(rep.Purged), rep.Generation, strings.Join(rep.Purged, ", "))
+	fmt.Fprintf(stdout, "purged %d %s at generation %d: %s\n", len(rep.Purged), plural(len(rep.Purged), "chunk", "chunks"), rep.Generation, strings.Join(rep.Purged, ", "))
 	for _, f := range rep.Rewritten {
 		fmt.Fprintf(stdout, "rewrote %s without their text\n", f)
 	}

@@ -8,6 +8,7 @@
 //	evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
 //	evpack check  --index DIR
 //	evpack rebuild-lexical --index DIR
+//	evpack history --index DIR [--tenant T] [--json]
 //	evpack purge  --index DIR --reason TEXT CHUNK_ID...
 //	evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker learned|arithmetic|none] [--json]
 //	evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR]
@@ -56,6 +57,7 @@ const usage = `usage:
   evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
   evpack check  --index DIR
   evpack rebuild-lexical --index DIR   (rebuild the lexical index from the batch files, when check finds it damaged)
+  evpack history --index DIR [--tenant T] [--json]
   evpack purge  --index DIR --reason TEXT CHUNK_ID...
   evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker learned|arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]
   evpack eval shapes --docs DIR --questions FILE [--shape NAME] [--seed 1]
@@ -77,6 +79,10 @@ diff verifies a pack at its own generation, runs its request at the latest one a
 citation (unchanged, moved, outranked, superseded, ended, retracted, text changed) and what is cited now that
 was not (new; backfill: committed after the pack, dated on or before its as-of day); a pack a model reranked
 needs the model (--cross-encoder) for the latest run.
+history lists the generations, oldest first: each one's commit time and what it added, superseded, ended,
+retracted or purged per tenant (chunk IDs named when a kind has at most 3; --json names them all).
+--known-at reads these commit times, the index's own clock, not the sources' dates: in an index backfilled
+today every generation is committed today, so pin --generation N (found with evpack history) instead.
 Commands that open an index take --lock-wait DURATION, read as Options.LockWait: 0 (the default) waits 2s
 for another process that has the index open, a negative duration (-1s) fails at once.
 
@@ -118,6 +124,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdCheck(ctx, args[1:], stdout, stderr)
 	case "rebuild-lexical":
 		err = cmdRebuildLexical(ctx, args[1:], stdout, stderr)
+	case "history":
+		err = cmdHistory(ctx, args[1:], stdout, stderr)
 	case "eval":
 		err = cmdEval(ctx, args[1:], stdout, stderr)
 	case "vectors":

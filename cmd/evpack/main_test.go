@@ -29,6 +29,23 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 
 func corpus(name string) string { return filepath.Join("..", "..", "testdata", "corpus", name) }
 
+// commitTimes returns the commit time of each generation of the index in
+// dir, as evpack history --json prints them (the clock is the wall's).
+func commitTimes(t *testing.T, dir string) []string {
+	t.Helper()
+	code, out, errs := runCLI(t, "history", "--index", dir, "--json")
+	require.Equal(t, 0, code, errs)
+	var h []struct {
+		CommittedAt string `json:"committed_at"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &h))
+	var at []string
+	for _, c := range h {
+		at = append(at, c.CommittedAt)
+	}
+	return at
+}
+
 func ingestTestCorpus(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "idx")
 	code, out, errs := runCLI(t, "ingest", "--index", dir, "--connector", "statute", corpus("records-act.json"))
@@ -439,27 +456,35 @@ func TestDiffCommand(t *testing.T) {
 
 	code, out, errs := runCLI(t, "diff", "--index", dir, "--reranker", "arithmetic", pack)
 	require.Equal(t, 0, code, "%s%s", out, errs)
-	require.Equal(t, "pack "+hash+" at generation 1; latest generation 1\n"+
+	at := commitTimes(t, dir)
+	const tenK, tenKA = " (Northwind Robotics Inc. 10-K item ", " (Northwind Robotics Inc. 10-K/A item "
+	require.Equal(t, "pack "+hash+" at generation 1 (committed "+at[0]+"); latest generation 1 (committed "+at[0]+")\n"+
 		"verified: replays byte-identically at generation 1\n"+
-		"[1] "+k+"item-7/1: unchanged\n"+
-		"[2] "+k+"item-cover/1: unchanged\n"+
-		"[3] "+k+"item-8/1: unchanged\n"+
+		"[1] "+k+"item-7/1"+tenK+"7, filed 2025-02-14): unchanged\n"+
+		"[2] "+k+"item-cover/1"+tenK+"cover, filed 2025-02-14): unchanged\n"+
+		"[3] "+k+"item-8/1"+tenK+"8, filed 2025-02-14): unchanged\n"+
 		"unchanged: all 3 citations, nothing new\n", out)
 
 	code, _, errs = runCLI(t, "ingest", "--index", dir, "--connector", "edgar", "--retrieved-at", "2026-01-10T12:00:00Z", edgarDir("edgar"))
 	require.Equal(t, 0, code, errs)
 	code, out, errs = runCLI(t, "diff", "--index", dir, "--reranker", "arithmetic", pack)
 	require.Equal(t, 1, code, "%s%s", out, errs)
-	require.Equal(t, "pack "+hash+" at generation 1; latest generation 2\n"+
-		"verified: replays byte-identically at generation 1\n"+
-		"[1] "+k+"item-7/1: superseded by "+ka+"item-7/1 from 2025-04-20 (fact of generation 2); now replaced by "+ka+"item-7/1 [1]\n"+
-		"[2] "+k+"item-cover/1: superseded by "+ka+"item-cover/1 from 2025-04-20 (fact of generation 2); now replaced by "+ka+"item-cover/1 [2]\n"+
-		"[3] "+k+"item-8/1: superseded by "+ka+"item-8/1 from 2025-04-20 (fact of generation 2); now replaced by "+ka+"item-8/1 [3]\n"+
-		"new [1] "+ka+"item-7/1 (backfill)\n"+
-		"new [2] "+ka+"item-cover/1 (backfill)\n"+
-		"new [3] "+ka+"item-8/1 (backfill)\n"+
-		"changed: 3 of 3 citations; 3 new (3 backfill)\n", out)
-	require.Equal(t, "evpack diff: pack "+pack+": 3 of 3 citations changed and 3 new since generation 1 (latest 2)\n", errs)
+	at = commitTimes(t, dir)
+	gen2 := "generation 2 (committed " + at[1] + ")"
+	var want strings.Builder
+	want.WriteString("pack " + hash + " at generation 1 (committed " + at[0] + "); latest generation 2 (committed " + at[1] + ")\n" +
+		"verified: replays byte-identically at generation 1\n")
+	for i, item := range []string{"7", "cover", "8"} {
+		fmt.Fprintf(&want, "[%d] %sitem-%s/1%s%s, filed 2025-02-14): superseded by %sitem-%s/1 from 2025-04-20 (fact of generation 2); now replaced by %sitem-%s/1 [%d]\n",
+			i+1, k, item, tenK, item, ka, item, ka, item, i+1)
+		fmt.Fprintf(&want, "    why: %s recorded that it is superseded by %sitem-%s/1%s%s, filed 2025-04-20) from 2025-04-20\n", gen2, ka, item, tenKA, item)
+	}
+	for i, item := range []string{"7", "cover", "8"} {
+		fmt.Fprintf(&want, "new [%d] %sitem-%s/1%s%s, filed 2025-04-20): committed at generation 2 (%s), backfill\n", i+1, ka, item, tenKA, item, at[1])
+	}
+	want.WriteString("changed: 3 of 3 citations (3 by facts); 3 new (3 backfill)\n")
+	require.Equal(t, want.String(), out)
+	require.Equal(t, "evpack diff: pack "+pack+": 3 of 3 citations changed (3 by facts) and 3 new since generation 1 (latest 2)\n", errs)
 
 	code, out, errs = runCLI(t, "diff", "--index", dir, "--reranker", "arithmetic", "--format", "json", pack)
 	require.Equal(t, 1, code, errs)
@@ -522,9 +547,12 @@ func TestPurgeCommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "idx")
 	code, _, errs := runCLI(t, "ingest", "--index", dir, "--connector", "jsonl", filepath.Join("..", "..", "testdata", "corpus", "guidance.jsonl"))
 	require.Equal(t, 0, code, errs)
-	code, js, errs := runCLI(t, "query", "--index", dir, "--as-of", "2026-02-01", "--k", "1", "--format", "json", "index retained records client transaction history")
+	code, js, errs := runCLI(t, "query", "--index", dir, "--as-of", "2026-02-01", "--k", "2", "--format", "json", "index retained records client transaction history")
 	require.Equal(t, 0, code, errs)
-	require.Contains(t, js, `"chunk_id":"gn-2019-04"`)
+	p, err := evidence.Parse([]byte(js))
+	require.NoError(t, err)
+	require.Equal(t, "gn-2019-04", p.Citations[0].ChunkID)
+	require.Len(t, p.Citations, 2)
 	pack := filepath.Join(t.TempDir(), "pack.json")
 	require.NoError(t, os.WriteFile(pack, []byte(js), 0o644))
 
@@ -533,17 +561,215 @@ func TestPurgeCommand(t *testing.T) {
 	require.Contains(t, errs, `chunk "ghost" is not committed`)
 	code, out, errs := runCLI(t, "purge", "--index", dir, "--reason", "erasure request 17", "gn-2019-04")
 	require.Equal(t, 0, code, errs)
-	require.Equal(t, "purged 1 chunks at generation 2: gn-2019-04\nrewrote chunks/00000001.p00000002.jsonl without their text\n", out)
+	require.Equal(t, "purged 1 chunk at generation 2: gn-2019-04\nrewrote chunks/00000001.p00000002.jsonl without their text\n", out)
 
+	// What holds after a purge: the purged citation named, no empty replay
+	// hash, the other citation's text still the index's, one "problem".
 	code, out, errs = runCLI(t, "verify", "--index", dir, pack)
 	require.Equal(t, 1, code, "%s%s", out, errs)
-	require.Contains(t, out+errs, "citation [1] gn-2019-04: purged at generation 2 (erasure request 17)")
-	require.NotContains(t, out+errs, "differs")
+	hash := fmt.Sprintf("blake3:%x", blake3.Sum256([]byte(js)))
+	require.Equal(t, "FAILED: "+hash+" cannot be replayed: 1 of its citations cites purged text\n"+
+		"- citation [1] gn-2019-04: purged at generation 2 (erasure request 17): its text is deleted, so the pack cannot be replayed\n"+
+		"holds: the pack's other 1 citation still matches the index's text\n", out)
+	require.Equal(t, "evpack verify: pack "+pack+" does not verify: 1 problem\n", errs)
 	code, out, _ = runCLI(t, "diff", "--index", dir, pack)
 	require.Equal(t, 1, code)
-	require.Contains(t, out, "[1] gn-2019-04: purged at generation 2: erasure request 17\n")
+	require.Contains(t, out, "[1] gn-2019-04 (guidance-note-4, version 1): purged at generation 2: erasure request 17\n")
 	code, out, errs = runCLI(t, "check", "--index", dir)
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, out, "file chunks/00000002.jsonl ")
 	require.Contains(t, out, " (1 purges)\n")
+}
+
+// TestHistoryCommand: a living corpus through the CLI. Two fetches of an
+// ALFRED series: the second one's ingest line counts and names its facts
+// (the advance estimate's supersession is not "unchanged"); then a statute
+// for tenant acme and an EDGAR mirror into the shared corpus. evpack
+// history lists each generation with its commit time and what it did per
+// tenant, names the chunks of a small commit, and --tenant keeps a scope.
+func TestHistoryCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	fredDir := func(fetch string) string {
+		return filepath.Join("..", "..", "testdata", "fred", "history", fetch, "A191RL1Q225SBEA")
+	}
+	const (
+		q4  = "fred/A191RL1Q225SBEA/2019-10-01@2020-01-30"
+		adv = "fred/A191RL1Q225SBEA/2020-01-01@2020-04-29"
+		sec = "fred/A191RL1Q225SBEA/2020-01-01@2020-05-28"
+		thd = "fred/A191RL1Q225SBEA/2020-01-01@2020-06-25"
+	)
+	code, out, errs := runCLI(t, "ingest", "--index", dir, "--connector", "fred", "--retrieved-at", "2020-05-15T12:00:00Z", fredDir("2020-05-15"))
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, "read 2 records: 2 added (1 documents, 2 versions), 0 unchanged, 0 facts, 0 flagged; generation 1\n", out)
+	code, out, errs = runCLI(t, "ingest", "--index", dir, "--connector", "fred", "--retrieved-at", "2020-07-01T12:00:00Z", fredDir("2020-07-01"))
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, "read 4 records: 2 added (1 documents, 2 versions), 1 unchanged, 2 facts (2 superseded), 0 flagged; generation 2\n"+
+		"fact: superseded "+adv+" by "+sec+" from 2020-05-28\n"+
+		"fact: superseded "+sec+" by "+thd+" from 2020-06-25\n", out)
+	statute := filepath.Join(t.TempDir(), "acme.json")
+	raw, err := os.ReadFile(corpus("records-act.json"))
+	require.NoError(t, err)
+	var act map[string]any
+	require.NoError(t, json.Unmarshal(raw, &act))
+	act["tenant"] = "acme"
+	raw, err = json.Marshal(act)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(statute, raw, 0o644))
+	code, out, errs = runCLI(t, "ingest", "--index", dir, "--connector", "statute", statute)
+	require.Equal(t, 0, code, errs)
+	require.True(t, strings.HasPrefix(out, "read 11 records: 11 added (1 documents, 3 versions), 0 unchanged, 5 facts (5 superseded), 0 flagged; generation 3\n"), out)
+	code, _, errs = runCLI(t, "ingest", "--index", dir, "--connector", "edgar", "--retrieved-at", "2026-01-10T12:00:00Z", filepath.Join("..", "..", "testdata", "edgar"))
+	require.Equal(t, 0, code, errs)
+
+	at := commitTimes(t, dir)
+	require.Len(t, at, 4)
+	code, out, errs = runCLI(t, "history", "--index", dir)
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, "generation 1 committed "+at[0]+": shared: 2 added ("+q4+", "+adv+")\n"+
+		"generation 2 committed "+at[1]+": shared: 2 added ("+sec+", "+thd+"), 2 superseded ("+adv+", "+sec+")\n"+
+		"generation 3 committed "+at[2]+": tenant \"acme\": 11 added, 5 superseded\n"+
+		"generation 4 committed "+at[3]+": shared: 15 added, 3 superseded (edgar/0001234567/0001234567-25-000010/item-7/1, "+
+		"edgar/0001234567/0001234567-25-000010/item-8/1, edgar/0001234567/0001234567-25-000010/item-cover/1)\n", out)
+	code, out, errs = runCLI(t, "history", "--index", dir, "--tenant", "globex")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "generation 3 committed "+at[2]+": nothing in this scope\n")
+
+	code, out, errs = runCLI(t, "history", "--index", dir, "--json", "--tenant", "acme")
+	require.Equal(t, 0, code, errs)
+	var h []struct {
+		Generation  int64  `json:"generation"`
+		CommittedAt string `json:"committed_at"`
+		Tenants     []struct {
+			Tenant     string   `json:"tenant"`
+			Added      []string `json:"added"`
+			Superseded []string `json:"superseded"`
+		} `json:"tenants"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &h))
+	require.Len(t, h, 4)
+	require.Equal(t, "acme", h[2].Tenants[0].Tenant)
+	require.Len(t, h[2].Tenants[0].Added, 11)
+	require.Equal(t, []string{"records-act/art-1@2018", "records-act/art-2@2018", "records-act/art-2@2021", "records-act/art-3@2018", "records-act/art-4@2018"},
+		h[2].Tenants[0].Superseded)
+	require.Equal(t, "", h[3].Tenants[0].Tenant)
+	require.Len(t, h[3].Tenants[0].Superseded, 3)
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"history"}, "need --index DIR and nothing else"},
+		{[]string{"history", "--index", dir, "extra"}, "need --index DIR and nothing else"},
+		{[]string{"history", "--index", filepath.Join(dir, "nope")}, "nope does not exist"},
+	} {
+		code, _, errs := runCLI(t, c.args...)
+		require.Equal(t, 2, code, errs)
+		require.Contains(t, errs, c.want)
+	}
+}
+
+// TestDiffCauses: evpack diff says why each citation changed, with the
+// commits and the sources' own names. A pack of FRED's 2020Q1 advance
+// estimate: the later fetch's supersession (a fact). A pack of tenant
+// acme's statute, after an EDGAR mirror went into the shared corpus: no
+// fact and no new chunk, but the scope's BM25 statistics moved by one
+// commit, and the report says so rather than a bare "changed".
+func TestDiffCauses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	fredDir := func(fetch string) string {
+		return filepath.Join("..", "..", "testdata", "fred", "history", fetch, "A191RL1Q225SBEA")
+	}
+	code, _, errs := runCLI(t, "ingest", "--index", dir, "--connector", "fred", "--retrieved-at", "2020-05-15T12:00:00Z", fredDir("2020-05-15"))
+	require.Equal(t, 0, code, errs)
+	code, js, errs := runCLI(t, "query", "--index", dir, "--as-of", "2020-07-15", "--format", "json", "real GDP percent change 2020Q1")
+	require.Equal(t, 0, code, errs)
+	fredPack := filepath.Join(t.TempDir(), "fred.json")
+	require.NoError(t, os.WriteFile(fredPack, []byte(js), 0o644))
+	code, _, errs = runCLI(t, "ingest", "--index", dir, "--connector", "fred", "--retrieved-at", "2020-07-01T12:00:00Z", fredDir("2020-07-01"))
+	require.Equal(t, 0, code, errs)
+	at := commitTimes(t, dir)
+	const (
+		series = "FRED series A191RL1Q225SBEA, observation "
+		adv    = "fred/A191RL1Q225SBEA/2020-01-01@2020-04-29"
+		sec    = "fred/A191RL1Q225SBEA/2020-01-01@2020-05-28"
+		thd    = "fred/A191RL1Q225SBEA/2020-01-01@2020-06-25"
+	)
+	code, out, errs := runCLI(t, "diff", "--index", dir, fredPack)
+	require.Equal(t, 1, code, errs)
+	lines := strings.Split(out, "\n")
+	require.Equal(t, []string{
+		"[1] fred/A191RL1Q225SBEA/2019-10-01@2020-01-30 (" + series + "2019-10-01, vintage 2020-01-30): unchanged",
+		"[2] " + adv + " (" + series + "2020-01-01, vintage 2020-04-29): superseded by " + sec + " from 2020-05-28 (fact of generation 2); now replaced by " + thd + " [2]",
+		"    why: generation 2 (committed " + at[1] + ") recorded that it is superseded by " + sec + " (" + series + "2020-01-01, vintage 2020-05-28) from 2020-05-28",
+		"new [2] " + thd + " (" + series + "2020-01-01, vintage 2020-06-25): committed at generation 2 (" + at[1] + "), backfill",
+		"changed: 1 of 2 citations (1 by facts); 1 new (1 backfill)",
+	}, lines[2:7])
+
+	// Tenant acme's statute, then an unrelated EDGAR mirror into the shared
+	// corpus.
+	statute := filepath.Join(t.TempDir(), "acme.json")
+	raw, err := os.ReadFile(corpus("records-act.json"))
+	require.NoError(t, err)
+	var act map[string]any
+	require.NoError(t, json.Unmarshal(raw, &act))
+	act["tenant"] = "acme"
+	raw, err = json.Marshal(act)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(statute, raw, 0o644))
+	code, _, errs = runCLI(t, "ingest", "--index", dir, "--connector", "statute", statute)
+	require.Equal(t, 0, code, errs)
+	code, js, errs = runCLI(t, "query", "--index", dir, "--as-of", "2026-01-15", "--tenant", "acme", "--k", "4", "--format", "json",
+		"records retention period")
+	require.Equal(t, 0, code, errs)
+	acmePack := filepath.Join(t.TempDir(), "acme-pack.json")
+	require.NoError(t, os.WriteFile(acmePack, []byte(js), 0o644))
+	code, _, errs = runCLI(t, "ingest", "--index", dir, "--connector", "edgar", "--retrieved-at", "2026-01-10T12:00:00Z", filepath.Join("..", "..", "testdata", "edgar"))
+	require.Equal(t, 0, code, errs)
+	at = commitTimes(t, dir)
+	code, out, errs = runCLI(t, "diff", "--index", dir, acmePack)
+	require.Equal(t, 1, code, errs)
+	stats := "    why: the scope's statistics changed by 1 commit since the pack, generation 4 (committed " + at[3] + ") " +
+		"(1 to the shared corpus, 0 to tenant \"acme\"): no fact touches this citation and no new chunk outranks it; " +
+		"the same evidence is scored against BM25 figures (document counts, term frequencies, lengths) that those commits moved\n"
+	// The FRED observation, shared, was [4]: the EDGAR commit moved the
+	// scope's figures and the statute's article 4 (tenant acme, held since
+	// generation 3) outranks it now.
+	require.Equal(t, "pack "+fmt.Sprintf("blake3:%x", blake3.Sum256([]byte(js)))+" at generation 3 (committed "+at[2]+"); latest generation 4 (committed "+at[3]+")\n"+
+		"verified: replays byte-identically at generation 3\n"+
+		"[1] records-act/art-2@2025 (records-act article 2, version 2025): unchanged\n"+
+		"[2] records-act/art-0@2018 (records-act article 0, version 2018): unchanged\n"+
+		"[3] records-act/art-1@2025 (records-act article 1, version 2025): unchanged\n"+
+		"[4] fred/A191RL1Q225SBEA/2019-10-01@2020-01-30 ("+series+"2019-10-01, vintage 2020-01-30): outranked (still eligible, no longer cited)\n"+
+		stats+
+		"new [4] records-act/art-4@2025 (records-act article 4, version 2025): committed at generation 3 ("+at[2]+")\n"+
+		"changed: 1 of 4 citations (1 by the scope's statistics); 1 new (0 backfill)\n", out)
+	require.Equal(t, "evpack diff: pack "+acmePack+": 1 of 4 citations changed (1 by the scope's statistics) and 1 new since generation 3 (latest 4)\n", errs)
+
+	code, out, errs = runCLI(t, "diff", "--index", dir, "--format", "json", acmePack)
+	require.Equal(t, 1, code, errs)
+	var rep struct {
+		ScopeCommits []int64 `json:"scope_commits"`
+		Citations    []struct {
+			Status string `json:"status"`
+			Source string `json:"source"`
+			Cause  *struct {
+				Kind        string  `json:"kind"`
+				Generations []int64 `json:"generations"`
+			} `json:"cause"`
+		} `json:"citations"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, []int64{4}, rep.ScopeCommits)
+	changed := 0
+	for _, c := range rep.Citations {
+		require.NotEmpty(t, c.Source)
+		if c.Status == "unchanged" {
+			require.Nil(t, c.Cause)
+			continue
+		}
+		changed++
+		require.Equal(t, "statistics", c.Cause.Kind)
+		require.Equal(t, []int64{4}, c.Cause.Generations)
+	}
+	require.Positive(t, changed)
 }
