@@ -329,6 +329,9 @@ func (p *Pack) Text() string {
 	for _, f := range p.Filters {
 		fmt.Fprintf(&b, "Filter: %s=%s\n", f.Key, f.Value)
 	}
+	if p.Period != "" {
+		fmt.Fprintf(&b, "Period: %s (from the %s)\n", p.Period, p.PeriodFrom)
+	}
 	for _, c := range p.Citations {
 		fmt.Fprintf(&b, "\n[%d] %s (version %s; %s; %s %s; retrieved %s)\n%s\n",
 			c.Index, c.DocID, c.Version, c.SourceURL, c.Anchor.Field, asof.FormatInstant(c.Anchor.At),
