@@ -190,5 +190,5 @@ func (c *MemoryCache) Len() (entries int, bytes int64) {
 // but a cache is storage, not proof: a hit is checked before it is served.
 func answers(p *evidence.Pack, h evidence.Header, fp evidence.Fingerprint) bool {
 	return p.Question == h.Question && p.AsOf == h.AsOf && p.Tenant == h.Tenant && p.K == h.K && p.Generation == h.Generation &&
-		slices.Equal(p.Filters, h.Filters) && slices.Equal(p.Fingerprint, fp)
+		p.Period == h.Period && p.PeriodFrom == h.PeriodFrom && slices.Equal(p.Filters, h.Filters) && slices.Equal(p.Fingerprint, fp)
 }

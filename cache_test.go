@@ -54,6 +54,8 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 			r.Generation = 1 // the corpus is two commits: an earlier state of the scope
 		case "KnownAt":
 			r.KnownAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) // before any commit
+		case "Period":
+			r.Period = "FY2024"
 		default:
 			t.Fatalf("Request.%s has no mutation here: add one", f.Name)
 		}
@@ -93,6 +95,14 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 			o.Analyzer = "standard"
 		case "DenseIndex":
 			o.DenseIndex = "hnsw"
+		case "QuestionPeriods":
+			o.QuestionPeriods = true
+		case "PeriodList":
+			o.PeriodList = 50
+		case "PeriodWeight":
+			o.PeriodWeight = 2
+		case "PeriodBoost":
+			o.PeriodBoost = 5
 		case "Graph": // against the same index kept with the default graph
 			o.DenseIndex, o.Graph = "hnsw", retrieve.GraphOptions{EfSearch: 64}
 		default:

@@ -247,7 +247,8 @@ func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
 	if p.Generation > st.gen {
 		return rep, nil // Verify's problem says so; there is nothing to compare
 	}
-	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K}
+	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K, Period: p.Period, PeriodFrom: p.PeriodFrom}
+	e.askedPeriod(&h) // a question's period parsed again, a request's kept
 	sc, err := st.scopeOf(&h, reads{})
 	if err != nil {
 		return nil, fmt.Errorf("evpack: diff: %w", err)

@@ -748,6 +748,10 @@ type Request struct {
 	K          int       // 0: the engine's default
 	Generation int64     // 0: the latest
 	KnownAt    time.Time // zero: the latest
+	// Period is the period asked about, in a canonical form of package
+	// period ("2019", "FY2018", "2021-Q3", "2020-12-31"), or PeriodNone;
+	// "" means the one the question names, if any (see period.go).
+	Period string
 }
 
 // reads is the state of the index a request reads: a generation, an
@@ -818,7 +822,7 @@ func (r Request) canonical(defaultK int) (evidence.Header, error) {
 		}
 		h.Filters = append(h.Filters, evidence.Filter{Key: k, Value: r.Filters[k]})
 	}
-	return h, nil
+	return h, requestPeriod(r, &h)
 }
 
 // Query answers r with an evidence pack. It reads one committed state from
@@ -828,6 +832,7 @@ func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.askedPeriod(&h)
 	for {
 		p, err := e.queryOnce(ctx, h, reads{gen: r.Generation, knownAt: r.KnownAt})
 		if !errors.Is(err, errMoved) {
@@ -858,7 +863,7 @@ func (e *Engine) queryOnce(ctx context.Context, h evidence.Header, at reads) (*e
 		return nil, err
 	}
 	if raw, ok := e.opts.Cache.Get(key); ok {
-		if p, err := evidence.Parse(raw); err == nil && answers(p, h, e.fingerprint(sc, e.opts.Reranker)) {
+		if p, err := evidence.Parse(raw); err == nil && answers(p, h, e.fingerprintFor(h, sc, e.opts.Reranker)) {
 			return p, nil
 		}
 		// A store that hands back other bytes, or another request's pack, or
@@ -926,6 +931,7 @@ func (e *Engine) CacheKey(r Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	e.askedPeriod(&h)
 	st, err := e.snapshot()
 	if err != nil {
 		return "", err
@@ -947,6 +953,10 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 		text, steps = sc.rankingText(h.Question, h.Filters)
 	}
 	var lists []fuse.List
+	asked := periodOf(h)
+	if h.Period != "" {
+		steps = append(steps, periodStep(h))
+	}
 	if strings.Contains(string(e.opts.Legs), "lexical") {
 		terms, _ := e.lex.Terms(text)
 		res, err := e.searchLexical(ctx, st, text, elig, sc.bm25(terms))
@@ -965,6 +975,13 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 			ids[i] = hit.ID
 		}
 		lists = append(lists, fuse.List{Name: "lexical", Weight: e.opts.LexicalWeight, IDs: ids})
+		if !asked.IsZero() && e.opts.PeriodList > 0 {
+			l, step, err := e.periodList(ctx, sc, text, asked, elig, sc.bm25(terms))
+			if err != nil {
+				return nil, err
+			}
+			steps, lists = append(steps, step), append(lists, l)
+		}
 	}
 	if strings.Contains(string(e.opts.Legs), "dense") {
 		view, err := e.denseView(ctx, sc)
@@ -993,10 +1010,23 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 	if err != nil {
 		return nil, err
 	}
+	fusion, boosted := e.fusionSetting(), ""
+	if len(lists) > 0 && lists[len(lists)-1].Name == "period" {
+		fusion += " period=" + strconv.FormatFloat(e.opts.PeriodWeight, 'g', -1, 64)
+	}
+	if !asked.IsZero() && e.opts.PeriodBoost > 0 { // before the pool is cut: the boost decides what enters it
+		if boosted, err = e.periodBoost(ctx, sc, fused, asked, elig); err != nil {
+			return nil, err
+		}
+	}
 	if len(fused) > e.opts.Pool {
 		fused = fused[:e.opts.Pool]
 	}
-	steps = append(steps, fmt.Sprintf("fused %d (%s)", len(fused), e.fusionSetting()), fmt.Sprintf("pool %d", len(fused)))
+	steps = append(steps, fmt.Sprintf("fused %d (%s)", len(fused), fusion))
+	if boosted != "" {
+		steps = append(steps, boosted)
+	}
+	steps = append(steps, fmt.Sprintf("pool %d", len(fused)))
 	cands := make([]rerank.Candidate, len(fused))
 	places := make([]rerank.DocumentPlace, len(fused))
 	tf, _ := rr.(rerank.TextFree)
@@ -1046,7 +1076,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 		readErr = cmp.Or(readErr, err)
 		return en, ok
 	}
-	p := evidence.Assemble(h, ranked, lookup, steps, e.fingerprint(sc, rr))
+	p := evidence.Assemble(h, ranked, lookup, steps, e.fingerprintFor(h, sc, rr))
 	if readErr != nil {
 		return nil, e.readFailed(st, readErr)
 	}

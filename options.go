@@ -17,6 +17,12 @@ const (
 	DefaultPool = 50
 	MaxK        = 100
 	MaxPool     = 1000
+	// DefaultPeriodList and DefaultPeriodBoost won the FinanceBench
+	// ablation ledger (docs/benchmarks.md, "Questions about one company's
+	// year").
+	DefaultPeriodList  = 200
+	DefaultPeriodBoost = 20
+	MaxPeriodList      = 1000
 )
 
 // Lock waits: Options.LockWait's zero value waits DefaultLockWait; NoLockWait
@@ -110,6 +116,25 @@ type Options struct {
 	// Analyzer is the lexical analyzer used when an index is created
 	// ("en" or "standard"); an existing index keeps its own.
 	Analyzer Analyzer
+	// QuestionPeriods reads the period a question names ("FY2018", "in
+	// 2019", "Q3 2021", "as of December 31, 2020": package period) and ranks
+	// for it: the year list and the year boost below. Off by default: on the
+	// ObliQA dev split one question in 2,788 names a year ("in 2015"), and
+	// reading it moves that question's pool, which the pinned digest of the
+	// learned reranker's rows records (docs/benchmarks.md). A request's
+	// explicit Period is read whatever this says.
+	QuestionPeriods bool
+	// PeriodList is how deep the year list is read: the eligible chunks
+	// that name the asked-about year in their text or metadata, ranked by
+	// BM25 for the question and fused as one more list (see period.go).
+	// 0 means DefaultPeriodList, -1 no list.
+	PeriodList int
+	// PeriodWeight weighs the year list in fusion (0 means 1).
+	PeriodWeight float64
+	// PeriodBoost is the boost in fusion of a fused chunk whose metadata
+	// declares the asked-about year, in percent of a first place in one
+	// list (fuse.Boost): 0 means DefaultPeriodBoost, -1 none, at most 100.
+	PeriodBoost int
 	// PartitionDays is the span in days of the lexical index's time
 	// partitions when an index is created: 0 means
 	// retrieve.DefaultPartitionDays, -1 one bleve index for everything (the
@@ -140,6 +165,15 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.DenseWeight == 0 {
 		o.DenseWeight = 1
+	}
+	if o.PeriodWeight == 0 {
+		o.PeriodWeight = 1
+	}
+	if o.PeriodList == 0 {
+		o.PeriodList = DefaultPeriodList
+	}
+	if o.PeriodBoost == 0 {
+		o.PeriodBoost = DefaultPeriodBoost
 	}
 	switch o.Legs {
 	case "":
@@ -193,8 +227,12 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: pool %d: reranker %s takes at most %d candidates", ErrBadOptions, o.Pool, o.Reranker.Name(), maxCandidates(o.Reranker))
 	case o.PartitionDays < -1:
 		return o, fmt.Errorf("%w: PartitionDays %d (want -1, 0 or a number of days)", ErrBadOptions, o.PartitionDays)
-	case o.LexicalWeight < 0 || o.DenseWeight < 0:
-		return o, fmt.Errorf("%w: weights must be >= 0 (lexical %v, dense %v)", ErrBadOptions, o.LexicalWeight, o.DenseWeight)
+	case o.LexicalWeight < 0 || o.DenseWeight < 0 || o.PeriodWeight < 0:
+		return o, fmt.Errorf("%w: weights must be >= 0 (lexical %v, dense %v, period %v)", ErrBadOptions, o.LexicalWeight, o.DenseWeight, o.PeriodWeight)
+	case o.PeriodList < -1 || o.PeriodList > MaxPeriodList:
+		return o, fmt.Errorf("%w: PeriodList %d not in [-1, %d]", ErrBadOptions, o.PeriodList, MaxPeriodList)
+	case o.PeriodBoost < -1 || o.PeriodBoost > fuse.MaxBoost:
+		return o, fmt.Errorf("%w: PeriodBoost %d not in [-1, %d]", ErrBadOptions, o.PeriodBoost, fuse.MaxBoost)
 	}
 	return o, nil
 }
@@ -213,9 +251,9 @@ func (o Options) String() string {
 	if o.DenseIndex == DenseHNSW {
 		dense = o.Graph.String()
 	}
-	return fmt.Sprintf("k=%d pool=%d rrf_k=%d legs=%q lexical_weight=%s dense_weight=%s dense_index=%q reranker=%q embedder=%q analyzer=%q keep_entity_names=%t",
+	return fmt.Sprintf("k=%d pool=%d rrf_k=%d legs=%q lexical_weight=%s dense_weight=%s dense_index=%q reranker=%q embedder=%q analyzer=%q keep_entity_names=%t question_periods=%t period_list=%d period_weight=%s period_boost=%d",
 		o.K, o.Pool, o.RRFK, o.Legs, strconv.FormatFloat(o.LexicalWeight, 'g', -1, 64), strconv.FormatFloat(o.DenseWeight, 'g', -1, 64),
-		dense, name, emb, o.Analyzer, o.KeepEntityNames)
+		dense, name, emb, o.Analyzer, o.KeepEntityNames, o.QuestionPeriods, o.PeriodList, strconv.FormatFloat(o.PeriodWeight, 'g', -1, 64), o.PeriodBoost)
 }
 
 // maxCandidates returns a reranker's candidate cap, or 0 for none.

@@ -65,7 +65,8 @@ func (e *Engine) verify(ctx context.Context, raw []byte) (*VerifyReport, error) 
 // snapshot: errMoved when a commit lands during the lexical search).
 func (e *Engine) verifyIn(ctx context.Context, st *state, p *evidence.Pack, raw []byte) (*VerifyReport, error) {
 	rep := &VerifyReport{Hash: evidence.Sum(raw)}
-	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K}
+	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K, Period: p.Period, PeriodFrom: p.PeriodFrom}
+	e.askedPeriod(&h) // a question's period parsed again, a request's kept
 	// Replay at the pack's own generation: later commits, to any scope, do
 	// not change what it read.
 	if p.Generation > st.gen {
@@ -105,7 +106,7 @@ func (e *Engine) verifyIn(ctx context.Context, st *state, p *evidence.Pack, raw 
 	if len(p.Ledger) > 0 && !bitStable(own) {
 		rr = rerank.NewLedger(p.Fingerprint.Get("reranker"), p.Ledger)
 	}
-	now := e.fingerprint(sc, rr)
+	now := e.fingerprintFor(h, sc, rr)
 	for _, s := range p.Fingerprint {
 		if _, checked := identity[s.Key]; checked {
 			continue
@@ -197,7 +198,8 @@ func (e *Engine) Replay(ctx context.Context, raw []byte, checkModel bool) (*Repl
 	if err != nil {
 		return nil, err
 	}
-	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K}
+	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K, Period: p.Period, PeriodFrom: p.PeriodFrom}
+	e.askedPeriod(&h) // a question's period parsed again, a request's kept
 	var fresh *evidence.Pack
 	for {
 		var st *state

@@ -90,9 +90,17 @@ type Pack struct {
 	// shared corpus) the pack was made from: the last commit at or before
 	// the index generation asked for that added to the scope. Replaying the
 	// request at it gives the same pack after any later commit.
-	Generation  int64
-	Filters     []Filter // sorted by key, then value
-	K           int
+	Generation int64
+	Filters    []Filter // sorted by key, then value
+	K          int
+	// Period is the period the pack was ranked for (period.Period's
+	// canonical form, or "none" when the request turned the question's
+	// off), and PeriodFrom where it came from: "question" (parsed from it)
+	// or "request" (given). Both are "" when no period was used, and then
+	// neither is rendered, so a pack without one has the bytes it had before
+	// periods existed.
+	Period      string
+	PeriodFrom  string
 	Citations   []Citation
 	Trace       Trace
 	Fingerprint Fingerprint
@@ -115,7 +123,9 @@ type Header struct {
 	Tenant     string
 	Filters    []Filter
 	K          int
-	Generation int64 // the scope's generation the pack reads (see Pack)
+	Generation int64  // the scope's generation the pack reads (see Pack)
+	Period     string // the period ranked for (see Pack)
+	PeriodFrom string // "question" or "request" (see Pack)
 }
 
 // Excludes says why a request with header h may not see chunk c, or "" when
@@ -235,6 +245,8 @@ func Assemble(h Header, ranked []Scored, lookup func(id string) (Entry, bool), s
 		Generation:  h.Generation,
 		Filters:     slices.Clone(h.Filters),
 		K:           h.K,
+		Period:      h.Period,
+		PeriodFrom:  h.PeriodFrom,
 		Trace:       Trace{Steps: slices.Clone(steps)},
 		Fingerprint: slices.Clone(fp),
 	}
@@ -316,6 +328,9 @@ func (p *Pack) Text() string {
 	}
 	for _, f := range p.Filters {
 		fmt.Fprintf(&b, "Filter: %s=%s\n", f.Key, f.Value)
+	}
+	if p.Period != "" {
+		fmt.Fprintf(&b, "Period: %s (from the %s)\n", p.Period, p.PeriodFrom)
 	}
 	for _, c := range p.Citations {
 		fmt.Fprintf(&b, "\n[%d] %s (version %s; %s; %s %s; retrieved %s)\n%s\n",

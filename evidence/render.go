@@ -54,6 +54,12 @@ func (p *Pack) Bytes() []byte {
 			w.end()
 		})
 	}
+	if p.Period != "" || p.PeriodFrom != "" { // only packs ranked for a period carry them
+		w.key("period")
+		w.str(p.Period)
+		w.key("period_from")
+		w.str(p.PeriodFrom)
+	}
 	w.key("question")
 	w.str(p.Question)
 	w.key("tenant")
@@ -196,9 +202,11 @@ type wirePack struct {
 		ChunkID string `json:"chunk_id"`
 		Score   int64  `json:"score"`
 	} `json:"ledger"`
-	Question string `json:"question"`
-	Tenant   string `json:"tenant"`
-	Trace    struct {
+	Period     string `json:"period"`
+	PeriodFrom string `json:"period_from"`
+	Question   string `json:"question"`
+	Tenant     string `json:"tenant"`
+	Trace      struct {
 		Dropped []struct {
 			ChunkID string `json:"chunk_id"`
 			Reason  string `json:"reason"`
@@ -247,7 +255,7 @@ func Parse(b []byte) (*Pack, error) {
 	if err := checkWireHeader(&w); err != nil {
 		return nil, err
 	}
-	p := &Pack{Question: w.Question, Tenant: w.Tenant, K: w.K, Generation: w.Generation}
+	p := &Pack{Question: w.Question, Tenant: w.Tenant, K: w.K, Generation: w.Generation, Period: w.Period, PeriodFrom: w.PeriodFrom}
 	var err error
 	if p.AsOf, err = asof.ParseDate(w.AsOf); err != nil {
 		return nil, fmt.Errorf("%w: as_of: %w", ErrBadPack, err)

@@ -69,14 +69,17 @@ func RRF(k int, lists ...List) ([]Item, error) {
 			out[i].Ranks[li] = r + 1
 		}
 	}
-	slices.SortFunc(out, func(a, b Item) int {
-		if a.Score != b.Score {
-			if a.Score > b.Score {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	slices.SortFunc(out, compareItems)
 	return out, nil
+}
+
+// compareItems is the fused order: score descending, then ID ascending.
+func compareItems(a, b Item) int {
+	if a.Score != b.Score {
+		if a.Score > b.Score {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.ID, b.ID)
 }

@@ -640,6 +640,9 @@ type Eligibility struct {
 	// chunks named in Readmit (sorted): those with facts by UpTo that
 	// generation UpTo still held valid on AsOf but later facts retire.
 	Readmit []string
+	// naming, set only by SearchNaming and NamedIn, further restricts the
+	// set to the chunks that name something (see Naming).
+	naming *Naming
 }
 
 // Bounds summarize the committed chunks exactly, so that a query can leave
@@ -773,6 +776,9 @@ func (e Eligibility) filter(b Bounds) filter {
 	}
 	if e.Pinned && e.FewerAfter {
 		f.mustNot = append(f.mustNot, afterGeneration(e.UpTo))
+	}
+	if e.naming != nil {
+		f.must = append(f.must, e.naming.query())
 	}
 	// Boost 0: the clauses restrict the match set and add nothing to a score
 	// (nor to the query norm, which sums squared boosted weights).
