@@ -416,7 +416,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, evpack.ErrBadRequest):
 		writeError(w, http.StatusBadRequest, cause(err))
-	case errors.Is(err, evidence.ErrBadPack), errors.Is(err, evidence.ErrNotCanonical):
+	case errors.Is(err, evpack.ErrBadPack), errors.Is(err, evpack.ErrNotCanonical):
 		writeError(w, http.StatusBadRequest, "body is not an evidence pack: "+cause(err))
 	case errors.Is(err, context.Canceled):
 		w.WriteHeader(499) // the client went away; nobody reads this
