@@ -21,14 +21,16 @@
 // same index with other query options; [Engine.Preload] reads the files
 // queries read into the page cache, for a fresh machine's first requests;
 // [NewMemoryCache] (or any [Cache])
-// serves repeated requests. Package evpacktest pins packs in golden files
+// serves repeated requests; [Engine.History], [Engine.Diff] and
+// [Engine.Purge] serve a living corpus. Every sentinel error a caller needs
+// is reachable from this package (errors.go, errors_reexport.go). Package evpacktest pins packs in golden files
 // from a user's tests; examples/service serves packs over HTTP.
 //
 // The pipeline: eligibility (as-of, tenant, filters) inside the index query →
 // lexical BM25 and, with an embedder, dense legs → Reciprocal Rank Fusion →
-// a pool reranked by the bit-stable arithmetic reranker (or a model, whose
-// scores the pack records in its ledger) → the citation gate → the
-// canonical pack. The index directory (its lock, sealed manifest and batch
+// a pool reranked by the bit-stable learned reranker (integer trees; the
+// arithmetic reranker is its fallback, and a model's scores go to the pack's
+// ledger) → the citation gate → the canonical pack. The index directory (its lock, sealed manifest and batch
 // files, and crash recovery) is package internal/storage's; the engine
 // only wires the stages together.
 //
