@@ -30,7 +30,7 @@ const (
 
 func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageErr("eval needs obliqa, ablate or asof")
+		return usageErr("eval needs obliqa, ablate, asof or financebench")
 	}
 	switch args[0] {
 	case "obliqa":
@@ -39,8 +39,10 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return cmdEvalAblate(ctx, args[1:], stdout, stderr)
 	case "asof":
 		return cmdEvalAsOf(ctx, args[1:], stdout, stderr)
+	case "financebench":
+		return cmdEvalFinanceBench(ctx, args[1:], stdout, stderr)
 	}
-	return usageErr("eval %q: want obliqa, ablate or asof", args[0])
+	return usageErr("eval %q: want obliqa, ablate, asof or financebench", args[0])
 }
 
 func rerankerNamed(name string) (rerank.Reranker, error) {
