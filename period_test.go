@@ -102,7 +102,7 @@ func TestGoldenPeriodContents(t *testing.T) {
 	require.Equal(t, "northwind-10k-fy2021#p1", p.Citations[0].ChunkID, "the asked year's capex page first")
 	require.Contains(t, steps(p), "period: FY2021 (parsed from the question)")
 	require.Contains(t, steps(p), "year list: kept ")
-	require.Contains(t, steps(p), "year boost: +20% of a first place to ")
+	require.Contains(t, steps(p), "year boost: +100% of a first place to ")
 	require.Contains(t, p.Fingerprint.Get("period"), period.Version)
 
 	p = packs["capex-fy2021-given-2020"]
