@@ -283,3 +283,23 @@ func TestPeriodOptionsOnlyMatterWithAPeriod(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, slices.Contains([]string{"northwind-10k-fy2022#p1", "northwind-10k-fy2022#p0"}, p.Citations[0].ChunkID), "%v", citedIDs(p))
 }
+
+// A request's explicit period is read even when the options leave
+// questions' periods unread (the default), and replays.
+func TestExplicitPeriodWithoutQuestionPeriods(t *testing.T) {
+	e := periodEngine(t, Options{})
+	ctx := context.Background()
+	r := Request{Question: "What were Northwind's capital expenditures in FY2021?", AsOf: asof.MustDate("2025-06-30"), Filters: map[string]string{"cik": "northwind"}, K: 3}
+	p, err := e.Query(ctx, r)
+	require.NoError(t, err)
+	require.Empty(t, p.Period, "the question's period is unread by default")
+	r.Period = "FY2020"
+	p, err = e.Query(ctx, r)
+	require.NoError(t, err)
+	require.Equal(t, "FY2020", p.Period)
+	require.Equal(t, "request", p.PeriodFrom)
+	require.Equal(t, "northwind-10k-fy2020#p1", p.Citations[0].ChunkID)
+	v, err := e.Verify(ctx, p.Bytes())
+	require.NoError(t, err)
+	require.True(t, v.OK(), "%v", v.Problems)
+}
