@@ -118,8 +118,8 @@ type Options struct {
 	QuestionPeriods bool
 	// PeriodList is how deep the year list is read: the eligible chunks
 	// that name the asked-about year in their text or metadata, ranked by
-	// BM25 for the question and fused as one more list (see period.go).
-	// 0 means DefaultPeriodList, -1 no list.
+	// BM25 for the question and fused as one more list (see period.go); it
+	// runs with the lexical leg. 0 means DefaultPeriodList, -1 no list.
 	PeriodList int
 	// PeriodWeight weighs the year list in fusion (0 means
 	// DefaultPeriodWeight).
