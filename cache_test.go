@@ -100,7 +100,7 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 		case "PeriodList":
 			o.PeriodList = 50
 		case "PeriodWeight":
-			o.PeriodWeight = 2
+			o.PeriodWeight = 3
 		case "PeriodBoost":
 			o.PeriodBoost = 5
 		case "Graph": // against the same index kept with the default graph

@@ -20,9 +20,10 @@ const (
 	// DefaultPeriodList and DefaultPeriodBoost won the FinanceBench
 	// ablation ledger (docs/benchmarks.md, "Questions about one company's
 	// year").
-	DefaultPeriodList  = 200
-	DefaultPeriodBoost = 20
-	MaxPeriodList      = 1000
+	DefaultPeriodList   = 200
+	DefaultPeriodWeight = 2
+	DefaultPeriodBoost  = 100
+	MaxPeriodList       = 1000
 )
 
 // Lock waits: Options.LockWait's zero value waits DefaultLockWait; NoLockWait
@@ -126,10 +127,11 @@ type Options struct {
 	QuestionPeriods bool
 	// PeriodList is how deep the year list is read: the eligible chunks
 	// that name the asked-about year in their text or metadata, ranked by
-	// BM25 for the question and fused as one more list (see period.go).
-	// 0 means DefaultPeriodList, -1 no list.
+	// BM25 for the question and fused as one more list (see period.go); it
+	// runs with the lexical leg. 0 means DefaultPeriodList, -1 no list.
 	PeriodList int
-	// PeriodWeight weighs the year list in fusion (0 means 1).
+	// PeriodWeight weighs the year list in fusion (0 means
+	// DefaultPeriodWeight).
 	PeriodWeight float64
 	// PeriodBoost is the boost in fusion of a fused chunk whose metadata
 	// declares the asked-about year, in percent of a first place in one
@@ -167,7 +169,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.DenseWeight = 1
 	}
 	if o.PeriodWeight == 0 {
-		o.PeriodWeight = 1
+		o.PeriodWeight = DefaultPeriodWeight
 	}
 	if o.PeriodList == 0 {
 		o.PeriodList = DefaultPeriodList

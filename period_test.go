@@ -102,7 +102,7 @@ func TestGoldenPeriodContents(t *testing.T) {
 	require.Equal(t, "northwind-10k-fy2021#p1", p.Citations[0].ChunkID, "the asked year's capex page first")
 	require.Contains(t, steps(p), "period: FY2021 (parsed from the question)")
 	require.Contains(t, steps(p), "year list: kept ")
-	require.Contains(t, steps(p), "year boost: +20% of a first place to ")
+	require.Contains(t, steps(p), "year boost: +100% of a first place to ")
 	require.Contains(t, p.Fingerprint.Get("period"), period.Version)
 
 	p = packs["capex-fy2021-given-2020"]
@@ -282,4 +282,24 @@ func TestPeriodOptionsOnlyMatterWithAPeriod(t *testing.T) {
 	p, err := e.Query(ctx, r)
 	require.NoError(t, err)
 	require.True(t, slices.Contains([]string{"northwind-10k-fy2022#p1", "northwind-10k-fy2022#p0"}, p.Citations[0].ChunkID), "%v", citedIDs(p))
+}
+
+// A request's explicit period is read even when the options leave
+// questions' periods unread (the default), and replays.
+func TestExplicitPeriodWithoutQuestionPeriods(t *testing.T) {
+	e := periodEngine(t, Options{})
+	ctx := context.Background()
+	r := Request{Question: "What were Northwind's capital expenditures in FY2021?", AsOf: asof.MustDate("2025-06-30"), Filters: map[string]string{"cik": "northwind"}, K: 3}
+	p, err := e.Query(ctx, r)
+	require.NoError(t, err)
+	require.Empty(t, p.Period, "the question's period is unread by default")
+	r.Period = "FY2020"
+	p, err = e.Query(ctx, r)
+	require.NoError(t, err)
+	require.Equal(t, "FY2020", p.Period)
+	require.Equal(t, "request", p.PeriodFrom)
+	require.Equal(t, "northwind-10k-fy2020#p1", p.Citations[0].ChunkID)
+	v, err := e.Verify(ctx, p.Bytes())
+	require.NoError(t, err)
+	require.True(t, v.OK(), "%v", v.Problems)
 }

@@ -2,7 +2,6 @@ package retrieve
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/blevesearch/bleve/v2"
@@ -90,7 +89,7 @@ func (l *Lexical) NamedIn(ctx context.Context, ids []string, elig Eligibility, b
 	for _, sp := range parts {
 		got, err := eligibleIn(ctx, sp.p.idx, elig.restrict(bleve.NewDocIDQuery(slices.Clone(ids)), sp.bounds))
 		if err != nil {
-			return nil, fmt.Errorf("%w: named: %w", ErrLexical, err)
+			return nil, err // ErrLexical already, or the context's error
 		}
 		out = append(out, got...)
 	}

@@ -32,7 +32,7 @@ const (
 
 func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageErr("eval needs obliqa, ablate, shapes or asof")
+		return usageErr("eval needs obliqa, ablate, shapes, asof or financebench")
 	}
 	switch args[0] {
 	case "obliqa":
@@ -43,8 +43,10 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return cmdEvalShapes(ctx, args[1:], stdout, stderr)
 	case "asof":
 		return cmdEvalAsOf(ctx, args[1:], stdout, stderr)
+	case "financebench":
+		return cmdEvalFinanceBench(ctx, args[1:], stdout, stderr)
 	}
-	return usageErr("eval %q: want obliqa, ablate, shapes or asof", args[0])
+	return usageErr("eval %q: want obliqa, ablate, shapes, asof or financebench", args[0])
 }
 
 func rerankerNamed(name string) (rerank.Reranker, error) {

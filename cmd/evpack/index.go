@@ -158,6 +158,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	generation := fs.Int64("generation", 0, "answer from this generation of the index (default: the latest)")
 	knownAt := fs.String("known-at", "", "answer from the last generation committed at or before this instant (RFC 3339): what would we have cited then. "+
 		"It reads the index's commit clock, not the sources' dates: for an index backfilled today, pin --generation (see evpack history)")
+	periodFlag := fs.String("period", "", "the period asked about (2019, FY2018, 2021-Q3, 2020-12-31, or none): overrides the question's")
 	var filters multiFlag
 	fs.Var(&filters, "filter", "KEY=VALUE metadata restriction (repeatable)")
 	dense := rerankerFlag(fs, denseFlags(fs))
@@ -173,7 +174,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("--as-of: %w", err)}
 	}
-	req := evpack.Request{Question: strings.Join(pos, " "), AsOf: day, Tenant: *tenant, K: *k, Generation: *generation}
+	req := evpack.Request{Question: strings.Join(pos, " "), AsOf: day, Tenant: *tenant, K: *k, Generation: *generation, Period: *periodFlag}
 	if *knownAt != "" {
 		if req.KnownAt, err = asof.ParseInstant(*knownAt); err != nil {
 			return &exitError{code: 2, err: fmt.Errorf("--known-at: %w", err)}

@@ -3,7 +3,7 @@
 // was made, and evaluates rankings.
 //
 //	evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] PATH...
-//	evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--format json|text] [--cross-encoder MODEL_DIR [--cuda]] QUESTION
+//	evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--period P] [--question-periods] [--format json|text] [--cross-encoder MODEL_DIR [--cuda]] QUESTION
 //	evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
 //	evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
 //	evpack check  --index DIR
@@ -16,6 +16,7 @@
 //	evpack rerank train (--docs DIR | --corpus FILE.jsonl...) --questions FILE --out MODEL [--folds 5] [--seed 1]
 //	  [--group-by gold-document|gold-passage|field | --split-by date] [--pool N]
 //	evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
+//	evpack eval financebench --dir DIR [--companies CIK,...] [--boost N] [--depth N] [--index DIR] [--json]
 //
 // diff verifies the pack at its own generation, runs its request again at
 // the latest generation and prints one line per citation (unchanged, moved,
@@ -52,7 +53,7 @@ func main() {
 
 const usage = `usage:
   evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] PATH...
-  evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--format json|text] [--cross-encoder MODEL_DIR [--cuda]] QUESTION
+  evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--period P] [--question-periods] [--format json|text] [--cross-encoder MODEL_DIR [--cuda]] QUESTION
   evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
   evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
   evpack check  --index DIR
@@ -63,6 +64,7 @@ const usage = `usage:
   evpack eval shapes --docs DIR --questions FILE [--shape NAME] [--seed 1]
   evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR] [--folds 5] [--seed 1] [trainer flags]
   evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
+  evpack eval financebench --dir DIR [--companies CIK,...] [--boost N] [--depth N] [--index DIR] [--json]
   evpack vectors import --format wink-json IN OUT [--max-words N]
   evpack rerank train (--docs DIR | --corpus FILE.jsonl... [--as-of D]) --questions FILE --out MODEL [--folds 5] [--seed 1]
       [--group-by gold-document|gold-passage|field | --split-by date] [--pool N]

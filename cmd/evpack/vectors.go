@@ -65,6 +65,9 @@ func denseFlags(fs *flag.FlagSet) func() (evpack.Options, error) {
 	index := fs.String("dense-index", "", "dense search: exact (default; exact and replayable) or hnsw (approximate, faster on large corpora, replayable)")
 	ef := fs.Int("ef-search", 0, "hnsw beam width (default 128)")
 	lockWait := fs.Duration("lock-wait", 0, "how long to wait for another process that has the index open, as Options.LockWait: 0 means the default (2s), a negative duration (-1s) fails at once")
+	questionPeriods := fs.Bool("question-periods", false, "read the period a question names (FY2018, in 2019, Q3 2021, as of December 31, 2020) and rank for it: the year list and the year boost")
+	periodList := fs.Int("period-list", 0, "year list depth (default 200; -1: no list)")
+	periodBoost := fs.Int("period-boost", 0, "year boost, percent of a first place (default: the engine's; -1: none)")
 	embedder := func() (retrieve.Embedder, error) {
 		if *spec == "" {
 			return nil, nil
@@ -94,7 +97,8 @@ func denseFlags(fs *flag.FlagSet) func() (evpack.Options, error) {
 		if err != nil {
 			return evpack.Options{}, err
 		}
-		o := evpack.Options{Embedder: emb, Legs: evpack.Legs(*legs), DenseIndex: evpack.DenseIndex(*index), LockWait: *lockWait}
+		o := evpack.Options{Embedder: emb, Legs: evpack.Legs(*legs), DenseIndex: evpack.DenseIndex(*index), LockWait: *lockWait,
+			QuestionPeriods: *questionPeriods, PeriodList: *periodList, PeriodBoost: *periodBoost}
 		if *ef != 0 {
 			if *index != "hnsw" {
 				return o, usageErr("--ef-search needs --dense-index hnsw")
