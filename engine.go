@@ -1032,7 +1032,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 	// The gate sees only what the scope's generation had committed.
 	var readErr error
 	lookup := func(id string) (evidence.Entry, bool) {
-		en, ok, err := sc.entry(id, h.AsOf)
+		en, ok, err := sc.entryFor(id, h.AsOf, h.EndsKnownLater)
 		readErr = cmp.Or(readErr, err)
 		return en, ok
 	}
