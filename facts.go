@@ -190,7 +190,7 @@ func (st *state) newFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fa
 		// (a source names it before it arrives, or ingest order splits
 		// them): checkArrivals holds it to the rule when it comes.
 		if by, ok := lookup(f.By); ok && by.Tenant != c.Tenant {
-			return nil, 0, fail("replacing chunk %q belongs to tenant %q, the chunk to tenant %q", f.By, by.Tenant, c.Tenant)
+			return nil, 0, fail("replacing chunk %q belongs to another tenant (%q; the chunk's is %q)", f.By, by.Tenant, c.Tenant)
 		}
 		key := f.Key()
 		if seen[key] || slices.ContainsFunc(st.facts[f.ChunkID], func(fa factAt) bool { return fa.f.Key() == key }) {
