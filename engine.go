@@ -729,7 +729,8 @@ func (e *Engine) writeFiles(next *state, w batchWrite) (*storage.Commit, *storag
 // a request of "" reads the shared corpus alone. It reads the latest
 // committed state of the index, or an earlier one: Generation names a
 // generation, KnownAt the last generation committed at or before an
-// instant ("what would we have cited then"); at most one may be set.
+// instant ("what would we have cited then"; an instant before the first
+// commit is ErrBeforeFirstCommit); at most one may be set.
 type Request struct {
 	Question   string
 	AsOf       asof.Date

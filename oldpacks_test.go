@@ -62,7 +62,7 @@ func TestOldPackFormatsVerify(t *testing.T) {
 	e := retentionEngine(t)
 
 	t.Run("evpack-pack/1", func(t *testing.T) {
-		for _, name := range []string{"pack1-03d5b55-retention.json", "pack1-0aa9884-retention.json"} {
+		for _, name := range []string{"pack1-03d5b55-retention.json", "pack1-0aa9884-retention.json", "pack1-5fda4c6-retention.json"} {
 			raw := oldPack(t, name)
 			p, err := evidence.Parse(raw)
 			require.NoError(t, err, name)
@@ -80,12 +80,15 @@ func TestOldPackFormatsVerify(t *testing.T) {
 			}
 			require.True(t, strings.HasPrefix(rep.Holds[len(rep.Holds)-1], "not replayed: evpack-pack/1 names no generation"), name)
 		}
-		// The first build's content hash covered the text alone; the last
-		// /1 build's covers every field.
+		// The first builds' content hash covered the text alone; later /1
+		// builds' cover every field.
 		first := oldPack(t, "pack1-03d5b55-retention.json")
 		rep, err := e.Verify(ctx, first)
 		require.NoError(t, err)
 		require.Contains(t, rep.Holds[1], "its content hash is of its text alone (the first evpack-pack/1 packs)")
+		rep, err = e.Verify(ctx, oldPack(t, "pack1-5fda4c6-retention.json"))
+		require.NoError(t, err)
+		require.Contains(t, rep.Holds[1], "citation [1] records-act/art-2@2025: its text and fields are the stored chunk's, which hashes to blake3:8e1a18ad")
 
 		// What does not hold is a Problem: an edited citation text.
 		p, err := evidence.Parse(first)

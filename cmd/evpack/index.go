@@ -189,7 +189,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if rep.OK() && !rep.Replayed { // an old form that names no generation
-		fmt.Fprintf(stdout, "ok, not replayed: %s is a %s pack; what still holds:\n", rep.Hash, rep.Format)
+		fmt.Fprintf(stdout, "ok, not replayed: %s (%s); what still holds:\n", rep.Hash, rep.Format)
 		for _, h := range rep.Holds {
 			fmt.Fprintf(stdout, "- %s\n", h)
 		}
