@@ -53,7 +53,16 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 		case "Generation":
 			r.Generation = 1 // the corpus is two commits: an earlier state of the scope
 		case "KnownAt":
-			r.KnownAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) // before any commit
+			// Before any commit: no key at all, so no pack of another
+			// state is shared (issue 31 item 12: it was the key of an
+			// empty generation 0). An instant inside the history resolves
+			// to a generation, as the Generation case does.
+			r.KnownAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+			e := memEngine(t, base)
+			ingestCorpus(t, e)
+			_, err := e.CacheKey(r)
+			require.ErrorIs(t, err, ErrBeforeFirstCommit)
+			continue
 		case "Period":
 			r.Period = "FY2024"
 		default:

@@ -393,9 +393,14 @@ func (r *DiffReport) String() string {
 			r.LatestGeneration, asof.FormatInstant(r.LatestCommitted))
 	}
 	b.WriteString("\n")
-	if r.Verify.OK() {
+	switch {
+	case !r.Verify.Replayed && r.Verify.OK(): // a form that names no generation
+		for _, h := range r.Verify.Holds {
+			fmt.Fprintf(&b, "holds: %s\n", h)
+		}
+	case r.Verify.OK():
 		fmt.Fprintf(&b, "verified: replays byte-identically at generation %d\n", r.Generation)
-	} else {
+	default:
 		fmt.Fprintf(&b, "NOT VERIFIED at generation %d", r.Generation)
 		if r.Verify.ReplayHash != "" {
 			fmt.Fprintf(&b, " (replay gives %s)", r.Verify.ReplayHash)

@@ -739,7 +739,8 @@ func (e *Engine) writeFiles(next *state, w batchWrite) (*storage.Commit, *storag
 // a request of "" reads the shared corpus alone. It reads the latest
 // committed state of the index, or an earlier one: Generation names a
 // generation, KnownAt the last generation committed at or before an
-// instant ("what would we have cited then"); at most one may be set.
+// instant ("what would we have cited then"; an instant before the first
+// commit is ErrBeforeFirstCommit); at most one may be set.
 type Request struct {
 	Question   string
 	AsOf       asof.Date
@@ -1072,7 +1073,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 	// The gate sees only what the scope's generation had committed.
 	var readErr error
 	lookup := func(id string) (evidence.Entry, bool) {
-		en, ok, err := sc.entry(id, h.AsOf)
+		en, ok, err := sc.entryFor(id, h.AsOf, h.EndsKnownLater)
 		readErr = cmp.Or(readErr, err)
 		return en, ok
 	}

@@ -60,12 +60,23 @@ func (s *state) retiredBy(id string, g int64, d asof.Date) (factAt, bool) {
 }
 
 // knownEnd returns the earliest end after day d that facts committed by
-// generation g set for chunk id (zero when none).
-func (s *state) knownEnd(id string, g int64, d asof.Date) asof.Date {
+// generation g set for chunk id and that was known on day d (the fact's
+// anchor day on or before it), or zero: a pack as of d never tells its
+// reader what was learned after its date. (The chunk's own valid_to is part
+// of the chunk, and shown as it is.)
+//
+// With hindsight it follows the rule of packs made before issue 31, which
+// Verify replays them under: every end that facts known at g set after d,
+// whenever it became known.
+func (s *state) knownEnd(id string, g int64, d asof.Date, hindsight bool) asof.Date {
 	var end asof.Date
 	for _, fa := range s.facts[id] {
-		if fa.gen <= g && d.Before(fa.f.End) && (end.IsZero() || fa.f.End.Before(end)) {
-			end = fa.f.End
+		f := fa.f
+		if fa.gen > g || !d.Before(f.End) || !hindsight && d.Before(asof.DateOf(f.Anchor)) {
+			continue
+		}
+		if end.IsZero() || f.End.Before(end) {
+			end = f.End
 		}
 	}
 	return end
@@ -96,6 +107,12 @@ func (s *state) lexDoc(id string) (retrieve.Doc, error) {
 // Citable says of one edited in memory); a failure to read it at all is
 // err, and the request fails rather than cite around a missing file.
 func (sc scope) entry(id string, d asof.Date) (e evidence.Entry, ok bool, err error) {
+	return sc.entryFor(id, d, false)
+}
+
+// entryFor is entry; with hindsight the citation's end follows the rule of
+// packs made before issue 31 (see knownEnd), for Verify to replay them.
+func (sc scope) entryFor(id string, d asof.Date, hindsight bool) (e evidence.Entry, ok bool, err error) {
 	c, held, err := sc.st.chunkUpTo(id, sc.gen) // admits and reads in one lookup
 	switch {
 	case errors.Is(err, errMismatch):
@@ -105,7 +122,7 @@ func (sc scope) entry(id string, d asof.Date) (e evidence.Entry, ok bool, err er
 	case !held || c == nil:
 		return evidence.Entry{}, false, nil
 	}
-	e = evidence.Entry{Chunk: c, End: sc.st.knownEnd(id, sc.gen, d), Verified: sc.st.rows != nil} // chunkOf checked what it read
+	e = evidence.Entry{Chunk: c, End: sc.st.knownEnd(id, sc.gen, d, hindsight), Verified: sc.st.rows != nil} // chunkOf checked what it read
 	if fa, ok := sc.st.retiredBy(id, sc.gen, d); ok {
 		e.Excluded = fmt.Sprintf("%s (fact of generation %d)", fa.f, fa.gen)
 	}
@@ -173,7 +190,7 @@ func (st *state) newFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fa
 		// (a source names it before it arrives, or ingest order splits
 		// them): checkArrivals holds it to the rule when it comes.
 		if by, ok := lookup(f.By); ok && by.Tenant != c.Tenant {
-			return nil, 0, fail("replacing chunk %q belongs to tenant %q, the chunk to tenant %q", f.By, by.Tenant, c.Tenant)
+			return nil, 0, fail("replacing chunk %q belongs to another tenant (%q; the chunk's is %q)", f.By, by.Tenant, c.Tenant)
 		}
 		key := f.Key()
 		if seen[key] || slices.ContainsFunc(st.facts[f.ChunkID], func(fa factAt) bool { return fa.f.Key() == key }) {

@@ -604,13 +604,17 @@ func comparePacks(t *testing.T, h *srcHistory, x, y *Engine, ra, rb Request, wha
 // index that ingested a history fetch by fetch and one that ingested its
 // last fetch: retrieval times, content hashes (they hash the retrieval
 // time and the chunk's own validity end), the pack's generation and the
-// fingerprint's corpus digest.
+// fingerprint's corpus digest; and the validity end shown: fetch by fetch,
+// an end a later fetch set is a fact, shown only as of its anchor day or
+// later, while a chunk that arrived already ended shows its own (issue 31,
+// item 10).
 func packForComparison(p *evidence.Pack) *evidence.Pack {
 	cp := *p
 	cp.Generation = 0
 	cp.Citations = slices.Clone(p.Citations)
 	for i := range cp.Citations {
 		cp.Citations[i].RetrievedAt, cp.Citations[i].ContentHash = time.Time{}, ""
+		cp.Citations[i].Valid.To = asof.Date{}
 	}
 	cp.Fingerprint = slices.Clone(p.Fingerprint)
 	for i := range cp.Fingerprint {

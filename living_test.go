@@ -31,8 +31,12 @@ func fetchInOrder(t *testing.T, srcs ...connectors.Connector) (*Engine, []Ingest
 	return e, reps
 }
 
-// sameCitations asserts that two engines cite the same chunks, in the same
-// order and with the same validity shown, for r.
+// sameCitations asserts that two engines, a fed fetch by fetch and b the
+// last fetch, cite the same chunks, in the same order and with the same
+// validity start, for r. The end shown differs where a later fetch ended a
+// chunk: in a it is a fact, shown only from its anchor day (a pack never
+// tells what was learned after its date, issue 31 item 10), while b's
+// chunk carries it; where a shows an end, b shows the same.
 func sameCitations(t *testing.T, a, b *Engine, r Request) *evidence.Pack {
 	t.Helper()
 	pa, err := a.Query(context.Background(), r)
@@ -41,7 +45,10 @@ func sameCitations(t *testing.T, a, b *Engine, r Request) *evidence.Pack {
 	require.NoError(t, err)
 	require.Equal(t, citedIDs(pb), citedIDs(pa), "as of %s", r.AsOf)
 	for i := range pa.Citations {
-		require.Equal(t, pb.Citations[i].Valid, pa.Citations[i].Valid, "as of %s, [%d]", r.AsOf, i+1)
+		require.Equal(t, pb.Citations[i].Valid.From, pa.Citations[i].Valid.From, "as of %s, [%d]", r.AsOf, i+1)
+		if !pa.Citations[i].Valid.To.IsZero() {
+			require.Equal(t, pb.Citations[i].Valid.To, pa.Citations[i].Valid.To, "as of %s, [%d]", r.AsOf, i+1)
+		}
 	}
 	return pa
 }
@@ -119,7 +126,7 @@ func TestJSONLValidityChangeFetchedLater(t *testing.T) {
 	q := "how long must firms keep recordings of client telephone calls"
 	p := sameCitations(t, e, one, Request{Question: q, AsOf: asof.MustDate("2025-06-30"), K: 1})
 	require.Equal(t, []string{"gn-2025-03-v1"}, citedIDs(p))
-	require.Equal(t, "2025-07-01", p.Citations[0].Valid.To.String(), "the end the index knows now")
+	require.Empty(t, p.Citations[0].Valid.To.String(), "the end a later fetch set, anchored 2025-07-01, was not known on 2025-06-30 (issue 31 item 10)")
 	p = sameCitations(t, e, one, Request{Question: q, AsOf: asof.MustDate("2025-07-01"), K: 1})
 	require.Equal(t, []string{"gn-2025-03-v2"}, citedIDs(p))
 

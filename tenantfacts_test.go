@@ -131,3 +131,35 @@ func TestFactEndingAfterOwnEndRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Facts)
 }
+
+// An index made before checkArrivals may hold a supersession whose
+// replacement is another tenant's chunk: Diff shows neither its ID nor its
+// chain, and says why.
+func TestDiffHidesAnotherTenantsReplacement(t *testing.T) {
+	ctx := context.Background()
+	e := memEngine(t, Options{})
+	_, err := e.Ingest(ctx, connectors.Records([]connectors.Record{
+		tenantVintage(t, "acme", "acme-plan", "The acme plan holds reserves of ten percent.", "2020-04-01", "2020-04-02"),
+		tenantVintage(t, "globex", "globex-merger-secret", "Globex will merge with initech.", "2020-04-20", "2020-05-02")}), IngestOptions{})
+	require.NoError(t, err)
+	req := Request{Question: "plan reserves percent", AsOf: asof.MustDate("2020-05-15"), Tenant: "acme", K: 3}
+	p, err := e.Query(ctx, req)
+	require.NoError(t, err)
+	end := asof.MustDate("2020-05-01")
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{{Where: "facts:1", Fact: &evidence.Fact{Kind: evidence.FactSuperseded,
+		ChunkID: "acme-plan", By: "acme-next", End: end, Anchor: end.Start()}}}), IngestOptions{})
+	require.NoError(t, err)
+	f := e.st.facts["acme-plan"][0].f
+	f.By = "globex-merger-secret"         // as an older index could hold it
+	defer func() { f.By = "acme-next" }() // before the cleanup's Check recounts the digests
+	rep, err := e.Diff(ctx, p.Bytes())
+	require.NoError(t, err)
+	require.Len(t, rep.Citations, 1)
+	c := rep.Citations[0]
+	require.Equal(t, DiffSuperseded, c.Status)
+	require.Empty(t, c.Chain)
+	require.Empty(t, c.Replacement)
+	require.Empty(t, c.Fact.By)
+	require.NotContains(t, rep.String(), "globex")
+	require.Contains(t, rep.String(), "superseded from 2020-05-01 (fact of generation 2); the replacing chunk is outside the pack's tenant scope")
+}

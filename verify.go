@@ -2,9 +2,11 @@ package evpack
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +24,23 @@ type VerifyReport struct {
 	// citation order: such a pack cannot be replayed, and says so, rather
 	// than "differs".
 	Purged []PurgedCitation
+	// Format is the pack's form (evidence.FormatVersion or an older one).
+	Format string
+	// Replayed says the pack's request was run again at its generation and
+	// compared byte for byte. A pack of a form that names no generation
+	// (evidence.FormatV1) cannot be: Holds then lists what still holds of
+	// it, and Problems what does not.
+	Replayed bool
+	// Holds lists, for a pack that could not be replayed or does not
+	// replay, each check that passed: its bytes are canonical and hash to
+	// Hash, and each citation's text (for an unreplayable form, its fields
+	// too) and content hash are the stored chunk's.
+	Holds []string
+	// EndsKnownLater says the pack replays only under the valid_to rule of
+	// packs made before issue 31 (a citation showed an end that a fact set
+	// after the as-of day, even one learned after it): it is what that
+	// evpack made, and this index still gives it.
+	EndsKnownLater bool
 }
 
 // PurgedCitation is a citation of a chunk whose text was purged.
@@ -33,7 +52,9 @@ type PurgedCitation struct {
 }
 
 // OK reports whether the pack replays byte-identically and every cited chunk
-// still hashes to its stored content hash.
+// still hashes to its stored content hash; for a pack that cannot be
+// replayed (Replayed false, see Holds), whether everything that can still
+// be checked holds.
 func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
 
 // Verify replays the pack in raw against the engine's current index and
@@ -64,7 +85,10 @@ func (e *Engine) verify(ctx context.Context, raw []byte) (*VerifyReport, error) 
 // verifyIn replays pack p, parsed from raw, against committed state st (a
 // snapshot: errMoved when a commit lands during the lexical search).
 func (e *Engine) verifyIn(ctx context.Context, st *state, p *evidence.Pack, raw []byte) (*VerifyReport, error) {
-	rep := &VerifyReport{Hash: evidence.Sum(raw)}
+	rep := &VerifyReport{Hash: evidence.Sum(raw), Format: cmp.Or(p.Format, evidence.FormatVersion)}
+	if p.Format == evidence.FormatV1 {
+		return st.verifyUnreplayable(rep, p), nil
+	}
 	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K, Period: p.Period, PeriodFrom: p.PeriodFrom}
 	e.askedPeriod(&h) // a question's period parsed again, a request's kept
 	// Replay at the pack's own generation: later commits, to any scope, do
@@ -75,6 +99,7 @@ func (e *Engine) verifyIn(ctx context.Context, st *state, p *evidence.Pack, raw 
 	}
 	sc := st.scope(h.Tenant, p.Generation)
 	h.Generation = sc.gen
+	var held []string
 	for _, c := range p.Citations {
 		if pa, ok := st.purged[c.ChunkID]; ok && pa.hash == c.ContentHash {
 			rep.Purged = append(rep.Purged, PurgedCitation{Index: c.Index, ChunkID: c.ChunkID, Generation: pa.gen, Reason: pa.reason})
@@ -84,8 +109,17 @@ func (e *Engine) verifyIn(ctx context.Context, st *state, p *evidence.Pack, raw 
 		}
 		if why := st.citedTextProblem(c); why != "" {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: %s", c.Index, c.ChunkID, why))
+		} else {
+			held = append(held, fmt.Sprintf("citation [%d] %s: its text is the stored chunk's, which hashes to %s", c.Index, c.ChunkID, c.ContentHash))
 		}
 	}
+	// Whatever else fails, say what still holds (a pack made by an older
+	// build whose settings or statistics this one no longer gives).
+	defer func() {
+		if len(rep.Problems) > 0 {
+			rep.Holds = append([]string{fmt.Sprintf("the bytes are a canonical %s pack and hash to %s", rep.Format, rep.Hash)}, held...)
+		}
+	}()
 	if len(rep.Purged) > 0 {
 		return rep, nil // a replay without the purged text would only "differ"
 	}
@@ -124,7 +158,17 @@ func (e *Engine) verifyIn(ctx context.Context, st *state, p *evidence.Pack, raw 
 		return nil, err
 	}
 	got := replay.Bytes()
-	rep.ReplayHash = evidence.Sum(got)
+	rep.ReplayHash, rep.Replayed = evidence.Sum(got), true
+	if !bytes.Equal(got, raw) && showsEnds(p) {
+		// A pack made before issue 31 may show an end learned after its
+		// as-of day: replay it under that rule too.
+		h.EndsKnownLater = true
+		if old, err := e.query(ctx, h, sc, rr); err == nil && bytes.Equal(old.Bytes(), raw) {
+			got, rep.ReplayHash, rep.EndsKnownLater = raw, rep.Hash, true
+		} else if err != nil && !errors.Is(err, rerank.ErrLedger) {
+			return nil, err
+		}
+	}
 	if !bytes.Equal(got, raw) {
 		why := "replay differs: " + firstDifference(p, replay)
 		if gone := sc.purgedIn(); len(gone) > 0 {
@@ -133,6 +177,65 @@ func (e *Engine) verifyIn(ctx context.Context, st *state, p *evidence.Pack, raw 
 		rep.Problems = append(rep.Problems, why)
 	}
 	return rep, nil
+}
+
+// showsEnds reports whether a citation of p shows a validity end.
+func showsEnds(p *evidence.Pack) bool {
+	return slices.ContainsFunc(p.Citations, func(c evidence.Citation) bool { return !c.Valid.To.IsZero() })
+}
+
+// verifyUnreplayable checks what still holds of pack p, which names no
+// generation to replay at (evidence.FormatV1: its scope and statistics were
+// the whole index's when it was made): Parse has checked its bytes are
+// canonical, so they hash to rep.Hash; each citation must still be the
+// stored chunk (its text, fields and content hash). Each check that passes
+// is a line of rep.Holds, each that fails a Problem.
+func (st *state) verifyUnreplayable(rep *VerifyReport, p *evidence.Pack) *VerifyReport {
+	rep.Holds = append(rep.Holds, fmt.Sprintf("the bytes are a canonical %s pack and hash to %s", rep.Format, rep.Hash))
+	for _, c := range p.Citations {
+		held := fmt.Sprintf("citation [%d] %s: its text and fields are the stored chunk's, which hashes to %s", c.Index, c.ChunkID, c.ContentHash)
+		textOnly := c.ContentHash == evidence.Sum([]byte(evidence.Normalize(c.Text)))
+		if stored, err := st.chunkOf(c.ChunkID); textOnly && err == nil && stored != nil && stored.ContentHash != c.ContentHash {
+			// The first packs' content hash covered the text alone
+			// (before evidence.ChunkHashVersion): compare the text, and
+			// check the stored chunk against its own hash.
+			c.ContentHash = stored.ContentHash
+			held = fmt.Sprintf("citation [%d] %s: its content hash is of its text alone (the first %s packs), that text and the fields are the stored chunk's, which hashes to %s",
+				c.Index, c.ChunkID, rep.Format, stored.ContentHash)
+		}
+		why := st.citedTextProblem(c)
+		if why == "" {
+			why = st.citedFieldsProblem(c)
+		}
+		if why != "" {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: %s", c.Index, c.ChunkID, why))
+			continue
+		}
+		rep.Holds = append(rep.Holds, held)
+	}
+	rep.Holds = append(rep.Holds, fmt.Sprintf("not replayed: %s names no generation, and its tenant scope and corpus statistics were the whole index's when it was made", rep.Format))
+	return rep
+}
+
+// citedFieldsProblem says how citation c's fields other than its text
+// differ from the stored chunk's (which citedTextProblem found), or "".
+// The validity end may be earlier than the chunk's own: a fact set it.
+func (st *state) citedFieldsProblem(c evidence.Citation) string {
+	stored, err := st.chunkOf(c.ChunkID)
+	if err != nil || stored == nil {
+		return "stored chunk cannot be read"
+	}
+	switch {
+	case c.DocID != stored.DocID, c.Version != stored.Version, c.SourceURL != stored.SourceURL, c.Connector != stored.Connector:
+		return "its document, version, source or connector differs from the stored chunk's"
+	case !c.Anchor.At.Equal(stored.Anchor.At), c.Anchor.Field != stored.Anchor.Field, !c.RetrievedAt.Equal(stored.RetrievedAt):
+		return "its anchor or retrieval time differs from the stored chunk's"
+	case c.Valid.From != stored.Valid.From, !stored.Valid.To.IsZero() && (c.Valid.To.IsZero() || stored.Valid.To.Before(c.Valid.To)):
+		return "its validity differs from the stored chunk's"
+	case !maps.Equal(c.Meta, stored.Meta):
+		return "its metadata differs from the stored chunk's"
+	}
+	return ""
 }
 
 // purgedIn lists the purged chunks the scope held at its generation, in
@@ -191,7 +294,7 @@ func (e *Engine) Replay(ctx context.Context, raw []byte, checkModel bool) (*Repl
 		return nil, err
 	}
 	rep := &ReplayReport{VerifyReport: v}
-	if !checkModel {
+	if !checkModel || !v.Replayed && len(v.Holds) > 0 { // a form with no generation to run at
 		return rep, nil
 	}
 	p, err := evidence.Parse(raw)

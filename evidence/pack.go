@@ -15,6 +15,13 @@ import (
 // of an otherwise identical pack would change.
 const FormatVersion = "evpack-pack/2"
 
+// FormatV1 is the first pack form (evpack before scoped statistics): the
+// same keys as FormatVersion's but no "generation". Parse reads it (Pack.Format
+// then says so) and Bytes renders it back byte for byte; its request cannot
+// be replayed, for it names no generation and its tenant scope and corpus
+// statistics were the whole index's at the time.
+const FormatV1 = "evpack-pack/1"
+
 // ScoreScale is the fixed-point scale of Citation.Score: a score of 1_000_000
 // means 1.0.
 const ScoreScale = 1_000_000
@@ -83,6 +90,10 @@ type Trace struct {
 // Pack is an evidence pack: the request it answers, its citations, its trace
 // and the fingerprint of the settings that shaped it.
 type Pack struct {
+	// Format is the form the pack was read in when older than
+	// FormatVersion (FormatV1); "" for FormatVersion, which every new pack
+	// has. Bytes renders the pack in its own form.
+	Format   string
 	Question string
 	AsOf     asof.Date
 	Tenant   string
@@ -126,6 +137,11 @@ type Header struct {
 	Generation int64  // the scope's generation the pack reads (see Pack)
 	Period     string // the period ranked for (see Pack)
 	PeriodFrom string // "question" or "request" (see Pack)
+	// EndsKnownLater replays the valid_to rule of packs made before issue
+	// 31: a citation shows every end that facts known at the generation set
+	// after the as-of day, even one learned after it. Verify sets it to
+	// verify such a pack; a new pack never has it.
+	EndsKnownLater bool
 }
 
 // Excludes says why a request with header h may not see chunk c, or "" when
@@ -207,8 +223,10 @@ type Entry struct {
 	// although its own fields admit it ("" when nothing does): a fact known
 	// at the request's generation retired it on or before the as-of day.
 	Excluded string
-	// End, when set, is the earliest validity end that facts known at the
-	// request's generation set after its as-of day.
+	// End, when set, is the earliest validity end after the request's as-of
+	// day that facts known at its generation set and that was known on that
+	// day (the fact's anchor day on or before it): a pack never tells its
+	// reader what was learned after its date.
 	End asof.Date
 	// Verified says the store checked Chunk against its content hash as it
 	// read it from storage, for this request: the gate then does not hash
@@ -217,7 +235,7 @@ type Entry struct {
 }
 
 // valid is the validity a citation shows: the chunk's own, ended earlier
-// when a known fact says so.
+// when a fact known on the as-of day says so.
 func (e Entry) valid() asof.Interval {
 	v := e.Chunk.Valid
 	if !e.End.IsZero() && (v.To.IsZero() || e.End.Before(v.To)) {

@@ -34,3 +34,29 @@ func TestParseRefusesImpossibleHeaders(t *testing.T) {
 		t.Fatalf("a pack with sound header values: %v", err)
 	}
 }
+
+// The first form has no generation and the current one needs it: a pack of
+// either renders back in its own form, and one mixing them is refused.
+func TestParseFormatV1(t *testing.T) {
+	p := Pack{Format: FormatV1, Question: "q", AsOf: asof.MustDate("2020-01-01"), K: 1}
+	raw := p.Bytes()
+	if got := string(raw); got != `{"as_of":"2020-01-01","citations":[],"filters":[],"fingerprint":{},"format":"evpack-pack/1","k":1,"question":"q","tenant":"","trace":{"dropped":[],"steps":[]}}` {
+		t.Fatalf("FormatV1 bytes: %s", got)
+	}
+	back, err := Parse(raw)
+	if err != nil || back.Format != FormatV1 {
+		t.Fatalf("Parse: %v, format %q", err, back.Format)
+	}
+	for _, tc := range []struct{ raw, want string }{
+		{`{"as_of":"2020-01-01","citations":[],"filters":[],"fingerprint":{},"format":"evpack-pack/1","generation":0,"k":1,"question":"q","tenant":"","trace":{"dropped":[],"steps":[]}}`,
+			`evidence: malformed pack: format "evpack-pack/1" has no generation`},
+		{`{"as_of":"2020-01-01","citations":[],"filters":[],"fingerprint":{},"format":"evpack-pack/2","k":1,"question":"q","tenant":"","trace":{"dropped":[],"steps":[]}}`,
+			`evidence: malformed pack: format "evpack-pack/2" needs a generation`},
+		{`{"as_of":"2020-01-01","citations":[],"filters":[],"fingerprint":{},"format":"evpack-pack/9","generation":0,"k":1,"question":"q","tenant":"","trace":{"dropped":[],"steps":[]}}`,
+			`evidence: malformed pack: format "evpack-pack/9", this build reads "evpack-pack/2" and "evpack-pack/1"`},
+	} {
+		if _, err := Parse([]byte(tc.raw)); !errors.Is(err, ErrBadPack) || err.Error() != tc.want {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+}

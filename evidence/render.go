@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -38,9 +39,11 @@ func (p *Pack) Bytes() []byte {
 	}
 	w.end()
 	w.key("format")
-	w.str(FormatVersion)
-	w.key("generation")
-	w.int(p.Generation)
+	w.str(cmp.Or(p.Format, FormatVersion))
+	if p.Format != FormatV1 { // the first form had no generation
+		w.key("generation")
+		w.int(p.Generation)
+	}
 	w.key("k")
 	w.int(int64(p.K))
 	if len(p.Ledger) > 0 { // only packs of non-bit-stable rerankers carry one
@@ -196,7 +199,7 @@ type wirePack struct {
 	Filters     []wireKV          `json:"filters"`
 	Fingerprint map[string]string `json:"fingerprint"`
 	Format      string            `json:"format"`
-	Generation  int64             `json:"generation"`
+	Generation  *int64            `json:"generation"` // nil in FormatV1
 	K           int               `json:"k"`
 	Ledger      []struct {
 		ChunkID string `json:"chunk_id"`
@@ -238,8 +241,9 @@ type wireCitation struct {
 	Version     string            `json:"version"`
 }
 
-// Parse reads a pack from its canonical bytes. It fails with ErrBadPack when
-// the bytes are not a pack of this FormatVersion, and with ErrNotCanonical
+// Parse reads a pack from its canonical bytes, of FormatVersion or of the
+// older FormatV1 (Pack.Format then says so). It fails with ErrBadPack when
+// the bytes are not a pack of either, and with ErrNotCanonical
 // when they are a pack but not byte-identical to its canonical rendering
 // (re-indented, reordered, or edited by hand).
 func Parse(b []byte) (*Pack, error) {
@@ -249,13 +253,24 @@ func Parse(b []byte) (*Pack, error) {
 	if err := dec.Decode(&w); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadPack, err)
 	}
-	if w.Format != FormatVersion {
-		return nil, fmt.Errorf("%w: format %q, want %q (a pack of another format cannot be verified here; run its request again)", ErrBadPack, w.Format, FormatVersion)
+	switch {
+	case w.Format == FormatV1 && w.Generation != nil:
+		return nil, fmt.Errorf("%w: format %q has no generation", ErrBadPack, w.Format)
+	case w.Format == FormatV1:
+	case w.Format != FormatVersion:
+		return nil, fmt.Errorf("%w: format %q, this build reads %q and %q", ErrBadPack, w.Format, FormatVersion, FormatV1)
+	case w.Generation == nil:
+		return nil, fmt.Errorf("%w: format %q needs a generation", ErrBadPack, w.Format)
 	}
 	if err := checkWireHeader(&w); err != nil {
 		return nil, err
 	}
-	p := &Pack{Question: w.Question, Tenant: w.Tenant, K: w.K, Generation: w.Generation, Period: w.Period, PeriodFrom: w.PeriodFrom}
+	p := &Pack{Question: w.Question, Tenant: w.Tenant, K: w.K, Period: w.Period, PeriodFrom: w.PeriodFrom}
+	if w.Format == FormatV1 {
+		p.Format = FormatV1
+	} else {
+		p.Generation = *w.Generation
+	}
 	var err error
 	if p.AsOf, err = asof.ParseDate(w.AsOf); err != nil {
 		return nil, fmt.Errorf("%w: as_of: %w", ErrBadPack, err)
@@ -304,8 +319,8 @@ func Parse(b []byte) (*Pack, error) {
 // replay could only call different.
 func checkWireHeader(w *wirePack) error {
 	switch {
-	case w.Generation < 0:
-		return fmt.Errorf("%w: generation %d is negative", ErrBadPack, w.Generation)
+	case w.Generation != nil && *w.Generation < 0:
+		return fmt.Errorf("%w: generation %d is negative", ErrBadPack, *w.Generation)
 	case w.K < 1:
 		return fmt.Errorf("%w: k %d is below 1", ErrBadPack, w.K)
 	case len(w.Citations) > w.K:

@@ -244,8 +244,18 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if rep.OK() && !rep.Replayed { // an old form that names no generation
+		fmt.Fprintf(stdout, "ok, not replayed: %s (%s); what still holds:\n", rep.Hash, rep.Format)
+		for _, h := range rep.Holds {
+			fmt.Fprintf(stdout, "- %s\n", h)
+		}
+		return nil
+	}
 	if rep.OK() {
 		fmt.Fprintf(stdout, "ok: %s replays byte-identically\n", rep.Hash)
+		if rep.EndsKnownLater {
+			fmt.Fprintln(stdout, "note: made before issue 31, it shows validity ends learned after its as-of day; a new pack would not")
+		}
 		switch {
 		case !rep.ModelChecked:
 		case rep.ModelAgrees:

@@ -773,3 +773,16 @@ func TestDiffCauses(t *testing.T) {
 	}
 	require.Positive(t, changed)
 }
+
+// TestVerifyOldPackForm: a pack of the first form (no generation) is not
+// replayed; verify says what still holds of it and exits 0 when all of it
+// does (issue 31, item 9).
+func TestVerifyOldPackForm(t *testing.T) {
+	dir := ingestTestCorpus(t)
+	code, out, errs := runCLI(t, "verify", "--index", dir, filepath.Join("..", "..", "testdata", "oldpacks", "pack1-5fda4c6-retention.json"))
+	require.Equal(t, 0, code, "%s %s", out, errs)
+	require.True(t, strings.HasPrefix(out, "ok, not replayed: blake3:"), out)
+	require.Contains(t, out, " (evpack-pack/1); what still holds:\n- the bytes are a canonical evpack-pack/1 pack and hash to blake3:")
+	require.Contains(t, out, "\n- citation [1] records-act/art-2@2025: its text and fields are the stored chunk's")
+	require.True(t, strings.HasSuffix(out, "- not replayed: evpack-pack/1 names no generation, and its tenant scope and corpus statistics were the whole index's when it was made\n"), out)
+}
