@@ -108,14 +108,12 @@ func ExampleRequest_pinned() {
 	printCitations("generation 1", old)
 	fmt.Println("same bytes as the pack made then:", string(old.Bytes()) == string(then.Bytes()))
 
-	// KnownAt before the first commit: nothing was known, an empty pack.
+	// KnownAt before the first commit: no state to answer from, an error
+	// rather than an empty pack.
 	pinned = req
 	pinned.KnownAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-	none, err := eng.Query(ctx, pinned)
-	if err != nil {
-		log.Fatal(err)
-	}
-	printCitations("known at 2000-01-01", none)
+	_, err = eng.Query(ctx, pinned)
+	fmt.Println("known at 2000-01-01:", errors.Is(err, evpack.ErrBeforeFirstCommit))
 
 	// KnownAt the latest commit's time: the latest generation.
 	hist, err := eng.History()
@@ -137,7 +135,7 @@ func ExampleRequest_pinned() {
 	// latest: generation 2 [1] gn-2025-03-v2 [2] gn-2025-05
 	// generation 1: generation 1 [1] gn-2025-03-v1 [2] gn-2025-05
 	// same bytes as the pack made then: true
-	// known at 2000-01-01: generation 0
+	// known at 2000-01-01: true
 	// known at the last commit: generation 2 [1] gn-2025-03-v2 [2] gn-2025-05
 	// both pins rejected: true
 }

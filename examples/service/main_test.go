@@ -381,10 +381,11 @@ func TestPinnedRequestReplays(t *testing.T) {
 	require.Equal(t, before.header.Get(HashHeader), pinned.header.Get(HashHeader))
 	require.Equal(t, before.body, pinned.body)
 
-	// known_at: before any commit nothing was known; far ahead is the latest.
-	empty := s.must(t, "GET", q+"&known_at=2000-01-01T00:00:00Z", acmeToken, nil)
-	require.Equal(t, http.StatusOK, empty.status, "%s", empty.body)
-	require.Empty(t, cited(t, empty.body))
+	// known_at: before any commit there is no state to answer from (a bad
+	// request, never an empty pack); far ahead is the latest.
+	early := s.must(t, "GET", q+"&known_at=2000-01-01T00:00:00Z", acmeToken, nil)
+	require.Equal(t, http.StatusBadRequest, early.status, "%s", early.body)
+	require.Contains(t, string(early.body), "before the index's first commit")
 	ahead := s.must(t, "GET", q+"&known_at=9000-01-01T00:00:00Z", acmeToken, nil)
 	require.Equal(t, latest.body, ahead.body)
 
