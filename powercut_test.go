@@ -557,5 +557,11 @@ func checkPowerCut(t *testing.T, dir string, acked int, where string) {
 	}
 	if acked >= 3 {
 		require.Empty(t, grepDir(t, dir, "Quillfeather"), "%s: the purged text is still on disk", where)
+	} else if gen >= 3 {
+		// The purge is committed but was not acknowledged: its merge, which
+		// takes the text out of bleve's segments, may not have run.
+		if hits := grepDir(t, dir, "Quillfeather"); len(hits) > 0 {
+			t.Logf("%s: purge committed, not acknowledged: text left in %q", where, hits)
+		}
 	}
 }
