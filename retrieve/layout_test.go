@@ -68,3 +68,29 @@ func TestLayoutSeal(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadLayout: no layout file panics readLayout, and what it accepts
+// names a format this build reads, an analyzer and a positive span.
+func FuzzReadLayout(f *testing.F) {
+	body := `{"format":"evpack-lexical-parts/2","analyzer":"en","partition_days":90}` + "\n"
+	f.Add(fsutil.SealText([]byte(body)))
+	f.Add([]byte(`{"format":"evpack-lexical-parts/1","analyzer":"en","partition_days":90}` + "\n"))
+	f.Add([]byte(body))
+	f.Add([]byte("{}"))
+	name := filepath.Join(f.TempDir(), layoutName)
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if err := os.WriteFile(name, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		lay, err := readLayout(name)
+		if err != nil {
+			if !errors.Is(err, ErrLexical) {
+				t.Fatalf("%q: %v, not ErrLexical", raw, err)
+			}
+			return
+		}
+		if (lay.Format != layoutFormat && lay.Format != layoutFormatV1) || lay.Analyzer == "" || lay.PartitionDays <= 0 {
+			t.Fatalf("%q: accepted %+v", raw, lay)
+		}
+	})
+}
