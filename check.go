@@ -80,6 +80,11 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 	if e.broken != nil {
 		bad("%v", e.broken)
 	}
+	if e.readOnly != nil {
+		// The lexical index holds the unfinished commit's documents: what
+		// it holds is compared once an Open with room rolled them back.
+		bad("%v", e.readOnly)
+	}
 	if st.rows != nil {
 		// Open read the checkpoint: check the state every batch file gives
 		// (and the checkpoint against it, below), leaving the engine's as
@@ -160,6 +165,9 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 	if e.store != nil {
 		e.checkFiles(st, analyses, rep, bad)
 		e.checkCheckpoint(st, bad)
+	}
+	if e.readOnly != nil {
+		return rep, nil
 	}
 	seen := 0
 	err := e.lex.Docs(ctx, func(d retrieve.StoredDoc) error {
@@ -282,6 +290,9 @@ func (e *Engine) checkFiles(st *state, analyses map[string]analyzed, rep *CheckR
 		// chunk's. Open removes the temp files; one that is left, and any
 		// such file, is a problem, not a harmless stray.
 		dir, base := path.Split(s)
+		if slices.Contains(e.store.PendingFiles(), s) {
+			continue // an unfinished commit's, which its record removes
+		}
 		if fi, err := os.Lstat(filepath.Join(e.dir, s)); err == nil && fi.Mode().IsRegular() &&
 			(fsutil.IsTemp(base) || dir == storage.ChunksDir+"/") {
 			bad("%s: a file the manifest does not name, which may hold chunk text (an interrupted write's or an obsolete batch's); remove it", filepath.Join(e.dir, s))

@@ -55,6 +55,12 @@ type index struct {
 	st     *state
 	closed bool
 	broken error // why the engine refuses work (see ErrBroken)
+	// readOnly is set when Open could not write the rollback of an
+	// unfinished commit (a full disk): the lexical index still holds that
+	// commit's documents, so every search is pinned to st's generation,
+	// and writes are refused (ErrReadOnly) until an Open with room rolls
+	// the commit back, as its record, kept, asks.
+	readOnly error
 }
 
 // View returns an engine over the same index with other query options (K,
@@ -185,6 +191,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		}
 		return err
 	}
+	var rollbackErr error
 	if _, err := d.Recover(above, func() error {
 		// The committed state comes from the batch files the manifest
 		// names, which an unfinished commit never touches: the lexical
@@ -194,11 +201,34 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 			return err
 		}
 		if _, err := lex.RollBack(context.Background(), gen, st.lexDoc); err != nil {
+			rollbackErr = err
 			return err
 		}
-		return restoreMissing(context.Background(), lex, st)
+		if err := restoreMissing(context.Background(), lex, st); err != nil {
+			rollbackErr = err
+			return err
+		}
+		return nil
 	}); err != nil {
-		return failLex(err)
+		if rollbackErr == nil || errors.Is(rollbackErr, ErrCorrupt) {
+			return failLex(err)
+		}
+		// The rollback could not be written (a full disk): the index opens
+		// read-only at its last generation, its lexical index reopened as
+		// bleve last persisted it, the record kept for a later Open.
+		lex.Close()
+		if lex, err = retrieve.OpenLexical(lexDir, lexOpts); err == nil {
+			if err = lex.OpenAll(); err != nil {
+				lex.Close()
+			}
+		}
+		if err != nil {
+			return fail(errors.Join(rollbackErr, err))
+		}
+		e := engine(st)
+		e.readOnly = fmt.Errorf("%w: %s records an unfinished commit of generation %d that could not be rolled back (%v); free space and reopen the index",
+			ErrReadOnly, filepath.Join(dir, storage.PendingName), gen+1, rollbackErr)
+		return e, nil
 	}
 	if n, err := lex.DocCount(); err != nil {
 		return failLex(err)
@@ -305,6 +335,9 @@ func (e *Engine) Merge(ctx context.Context) error {
 	if e.store == nil {
 		return nil // a memory index has no segments to compact (and bleve's in-memory merge never returns)
 	}
+	if e.readOnly != nil {
+		return e.readOnly
+	}
 	return e.lex.Merge(ctx)
 }
 
@@ -379,6 +412,9 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	e.ingestMu.Lock()
 	defer e.ingestMu.Unlock()
 	rep := IngestReport{Read: len(recs)}
+	if e.readOnly != nil {
+		return rep, e.readOnly
+	}
 
 	// Only ingest (serialized by ingestMu) replaces st, so st stays the
 	// latest state until this commit swaps in the next.
@@ -904,6 +940,11 @@ func (e *Engine) searchLexical(ctx context.Context, st *state, text string, elig
 		return retrieve.Result{}, e.broken
 	case e.st != st:
 		return retrieve.Result{}, errMoved
+	}
+	if e.readOnly != nil && (!elig.Pinned || elig.UpTo > st.gen) {
+		// bleve still holds the unfinished commit's documents: keep out
+		// everything after st's generation, as a pinned request does.
+		elig.Pinned, elig.UpTo, elig.FewerAfter = true, st.gen, true
 	}
 	res, err := e.lex.Search(ctx, text, elig, st.bounds, e.opts.Pool, stats)
 	if errors.Is(err, retrieve.ErrCatalogMismatch) || errors.Is(err, retrieve.ErrDamaged) { // a partition read for the first time

@@ -41,6 +41,11 @@ var (
 	// the engine refuses further work. Reopen the index: Open rolls the
 	// commit back from its record.
 	ErrBroken = errors.New("evpack: index needs reopening")
+	// ErrReadOnly: the index was opened read-only at its last generation,
+	// because the rollback of a commit a crash interrupted could not be
+	// written (a full disk): queries and Check are answered, writes
+	// refused until it is reopened with room.
+	ErrReadOnly = errors.New("evpack: index opened read-only")
 	// ErrCheck: Engine.Check found a broken invariant.
 	ErrCheck = errors.New("evpack: check failed")
 	// ErrBeforeFirstCommit: a request's KnownAt is before the index's first

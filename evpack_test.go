@@ -44,6 +44,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if dir := os.Getenv(powerCutEnv); dir != "" {
+		if err := powerCutChild(dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
 	if dir := os.Getenv(tempCrashEnv); dir != "" {
 		fmt.Fprintln(os.Stderr, tempCrashChild(dir))
 		os.Exit(3)

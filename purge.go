@@ -69,6 +69,9 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 	}
 	e.ingestMu.Lock()
 	defer e.ingestMu.Unlock()
+	if e.readOnly != nil {
+		return PurgeReport{}, e.readOnly
+	}
 	st, err := e.writable()
 	if err != nil {
 		return PurgeReport{}, err

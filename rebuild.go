@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/fsutil"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/retrieve"
@@ -74,14 +75,28 @@ func RebuildLexical(ctx context.Context, dir string, opts Options) (uint64, erro
 	if err != nil {
 		return fail(err)
 	}
+	// A purged chunk's document is indexed and deleted again, then every
+	// partition merged (as Purge does): its partition then exists, with
+	// the key and the summary the checkpoint's catalog records, and its
+	// text is in no segment.
 	var docs []retrieve.Doc
+	var purged []*evidence.Chunk
 	for doc, held := range st.lexDocs() {
-		if held {
-			docs = append(docs, doc)
+		docs = append(docs, doc)
+		if !held {
+			purged = append(purged, doc.Chunk)
 		}
 	}
 	if err := lex.Index(ctx, docs); err != nil {
 		return fail(err)
+	}
+	if len(purged) > 0 {
+		if err := lex.Delete(ctx, purged); err != nil {
+			return fail(err)
+		}
+		if err := lex.Merge(ctx); err != nil {
+			return fail(err)
+		}
 	}
 	n, err := lex.DocCount()
 	if err != nil {

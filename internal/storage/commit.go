@@ -172,6 +172,16 @@ func (d *Dir) Recover(above func(gen int64) (uint64, error), rollback func() err
 		ErrCorrupt, filepath.Join(d.path, PendingName), p.Generation, gen, n)
 }
 
+// PendingFiles lists the files the record of an unfinished commit names
+// (those it writes, then those it makes obsolete): the next Open with room
+// removes them as the record says.
+func (d *Dir) PendingFiles() []string {
+	if d.pending == nil {
+		return nil
+	}
+	return append(slices.Clone(d.pending.Writes), d.pending.Obsolete...)
+}
+
 // Unfinished reports whether a commit record is left from a commit that a
 // crash interrupted: Recover has work to do.
 func (d *Dir) Unfinished() bool { return d.pending != nil }

@@ -109,6 +109,7 @@ func Open(path string, opts Options) (*Dir, error) {
 		return fail(err)
 	}
 	if fresh {
+		fsutil.RemoveTemps(path) // an interrupted creation's manifest temp file
 		d.m = &Manifest{Format: Format}
 		if err := os.MkdirAll(filepath.Join(path, ChunksDir), 0o755); err != nil {
 			return fail(fmt.Errorf("evpack: create %s: %w", path, err))
