@@ -23,7 +23,6 @@ import (
 	"github.com/evpack/evpack/connectors/edgar"
 	"github.com/evpack/evpack/connectors/fred"
 	"github.com/evpack/evpack/evidence"
-	"github.com/evpack/evpack/internal/testsize"
 )
 
 // The history property (DESIGN.md, "The contract", point 3): ingesting a
@@ -302,7 +301,7 @@ type historyCounts struct {
 func runHistoryProperty(t *testing.T, connector string, stream uint64, gen historyGen) {
 	seed := historySeed(t)
 	target := historyCases
-	if testing.Short() || !testsize.Long() {
+	if quick() {
 		target /= 10
 	}
 	rerun := fmt.Sprintf("rerun: go test -count=1 -run '^%s$' . -evpack.seed=%d (or EVPACK_PROPERTY_SEED=%d)", t.Name(), seed, seed)

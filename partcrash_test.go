@@ -224,7 +224,7 @@ func TestCrashBetweenPartitions(t *testing.T) {
 		parts := partitionsWritten(t, n)
 		require.Greater(t, parts, 2, "step %s writes several partitions", steps[n].name)
 		for k := 1; k < parts; k++ {
-			if testing.Short() && k != 1 && k != parts-1 {
+			if quick() && k != 1 && k != parts-1 {
 				continue
 			}
 			what := fmt.Sprintf("crash in step %s before partition batch %d of %d", steps[n].name, k+1, parts)

@@ -112,7 +112,7 @@ func TestPackVerifiesAfterLaterCommits(t *testing.T) {
 		}
 	}
 	later := 100
-	if testing.Short() {
+	if quick() {
 		later = 20
 	}
 	rng := rand.New(rand.NewPCG(11, 11))
