@@ -630,6 +630,7 @@ func newHistory(rng *rand.Rand, connector string, n, fetchLo, fetchHi int) *srcH
 // sent again with a valid_to that appears and moves earlier, some retracted
 // or ended by fact lines (see the comment at the top of the file).
 func TestHistoryPropertyJSONL(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: on 2 cores the long ones overlap
 	runHistoryProperty(t, "jsonl", 1, genJSONL)
 }
 
@@ -831,6 +832,7 @@ func genJSONL(rng *rand.Rand, n int, _ string) (*srcHistory, error) {
 // retroactively, precede it); a unit's chunk ends where a later version in
 // force changes or drops it.
 func TestHistoryPropertyStatute(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: on 2 cores the long ones overlap
 	runHistoryProperty(t, "statute", 2, genStatute)
 }
 
@@ -1127,6 +1129,7 @@ func genStatute(rng *rand.Rand, n int, _ string) (*srcHistory, error) {
 // observations and revise earlier ones; a revision ends the vintage before
 // it (its realtime_end appears in the fetches after the release).
 func TestHistoryPropertyFRED(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: on 2 cores the long ones overlap
 	runHistoryProperty(t, "fred", 3, genFRED)
 }
 
@@ -1223,6 +1226,7 @@ func genFRED(rng *rand.Rand, n int, _ string) (*srcHistory, error) {
 // items, its cover included), perhaps a 10-Q and an 8-K, each perhaps
 // amended, and a form the connector does not read.
 func TestHistoryPropertyEDGAR(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: on 2 cores the long ones overlap
 	runHistoryProperty(t, "edgar", 4, genEDGAR)
 }
 

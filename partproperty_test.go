@@ -138,6 +138,7 @@ func (pw partWorld) apply(ctx context.Context, e *Engine, g int) error {
 }
 
 func TestPartitionSkipProperty(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: on 2 cores the long ones overlap
 	ctx := context.Background()
 	seed := historySeed(t)
 	rerun := fmt.Sprintf("rerun: go test -count=1 -run '^TestPartitionSkipProperty$' . -evpack.seed=%d", seed)

@@ -92,6 +92,7 @@ func TestAnotherTenantCannotMoveAPack(t *testing.T) {
 // versions of the very documents they cite that supersede the cited chunks
 // by facts), a merge and a reopen.
 func TestPackVerifiesAfterLaterCommits(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: on 2 cores the long ones overlap
 	ctx := context.Background()
 	dir := t.TempDir()
 	e, err := Open(dir, Options{})
