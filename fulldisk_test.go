@@ -19,7 +19,6 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/storage"
-	"github.com/evpack/evpack/internal/testsize"
 	"github.com/evpack/evpack/retrieve"
 )
 
@@ -116,7 +115,7 @@ func bigBatch() []connectors.Record {
 	rng := rand.New(rand.NewPCG(48, 40))
 	day := asof.MustDate("2025-06-01").Start()
 	n, size := 32, 3500
-	if testing.Short() || !testsize.Long() { // CI sets EVPACK_LONG_TESTS=1
+	if quick() { // CI sets EVPACK_LONG_TESTS=1
 		n, size = 8, 1500
 	}
 	recs := make([]connectors.Record, n)
@@ -255,7 +254,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if (testing.Short() || !testsize.Long()) && !tc.short {
+			if quick() && !tc.short {
 				t.Skip("-short, or EVPACK_LONG_TESTS=1 unset (CI sets it)")
 			}
 			opts := plain(t)

@@ -23,7 +23,6 @@ import (
 	"github.com/evpack/evpack/connectors/edgar"
 	"github.com/evpack/evpack/connectors/fred"
 	"github.com/evpack/evpack/evidence"
-	"github.com/evpack/evpack/internal/testsize"
 )
 
 // The history property (docs/design.md, §7 "Change as facts"): ingesting a
@@ -302,7 +301,7 @@ type historyCounts struct {
 func runHistoryProperty(t *testing.T, connector string, stream uint64, gen historyGen) {
 	seed := historySeed(t)
 	target := historyCases
-	if testing.Short() || !testsize.Long() {
+	if quick() {
 		target /= 10
 	}
 	rerun := fmt.Sprintf("rerun: go test -count=1 -run '^%s$' . -evpack.seed=%d (or EVPACK_PROPERTY_SEED=%d)", t.Name(), seed, seed)
@@ -635,6 +634,7 @@ func newHistory(rng *rand.Rand, connector string, n, fetchLo, fetchHi int) *srcH
 // sent again with a valid_to that appears and moves earlier, some retracted
 // or ended by fact lines (see the comment at the top of the file).
 func TestHistoryPropertyJSONL(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: on 2 cores the long ones overlap
 	runHistoryProperty(t, "jsonl", 1, genJSONL)
 }
 
@@ -836,6 +836,7 @@ func genJSONL(rng *rand.Rand, n int, _ string) (*srcHistory, error) {
 // retroactively, precede it); a unit's chunk ends where a later version in
 // force changes or drops it.
 func TestHistoryPropertyStatute(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: on 2 cores the long ones overlap
 	runHistoryProperty(t, "statute", 2, genStatute)
 }
 
@@ -1132,6 +1133,7 @@ func genStatute(rng *rand.Rand, n int, _ string) (*srcHistory, error) {
 // observations and revise earlier ones; a revision ends the vintage before
 // it (its realtime_end appears in the fetches after the release).
 func TestHistoryPropertyFRED(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: on 2 cores the long ones overlap
 	runHistoryProperty(t, "fred", 3, genFRED)
 }
 
@@ -1228,6 +1230,7 @@ func genFRED(rng *rand.Rand, n int, _ string) (*srcHistory, error) {
 // items, its cover included), perhaps a 10-Q and an 8-K, each perhaps
 // amended, and a form the connector does not read.
 func TestHistoryPropertyEDGAR(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: on 2 cores the long ones overlap
 	runHistoryProperty(t, "edgar", 4, genEDGAR)
 }
 

@@ -215,6 +215,7 @@ func partReference(t *testing.T, n int) map[string][]byte {
 // those of a one-index memory engine at that generation, pinned or not),
 // and the step then commits and answers as one index would.
 func TestCrashBetweenPartitions(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: on 2 cores the long ones overlap
 	steps := partSteps()
 	ref := make([]map[string][]byte, len(steps)+1)
 	for n := 1; n <= len(steps); n++ {
@@ -224,7 +225,7 @@ func TestCrashBetweenPartitions(t *testing.T) {
 		parts := partitionsWritten(t, n)
 		require.Greater(t, parts, 2, "step %s writes several partitions", steps[n].name)
 		for k := 1; k < parts; k++ {
-			if testing.Short() && k != 1 && k != parts-1 {
+			if quick() && k != 1 && k != parts-1 {
 				continue
 			}
 			what := fmt.Sprintf("crash in step %s before partition batch %d of %d", steps[n].name, k+1, parts)
@@ -270,6 +271,7 @@ func TestCrashBetweenPartitions(t *testing.T) {
 // the last committed generation (nothing of the failed one visible, pinned
 // or not, Check clean), and the same step commits afterwards.
 func TestFailedPartitionBatchRollsBack(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: on 2 cores the long ones overlap
 	steps := partSteps()
 	for n := 1; n < len(steps); n++ {
 		parts := partitionsWritten(t, n)

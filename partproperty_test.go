@@ -138,12 +138,13 @@ func (pw partWorld) apply(ctx context.Context, e *Engine, g int) error {
 }
 
 func TestPartitionSkipProperty(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: on 2 cores the long ones overlap
 	ctx := context.Background()
 	seed := historySeed(t)
 	rerun := fmt.Sprintf("rerun: go test -count=1 -run '^TestPartitionSkipProperty$' . -evpack.seed=%d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0x5a1b))
-	worlds := 4 // about 6 s each
-	if testing.Short() {
+	worlds := 4  // about 6 s each
+	if quick() { // -short, or EVPACK_LONG_TESTS unset
 		worlds = 1
 	}
 	cases, packs := 0, 0

@@ -92,6 +92,7 @@ func TestAnotherTenantCannotMoveAPack(t *testing.T) {
 // versions of the very documents they cite that supersede the cited chunks
 // by facts), a merge and a reopen.
 func TestPackVerifiesAfterLaterCommits(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: on 2 cores the long ones overlap
 	ctx := context.Background()
 	dir := t.TempDir()
 	e, err := Open(dir, Options{})
@@ -112,7 +113,7 @@ func TestPackVerifiesAfterLaterCommits(t *testing.T) {
 		}
 	}
 	later := 100
-	if testing.Short() {
+	if quick() {
 		later = 20
 	}
 	rng := rand.New(rand.NewPCG(11, 11))

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
+
+	"github.com/evpack/evpack/internal/testsize"
 )
 
 // catalogOf returns pc's catalog, as a caller computes it from its state:
@@ -76,7 +78,11 @@ func TestCatalogChangesNoRanking(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(seed, 2))
 	first := true
-	for q := range 100 {
+	questions := 100
+	if !testsize.Long() { // CI sets EVPACK_LONG_TESTS=1
+		questions = 35
+	}
+	for q := range questions {
 		text, e := pc.question(r), pc.eligibility(r)
 		stats := pc.fullStats(e.Tenant, pc.upTo(e))
 		if stats.Docs == 0 {

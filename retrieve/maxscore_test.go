@@ -17,9 +17,10 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/testsize"
 )
 
-var pruneSeed = flag.Uint64("prune.seed", 0, "seed of TestPrunedEqualsExhaustive (0: seeds 1 to 4)")
+var pruneSeed = flag.Uint64("prune.seed", 0, "seed of TestPrunedEqualsExhaustive (0: seeds 1 to 4 with EVPACK_LONG_TESTS=1, else 1 and 2)")
 
 // pruneWords is the corpus vocabulary, most frequent first (drawn Zipf-like);
 // a few share a Porter stem, so that distinct words make one term.
@@ -220,7 +221,13 @@ func (pc *pruneCorpus) eligibility(r *rand.Rand) Eligibility {
 // filters, pinned generations, facts and purges, for several n, with ties at
 // the cut (duplicate texts).
 func TestPrunedEqualsExhaustive(t *testing.T) {
-	seeds := []uint64{1, 2, 3, 4}
+	// Four seeds of 200 questions with EVPACK_LONG_TESTS=1 (CI); two (one
+	// per analyzer) of 100 without, the same kinds of draw at a quarter of
+	// the searches.
+	seeds, questions := []uint64{1, 2, 3, 4}, 200
+	if !testsize.Long() {
+		seeds, questions = []uint64{1, 2}, 100
+	}
 	if *pruneSeed != 0 {
 		seeds = []uint64{*pruneSeed}
 	}
@@ -230,7 +237,7 @@ func TestPrunedEqualsExhaustive(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 		analyzer := []string{"en", "standard"}[seed%2]
 		pc := buildPruneCorpus(t, r, analyzer)
-		const questions, ns = 200, 4
+		const ns = 4
 		var pruned, tiesAtCut, nonEmpty int
 		for q := 0; q < questions; q++ {
 			text := pc.question(r)
