@@ -91,5 +91,5 @@ func ExampleDiff() {
 	// Output:
 	// diff (-golden +got):
 	// ""
-	// the golden bytes are not a pack: evidence: malformed pack: format "", want "evpack-pack/2" (a pack of another format cannot be verified here; run its request again)
+	// the golden bytes are not a pack: evidence: malformed pack: format "", this build reads "evpack-pack/2" and "evpack-pack/1"
 }
