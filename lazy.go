@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/retrieve"
 )
@@ -43,7 +44,7 @@ func (s *state) setLines(chunks []*evidence.Chunk, lines []storage.Span) {
 func (s *state) committedGen(id string) (int64, bool) {
 	if t := s.rows; t != nil {
 		w, ok := t.lookup(id)
-		return int64(w.gen), ok
+		return int64(w.Gen), ok
 	}
 	g, ok := s.committed[id]
 	return g, ok
@@ -56,7 +57,7 @@ func (s *state) tenantOf(id string) (string, bool) {
 		if !ok {
 			return "", false
 		}
-		return t.tenants[w.tenant], true
+		return t.Tenant(w), true
 	}
 	c, ok := s.chunks[id]
 	if !ok {
@@ -99,11 +100,11 @@ func (s *state) readUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, 
 		}
 		return s.chunks[id], true, nil
 	}
-	i, w, ok := t.find(id)
+	i, w, ok := t.Find(id)
 	if !ok {
-		return nil, false, t.err()
+		return nil, false, t.Err()
 	}
-	if int64(w.gen) > gen {
+	if int64(w.Gen) > gen {
 		return nil, false, nil
 	}
 	if !cached {
@@ -133,22 +134,22 @@ type checkedChunk struct {
 
 // read returns chunk id of row w, read from its batch file and checked
 // (see chunkOf).
-func (t *rowTable) read(id string, w row) (*evidence.Chunk, error) {
-	file := t.files[w.gen-1]
+func (t *rowTable) read(id string, w checkpoint.Row) (*evidence.Chunk, error) {
+	file := t.files[w.Gen-1]
 	f, err := t.batch(file)
 	if err != nil {
 		return nil, fmt.Errorf("chunk %q: %w", id, err)
 	}
-	line, err := storage.ReadLine(f, w.line)
+	line, err := storage.ReadLine(f, w.Line)
 	if err != nil {
 		return nil, fmt.Errorf("chunk %q: %w", id, err)
 	}
-	where := fmt.Sprintf("%s/%s at byte %d", storage.ChunksDir, file, w.line.Off)
+	where := fmt.Sprintf("%s/%s at byte %d", storage.ChunksDir, file, w.Line.Off)
 	c, redacted, err := storage.DecodeChunkLine(where, line)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errMismatch, err)
 	}
-	want := evidence.HashPrefix + hex.EncodeToString(w.hash)
+	want := evidence.HashPrefix + hex.EncodeToString(w.Hash[:])
 	switch {
 	case c.ID != id || c.ContentHash != want:
 		return nil, fmt.Errorf("%w: %s: chunk %q where the checkpoint has %q (content hash %s)", errMismatch, where, c.ID, id, want)
@@ -216,25 +217,25 @@ func (d *docRows) read(lo, hi int) bool {
 		if d.done[k].Load() {
 			continue
 		}
-		r, ok := d.t.row(d.start + k)
+		r, ok := d.t.Row(d.start + k)
 		if ok {
-			d.ids[k], ok = d.t.id(r)
+			d.ids[k], ok = d.t.ID(r)
 		}
 		if ok {
-			d.nums[k], ok = d.t.numsOf(r)
+			d.nums[k], ok = d.t.Nums(r)
 		}
 		if !ok {
 			return false
 		}
-		d.gen[k] = int64(r.gen)
+		d.gen[k] = int64(r.Gen)
 		d.done[k].Store(true)
 	}
 	return true
 }
 
 // lookup returns the row of chunk id.
-func (t *rowTable) lookup(id string) (row, bool) {
-	_, w, ok := t.find(id)
+func (t *rowTable) lookup(id string) (checkpoint.Row, bool) {
+	_, w, ok := t.Find(id)
 	return w, ok
 }
 
@@ -261,9 +262,11 @@ func (t *rowTable) batch(file string) (*os.File, error) {
 	return f, nil
 }
 
-// close closes the batch files t opened: once the engine holds another
-// state, or closes. A query still reading t then fails to read, and starts
-// again on the new state (Engine.readFailed).
+// close closes the batch files t opened and unmaps its checkpoint: once
+// the engine holds another state, or closes. A query still reading t then
+// fails to read, and starts again on the new state (Engine.readFailed).
+// What queries took from t stays valid: the table hands out copies
+// (checkpoint.Table), so nothing points into the mapping it unmaps.
 func (t *rowTable) close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -273,6 +276,7 @@ func (t *rowTable) close() error {
 		errs = append(errs, t.open[name].Close())
 	}
 	t.open = nil
+	errs = append(errs, t.Table.Close())
 	return errors.Join(errs...)
 }
 
@@ -281,17 +285,17 @@ func (t *rowTable) close() error {
 // read (docView.fill).
 func (s *state) docOf(id string) (docView, int64, bool) {
 	if t := s.rows; t != nil {
-		i, w, ok := t.find(id)
+		i, w, ok := t.Find(id)
 		if !ok {
 			return docView{}, 0, false // and, after a failed check, the query fails: rowTable.err
 		}
-		start, n := int(w.docStart), int(w.docLen)
+		start, n := int(w.DocStart), int(w.DocLen)
 		v, ok := t.docs.Load(start)
 		if !ok {
 			v, _ = t.docs.LoadOrStore(start, newDocRows(t, start, n))
 		}
 		d := v.(*docRows)
-		return docView{ids: d.ids, nums: d.nums, pos: i - start, gens: d.gens, rows: d}, int64(w.gen), true
+		return docView{ids: d.ids, nums: d.nums, pos: i - start, gens: d.gens, rows: d}, int64(w.Gen), true
 	}
 	p, ok := s.docPlace[id]
 	if !ok {
@@ -354,9 +358,9 @@ func openState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 		return nil, err
 	case !ok:
 		return loadState(d, lex, emb, graph)
-	case st.gen != m.Generation || st.stats.Docs != m.Docs || st.stats.Tokens != m.Tokens || int64(st.rows.n) != m.Docs:
+	case st.gen != m.Generation || st.stats.Docs != m.Docs || st.stats.Tokens != m.Tokens || int64(st.rows.Len()) != m.Docs:
 		return nil, fmt.Errorf("%w: %s is of generation %d, %d chunks and %d tokens, the manifest's %d, %d and %d",
-			ErrCorrupt, m.Checkpoint, st.gen, st.rows.n, st.stats.Tokens, m.Generation, m.Docs, m.Tokens)
+			ErrCorrupt, m.Checkpoint, st.gen, st.rows.Len(), st.stats.Tokens, m.Generation, m.Docs, m.Tokens)
 	}
 	return st, nil
 }
@@ -379,18 +383,16 @@ func (e *Engine) checkCheckpoint(st *state, bad func(string, ...any)) {
 		bad("%s: %v", m.Checkpoint, err)
 		return
 	}
-	for _, magic := range olderCheckpoints {
-		if bytes.HasPrefix(raw, []byte(magic)) {
-			return // an older format's, which Open does not read: the next commit replaces it
-		}
+	if checkpoint.IsOlder(raw) {
+		return // an older format's, which Open does not read: the next commit replaces it
 	}
 	want, err := e.checkpointOf(st)
 	if err != nil {
 		bad("%v", err)
 		return
 	}
-	sum, _ := checkpointSum(want.head())
-	if !bytes.Equal(raw, want.bytes()) || sum != m.CheckpointSum {
+	sum, _ := checkpointSum(want.Head())
+	if !bytes.Equal(raw, want.Bytes()) || sum != m.CheckpointSum {
 		bad("%s differs from the checkpoint the batch files give", m.Checkpoint)
 	}
 }
