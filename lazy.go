@@ -25,8 +25,70 @@ import (
 // holds the figures and a row table, and reads a chunk only when a query
 // needs it: what Open makes when the index has one, so that Open does not
 // read every chunk. The first write after such an Open builds the full
-// state (Engine.writable). The query path reads chunks through the methods
-// below, which answer the same either way.
+// state (Engine.writable). The query path reads chunks through one
+// interface, chunkReader, with an implementation for each (memChunks and
+// rowTable), which answer the same either way; the state's methods below
+// hand each call to the one its state has (state.reader).
+
+// chunkReader is how a query reads a state's chunks. Every method answers
+// for committed chunks only; a reader over a checkpoint answers false after
+// a failed check, and the query fails (rowTable.Err).
+type chunkReader interface {
+	// committedGen returns the generation that committed chunk id.
+	committedGen(id string) (int64, bool)
+	// tenantOf returns the tenant of chunk id.
+	tenantOf(id string) (string, bool)
+	// readUpTo returns chunk id when generation gen holds it (ok false, and
+	// nothing read, when it does not), through the cache of checked chunks
+	// when cached (see state.chunkUpTo).
+	readUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error)
+	// docOf returns chunk id's document and the generation that committed
+	// it (see state.docOf).
+	docOf(id string) (docView, int64, bool)
+}
+
+// reader returns the chunkReader of s: its row table when it was read
+// from a checkpoint, else its maps.
+func (s *state) reader() chunkReader {
+	if s.rows != nil {
+		return s.rows
+	}
+	return memChunks{s}
+}
+
+// memChunks reads the chunks of a state built from batches: every chunk
+// in memory, in its maps (chunks, committed, docPlace, docOrder).
+type memChunks struct{ s *state }
+
+func (m memChunks) committedGen(id string) (int64, bool) {
+	g, ok := m.s.committed[id]
+	return g, ok
+}
+
+func (m memChunks) tenantOf(id string) (string, bool) {
+	c, ok := m.s.chunks[id]
+	if !ok {
+		return "", false
+	}
+	return c.Tenant, true
+}
+
+func (m memChunks) readUpTo(id string, gen int64, _ bool) (*evidence.Chunk, bool, error) {
+	if g, ok := m.s.committed[id]; !ok || g > gen {
+		return nil, false, nil
+	}
+	return m.s.chunks[id], true, nil
+}
+
+func (m memChunks) docOf(id string) (docView, int64, bool) {
+	s := m.s
+	p, ok := s.docPlace[id]
+	if !ok {
+		return docView{}, 0, false
+	}
+	l := p.list
+	return docView{ids: l.ids, nums: l.nums, pos: p.pos, gens: func(k int) int64 { return s.docPlace[l.ids[k]].gen }}, p.gen, true
+}
 
 // setLines records where chunks lie in their batch file (lines[i] is
 // chunks[i]'s). s must own its docPlace: a state being built.
@@ -41,29 +103,22 @@ func (s *state) setLines(chunks []*evidence.Chunk, lines []storage.Span) {
 // committedGen returns the generation that committed chunk id. (From a
 // row table, a failed check answers false, and fails the query: see
 // rowTable.err.)
-func (s *state) committedGen(id string) (int64, bool) {
-	if t := s.rows; t != nil {
-		w, ok := t.lookup(id)
-		return int64(w.Gen), ok
-	}
-	g, ok := s.committed[id]
-	return g, ok
+func (s *state) committedGen(id string) (int64, bool) { return s.reader().committedGen(id) }
+
+func (t *rowTable) committedGen(id string) (int64, bool) {
+	w, ok := t.lookup(id)
+	return int64(w.Gen), ok
 }
 
 // tenantOf returns the tenant of committed chunk id.
-func (s *state) tenantOf(id string) (string, bool) {
-	if t := s.rows; t != nil {
-		w, ok := t.lookup(id)
-		if !ok {
-			return "", false
-		}
-		return t.Tenant(w), true
-	}
-	c, ok := s.chunks[id]
+func (s *state) tenantOf(id string) (string, bool) { return s.reader().tenantOf(id) }
+
+func (t *rowTable) tenantOf(id string) (string, bool) {
+	w, ok := t.lookup(id)
 	if !ok {
 		return "", false
 	}
-	return c.Tenant, true
+	return t.Tenant(w), true
 }
 
 // errMismatch is a stored chunk line that reads, but not as the chunk the
@@ -79,7 +134,7 @@ var errMismatch = fmt.Errorf("%w: stored chunk differs from its content hash", E
 // reads the file at every call (Verify's read); a request reads through
 // chunkUpTo.
 func (s *state) chunkOf(id string) (*evidence.Chunk, error) {
-	c, _, err := s.readUpTo(id, math.MaxInt64, false)
+	c, _, err := s.reader().readUpTo(id, math.MaxInt64, false)
 	return c, err
 }
 
@@ -88,18 +143,12 @@ func (s *state) chunkOf(id string) (*evidence.Chunk, error) {
 // A chunk read and checked lately is answered from rowTable.checked, not
 // read and hashed again: what a request cites, as a state in memory does.
 func (s *state) chunkUpTo(id string, gen int64) (c *evidence.Chunk, ok bool, err error) {
-	return s.readUpTo(id, gen, true)
+	return s.reader().readUpTo(id, gen, true)
 }
 
-// readUpTo is chunkUpTo, through the cache of checked chunks when cached.
-func (s *state) readUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error) {
-	t := s.rows
-	if t == nil {
-		if g, ok := s.committed[id]; !ok || g > gen {
-			return nil, false, nil
-		}
-		return s.chunks[id], true, nil
-	}
+// readUpTo is chunkUpTo from a checkpoint's rows, through the cache of
+// checked chunks when cached.
+func (t *rowTable) readUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error) {
 	i, w, ok := t.Find(id)
 	if !ok {
 		return nil, false, t.Err()
@@ -283,26 +332,20 @@ func (t *rowTable) close() error {
 // docOf returns the document of committed chunk id, and the generation
 // that committed it. From a checkpoint, the view has none of its chunks
 // read (docView.fill).
-func (s *state) docOf(id string) (docView, int64, bool) {
-	if t := s.rows; t != nil {
-		i, w, ok := t.Find(id)
-		if !ok {
-			return docView{}, 0, false // and, after a failed check, the query fails: rowTable.err
-		}
-		start, n := int(w.DocStart), int(w.DocLen)
-		v, ok := t.docs.Load(start)
-		if !ok {
-			v, _ = t.docs.LoadOrStore(start, newDocRows(t, start, n))
-		}
-		d := v.(*docRows)
-		return docView{ids: d.ids, nums: d.nums, pos: i - start, gens: d.gens, rows: d}, int64(w.Gen), true
-	}
-	p, ok := s.docPlace[id]
+func (s *state) docOf(id string) (docView, int64, bool) { return s.reader().docOf(id) }
+
+func (t *rowTable) docOf(id string) (docView, int64, bool) {
+	i, w, ok := t.Find(id)
 	if !ok {
-		return docView{}, 0, false
+		return docView{}, 0, false // and, after a failed check, the query fails: rowTable.Err
 	}
-	l := p.list
-	return docView{ids: l.ids, nums: l.nums, pos: p.pos, gens: func(k int) int64 { return s.docPlace[l.ids[k]].gen }}, p.gen, true
+	start, n := int(w.DocStart), int(w.DocLen)
+	v, ok := t.docs.Load(start)
+	if !ok {
+		v, _ = t.docs.LoadOrStore(start, newDocRows(t, start, n))
+	}
+	d := v.(*docRows)
+	return docView{ids: d.ids, nums: d.nums, pos: i - start, gens: d.gens, rows: d}, int64(w.Gen), true
 }
 
 // writable returns the committed state with every chunk in memory: the
