@@ -142,8 +142,12 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	if err != nil {
 		return fail(err)
 	}
+	var st *state
 	failLex := func(err error) (*Engine, error) {
 		lex.Close()
+		if st != nil && st.rows != nil {
+			st.rows.close() // its checkpoint's mapping with it
+		}
 		return fail(err)
 	}
 	if opts.Analyzer != "" && string(opts.Analyzer) != lex.Analyzer() {
@@ -157,7 +161,6 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts), st: st, views: newViewCache()}
 		return &Engine{index: ix, opts: opts}
 	}
-	var st *state
 	if !d.Unfinished() && d.Manifest().Checkpoint != "" && opts.Embedder == nil {
 		// The committed state first: a checkpoint's catalog of the lexical
 		// partitions lets each be opened, and checked against it, when a
@@ -166,8 +169,8 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		if st, err = openState(d, lex, opts.Embedder, graphSettings(opts)); err != nil {
 			return failLex(err)
 		}
-		if st.rows != nil && len(st.rows.catalog) > 0 {
-			n, err := lex.Adopt(st.rows.catalog, gen)
+		if st.rows != nil && len(st.rows.Catalog()) > 0 {
+			n, err := lex.Adopt(st.rows.Catalog(), gen)
 			if errors.Is(err, retrieve.ErrCatalogMismatch) {
 				err = fmt.Errorf("%w: %s: %w", ErrCorrupt, d.Manifest().Checkpoint, err)
 			}
@@ -187,6 +190,9 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	above := func(g int64) (uint64, error) { return lex.CountAbove(context.Background(), g) }
 	load := func() (err error) {
 		if st == nil || st.rows != nil {
+			if st != nil {
+				st.rows.close() // its checkpoint's mapping with it: a read error only
+			}
 			st, err = loadState(d, lex, opts.Embedder, graphSettings(opts))
 		}
 		return err
@@ -713,7 +719,7 @@ func (e *Engine) writeFiles(next *state, w batchWrite) (*storage.Commit, *storag
 		if err = c.WriteSealed(m.Checkpoint, ckpt...); err != nil {
 			return err
 		}
-		m.CheckpointSum, err = checkpointSum(ckpt.head()) // its head's: Open reads no more
+		m.CheckpointSum, err = checkpointSum(ckpt.Head()) // its head's: Open reads no more
 		return err
 	}
 	if corpusFree(e.emb) && len(add) == 0 { // a commit of facts alone: the stored vectors stay
@@ -1123,8 +1129,8 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 		return nil, e.readFailed(st, readErr)
 	}
 	if st.rows != nil {
-		if err := st.rows.err(); err != nil { // a block of the checkpoint failed its check: no answer from it
-			return nil, err
+		if err := st.rows.Err(); err != nil { // a block of the checkpoint failed its check, or a commit closed it: no answer from it
+			return nil, e.readFailed(st, err)
 		}
 	}
 	if !bitStable(rr) {

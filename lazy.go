@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/retrieve"
 )
@@ -24,8 +25,70 @@ import (
 // holds the figures and a row table, and reads a chunk only when a query
 // needs it: what Open makes when the index has one, so that Open does not
 // read every chunk. The first write after such an Open builds the full
-// state (Engine.writable). The query path reads chunks through the methods
-// below, which answer the same either way.
+// state (Engine.writable). The query path reads chunks through one
+// interface, chunkReader, with an implementation for each (memChunks and
+// rowTable), which answer the same either way; the state's methods below
+// hand each call to the one its state has (state.reader).
+
+// chunkReader is how a query reads a state's chunks. Every method answers
+// for committed chunks only; a reader over a checkpoint answers false after
+// a failed check, and the query fails (rowTable.Err).
+type chunkReader interface {
+	// committedGen returns the generation that committed chunk id.
+	committedGen(id string) (int64, bool)
+	// tenantOf returns the tenant of chunk id.
+	tenantOf(id string) (string, bool)
+	// readUpTo returns chunk id when generation gen holds it (ok false, and
+	// nothing read, when it does not), through the cache of checked chunks
+	// when cached (see state.chunkUpTo).
+	readUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error)
+	// docOf returns chunk id's document and the generation that committed
+	// it (see state.docOf).
+	docOf(id string) (docView, int64, bool)
+}
+
+// reader returns the chunkReader of s: its row table when it was read
+// from a checkpoint, else its maps.
+func (s *state) reader() chunkReader {
+	if s.rows != nil {
+		return s.rows
+	}
+	return memChunks{s}
+}
+
+// memChunks reads the chunks of a state built from batches: every chunk
+// in memory, in its maps (chunks, committed, docPlace, docOrder).
+type memChunks struct{ s *state }
+
+func (m memChunks) committedGen(id string) (int64, bool) {
+	g, ok := m.s.committed[id]
+	return g, ok
+}
+
+func (m memChunks) tenantOf(id string) (string, bool) {
+	c, ok := m.s.chunks[id]
+	if !ok {
+		return "", false
+	}
+	return c.Tenant, true
+}
+
+func (m memChunks) readUpTo(id string, gen int64, _ bool) (*evidence.Chunk, bool, error) {
+	if g, ok := m.s.committed[id]; !ok || g > gen {
+		return nil, false, nil
+	}
+	return m.s.chunks[id], true, nil
+}
+
+func (m memChunks) docOf(id string) (docView, int64, bool) {
+	s := m.s
+	p, ok := s.docPlace[id]
+	if !ok {
+		return docView{}, 0, false
+	}
+	l := p.list
+	return docView{ids: l.ids, nums: l.nums, pos: p.pos, gens: func(k int) int64 { return s.docPlace[l.ids[k]].gen }}, p.gen, true
+}
 
 // setLines records where chunks lie in their batch file (lines[i] is
 // chunks[i]'s). s must own its docPlace: a state being built.
@@ -40,29 +103,22 @@ func (s *state) setLines(chunks []*evidence.Chunk, lines []storage.Span) {
 // committedGen returns the generation that committed chunk id. (From a
 // row table, a failed check answers false, and fails the query: see
 // rowTable.err.)
-func (s *state) committedGen(id string) (int64, bool) {
-	if t := s.rows; t != nil {
-		w, ok := t.lookup(id)
-		return int64(w.gen), ok
-	}
-	g, ok := s.committed[id]
-	return g, ok
+func (s *state) committedGen(id string) (int64, bool) { return s.reader().committedGen(id) }
+
+func (t *rowTable) committedGen(id string) (int64, bool) {
+	w, ok := t.lookup(id)
+	return int64(w.Gen), ok
 }
 
 // tenantOf returns the tenant of committed chunk id.
-func (s *state) tenantOf(id string) (string, bool) {
-	if t := s.rows; t != nil {
-		w, ok := t.lookup(id)
-		if !ok {
-			return "", false
-		}
-		return t.tenants[w.tenant], true
-	}
-	c, ok := s.chunks[id]
+func (s *state) tenantOf(id string) (string, bool) { return s.reader().tenantOf(id) }
+
+func (t *rowTable) tenantOf(id string) (string, bool) {
+	w, ok := t.lookup(id)
 	if !ok {
 		return "", false
 	}
-	return c.Tenant, true
+	return t.Tenant(w), true
 }
 
 // errMismatch is a stored chunk line that reads, but not as the chunk the
@@ -78,7 +134,7 @@ var errMismatch = fmt.Errorf("%w: stored chunk differs from its content hash", E
 // reads the file at every call (Verify's read); a request reads through
 // chunkUpTo.
 func (s *state) chunkOf(id string) (*evidence.Chunk, error) {
-	c, _, err := s.readUpTo(id, math.MaxInt64, false)
+	c, _, err := s.reader().readUpTo(id, math.MaxInt64, false)
 	return c, err
 }
 
@@ -87,23 +143,17 @@ func (s *state) chunkOf(id string) (*evidence.Chunk, error) {
 // A chunk read and checked lately is answered from rowTable.checked, not
 // read and hashed again: what a request cites, as a state in memory does.
 func (s *state) chunkUpTo(id string, gen int64) (c *evidence.Chunk, ok bool, err error) {
-	return s.readUpTo(id, gen, true)
+	return s.reader().readUpTo(id, gen, true)
 }
 
-// readUpTo is chunkUpTo, through the cache of checked chunks when cached.
-func (s *state) readUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error) {
-	t := s.rows
-	if t == nil {
-		if g, ok := s.committed[id]; !ok || g > gen {
-			return nil, false, nil
-		}
-		return s.chunks[id], true, nil
-	}
-	i, w, ok := t.find(id)
+// readUpTo is chunkUpTo from a checkpoint's rows, through the cache of
+// checked chunks when cached.
+func (t *rowTable) readUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error) {
+	i, w, ok := t.Find(id)
 	if !ok {
-		return nil, false, t.err()
+		return nil, false, t.Err()
 	}
-	if int64(w.gen) > gen {
+	if int64(w.Gen) > gen {
 		return nil, false, nil
 	}
 	if !cached {
@@ -133,22 +183,22 @@ type checkedChunk struct {
 
 // read returns chunk id of row w, read from its batch file and checked
 // (see chunkOf).
-func (t *rowTable) read(id string, w row) (*evidence.Chunk, error) {
-	file := t.files[w.gen-1]
+func (t *rowTable) read(id string, w checkpoint.Row) (*evidence.Chunk, error) {
+	file := t.files[w.Gen-1]
 	f, err := t.batch(file)
 	if err != nil {
 		return nil, fmt.Errorf("chunk %q: %w", id, err)
 	}
-	line, err := storage.ReadLine(f, w.line)
+	line, err := storage.ReadLine(f, w.Line)
 	if err != nil {
 		return nil, fmt.Errorf("chunk %q: %w", id, err)
 	}
-	where := fmt.Sprintf("%s/%s at byte %d", storage.ChunksDir, file, w.line.Off)
+	where := fmt.Sprintf("%s/%s at byte %d", storage.ChunksDir, file, w.Line.Off)
 	c, redacted, err := storage.DecodeChunkLine(where, line)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errMismatch, err)
 	}
-	want := evidence.HashPrefix + hex.EncodeToString(w.hash)
+	want := evidence.HashPrefix + hex.EncodeToString(w.Hash[:])
 	switch {
 	case c.ID != id || c.ContentHash != want:
 		return nil, fmt.Errorf("%w: %s: chunk %q where the checkpoint has %q (content hash %s)", errMismatch, where, c.ID, id, want)
@@ -216,25 +266,25 @@ func (d *docRows) read(lo, hi int) bool {
 		if d.done[k].Load() {
 			continue
 		}
-		r, ok := d.t.row(d.start + k)
+		r, ok := d.t.Row(d.start + k)
 		if ok {
-			d.ids[k], ok = d.t.id(r)
+			d.ids[k], ok = d.t.ID(r)
 		}
 		if ok {
-			d.nums[k], ok = d.t.numsOf(r)
+			d.nums[k], ok = d.t.Nums(r)
 		}
 		if !ok {
 			return false
 		}
-		d.gen[k] = int64(r.gen)
+		d.gen[k] = int64(r.Gen)
 		d.done[k].Store(true)
 	}
 	return true
 }
 
 // lookup returns the row of chunk id.
-func (t *rowTable) lookup(id string) (row, bool) {
-	_, w, ok := t.find(id)
+func (t *rowTable) lookup(id string) (checkpoint.Row, bool) {
+	_, w, ok := t.Find(id)
 	return w, ok
 }
 
@@ -261,9 +311,11 @@ func (t *rowTable) batch(file string) (*os.File, error) {
 	return f, nil
 }
 
-// close closes the batch files t opened: once the engine holds another
-// state, or closes. A query still reading t then fails to read, and starts
-// again on the new state (Engine.readFailed).
+// close closes the batch files t opened and unmaps its checkpoint: once
+// the engine holds another state, or closes. A query still reading t then
+// fails to read, and starts again on the new state (Engine.readFailed).
+// What queries took from t stays valid: the table hands out copies
+// (checkpoint.Table), so nothing points into the mapping it unmaps.
 func (t *rowTable) close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -273,32 +325,27 @@ func (t *rowTable) close() error {
 		errs = append(errs, t.open[name].Close())
 	}
 	t.open = nil
+	errs = append(errs, t.Table.Close())
 	return errors.Join(errs...)
 }
 
 // docOf returns the document of committed chunk id, and the generation
 // that committed it. From a checkpoint, the view has none of its chunks
 // read (docView.fill).
-func (s *state) docOf(id string) (docView, int64, bool) {
-	if t := s.rows; t != nil {
-		i, w, ok := t.find(id)
-		if !ok {
-			return docView{}, 0, false // and, after a failed check, the query fails: rowTable.err
-		}
-		start, n := int(w.docStart), int(w.docLen)
-		v, ok := t.docs.Load(start)
-		if !ok {
-			v, _ = t.docs.LoadOrStore(start, newDocRows(t, start, n))
-		}
-		d := v.(*docRows)
-		return docView{ids: d.ids, nums: d.nums, pos: i - start, gens: d.gens, rows: d}, int64(w.gen), true
-	}
-	p, ok := s.docPlace[id]
+func (s *state) docOf(id string) (docView, int64, bool) { return s.reader().docOf(id) }
+
+func (t *rowTable) docOf(id string) (docView, int64, bool) {
+	i, w, ok := t.Find(id)
 	if !ok {
-		return docView{}, 0, false
+		return docView{}, 0, false // and, after a failed check, the query fails: rowTable.Err
 	}
-	l := p.list
-	return docView{ids: l.ids, nums: l.nums, pos: p.pos, gens: func(k int) int64 { return s.docPlace[l.ids[k]].gen }}, p.gen, true
+	start, n := int(w.DocStart), int(w.DocLen)
+	v, ok := t.docs.Load(start)
+	if !ok {
+		v, _ = t.docs.LoadOrStore(start, newDocRows(t, start, n))
+	}
+	d := v.(*docRows)
+	return docView{ids: d.ids, nums: d.nums, pos: i - start, gens: d.gens, rows: d}, int64(w.Gen), true
 }
 
 // writable returns the committed state with every chunk in memory: the
@@ -354,9 +401,9 @@ func openState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 		return nil, err
 	case !ok:
 		return loadState(d, lex, emb, graph)
-	case st.gen != m.Generation || st.stats.Docs != m.Docs || st.stats.Tokens != m.Tokens || int64(st.rows.n) != m.Docs:
+	case st.gen != m.Generation || st.stats.Docs != m.Docs || st.stats.Tokens != m.Tokens || int64(st.rows.Len()) != m.Docs:
 		return nil, fmt.Errorf("%w: %s is of generation %d, %d chunks and %d tokens, the manifest's %d, %d and %d",
-			ErrCorrupt, m.Checkpoint, st.gen, st.rows.n, st.stats.Tokens, m.Generation, m.Docs, m.Tokens)
+			ErrCorrupt, m.Checkpoint, st.gen, st.rows.Len(), st.stats.Tokens, m.Generation, m.Docs, m.Tokens)
 	}
 	return st, nil
 }
@@ -379,18 +426,16 @@ func (e *Engine) checkCheckpoint(st *state, bad func(string, ...any)) {
 		bad("%s: %v", m.Checkpoint, err)
 		return
 	}
-	for _, magic := range olderCheckpoints {
-		if bytes.HasPrefix(raw, []byte(magic)) {
-			return // an older format's, which Open does not read: the next commit replaces it
-		}
+	if checkpoint.IsOlder(raw) {
+		return // an older format's, which Open does not read: the next commit replaces it
 	}
 	want, err := e.checkpointOf(st)
 	if err != nil {
 		bad("%v", err)
 		return
 	}
-	sum, _ := checkpointSum(want.head())
-	if !bytes.Equal(raw, want.bytes()) || sum != m.CheckpointSum {
+	sum, _ := checkpointSum(want.Head())
+	if !bytes.Equal(raw, want.Bytes()) || sum != m.CheckpointSum {
 		bad("%s differs from the checkpoint the batch files give", m.Checkpoint)
 	}
 }

@@ -2,18 +2,14 @@ package evpack
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,8 +196,8 @@ func forgeCheckpoint(t *testing.T, dir string, e *Engine, st *state, m *storage.
 	t.Helper()
 	forged, err := e.checkpointOf(st)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), forged.bytes(), 0o644))
-	m.CheckpointSum, err = checkpointSum(forged.head())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), forged.Bytes(), 0o644))
+	m.CheckpointSum, err = checkpointSum(forged.Head())
 	require.NoError(t, err)
 	storagetest.WriteManifest(t, dir, m)
 }
@@ -280,8 +276,8 @@ func TestCheckpointOfOtherAnalyzersIsNotUsed(t *testing.T) {
 	raw, err := encodeCheckpoint(fullOf(t, dir), "lexical=other rerank=terms/0", func() ([]byte, error) { return nil, nil })
 	require.NoError(t, err)
 	m := storagetest.ReadManifest(t, dir)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), raw.bytes(), 0o644))
-	m.CheckpointSum, err = checkpointSum(raw.head())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), raw.Bytes(), 0o644))
+	m.CheckpointSum, err = checkpointSum(raw.Head())
 	require.NoError(t, err)
 	storagetest.WriteManifest(t, dir, m)
 	e, err := Open(dir, Options{})
@@ -555,77 +551,6 @@ func TestCheckedChunksShareSlots(t *testing.T) {
 	require.Equal(t, want, packsOf(t, e, reqs), "again, the slot full")
 }
 
-// TestFindWithEqualKeys looks up every chunk of a table whose ID order has
-// long runs of equal keys, across fences: BLAKE3 keys of real IDs do not
-// collide, so the keys here are made to (findKey takes them). Each ID must
-// be found at its row, and an ID that is not there, with a key that is or
-// is not, must not be.
-func TestFindWithEqualKeys(t *testing.T) {
-	const n = 7*fenceEvery + 5
-	key := func(id string) uint64 { return uint64(len(id)%3+1) * 10 }
-	var ids []string
-	for i := range n {
-		ids = append(ids, fmt.Sprintf("%s%d", "cccc"[:i%4], (i*7919)%1000))
-	}
-	var rows, arena, order []byte
-	for _, id := range ids {
-		row := make([]byte, rowSize)
-		binary.LittleEndian.PutUint32(row, uint32(len(arena)))
-		binary.LittleEndian.PutUint32(row[4:], uint32(len(id)))
-		rows, arena = append(rows, row...), append(arena, id...)
-	}
-	byKey := make([]int, n)
-	for i := range byKey {
-		byKey[i] = i
-	}
-	slices.SortFunc(byKey, func(a, b int) int {
-		return cmp.Or(cmp.Compare(key(ids[a]), key(ids[b])), strings.Compare(ids[a], ids[b]))
-	})
-	var fences []uint64
-	for k, r := range byKey {
-		order = binary.LittleEndian.AppendUint32(order, uint32(r))
-		order = binary.LittleEndian.AppendUint64(order, key(ids[r]))
-		if k%fenceEvery == 0 {
-			fences = append(fences, key(ids[r]))
-		}
-	}
-	checked := func(data []byte, block int) section {
-		s := section{data: data, length: len(data), block: block, done: make([]atomic.Bool, (len(data)+block-1)/block)}
-		for i := range s.done {
-			s.done[i].Store(true)
-		}
-		return s
-	}
-	tbl := &rowTable{n: n, fences: fences, name: "test",
-		rows: checked(rows, rowsPerBlock*rowSize), byID: checked(order, orderPerBlock*orderSize), ids: checked(arena, ckptBlock)}
-	spans := 0 // fences inside a run of equal keys
-	for k := fenceEvery; k < n; k += fenceEvery {
-		if key(ids[byKey[k-1]]) == key(ids[byKey[k]]) {
-			spans++
-		}
-	}
-	require.Greater(t, spans, 1, "runs of equal keys go past fences")
-	for i, id := range ids {
-		got, _, ok := tbl.findKey(id, key(id))
-		require.True(t, ok, "chunk %q", id)
-		require.Equal(t, i, got, "chunk %q", id)
-	}
-	for _, c := range []struct {
-		name, id string
-		key      uint64
-	}{
-		{"an absent ID whose key is in a run", "cc-absent", 20},
-		{"an absent ID whose key is the first", "x", 10},
-		{"a key below every key", "x", 0},
-		{"a key between two runs", "x", 15},
-		{"a key above every key", "x", 99},
-	} {
-		_, _, ok := tbl.findKey(c.id, c.key)
-		require.False(t, ok, c.name)
-	}
-	require.NoError(t, tbl.err())
-}
-
 // TestFirstWriteReadsTheBatchesInOrder: the first write after Open builds
 // the state from the batch files, reading the next one while it adds the
 // one before (loadState). An edited batch file fails it with ErrCorrupt
@@ -690,6 +615,6 @@ func TestCheckpointBytesArePinned(t *testing.T) {
 		f, err := encodeCheckpoint(st, "lexical=pinned", func() ([]byte, error) { return []byte(`{"catalog":"pinned"}`), nil })
 		runtime.GOMAXPROCS(prev)
 		require.NoError(t, err)
-		require.Equal(t, pinned, evidence.Sum(f.bytes()), "GOMAXPROCS %d", procs)
+		require.Equal(t, pinned, evidence.Sum(f.Bytes()), "GOMAXPROCS %d", procs)
 	}
 }

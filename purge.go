@@ -288,7 +288,7 @@ func (e *Engine) writePurge(next *state, ids []string, dense *retrieve.Dense, gr
 	if err = c.WriteSealed(m.Checkpoint, ckpt...); err != nil {
 		return failed(err)
 	}
-	if m.CheckpointSum, err = checkpointSum(ckpt.head()); err != nil { // its head's: Open reads no more
+	if m.CheckpointSum, err = checkpointSum(ckpt.Head()); err != nil { // its head's: Open reads no more
 		return failed(err)
 	}
 	for k, r := range rewrites {
@@ -377,14 +377,14 @@ func dropOne(df map[string]series, t string, g int64) {
 func (s series) without(g int64) series {
 	out := make(series, 0, len(s))
 	for _, p := range s {
-		if p.gen >= g {
-			p.n--
+		if p.Gen >= g {
+			p.N--
 		}
 		last := int64(0)
 		if len(out) > 0 {
-			last = out[len(out)-1].n
+			last = out[len(out)-1].N
 		}
-		if p.n != last {
+		if p.N != last {
 			out = append(out, p)
 		}
 	}

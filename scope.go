@@ -11,6 +11,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
 )
@@ -28,30 +29,31 @@ import (
 // the next state; a state's series are never changed once it is published
 // (see state.extend).
 
-// point is a cumulative count as of the generation that last changed it.
-type point struct{ gen, n int64 }
+// point is a cumulative count as of the generation that last changed it
+// (the checkpoint's type: a series is written and read back without a copy).
+type point = checkpoint.Point
 
 // series is a count's history: points in ascending generation order.
 type series []point
 
 // at returns the count as of generation g.
 func (s series) at(g int64) int64 {
-	i := sort.Search(len(s), func(i int) bool { return s[i].gen > g })
+	i := sort.Search(len(s), func(i int) bool { return s[i].Gen > g })
 	if i == 0 {
 		return 0
 	}
-	return s[i-1].n
+	return s[i-1].N
 }
 
 // add returns s with d added from generation g on; g is at least the last
 // generation in s. The backing array may be shared with the state s came
 // from, which never reads past its own length.
 func (s series) add(g, d int64) series {
-	if n := len(s); n > 0 && s[n-1].gen == g {
-		s[n-1].n += d
+	if n := len(s); n > 0 && s[n-1].Gen == g {
+		s[n-1].N += d
 		return s
 	}
-	return append(s, point{gen: g, n: s.at(g) + d})
+	return append(s, point{Gen: g, N: s.at(g) + d})
 }
 
 // lanes is an order-free digest of a set of chunks: the lane-wise sum
@@ -183,9 +185,9 @@ func (st *state) scope(tenant string, upTo int64) scope {
 			continue
 		}
 		for _, s := range []series{ts.docs, ts.facts, ts.purges} {
-			i := sort.Search(len(s), func(i int) bool { return s[i].gen > upTo })
+			i := sort.Search(len(s), func(i int) bool { return s[i].Gen > upTo })
 			if i > 0 {
-				sc.gen = max(sc.gen, s[i-1].gen)
+				sc.gen = max(sc.gen, s[i-1].Gen)
 			}
 			if i < len(s) {
 				sc.latest = false

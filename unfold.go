@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/retrieve"
 )
@@ -58,8 +59,8 @@ func (s *state) unfold(d *storage.Dir) (*state, error) {
 		}
 		batches[i], total = c, total+len(c.Chunks)
 	}
-	if total != t.n {
-		return nil, fmt.Errorf("%w: %d rows, %d chunks in the batch files", errUnfold, t.n, total)
+	if total != t.Len() {
+		return nil, fmt.Errorf("%w: %d rows, %d chunks in the batch files", errUnfold, t.Len(), total)
 	}
 	n := &state{
 		gen: s.gen, commits: s.commits, chunks: make(map[string]*evidence.Chunk, total), committed: make(map[string]int64, total),
@@ -95,57 +96,57 @@ func (s *state) unfold(d *storage.Dir) (*state, error) {
 	var key string
 	var arena []uint32
 	start, end := 0, 0 // the rows of the document being read
-	for i := range t.n {
-		w, ok := t.row(i)
-		id, okID := t.id(w)
-		nums, okNums := t.numsOf(w)
+	for i := range t.Len() {
+		w, ok := t.Row(i)
+		id, okID := t.ID(w)
+		nums, okNums := t.Nums(w)
 		if !ok || !okID || !okNums {
-			return nil, fmt.Errorf("%w: %w", errUnfold, t.err())
+			return nil, fmt.Errorf("%w: %w", errUnfold, t.Err())
 		}
-		g := int(w.gen) - 1
+		g := int(w.Gen) - 1
 		c := batches[g]
-		j := sort.Search(len(c.Lines), func(j int) bool { return c.Lines[j].Off >= w.line.Off })
-		if j == len(c.Lines) || c.Lines[j] != w.line || seen[g][j] {
-			return nil, fmt.Errorf("%w: row %d (chunk %q) names line %+v of %s", errUnfold, i, id, w.line, t.files[g])
+		j := sort.Search(len(c.Lines), func(j int) bool { return c.Lines[j].Off >= w.Line.Off })
+		if j == len(c.Lines) || c.Lines[j] != w.Line || seen[g][j] {
+			return nil, fmt.Errorf("%w: row %d (chunk %q) names line %+v of %s", errUnfold, i, id, w.Line, t.files[g])
 		}
 		seen[g][j] = true
 		ch := c.Chunks[j]
 		hash, _ := strings.CutPrefix(ch.ContentHash, evidence.HashPrefix)
 		var hexSum [64]byte // encoded into an array: no allocation per chunk
-		if ch.ID != id || ch.Tenant != t.tenants[w.tenant] || hash != string(hex.AppendEncode(hexSum[:0], w.hash)) {
+		if ch.ID != id || ch.Tenant != t.Tenant(w) || hash != string(hex.AppendEncode(hexSum[:0], w.Hash[:])) {
 			return nil, fmt.Errorf("%w: row %d holds chunk %q of tenant %q, %s at byte %d chunk %q of tenant %q",
-				errUnfold, i, id, t.tenants[w.tenant], t.files[g], w.line.Off, ch.ID, ch.Tenant)
+				errUnfold, i, id, t.Tenant(w), t.files[g], w.Line.Off, ch.ID, ch.Tenant)
 		}
-		place := placeOf(ch, int64(w.gen), w.line)
-		if int(w.docStart) == i { // a document's first row: its list, its terms in one array (packNums)
+		place := placeOf(ch, int64(w.Gen), w.Line)
+		if int(w.DocStart) == i { // a document's first row: its list, its terms in one array (packNums)
 			if _, dup := n.docOrder[place.key]; dup || i != end {
 				return nil, fmt.Errorf("%w: document %q starts at row %d, the one before ends at %d", errUnfold, place.key, i, end)
 			}
-			start, end = i, i+int(w.docLen)
-			list, key = &docList{ids: make([]string, w.docLen), nums: make([][]uint32, w.docLen)}, place.key
+			start, end = i, i+int(w.DocLen)
+			list, key = &docList{ids: make([]string, w.DocLen), nums: make([][]uint32, w.DocLen)}, place.key
 			size := 0
-			for r := i; r < i+int(w.docLen); r++ {
-				if v, ok := t.row(r); ok && v.flags&rowNoTerms == 0 {
-					size += int(v.numsLen)
+			for r := i; r < i+int(w.DocLen); r++ {
+				if v, ok := t.Row(r); ok && v.Flags&checkpoint.NoTerms == 0 {
+					size += int(v.NumsLen)
 				}
 			}
 			arena = make([]uint32, 0, size)
 			n.docOrder[key] = list
 		}
-		if int(w.docStart) != start || place.key != key {
+		if int(w.DocStart) != start || place.key != key {
 			return nil, fmt.Errorf("%w: row %d (chunk %q) is of document %q, in the rows of %q", errUnfold, i, id, place.key, key)
 		}
-		place.pos, place.list = i-int(w.docStart), list
+		place.pos, place.list = i-int(w.DocStart), list
 		list.ids[place.pos] = ch.ID
-		if w.flags&rowNoTerms == 0 {
+		if w.Flags&checkpoint.NoTerms == 0 {
 			from := len(arena)
 			arena = append(arena, nums...)
 			list.nums[place.pos] = arena[from:len(arena):len(arena)]
 		}
-		n.chunks[ch.ID], n.committed[ch.ID], n.docPlace[ch.ID] = ch, int64(w.gen), place
+		n.chunks[ch.ID], n.committed[ch.ID], n.docPlace[ch.ID] = ch, int64(w.Gen), place
 	}
-	if end != t.n {
-		return nil, fmt.Errorf("%w: the last document ends at row %d of %d", errUnfold, end, t.n)
+	if end != t.Len() {
+		return nil, fmt.Errorf("%w: the last document ends at row %d of %d", errUnfold, end, t.Len())
 	}
 	return n, nil
 }

@@ -73,7 +73,7 @@ func TestUnfoldIsLoadState(t *testing.T) {
 	require.NoError(t, err)
 	gotFile, err := encodeCheckpoint(got, "x", func() ([]byte, error) { return nil, nil })
 	require.NoError(t, err)
-	require.Equal(t, wantFile.bytes(), gotFile.bytes())
+	require.Equal(t, wantFile.Bytes(), gotFile.Bytes())
 
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)

@@ -14,7 +14,7 @@
 //	PENDING.json              present only while a commit runs (or after a crash in one), sealed
 //	chunks/NNNNNNNN.jsonl     one sealed batch of chunks per generation, chained to the one before
 //	dense-NNNNNNNN.bin, graph-NNNNNNNN.bin   stored vectors and graph, when the index keeps them
-//	state-NNNNNNNN.bin        the generation's checkpoint: what Open reads instead of every batch (package evpack)
+//	state-NNNNNNNN.bin        the generation's checkpoint: what Open reads instead of every batch (internal/checkpoint)
 //	lexical/                  the bleve index (package retrieve)
 //
 // Entry points: [Open] takes the lock and reads the manifest; [Dir.Begin]
@@ -25,7 +25,7 @@
 //
 // Invariant: a generation exists iff MANIFEST.json names it; every file the
 // manifest names hashes to the checksum it records, but the checkpoint,
-// whose recorded checksum is its head's (package evpack checks the rest of
+// whose recorded checksum is its head's (internal/checkpoint checks the rest of
 // it block by block, against checksums in the head).
 //
 // Invariant: Open deletes nothing except what PENDING.json proves an

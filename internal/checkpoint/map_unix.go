@@ -1,6 +1,6 @@
 //go:build unix
 
-package evpack
+package checkpoint
 
 import (
 	"os"
@@ -20,4 +20,12 @@ func mapBody(f *os.File, off, n int64) ([]byte, error) {
 	}
 	_ = syscall.Madvise(b, syscall.MADV_RANDOM) // advice only: reads work without it
 	return b, nil
+}
+
+// unmapBody releases a mapping mapBody made. Nothing may read b after.
+func unmapBody(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return syscall.Munmap(b)
 }

@@ -1,0 +1,67 @@
+package evpack
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/internal/storagetest"
+)
+
+// mappedFrom returns the lines of /proc/self/maps that map a checkpoint
+// of the index in dir (the test is skipped where there is no such file).
+func mappedFrom(t *testing.T, dir string) []string {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skipf("no /proc/self/maps here: %v", err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.Contains(line, filepath.Join(dir, "state-")) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// TestCheckpointIsUnmapped: the checkpoint Open maps stays mapped while
+// the engine reads it, and no longer: Close unmaps it, and so does the
+// first write, which replaces the state that read it (and whose commit
+// deletes its file: a mapping kept its disk space until the process
+// exited). The packs read before either are unchanged after it: nothing
+// they hold pointed into the mapping.
+func TestCheckpointIsUnmapped(t *testing.T) {
+	dir, reqs, want := lazyPacks(t)
+	dir, err := filepath.EvalSymlinks(dir) // as /proc/self/maps names it
+	require.NoError(t, err)
+	ckpt := filepath.Join(dir, storagetest.ReadManifest(t, dir).Checkpoint)
+
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	require.NotNil(t, e.st.rows, "Open read the checkpoint")
+	got := packsOf(t, e, reqs)
+	require.Equal(t, want, got)
+	maps := mappedFrom(t, dir)
+	require.Len(t, maps, 1, "the checkpoint is mapped while the engine reads it")
+	require.Contains(t, maps[0], ckpt)
+	require.NoError(t, e.Close())
+	require.Empty(t, mappedFrom(t, dir), "Close unmaps the checkpoint")
+	require.Equal(t, want, got)
+
+	e, err = Open(dir, Options{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.Equal(t, want, packsOf(t, e, reqs))
+	require.Len(t, mappedFrom(t, dir), 1)
+	_, err = e.Ingest(context.Background(), connectors.Records(vocabularyRecords(t, "acme", "n", 2, 3)), IngestOptions{})
+	require.NoError(t, err)
+	require.Nil(t, e.st.rows, "the first write replaced the checkpoint's state")
+	require.NoFileExists(t, ckpt, "the commit deleted the checkpoint it replaced")
+	require.Empty(t, mappedFrom(t, dir), "and the mapping of it is gone")
+}

@@ -1,0 +1,253 @@
+package checkpoint
+
+import (
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/zeebo/blake3"
+
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/storage"
+)
+
+// The committed checkpoint testdata/pinned.ckpt is the one the engine's
+// TestCheckpointBytesArePinned pins: its fixed history (chunks of the golden
+// corpus and two tenants, facts, a purge, over seven commits), encoded for
+// analyzers "lexical=pinned" with catalog pinnedCatalog.
+const (
+	pinnedSum      = "blake3:a3546b2e703b0f257dd708f6da7dac28d47bbb5d7b685cb473821510d52eeca9"
+	pinnedIdentity = "lexical=pinned"
+	pinnedCatalog  = `{"catalog":"pinned"}`
+	pinnedGens     = 7
+)
+
+func pinned(t testing.TB) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "pinned.ckpt"))
+	require.NoError(t, err)
+	return raw
+}
+
+// decodeBytes writes raw to a file of its own and decodes it.
+func decodeBytes(t testing.TB, raw []byte, identity string, gens int) (*Head, *Table, bool, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "state.bin")
+	require.NoError(t, os.WriteFile(path, raw, 0o644))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	sum, err := Sum(raw)
+	if err != nil {
+		sum = "none"
+	}
+	return Decode("state.bin", f, sum, identity, gens)
+}
+
+// inputOf returns the input that encodes to the checkpoint h and t were
+// decoded from: its figures, and its rows by document.
+func inputOf(t testing.TB, h *Head, tbl *Table) Input {
+	t.Helper()
+	in := Input{Head: *h, Identity: pinnedIdentity, Names: h.Terms, Placed: tbl.Len(),
+		Catalog: func() ([]byte, error) { return tbl.Catalog(), nil }}
+	chunks := map[string]Chunk{}
+	for i := 0; i < tbl.Len(); {
+		w, ok := tbl.Row(i)
+		require.True(t, ok, "row %d: %v", i, tbl.Err())
+		var d Doc
+		for k := range int(w.DocLen) {
+			r, ok := tbl.Row(i + k)
+			require.True(t, ok)
+			id, ok := tbl.ID(r)
+			require.True(t, ok)
+			nums, ok := tbl.Nums(r)
+			require.True(t, ok)
+			d.IDs, d.Nums = append(d.IDs, id), append(d.Nums, nums)
+			chunks[id] = Chunk{Gen: int64(r.Gen), Line: r.Line, Hash: evidence.HashPrefix + hex.EncodeToString(r.Hash[:]),
+				Tenant: tbl.Tenant(r), Purged: r.Flags&NoTerms != 0}
+		}
+		in.Docs = append(in.Docs, d)
+		i += int(w.DocLen)
+	}
+	in.Chunk = func(id string) Chunk { return chunks[id] }
+	return in
+}
+
+// TestPinnedRoundTrip: the committed checkpoint is the pinned one, decodes
+// (figures and every row, each ID found at its row), and encodes back to
+// the same bytes from what was decoded.
+func TestPinnedRoundTrip(t *testing.T) {
+	raw := pinned(t)
+	require.Equal(t, pinnedSum, evidence.Sum(raw))
+	h, tbl, ok, err := decodeBytes(t, raw, pinnedIdentity, pinnedGens)
+	require.NoError(t, err)
+	require.True(t, ok)
+	defer tbl.Close()
+	require.Equal(t, int64(pinnedGens), h.Gen)
+	require.Equal(t, pinnedCatalog, string(tbl.Catalog()))
+	require.NotEmpty(t, h.Facts)
+	require.NotEmpty(t, h.Purges)
+	for i := range tbl.Len() {
+		w, ok := tbl.Row(i)
+		require.True(t, ok)
+		id, ok := tbl.ID(w)
+		require.True(t, ok)
+		got, _, ok := tbl.Find(id)
+		require.True(t, ok, "chunk %q", id)
+		require.Equal(t, i, got, "chunk %q", id)
+	}
+	_, _, ok = tbl.Find("no such chunk")
+	require.False(t, ok)
+	require.NoError(t, tbl.Err())
+	f, err := Encode(inputOf(t, h, tbl))
+	require.NoError(t, err)
+	require.Equal(t, raw, f.Bytes())
+	sum, err := Sum(f.Head())
+	require.NoError(t, err)
+	want, err := Sum(raw)
+	require.NoError(t, err)
+	require.Equal(t, want, sum, "the head alone gives the manifest's checksum")
+}
+
+// TestDecodePassesOver: a checkpoint of other analyzers, or of an older
+// format, is passed over (not ok, no error); one whose head the manifest
+// does not seal is ErrCorrupt.
+func TestDecodePassesOver(t *testing.T) {
+	raw := pinned(t)
+	_, _, ok, err := decodeBytes(t, raw, "lexical=other", pinnedGens)
+	require.NoError(t, err)
+	require.False(t, ok)
+	for _, magic := range Older {
+		old := append([]byte(magic), raw[len(Format):]...)
+		require.True(t, IsOlder(old))
+		_, _, ok, err = decodeBytes(t, old, pinnedIdentity, pinnedGens)
+		require.NoError(t, err, "%q", magic)
+		require.False(t, ok)
+	}
+	path := filepath.Join(t.TempDir(), "state.bin")
+	require.NoError(t, os.WriteFile(path, raw, 0o644))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	_, _, _, err = Decode("state.bin", f, "blake3:00", pinnedIdentity, pinnedGens)
+	require.ErrorIs(t, err, storage.ErrCorrupt)
+	require.ErrorContains(t, err, "state.bin: head hashes to ")
+}
+
+// TestClosedTable: Close unmaps the body; a read after it answers nothing
+// and fails (Err, ErrCorrupt); what was read before stays as it was; a
+// second Close does nothing. Readers racing Close (run with -race) get
+// either the right answer or none, never a crash.
+func TestClosedTable(t *testing.T) {
+	raw := pinned(t)
+	_, tbl, ok, err := decodeBytes(t, raw, pinnedIdentity, pinnedGens)
+	require.NoError(t, err)
+	require.True(t, ok)
+	var ids []string
+	var nums [][]uint32
+	for i := range tbl.Len() {
+		w, _ := tbl.Row(i)
+		id, _ := tbl.ID(w)
+		ns, _ := tbl.Nums(w)
+		ids, nums = append(ids, id), append(nums, ns)
+	}
+	want := make([]string, len(ids))
+	for i, id := range ids {
+		want[i] = string([]byte(id))
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 3 * len(ids) {
+				i := (k + g) % len(ids)
+				if got, _, ok := tbl.Find(ids[i]); ok {
+					require.Equal(t, i, got)
+				}
+			}
+		}()
+	}
+	require.NoError(t, tbl.Close())
+	wg.Wait()
+	require.NoError(t, tbl.Close())
+	_, ok = tbl.Row(0)
+	require.False(t, ok)
+	_, _, ok = tbl.Find(ids[0])
+	require.False(t, ok)
+	require.ErrorIs(t, tbl.Err(), storage.ErrCorrupt)
+	require.ErrorContains(t, tbl.Err(), "closed")
+	require.Equal(t, want, ids, "IDs read before Close are copies")
+	require.NotEmpty(t, nums[0])
+}
+
+// FuzzDecode decodes mutations of the pinned checkpoint and reads every
+// row, ID, term list and lookup of what decodes: nothing may panic or read
+// out of bounds, and a lookup that answers answers the right row. With
+// reseal set the harness seals the head anew and, once decoded, every
+// body block, as a forger would, so that the mutations reach the parser
+// and the block validators rather than stopping at a checksum.
+func FuzzDecode(f *testing.F) {
+	raw := pinned(f)
+	f.Add(raw, false)
+	f.Add(raw, true)
+	f.Add(raw[:len(raw)/2], true)
+	f.Fuzz(func(t *testing.T, raw []byte, reseal bool) {
+		if reseal && len(raw) >= len(Format)+8 {
+			n := len(Format) + 8 + int(min(uint64(len(raw)), leUint64(raw[len(Format):])))
+			if n+32 <= len(raw) {
+				seal := blake3.Sum256(raw[:n])
+				copy(raw[n:], seal[:])
+			}
+		}
+		_, tbl, ok, err := decodeBytes(t, raw, pinnedIdentity, pinnedGens)
+		if err != nil {
+			require.ErrorIs(t, err, storage.ErrCorrupt)
+			return
+		}
+		if !ok {
+			return
+		}
+		defer tbl.Close()
+		if reseal {
+			for _, s := range []*section{&tbl.rows, &tbl.byID, &tbl.ids, &tbl.numSec} {
+				for b := 0; b*s.block < s.length; b++ {
+					sum := blake3.Sum256(s.data[b*s.block : min((b+1)*s.block, s.length)])
+					copy(s.sums[32*b:], sum[:])
+				}
+			}
+		}
+		for i := range tbl.Len() {
+			w, ok := tbl.Row(i)
+			if !ok {
+				break
+			}
+			_ = tbl.Tenant(w)
+			_, _ = tbl.Nums(w)
+			id, ok := tbl.ID(w)
+			if !ok {
+				break
+			}
+			if got, r, ok := tbl.Find(id); ok {
+				have, _ := tbl.ID(r)
+				require.Equal(t, id, have)
+				_ = got
+			}
+		}
+		if err := tbl.Err(); err != nil && !errors.Is(err, storage.ErrCorrupt) {
+			t.Fatalf("a failed read is not ErrCorrupt: %v", err)
+		}
+	})
+}
+
+func leUint64(b []byte) uint64 {
+	var v uint64
+	for i := 7; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
+}
