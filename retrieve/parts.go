@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -396,6 +397,10 @@ var ErrDamaged = fmt.Errorf("%w: damaged partition", ErrLexical)
 // would end the process): it is turned into ErrDamaged here, so that one
 // tenant's damaged file fails that tenant's requests, not the service.
 func openBleve(dir string, ro bool) (idx bleve.Index, err error) {
+	// bbolt maps its file and trusts the size its meta page declares: a
+	// truncated file faults on a page past its end, which would kill the
+	// process unless the fault is a panic (then recovered below).
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			idx, err = nil, fmt.Errorf("%w: partition %s: bleve panicked opening it: %v", ErrDamaged, dir, r)
