@@ -309,10 +309,12 @@ func readStrace(t *testing.T, log string) []straceCall {
 	for sc.Scan() {
 		line := sc.Text()
 		pid, rest, ok := strings.Cut(line, " ")
+		// strace pads the pid column ("1504  --- SIGURG ..."): trim before
+		// telling signal and exit lines from calls.
+		rest = strings.TrimLeft(rest, " ")
 		if !ok || strings.HasPrefix(rest, "---") || strings.HasPrefix(rest, "+++") {
 			continue
 		}
-		rest = strings.TrimLeft(rest, " ")
 		if head, ok := strings.CutSuffix(rest, " <unfinished ...>"); ok {
 			pending[pid] = head
 			continue
@@ -567,4 +569,24 @@ func checkPowerCut(t *testing.T, dir string, acked int, where string) {
 			t.Logf("%s: purge committed, not acknowledged: text left in %q", where, hits)
 		}
 	}
+}
+
+// TestReadStraceSkipsSignalsAndExits: strace pads its pid column, so a signal
+// delivered to a traced thread ("1504  --- SIGURG ...", Go's preemption
+// signal) arrives with two spaces; a CI run failed on exactly that line.
+func TestReadStraceSkipsSignalsAndExits(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "strace.log")
+	require.NoError(t, os.WriteFile(log, []byte(strings.Join([]string{
+		`1504  --- SIGURG {si_signo=SIGURG, si_code=SI_TKILL, si_pid=1504, si_uid=0} ---`,
+		`1504 fsync(3</tmp/x>) = 0`,
+		`1505  +++ exited with 0 +++`,
+		`1506 --- SIGCHLD {si_signo=SIGCHLD} ---`,
+		`1507 unlink("/tmp/y") = -1 ENOENT (No such file or directory)`,
+	}, "\n")+"\n"), 0o644))
+	calls := readStrace(t, log)
+	require.Len(t, calls, 2)
+	require.Equal(t, "fsync", calls[0].name)
+	require.True(t, calls[0].ok)
+	require.Equal(t, "unlink", calls[1].name)
+	require.False(t, calls[1].ok)
 }
