@@ -144,7 +144,7 @@ func TestAnalysisIsChecked(t *testing.T) {
 // the purged text's terms), and the index reopens to the same packs.
 func TestPurgeDeletesTheAnalysis(t *testing.T) {
 	dir, e := purgeFixture(t)
-	gen := e.st.gen
+	gen := e.st.Gen
 	m := e.store.Manifest()
 	require.NotEmpty(t, m.Batches[gen-1].Analysis)
 	require.NotEmpty(t, grepDir(t, filepath.Join(dir, storage.ChunksDir), "zqxjk"), "the analysis file holds the secret's terms before the purge")

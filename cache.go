@@ -29,7 +29,7 @@ type Cache interface {
 // without anyone remembering to add it; a field of a kind it cannot encode is
 // an error, not a silent omission. Tenant is part of the request, so two
 // tenants can never share an entry.
-func (e *Engine) cacheKey(h evidence.Header, sc scope) (string, error) {
+func (e *Engine) cacheKey(h evidence.Header, sc Scope) (string, error) {
 	var b bytes.Buffer
 	b.WriteString("evpack-cache/2\n")
 	if err := encodeKey(&b, "request", reflect.ValueOf(h)); err != nil {
@@ -38,7 +38,7 @@ func (e *Engine) cacheKey(h evidence.Header, sc scope) (string, error) {
 	if err := encodeKey(&b, "options", reflect.ValueOf(e.opts)); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(&b, "scope.corpus=%s\nscope.generation=%d\n", sc.corpus, sc.gen)
+	fmt.Fprintf(&b, "scope.corpus=%s\nscope.generation=%d\n", sc.Corpus, sc.Gen)
 	return evidence.Sum(b.Bytes()), nil
 }
 

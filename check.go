@@ -75,7 +75,7 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 		return nil, ErrClosed
 	}
 	st := e.st
-	rep := &CheckReport{Generation: st.gen}
+	rep := &CheckReport{Generation: st.Gen}
 	bad := func(format string, args ...any) { rep.Problems = append(rep.Problems, fmt.Sprintf(format, args...)) }
 	if e.broken != nil {
 		bad("%v", e.broken)
@@ -85,79 +85,79 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 		// it holds is compared once an Open with room rolled them back.
 		bad("%v", e.readOnly)
 	}
-	if st.rows != nil {
+	if st.Rows != nil {
 		// Open read the checkpoint: check the state every batch file gives
 		// (and the checkpoint against it, below), leaving the engine's as
 		// it is, so that a process that only queries stays small.
-		full, err := loadState(e.store, e.lex, e.emb, e.graph)
+		full, err := LoadState(e.store, e.lex, e.emb, e.graph)
 		if err != nil {
 			bad("%v", err)
 			return rep, nil
 		}
 		st = full
 	}
-	rep.Chunks = len(st.chunks)
+	rep.Chunks = len(st.Chunks)
 
 	// Recount every corpus figure from the chunks, generation by
 	// generation, and compare it with the state's.
-	ids := evidence.SortedKeys(st.chunks)
-	slices.SortStableFunc(ids, func(a, b string) int { return cmp.Compare(st.committed[a], st.committed[b]) })
-	fresh, bld := newState(), newBuilding()
-	own := bld.own
+	ids := evidence.SortedKeys(st.Chunks)
+	slices.SortStableFunc(ids, func(a, b string) int { return cmp.Compare(st.Committed[a], st.Committed[b]) })
+	fresh, bld := NewState(), NewBuilding()
+	own := bld.Own
 	nextFact, nextPurge := 0, 0
 	addFacts := func(upTo int64) { // facts and purges of generations up to upTo, in commit order
 		for {
 			factGen, purgeGen := int64(math.MaxInt64), int64(math.MaxInt64)
-			if nextFact < len(st.factLog) {
-				factGen = st.factLog[nextFact].gen
+			if nextFact < len(st.FactLog) {
+				factGen = st.FactLog[nextFact].Gen
 			}
-			if nextPurge < len(st.purgeLog) {
-				purgeGen = st.purged[st.purgeLog[nextPurge]].gen
+			if nextPurge < len(st.PurgeLog) {
+				purgeGen = st.Purged[st.PurgeLog[nextPurge]].Gen
 			}
 			switch {
 			case min(factGen, purgeGen) > upTo:
 				return
 			case factGen < purgeGen: // a purge and a fact are never of one generation
-				fa := st.factLog[nextFact]
+				fa := st.FactLog[nextFact]
 				nextFact++
-				if _, ok := fresh.chunks[fa.f.ChunkID]; !ok {
-					bad("fact %s of generation %d names chunk %q, not committed by then", fa.f, fa.gen, fa.f.ChunkID)
+				if _, ok := fresh.Chunks[fa.Fact.ChunkID]; !ok {
+					bad("fact %s of generation %d names chunk %q, not committed by then", fa.Fact, fa.Gen, fa.Fact.ChunkID)
 					continue
 				}
-				fresh.addFact(fa.gen, fa.f, own)
+				fresh.AddFact(fa.Gen, fa.Fact, own)
 			default:
-				id := st.purgeLog[nextPurge]
+				id := st.PurgeLog[nextPurge]
 				nextPurge++
-				fresh.ownTenant(st.chunks[id].Tenant, own).addPurge(st.purged[id].gen, id)
+				fresh.OwnTenant(st.Chunks[id].Tenant, own).AddPurge(st.Purged[id].Gen, id)
 			}
 		}
 	}
-	analyses := make(map[string]analyzed, len(ids)) // for the analysis files (checkAnalysis)
+	analyses := make(map[string]Analyzed, len(ids)) // for the analysis files (checkAnalysis)
 	for _, id := range ids {
-		c := st.chunks[id]
-		an := analyze(e.lex, nil, nil, c.Text)
+		c := st.Chunks[id]
+		an := Analyze(e.lex, nil, nil, c.Text)
 		analyses[id] = an
-		if p, ok := st.purged[id]; ok { // its text is gone: the counts it gave
-			an.tokens, an.redacted = p.r.Tokens, &p.r
+		if p, ok := st.Purged[id]; ok { // its text is gone: the counts it gave
+			an.Tokens, an.Redacted = p.Redaction.Tokens, &p.Redaction
 			if c.Text != "" {
-				bad("chunk %q was purged at generation %d but its text is still held", id, p.gen)
+				bad("chunk %q was purged at generation %d but its text is still held", id, p.Gen)
 			}
 		} else if got := c.ComputeHash(); got != c.ContentHash {
 			bad("chunk %q: fields hash to %s, stored content hash is %s", id, got, c.ContentHash)
 		}
-		addFacts(st.committed[id] - 1)
-		fresh.add(st.committed[id], c, an, bld)
+		addFacts(st.Committed[id] - 1)
+		fresh.Add(st.Committed[id], c, an, bld)
 	}
-	addFacts(st.gen)
-	if st.stats.Docs != fresh.stats.Docs || st.stats.Tokens != fresh.stats.Tokens {
-		bad("bm25 totals %d chunks %d tokens, recount gives %d and %d", st.stats.Docs, st.stats.Tokens, fresh.stats.Docs, fresh.stats.Tokens)
+	addFacts(st.Gen)
+	if st.Stats.Docs != fresh.Stats.Docs || st.Stats.Tokens != fresh.Stats.Tokens {
+		bad("bm25 totals %d chunks %d tokens, recount gives %d and %d", st.Stats.Docs, st.Stats.Tokens, fresh.Stats.Docs, fresh.Stats.Tokens)
 	}
 	checkTenants(st, fresh, bad)
-	if st.dense != nil && !slices.Equal(st.dense.IDs(), evidence.SortedKeys(st.chunks)) {
-		bad("dense index covers %d chunks, store holds %d", st.dense.Len(), len(st.chunks))
+	if st.Dense != nil && !slices.Equal(st.Dense.IDs(), evidence.SortedKeys(st.Chunks)) {
+		bad("dense index covers %d chunks, store holds %d", st.Dense.Len(), len(st.Chunks))
 	}
-	if st.graph != nil {
-		if err := st.graph.Check(); err != nil {
+	if st.Graph != nil {
+		if err := st.Graph.Check(); err != nil {
 			bad("hnsw graph: %v", err)
 		}
 	}
@@ -172,18 +172,18 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 	seen := 0
 	err := e.lex.Docs(ctx, func(d retrieve.StoredDoc) error {
 		seen++
-		c, ok := st.chunks[d.ID]
+		c, ok := st.Chunks[d.ID]
 		switch {
 		case !ok:
 			bad("lexical document %q: no such committed chunk (generation %d)", d.ID, d.Generation)
-		case st.purged[d.ID].gen > 0:
-			bad("lexical document %q: its chunk was purged at generation %d, the document should be gone", d.ID, st.purged[d.ID].gen)
+		case st.Purged[d.ID].Gen > 0:
+			bad("lexical document %q: its chunk was purged at generation %d, the document should be gone", d.ID, st.Purged[d.ID].Gen)
 		case d.ContentHash != c.ContentHash:
 			bad("lexical document %q: built from content hash %s, the chunk's is %s", d.ID, d.ContentHash, c.ContentHash)
-		case d.Generation != st.committed[d.ID]:
-			bad("lexical document %q: generation %d, its chunk was committed at %d", d.ID, d.Generation, st.committed[d.ID])
+		case d.Generation != st.Committed[d.ID]:
+			bad("lexical document %q: generation %d, its chunk was committed at %d", d.ID, d.Generation, st.Committed[d.ID])
 		default:
-			want, _ := st.lexDoc(d.ID)
+			want, _ := st.LexDoc(d.ID)
 			if d.Retired != want.Retired || d.FactGen != want.FactGen || d.FirstFact != want.FirstFactGen {
 				bad("lexical document %q: retired %q by facts of generations %d..%d, the facts say %q and %d..%d",
 					d.ID, d.Retired.String(), d.FirstFact, d.FactGen, want.Retired.String(), want.FirstFactGen, want.FactGen)
@@ -197,18 +197,18 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 	if err != nil {
 		return nil, corruptLexical(ctx, err)
 	}
-	if seen != len(st.chunks)-len(st.purged) {
-		bad("lexical index holds %d documents, store %d chunks (%d of them purged)", seen, len(st.chunks), len(st.purged))
+	if seen != len(st.Chunks)-len(st.Purged) {
+		bad("lexical index holds %d documents, store %d chunks (%d of them purged)", seen, len(st.Chunks), len(st.Purged))
 	}
 	return rep, nil
 }
 
 // checkFiles re-reads every file the manifest names and compares the batch
 // files' chunks with st's.
-func (e *Engine) checkFiles(st *state, analyses map[string]analyzed, rep *CheckReport, bad func(string, ...any)) {
+func (e *Engine) checkFiles(st *State, analyses map[string]Analyzed, rep *CheckReport, bad func(string, ...any)) {
 	m := e.store.Manifest()
-	if m.Generation != st.gen {
-		bad("manifest at generation %d, engine at %d", m.Generation, st.gen)
+	if m.Generation != st.Gen {
+		bad("manifest at generation %d, engine at %d", m.Generation, st.Gen)
 	}
 	inBatches, factsInBatches, purgesInBatches := 0, 0, 0
 	for _, b := range m.Batches {
@@ -224,32 +224,32 @@ func (e *Engine) checkFiles(st *state, analyses map[string]analyzed, rep *CheckR
 			checkAnalysis(e, b, chunks, analyses, rep, bad)
 		}
 		for _, p := range cont.Purges {
-			if purgesInBatches >= len(st.purgeLog) || st.purgeLog[purgesInBatches] != p.ChunkID || st.purged[p.ChunkID].gen != b.Generation {
+			if purgesInBatches >= len(st.PurgeLog) || st.PurgeLog[purgesInBatches] != p.ChunkID || st.Purged[p.ChunkID].Gen != b.Generation {
 				bad("%s: the purge of chunk %q is not the engine's purge %d", b.File, p.ChunkID, purgesInBatches+1)
 			}
 			purgesInBatches++
 		}
 		for _, id := range evidence.SortedKeys(cont.Redacted) {
-			if p, ok := st.purged[id]; !ok || p.r != cont.Redacted[id] {
+			if p, ok := st.Purged[id]; !ok || p.Redaction != cont.Redacted[id] {
 				bad("%s: chunk %q is redacted, the engine's state does not say it was purged so", b.File, id)
 			}
 		}
 		for _, f := range cont.Facts {
-			if factsInBatches >= len(st.factLog) || st.factLog[factsInBatches].gen != b.Generation || *st.factLog[factsInBatches].f != *f {
+			if factsInBatches >= len(st.FactLog) || st.FactLog[factsInBatches].Gen != b.Generation || *st.FactLog[factsInBatches].Fact != *f {
 				bad("%s: fact %s on chunk %q is not the engine's fact %d", b.File, f, f.ChunkID, factsInBatches+1)
 			}
 			factsInBatches++
 		}
 		for i, c := range chunks {
 			inBatches++
-			mem, ok := st.chunks[c.ID]
+			mem, ok := st.Chunks[c.ID]
 			switch {
 			case !ok:
 				bad("%s: chunk %q is not in the engine's state", b.File, c.ID)
-			case st.committed[c.ID] != b.Generation:
-				bad("%s: chunk %q is of generation %d, the engine's state says %d", b.File, c.ID, b.Generation, st.committed[c.ID])
-			case st.docPlace[c.ID].line != cont.Lines[i]:
-				bad("%s: chunk %q lies at byte %d, the engine's state says %d", b.File, c.ID, cont.Lines[i].Off, st.docPlace[c.ID].line.Off)
+			case st.Committed[c.ID] != b.Generation:
+				bad("%s: chunk %q is of generation %d, the engine's state says %d", b.File, c.ID, b.Generation, st.Committed[c.ID])
+			case st.DocPlace[c.ID].Line != cont.Lines[i]:
+				bad("%s: chunk %q lies at byte %d, the engine's state says %d", b.File, c.ID, cont.Lines[i].Off, st.DocPlace[c.ID].Line.Off)
 			default:
 				if f := storage.Differs(c, mem); f != "" {
 					bad("%s: chunk %q: stored %s differs from the engine's", b.File, c.ID, f)
@@ -257,14 +257,14 @@ func (e *Engine) checkFiles(st *state, analyses map[string]analyzed, rep *CheckR
 			}
 		}
 	}
-	if inBatches != len(st.chunks) {
-		bad("batch files hold %d chunks, the engine %d", inBatches, len(st.chunks))
+	if inBatches != len(st.Chunks) {
+		bad("batch files hold %d chunks, the engine %d", inBatches, len(st.Chunks))
 	}
-	if factsInBatches != len(st.factLog) {
-		bad("batch files hold %d facts, the engine %d", factsInBatches, len(st.factLog))
+	if factsInBatches != len(st.FactLog) {
+		bad("batch files hold %d facts, the engine %d", factsInBatches, len(st.FactLog))
 	}
-	if purgesInBatches != len(st.purgeLog) {
-		bad("batch files record %d purges, the engine %d", purgesInBatches, len(st.purgeLog))
+	if purgesInBatches != len(st.PurgeLog) {
+		bad("batch files record %d purges, the engine %d", purgesInBatches, len(st.PurgeLog))
 	}
 	if d := m.Dense; d != nil {
 		for _, f := range [][2]string{{d.File, d.Sum}, {d.Graph, d.GraphSum}} {
@@ -301,22 +301,22 @@ func (e *Engine) checkFiles(st *state, analyses map[string]analyzed, rep *CheckR
 }
 
 // checkTenants compares the per-tenant figures of st with a recount.
-func checkTenants(st, fresh *state, bad func(string, ...any)) {
-	if got, want := st.tenantNames(), fresh.tenantNames(); !slices.Equal(got, want) {
+func checkTenants(st, fresh *State, bad func(string, ...any)) {
+	if got, want := st.TenantNames(), fresh.TenantNames(); !slices.Equal(got, want) {
 		bad("tenants %q, recount gives %q", got, want)
 		return
 	}
-	sameDF := func(a, b map[string]series) bool {
-		return maps.EqualFunc(a, b, func(x, y series) bool { return slices.Equal(x, y) })
+	sameDF := func(a, b map[string]Series) bool {
+		return maps.EqualFunc(a, b, func(x, y Series) bool { return slices.Equal(x, y) })
 	}
-	for _, name := range st.tenantNames() {
-		a, b := st.tenants[name], fresh.tenants[name]
+	for _, name := range st.TenantNames() {
+		a, b := st.Tenants[name], fresh.Tenants[name]
 		switch {
-		case !slices.Equal(a.docs, b.docs) || !slices.Equal(a.tokens, b.tokens) || !slices.Equal(a.facts, b.facts):
+		case !slices.Equal(a.Docs, b.Docs) || !slices.Equal(a.Tokens, b.Tokens) || !slices.Equal(a.Facts, b.Facts):
 			bad("tenant %q: document, token or fact counts over generations differ from a recount", name)
-		case !slices.Equal(a.digest, b.digest):
+		case !slices.Equal(a.Digest, b.Digest):
 			bad("tenant %q: corpus digests over generations differ from a recount", name)
-		case !sameDF(a.lexDF, b.lexDF) || !sameDF(a.rrDF, b.rrDF):
+		case !sameDF(a.LexDF, b.LexDF) || !sameDF(a.RerankDF, b.RerankDF):
 			bad("tenant %q: term document frequencies differ from a recount", name)
 		}
 	}
@@ -326,14 +326,14 @@ func checkTenants(st, fresh *state, bad func(string, ...any)) {
 // of each of its chunks (analyses, by chunk ID: the recount's, of the text
 // held in memory, which checkFiles compares with the stored text). A file
 // made by other analyzers is left alone: Open does not use it.
-func checkAnalysis(e *Engine, b storage.Batch, chunks []*evidence.Chunk, analyses map[string]analyzed, rep *CheckReport, bad func(string, ...any)) {
+func checkAnalysis(e *Engine, b storage.Batch, chunks []*evidence.Chunk, analyses map[string]Analyzed, rep *CheckReport, bad func(string, ...any)) {
 	a, _, err := e.store.ReadAnalysis(b)
 	if err != nil {
 		bad("%v", err)
 		return
 	}
 	rep.Files = append(rep.Files, CheckedFile{Name: storage.ChunksDir + "/" + b.Analysis, Sum: b.AnalysisSum, Chunks: len(a.Chunks)})
-	if a.Identity != analysisIdentity(e.lex) {
+	if a.Identity != AnalysisIdentity(e.lex) {
 		return
 	}
 	for i, c := range chunks {
@@ -341,9 +341,9 @@ func checkAnalysis(e *Engine, b storage.Batch, chunks []*evidence.Chunk, analyse
 		switch {
 		case ac.ID != c.ID:
 			bad("%s: entry %d is chunk %q, the batch's is %q", b.Analysis, i, ac.ID, c.ID)
-		case ac.Tokens != an.tokens || !slices.Equal(ac.Lex, an.lex):
+		case ac.Tokens != an.Tokens || !slices.Equal(ac.Lex, an.Lex):
 			bad("%s: chunk %q: lexical terms differ from its text's analysis", b.Analysis, c.ID)
-		case !slices.Equal(ac.Rerank, an.rr):
+		case !slices.Equal(ac.Rerank, an.Rerank):
 			bad("%s: chunk %q: reranker terms differ from its text's analysis", b.Analysis, c.ID)
 		}
 	}

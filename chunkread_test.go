@@ -21,45 +21,45 @@ func TestChunkReadersAgree(t *testing.T) {
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
-	require.NotNil(t, e.st.rows, "Open read the checkpoint")
-	mem, rows := full.reader(), e.st.reader()
-	require.IsType(t, memChunks{}, mem)
-	require.IsType(t, &rowTable{}, rows)
-	ids := evidence.SortedKeys(full.chunks)
+	require.NotNil(t, e.st.Rows, "Open read the checkpoint")
+	mem, rows := full.Reader(), e.st.Reader()
+	require.IsType(t, MemChunks{}, mem)
+	require.IsType(t, &RowTable{}, rows)
+	ids := evidence.SortedKeys(full.Chunks)
 	require.NotEmpty(t, ids)
 	for _, id := range append(ids, "no-such-chunk") {
-		g1, ok1 := mem.committedGen(id)
-		g2, ok2 := rows.committedGen(id)
+		g1, ok1 := mem.CommittedGen(id)
+		g2, ok2 := rows.CommittedGen(id)
 		require.Equal(t, []any{g1, ok1}, []any{g2, ok2}, "chunk %q: generation", id)
-		t1, ok1 := mem.tenantOf(id)
-		t2, ok2 := rows.tenantOf(id)
+		t1, ok1 := mem.TenantOf(id)
+		t2, ok2 := rows.TenantOf(id)
 		require.Equal(t, []any{t1, ok1}, []any{t2, ok2}, "chunk %q: tenant", id)
-		for gen := range full.gen + 1 {
+		for gen := range full.Gen + 1 {
 			for _, cached := range []bool{false, true} {
-				c1, ok1, err1 := mem.readUpTo(id, gen, cached)
-				c2, ok2, err2 := rows.readUpTo(id, gen, cached)
+				c1, ok1, err1 := mem.ReadUpTo(id, gen, cached)
+				c2, ok2, err2 := rows.ReadUpTo(id, gen, cached)
 				require.NoError(t, err1)
 				require.NoError(t, err2)
 				require.Equal(t, ok1, ok2, "chunk %q up to %d", id, gen)
 				require.Equal(t, c1, c2, "chunk %q up to %d", id, gen)
 			}
 		}
-		_, okAll, err := rows.readUpTo(id, math.MaxInt64, false)
+		_, okAll, err := rows.ReadUpTo(id, math.MaxInt64, false)
 		require.NoError(t, err)
 		require.Equal(t, id != "no-such-chunk", okAll)
-		d1, gen1, ok1 := mem.docOf(id)
-		d2, gen2, ok2 := rows.docOf(id)
+		d1, gen1, ok1 := mem.DocOf(id)
+		d2, gen2, ok2 := rows.DocOf(id)
 		require.Equal(t, []any{gen1, ok1}, []any{gen2, ok2}, "chunk %q: document", id)
 		if !ok1 {
 			continue
 		}
-		require.True(t, d2.fill(0, len(d2.ids)))
-		require.Equal(t, d1.ids, d2.ids, "chunk %q: document", id)
-		require.Equal(t, d1.pos, d2.pos, "chunk %q: place", id)
-		for k := range d1.ids {
-			require.Equal(t, d1.gens(k), d2.gens(k), "chunk %q: document chunk %d", id, k)
-			require.Equal(t, full.termsOf(d1.nums[k]), e.st.termsOf(d2.nums[k]), "chunk %q: document chunk %d", id, k)
+		require.True(t, d2.Fill(0, len(d2.IDs)))
+		require.Equal(t, d1.IDs, d2.IDs, "chunk %q: document", id)
+		require.Equal(t, d1.Pos, d2.Pos, "chunk %q: place", id)
+		for k := range d1.IDs {
+			require.Equal(t, d1.Gens(k), d2.Gens(k), "chunk %q: document chunk %d", id, k)
+			require.Equal(t, full.TermsOf(d1.Nums[k]), e.st.TermsOf(d2.Nums[k]), "chunk %q: document chunk %d", id, k)
 		}
 	}
-	require.NoError(t, e.st.rows.Err())
+	require.NoError(t, e.st.Rows.Err())
 }

@@ -16,83 +16,62 @@ import (
 // handed to its encoder and built back from what its decoder reads.
 
 // checkpointFormat is the checkpoint's magic (internal/checkpoint).
-const checkpointFormat = checkpoint.Format
+const CheckpointFormat = checkpoint.Format
 
 // olderCheckpoints are the magics Open passes over (internal/checkpoint).
-var olderCheckpoints = checkpoint.Older
+var OlderCheckpoints = checkpoint.Older
 
 // checkpointSum returns the checksum the manifest records of a checkpoint.
-func checkpointSum(raw []byte) (string, error) { return checkpoint.Sum(raw) }
-
-// checkpointOf returns the sealed checkpoint of st, a state built from
-// batches (every chunk in memory, with its line), for the engine's lexical
-// index: its analyzers' identity, and the catalog of its partitions that
-// st's documents give (so that Open opens none of them). The catalog is
-// computed beside the rest: both only read st.
-func (ix *index) checkpointOf(st *state) (checkpoint.File, error) {
-	type result struct {
-		raw []byte
-		err error
-	}
-	done := make(chan result, 1) // buffered: an encoder that fails first leaves no goroutine behind
-	go func() {
-		raw, err := ix.lex.Catalog(st.lexDocs())
-		done <- result{raw, err}
-	}()
-	return encodeCheckpoint(st, analysisIdentity(ix.lex), func() ([]byte, error) {
-		r := <-done
-		return r.raw, r.err
-	})
-}
+func CheckpointSum(raw []byte) (string, error) { return checkpoint.Sum(raw) }
 
 // encodeCheckpoint returns the sealed checkpoint of st for analyzers
 // identity and the lexical catalog catalog returns (see checkpointOf), which
 // is asked for once the rest is encoded.
-func encodeCheckpoint(st *state, identity string, catalog func() ([]byte, error)) (checkpoint.File, error) {
-	h := checkpoint.Head{Gen: st.gen, Commits: st.commits, Docs: st.stats.Docs, Tokens: st.stats.Tokens, Bounds: st.bounds}
-	for _, k := range evidence.SortedKeys(st.entities) {
-		names := make([]checkpoint.Entity, len(st.entities[k]))
-		for i, en := range st.entities[k] {
+func EncodeCheckpoint(st *State, identity string, catalog func() ([]byte, error)) (checkpoint.File, error) {
+	h := checkpoint.Head{Gen: st.Gen, Commits: st.Commits, Docs: st.Stats.Docs, Tokens: st.Stats.Tokens, Bounds: st.Bounds}
+	for _, k := range evidence.SortedKeys(st.Entities) {
+		names := make([]checkpoint.Entity, len(st.Entities[k]))
+		for i, en := range st.Entities[k] {
 			names[i] = checkpoint.Entity{Name: en.name, Gen: en.gen}
 		}
 		h.Entities = append(h.Entities, checkpoint.Entities{Key: k, Names: names})
 	}
-	h.Facts = make([]checkpoint.Fact, len(st.factLog))
-	for i, fa := range st.factLog {
-		h.Facts[i] = checkpoint.Fact{Gen: fa.gen, F: fa.f}
+	h.Facts = make([]checkpoint.Fact, len(st.FactLog))
+	for i, fa := range st.FactLog {
+		h.Facts[i] = checkpoint.Fact{Gen: fa.Gen, F: fa.Fact}
 	}
-	h.Purges = make([]checkpoint.Purge, len(st.purgeLog))
-	for i, id := range st.purgeLog {
-		p := st.purged[id]
-		h.Purges[i] = checkpoint.Purge{ID: id, Gen: p.gen, Reason: p.reason, Hash: p.hash, Redaction: p.r}
+	h.Purges = make([]checkpoint.Purge, len(st.PurgeLog))
+	for i, id := range st.PurgeLog {
+		p := st.Purged[id]
+		h.Purges[i] = checkpoint.Purge{ID: id, Gen: p.Gen, Reason: p.Reason, Hash: p.Hash, Redaction: p.Redaction}
 	}
-	for _, name := range st.tenantNames() {
-		ts := st.tenants[name]
-		t := checkpoint.Tenant{Name: name, Docs: checkpoint.Series(ts.docs), Tokens: checkpoint.Series(ts.tokens),
-			Facts: checkpoint.Series(ts.facts), Purges: checkpoint.Series(ts.purges), RRTerms: checkpoint.Series(ts.rrTerms)}
-		t.Digest = make([]checkpoint.Lane, len(ts.digest))
-		for i, lp := range ts.digest {
+	for _, name := range st.TenantNames() {
+		ts := st.Tenants[name]
+		t := checkpoint.Tenant{Name: name, Docs: checkpoint.Series(ts.Docs), Tokens: checkpoint.Series(ts.Tokens),
+			Facts: checkpoint.Series(ts.Facts), Purges: checkpoint.Series(ts.Purges), RRTerms: checkpoint.Series(ts.RerankTerms)}
+		t.Digest = make([]checkpoint.Lane, len(ts.Digest))
+		for i, lp := range ts.Digest {
 			t.Digest[i] = checkpoint.Lane{Gen: lp.gen, L: lp.l}
 		}
-		t.LexDF, t.RRDF = termCounts(ts.lexDF), termCounts(ts.rrDF)
+		t.LexDF, t.RRDF = termCounts(ts.LexDF), termCounts(ts.RerankDF)
 		h.Tenants = append(h.Tenants, t)
 	}
-	keys := evidence.SortedKeys(st.docOrder)
+	keys := evidence.SortedKeys(st.DocOrder)
 	docs := make([]checkpoint.Doc, len(keys))
 	for i, k := range keys {
-		docs[i] = checkpoint.Doc{IDs: st.docOrder[k].ids, Nums: st.docOrder[k].nums}
+		docs[i] = checkpoint.Doc{IDs: st.DocOrder[k].IDs, Nums: st.DocOrder[k].Nums}
 	}
-	return checkpoint.Encode(checkpoint.Input{Head: h, Identity: identity, Names: st.names, Docs: docs, Placed: len(st.docPlace),
+	return checkpoint.Encode(checkpoint.Input{Head: h, Identity: identity, Names: st.Names, Docs: docs, Placed: len(st.DocPlace),
 		Catalog: catalog,
 		Chunk: func(id string) checkpoint.Chunk {
-			pl, c := st.docPlace[id], st.chunks[id]
-			_, purged := st.purged[id] // nil in memory, or none read back: the same
-			return checkpoint.Chunk{Gen: pl.gen, Line: pl.line, Hash: c.ContentHash, Tenant: c.Tenant, Purged: purged}
+			pl, c := st.DocPlace[id], st.Chunks[id]
+			_, purged := st.Purged[id] // nil in memory, or none read back: the same
+			return checkpoint.Chunk{Gen: pl.Gen, Line: pl.Line, Hash: c.ContentHash, Tenant: c.Tenant, Purged: purged}
 		}})
 }
 
 // termCounts returns df by term.
-func termCounts(df map[string]series) []checkpoint.TermCounts {
+func termCounts(df map[string]Series) []checkpoint.TermCounts {
 	out := make([]checkpoint.TermCounts, 0, len(df))
 	for _, t := range evidence.SortedKeys(df) {
 		out = append(out, checkpoint.TermCounts{Term: t, Counts: checkpoint.Series(df[t])})
@@ -105,66 +84,66 @@ func termCounts(df map[string]series) []checkpoint.TermCounts {
 // state whose chunks are read through a row table over batch files files
 // (by generation) of d. ok is false, with no error, when the checkpoint was
 // made by other analyzers than identity.
-func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.Dir, files []string) (*state, bool, error) {
+func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.Dir, files []string) (*State, bool, error) {
 	h, t, ok, err := checkpoint.Decode(name, f, sum, identity, len(files))
 	if err != nil || !ok {
 		return nil, ok, err
 	}
-	st := newState()
-	st.gen, st.commits, st.bounds = h.Gen, h.Commits, h.Bounds
-	st.stats.Docs, st.stats.Tokens = h.Docs, h.Tokens
-	st.names = h.Terms
+	st := NewState()
+	st.Gen, st.Commits, st.Bounds = h.Gen, h.Commits, h.Bounds
+	st.Stats.Docs, st.Stats.Tokens = h.Docs, h.Tokens
+	st.Names = h.Terms
 	for i, n := range h.Terms {
-		st.intern[n] = uint32(i)
+		st.Intern[n] = uint32(i)
 	}
 	for _, e := range h.Entities {
 		list := make([]entityName, len(e.Names))
 		for i, en := range e.Names {
 			list[i] = entityName{name: en.Name, gen: en.Gen}
 		}
-		st.entities[e.Key] = list
+		st.Entities[e.Key] = list
 	}
-	st.factLog = make([]factAt, len(h.Facts))
+	st.FactLog = make([]factAt, len(h.Facts))
 	for i, fa := range h.Facts {
-		st.factLog[i] = factAt{gen: fa.Gen, f: fa.F}
-		st.facts[fa.F.ChunkID] = append(st.facts[fa.F.ChunkID], st.factLog[i])
+		st.FactLog[i] = factAt{Gen: fa.Gen, Fact: fa.F}
+		st.Facts[fa.F.ChunkID] = append(st.Facts[fa.F.ChunkID], st.FactLog[i])
 	}
-	st.purgeLog = make([]string, len(h.Purges))
+	st.PurgeLog = make([]string, len(h.Purges))
 	for i, p := range h.Purges {
-		st.purgeLog[i] = p.ID
-		st.purged[p.ID] = purgeAt{gen: p.Gen, reason: p.Reason, hash: p.Hash, r: p.Redaction}
+		st.PurgeLog[i] = p.ID
+		st.Purged[p.ID] = PurgeAt{Gen: p.Gen, Reason: p.Reason, Hash: p.Hash, Redaction: p.Redaction}
 	}
 	for _, ht := range h.Tenants {
 		ts := newTenantStats()
-		ts.docs, ts.tokens, ts.facts, ts.purges, ts.rrTerms = series(ht.Docs), series(ht.Tokens), series(ht.Facts), series(ht.Purges), series(ht.RRTerms)
-		ts.digest = make([]lanePoint, len(ht.Digest))
+		ts.Docs, ts.Tokens, ts.Facts, ts.Purges, ts.RerankTerms = Series(ht.Docs), Series(ht.Tokens), Series(ht.Facts), Series(ht.Purges), Series(ht.RRTerms)
+		ts.Digest = make([]lanePoint, len(ht.Digest))
 		for i, l := range ht.Digest {
-			ts.digest[i] = lanePoint{gen: l.Gen, l: l.L}
+			ts.Digest[i] = lanePoint{gen: l.Gen, l: l.L}
 		}
 		for _, c := range ht.LexDF {
-			ts.lexDF[c.Term] = series(c.Counts)
+			ts.LexDF[c.Term] = Series(c.Counts)
 		}
 		for _, c := range ht.RRDF {
-			ts.rrDF[c.Term] = series(c.Counts)
+			ts.RerankDF[c.Term] = Series(c.Counts)
 		}
-		st.tenants[ht.Name] = ts
+		st.Tenants[ht.Name] = ts
 	}
-	st.rows = &rowTable{Table: t, dir: d, files: files, checked: make([]atomic.Pointer[checkedChunk], min(t.Len(), checkedChunks)+1)}
+	st.Rows = &RowTable{Table: t, dir: d, files: files, Checked: make([]atomic.Pointer[checkedChunk], min(t.Len(), checkedChunks)+1)}
 	return st, true, nil
 }
 
 // lexDocs yields the lexical document of each chunk of st (every chunk in
 // memory), in row order, with whether the lexical index holds it: a purge
 // deleted the documents of the chunks it took.
-func (st *state) lexDocs() iter.Seq2[retrieve.Doc, bool] {
+func (st *State) LexDocs() iter.Seq2[retrieve.Doc, bool] {
 	return func(yield func(retrieve.Doc, bool) bool) {
-		for _, k := range evidence.SortedKeys(st.docOrder) {
-			for _, id := range st.docOrder[k].ids {
-				d, err := st.lexDoc(id)
+		for _, k := range evidence.SortedKeys(st.DocOrder) {
+			for _, id := range st.DocOrder[k].IDs {
+				d, err := st.LexDoc(id)
 				if err != nil {
 					continue // every placed chunk is committed (rows checks the count)
 				}
-				if _, purged := st.purged[id]; !yield(d, !purged) {
+				if _, purged := st.Purged[id]; !yield(d, !purged) {
 					return
 				}
 			}
@@ -177,7 +156,7 @@ func (st *state) lexDocs() iter.Seq2[retrieve.Doc, bool] {
 // read from. It is read-only once made (but for its caches and checks,
 // which are safe for concurrent use), so any number of queries read it at
 // once. close releases both the files and the checkpoint's mapping.
-type rowTable struct {
+type RowTable struct {
 	*checkpoint.Table
 	mu     sync.Mutex
 	open   map[string]*os.File // batch files read so far, kept open until close
@@ -187,7 +166,7 @@ type rowTable struct {
 	// slot of their row modulo its length: an edit to a batch file after
 	// a request read a chunk is found by Check and Verify, which read the
 	// files, and by the next process.
-	checked []atomic.Pointer[checkedChunk]
+	Checked []atomic.Pointer[checkedChunk]
 	dir     *storage.Dir
 	files   []string // batch file of generation g at files[g-1]
 }

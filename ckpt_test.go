@@ -44,7 +44,7 @@ func TestCheckpointIsUnmapped(t *testing.T) {
 
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
-	require.NotNil(t, e.st.rows, "Open read the checkpoint")
+	require.NotNil(t, e.st.Rows, "Open read the checkpoint")
 	got := packsOf(t, e, reqs)
 	require.Equal(t, want, got)
 	maps := mappedFrom(t, dir)
@@ -61,7 +61,7 @@ func TestCheckpointIsUnmapped(t *testing.T) {
 	require.Len(t, mappedFrom(t, dir), 1)
 	_, err = e.Ingest(context.Background(), connectors.Records(vocabularyRecords(t, "acme", "n", 2, 3)), IngestOptions{})
 	require.NoError(t, err)
-	require.Nil(t, e.st.rows, "the first write replaced the checkpoint's state")
+	require.Nil(t, e.st.Rows, "the first write replaced the checkpoint's state")
 	require.NoFileExists(t, ckpt, "the commit deleted the checkpoint it replaced")
 	require.Empty(t, mappedFrom(t, dir), "and the mapping of it is gone")
 }

@@ -292,7 +292,7 @@ func TestCrashLoop(t *testing.T) {
 		// Every batch wholly present or wholly absent, the present ones a
 		// prefix of the sequence, and every reported one present.
 		counts := map[int]int{}
-		for id := range fullState(t, e).chunks {
+		for id := range fullState(t, e).Chunks {
 			b, err := strconv.Atoi(strings.TrimPrefix(id[:strings.IndexByte(id, '-')], "b"))
 			require.NoError(t, err, id)
 			counts[b]++

@@ -455,7 +455,7 @@ func TestEmbedderOfWrongDimensions(t *testing.T) {
 	_, err := e.Ingest(ctx, connectors.Records(corpusRecords(t)), IngestOptions{})
 	require.ErrorIs(t, err, retrieve.ErrDims)
 	require.Contains(t, err.Error(), "chunk records-act/art-4@")
-	require.Zero(t, e.st.gen, "nothing committed")
+	require.Zero(t, e.st.Gen, "nothing committed")
 	q := wrongDims{Embedder: testEmbedder(t, testVectors(t)), word: "xyzzy"}
 	e2 := memEngine(t, Options{Embedder: q})
 	ingestCorpus(t, e2)

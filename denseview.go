@@ -63,17 +63,17 @@ type viewEntry struct {
 }
 
 // denseView returns the view a request in scope sc reads.
-func (e *Engine) denseView(ctx context.Context, sc scope) (*denseView, error) {
-	st := sc.st
-	free := corpusFree(e.emb)
-	if free && (st.graph == nil || sc.latest && sc.holdsIndex()) {
-		return &denseView{dense: st.dense, graph: st.graph, rows: st.denseRows, counts: st.counts}, nil
+func (e *Engine) denseView(ctx context.Context, sc Scope) (*denseView, error) {
+	st := sc.State
+	free := CorpusFree(e.emb)
+	if free && (st.Graph == nil || sc.Latest && sc.holdsIndex()) {
+		return &denseView{dense: st.Dense, graph: st.Graph, rows: st.DenseRows, counts: st.Counts}, nil
 	}
 	// The purges the state knows are part of the key: a query that began
 	// before a purge may build its view after the purge cleared the cache,
 	// from rows the purge took away, and no request after the purge may
 	// read that view.
-	key := strings.Join(sc.names, "\x00") + "\x00" + strconv.FormatInt(sc.gen, 10) + "\x00" + strconv.Itoa(len(st.purgeLog))
+	key := strings.Join(sc.Names, "\x00") + "\x00" + strconv.FormatInt(sc.Gen, 10) + "\x00" + strconv.Itoa(len(st.PurgeLog))
 	c := e.views
 	c.mu.Lock()
 	ent, ok := c.views[key]
@@ -110,18 +110,18 @@ func (e *Engine) denseView(ctx context.Context, sc scope) (*denseView, error) {
 // buildView embeds the chunks of scope sc at its generation with the
 // scope's word counts, and builds the graph over them when opts asks for
 // one. The result is a function of the scope's chunks alone.
-func buildView(ctx context.Context, emb retrieve.Embedder, sc scope, opts *retrieve.GraphOptions) (*denseView, error) {
-	st := sc.st
+func buildView(ctx context.Context, emb retrieve.Embedder, sc Scope, opts *retrieve.GraphOptions) (*denseView, error) {
+	st := sc.State
 	ids := sc.chunkIDs()
 	counts := retrieve.NewCounts()
 	feats := make([][]int32, len(ids))
 	for i, id := range ids {
-		feats[i] = st.feats[id]
+		feats[i] = st.Feats[id]
 		counts.Add(feats[i])
 	}
 	vecs, err := emb.Embed(ctx, feats, counts, false)
 	if err != nil {
-		return nil, fmt.Errorf("evpack: embed the scope %q at generation %d: %w", sc.names, sc.gen, err)
+		return nil, fmt.Errorf("evpack: embed the scope %q at generation %d: %w", sc.Names, sc.Gen, err)
 	}
 	if err := retrieve.CheckVectors(vecs, len(ids), emb.Dims(), func(k int) string { return "chunk " + ids[k] }); err != nil {
 		return nil, fmt.Errorf("evpack: embed %s: %w", emb.Identity(), err)
@@ -137,49 +137,49 @@ func buildView(ctx context.Context, emb retrieve.Embedder, sc scope, opts *retri
 // corpus-free embedder: the stored vectors of its chunks, and the graph
 // over them when opts asks for one. The result is a function of the
 // scope's chunks alone.
-func storedView(ctx context.Context, sc scope, opts *retrieve.GraphOptions) (*denseView, error) {
-	st := sc.st
+func storedView(ctx context.Context, sc Scope, opts *retrieve.GraphOptions) (*denseView, error) {
+	st := sc.State
 	ids := sc.chunkIDs()
 	vecs := make([][]int8, len(ids))
 	for i, id := range ids {
-		vecs[i], _ = st.dense.Vector(id) // nil for a chunk without one: not indexed
+		vecs[i], _ = st.Dense.Vector(id) // nil for a chunk without one: not indexed
 	}
-	return viewOf(ctx, st, retrieve.NewDense(ids, vecs), st.counts, opts)
+	return viewOf(ctx, st, retrieve.NewDense(ids, vecs), st.Counts, opts)
 }
 
 // viewOf returns the view of d, with the graph over it when opts asks for
 // one, its rows' chunks from st.
-func viewOf(ctx context.Context, st *state, d *retrieve.Dense, counts *retrieve.Counts, opts *retrieve.GraphOptions) (*denseView, error) {
-	g, err := buildGraph(ctx, d, opts)
+func viewOf(ctx context.Context, st *State, d *retrieve.Dense, counts *retrieve.Counts, opts *retrieve.GraphOptions) (*denseView, error) {
+	g, err := BuildGraph(ctx, d, opts)
 	if err != nil {
 		return nil, err
 	}
 	v := &denseView{dense: d, graph: g, counts: counts, rows: make([]*evidence.Chunk, d.Len())}
 	for i := range v.rows {
-		v.rows[i] = st.chunks[d.ID(i)]
+		v.rows[i] = st.Chunks[d.ID(i)]
 	}
 	return v, nil
 }
 
 // chunkIDs returns the IDs of the chunks of scope sc at its generation,
 // sorted.
-func (sc scope) chunkIDs() []string {
+func (sc Scope) chunkIDs() []string {
 	var ids []string
-	for _, name := range sc.names {
-		if ts := sc.st.tenants[name]; ts != nil {
-			ids = append(ids, ts.chunkIDs...)
+	for _, name := range sc.Names {
+		if ts := sc.State.Tenants[name]; ts != nil {
+			ids = append(ids, ts.ChunkIDs...)
 		}
 	}
-	ids = slices.DeleteFunc(ids, func(id string) bool { return !sc.admits(id) })
+	ids = slices.DeleteFunc(ids, func(id string) bool { return !sc.Admits(id) })
 	slices.Sort(ids)
 	return ids
 }
 
 // holdsIndex reports whether no tenant outside scope sc has a chunk in its
 // state: the view of every vector then holds no other tenant's.
-func (sc scope) holdsIndex() bool {
-	for name, ts := range sc.st.tenants { // a yes or no over all: the order cannot matter
-		if len(ts.chunkIDs) > 0 && !slices.Contains(sc.names, name) {
+func (sc Scope) holdsIndex() bool {
+	for name, ts := range sc.State.Tenants { // a yes or no over all: the order cannot matter
+		if len(ts.ChunkIDs) > 0 && !slices.Contains(sc.Names, name) {
 			return false
 		}
 	}

@@ -244,24 +244,24 @@ func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
 		return nil, err
 	}
 	rep := &DiffReport{Verify: v, Generation: p.Generation, Citations: []CitationDiff{}, New: []NewCitation{}}
-	if p.Generation > st.gen {
+	if p.Generation > st.Gen {
 		return rep, nil // Verify's problem says so; there is nothing to compare
 	}
 	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K, Period: p.Period, PeriodFrom: p.PeriodFrom}
 	e.askedPeriod(&h) // a question's period parsed again, a request's kept
-	sc, err := st.scopeOf(&h, reads{})
+	sc, err := st.ScopeOf(&h, Reads{})
 	if err != nil {
 		return nil, fmt.Errorf("evpack: diff: %w", err)
 	}
 	latest, err := e.query(ctx, h, sc, e.opts.Reranker)
 	if err != nil {
-		return nil, fmt.Errorf("evpack: diff: the request at generation %d: %w", sc.gen, err)
+		return nil, fmt.Errorf("evpack: diff: the request at generation %d: %w", sc.Gen, err)
 	}
-	rep.Compared, rep.LatestGeneration, rep.LatestHash = true, sc.gen, evidence.Sum(latest.Bytes())
-	rep.Committed, rep.LatestCommitted = st.commitTime(p.Generation), st.commitTime(sc.gen)
+	rep.Compared, rep.LatestGeneration, rep.LatestHash = true, sc.Gen, evidence.Sum(latest.Bytes())
+	rep.Committed, rep.LatestCommitted = st.commitTime(p.Generation), st.commitTime(sc.Gen)
 	rep.ScopeCommits = []int64{}
 	shared, own := 0, 0 // scope commits to the shared corpus, to the pack's tenant
-	for i, tcs := range st.commitsByTenant(p.Generation, sc.gen) {
+	for i, tcs := range st.CommitsByTenant(p.Generation, sc.Gen) {
 		if !inScope(tcs, p.Tenant) {
 			continue
 		}
@@ -290,7 +290,7 @@ func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
 		if cited[c.ChunkID] {
 			continue
 		}
-		g := st.committed[c.ChunkID]
+		g := st.Committed[c.ChunkID]
 		rep.New = append(rep.New, NewCitation{Index: c.Index, ChunkID: c.ChunkID, Committed: g,
 			Backfill: g > p.Generation && !p.AsOf.Before(c.Anchor.Day()), Source: st.sourceName(c.ChunkID),
 			CommittedAt: st.commitTime(g)})
@@ -305,23 +305,23 @@ func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
 // citationDiff decides what became of citation c of a pack with header h,
 // in the latest scope sc whose pack cites the chunks of now (chunk ID ->
 // index).
-func (sc scope) citationDiff(h evidence.Header, c evidence.Citation, now map[string]int) CitationDiff {
+func (sc Scope) citationDiff(h evidence.Header, c evidence.Citation, now map[string]int) CitationDiff {
 	d := CitationDiff{Index: c.Index, ChunkID: c.ChunkID}
-	if pa, ok := sc.st.purged[c.ChunkID]; ok {
-		d.Status, d.Detail = DiffPurged, fmt.Sprintf("purged at generation %d: %s", pa.gen, pa.reason)
+	if pa, ok := sc.State.Purged[c.ChunkID]; ok {
+		d.Status, d.Detail = DiffPurged, fmt.Sprintf("purged at generation %d: %s", pa.Gen, pa.Reason)
 		return d
 	}
-	if why := sc.st.citedTextProblem(c); why != "" {
+	if why := sc.State.citedTextProblem(c); why != "" {
 		d.Status, d.Detail = DiffTextChanged, why
 		return d
 	}
-	if fa, ok := sc.st.retiredBy(c.ChunkID, sc.gen, h.AsOf); ok {
-		f := *fa.f
-		d.Fact, d.FactGeneration = &f, fa.gen
+	if fa, ok := sc.State.RetiredBy(c.ChunkID, sc.Gen, h.AsOf); ok {
+		f := *fa.Fact
+		d.Fact, d.FactGeneration = &f, fa.Gen
 		switch f.Kind {
 		case evidence.FactSuperseded:
 			d.Status = DiffSuperseded
-			if !sc.mayName(f.By) { // an index made before checkArrivals may hold one
+			if !sc.MayName(f.By) { // an index made before checkArrivals may hold one
 				d.Fact.By, d.Detail = "", "the replacing chunk is outside the pack's tenant scope"
 				break
 			}
@@ -348,12 +348,12 @@ func (sc scope) citationDiff(h evidence.Header, c evidence.Citation, now map[str
 // replacement walks the supersession chain from chunk by and returns the
 // links walked and the first that is eligible for h in scope sc, or ""
 // when the chain ends, loops or runs past maxReplacementChain links first.
-func (sc scope) replacement(h evidence.Header, by string) (chain []string, eligible string) {
+func (sc Scope) replacement(h evidence.Header, by string) (chain []string, eligible string) {
 	seen := map[string]bool{} // lookups only
-	for id := by; id != "" && !seen[id] && len(chain) < maxReplacementChain && sc.mayName(id); id = sc.supersededBy(id) {
+	for id := by; id != "" && !seen[id] && len(chain) < maxReplacementChain && sc.MayName(id); id = sc.supersededBy(id) {
 		seen[id] = true
 		chain = append(chain, id)
-		if e, ok, _ := sc.entry(id, h.AsOf); ok && e.Excluded == "" && h.Excludes(e.Chunk) == "" { // Diff's state holds every chunk: no read fails
+		if e, ok, _ := sc.Entry(id, h.AsOf); ok && e.Excluded == "" && h.Excludes(e.Chunk) == "" { // Diff's state holds every chunk: no read fails
 			return chain, id
 		}
 	}
@@ -363,11 +363,11 @@ func (sc scope) replacement(h evidence.Header, by string) (chain []string, eligi
 // supersededBy returns the chunk that the earliest-retiring supersession of
 // chunk id known at the scope's generation names (ties by the facts'
 // keys), or "".
-func (sc scope) supersededBy(id string) string {
+func (sc Scope) supersededBy(id string) string {
 	var best *evidence.Fact
-	for _, fa := range sc.st.facts[id] {
-		f := fa.f
-		if fa.gen > sc.gen || f.Kind != evidence.FactSuperseded {
+	for _, fa := range sc.State.Facts[id] {
+		f := fa.Fact
+		if fa.Gen > sc.Gen || f.Kind != evidence.FactSuperseded {
 			continue
 		}
 		if best == nil || f.Retires().Before(best.Retires()) || (f.Retires() == best.Retires() && f.Key() < best.Key()) {

@@ -47,8 +47,8 @@ func SourceName(c *evidence.Chunk) string {
 }
 
 // sourceName is SourceName of chunk id, or "" when st does not hold it.
-func (st *state) sourceName(id string) string {
-	if c, ok := st.chunks[id]; ok {
+func (st *State) sourceName(id string) string {
+	if c, ok := st.Chunks[id]; ok {
 		return SourceName(c)
 	}
 	return ""
@@ -56,15 +56,15 @@ func (st *state) sourceName(id string) string {
 
 // commitTime returns generation g's commit time, or the zero time for a
 // generation st has not committed.
-func (st *state) commitTime(g int64) time.Time {
-	if g < 1 || g > int64(len(st.commits)) {
+func (st *State) commitTime(g int64) time.Time {
+	if g < 1 || g > int64(len(st.Commits)) {
 		return time.Time{}
 	}
-	return st.commits[g-1]
+	return st.Commits[g-1]
 }
 
 // generationAt renders "generation 3 (committed 2026-01-10T12:00:00Z)".
-func (st *state) generationAt(g int64) string {
+func (st *State) generationAt(g int64) string {
 	return fmt.Sprintf("generation %d (committed %s)", g, asof.FormatInstant(st.commitTime(g)))
 }
 
@@ -72,7 +72,7 @@ func (st *state) generationAt(g int64) string {
 // commit times: "generation 3 (committed T)", "generations 3..5
 // (committed T1 to T2)" when contiguous, else "generations 3, 5, 9
 // (committed T1 to T2)".
-func (st *state) generations(gs []int64) string {
+func (st *State) generations(gs []int64) string {
 	switch len(gs) {
 	case 0:
 		return "no generation"
@@ -96,7 +96,7 @@ func (st *state) generations(gs []int64) string {
 // statisticsWhy renders CauseStatistics's sentence for the scope commits
 // gens of a pack of tenant, of which shared touched the shared corpus and
 // own the tenant's evidence.
-func (st *state) statisticsWhy(gens []int64, tenant string, shared, own int) string {
+func (st *State) statisticsWhy(gens []int64, tenant string, shared, own int) string {
 	n := len(gens)
 	s := fmt.Sprintf("the scope's statistics changed by %d %s since the pack, %s", n, plural(n, "commit", "commits"), st.generations(gens))
 	if tenant != "" {
@@ -109,7 +109,7 @@ func (st *state) statisticsWhy(gens []int64, tenant string, shared, own int) str
 // cause says why citation i of rep changed (nil when unchanged); latest is
 // the pack the request gets at rep.LatestGeneration, statsWhy the sentence
 // of CauseStatistics.
-func (st *state) cause(rep *DiffReport, latest *evidence.Pack, i int, statsWhy string) *DiffCause {
+func (st *State) cause(rep *DiffReport, latest *evidence.Pack, i int, statsWhy string) *DiffCause {
 	d := rep.Citations[i]
 	switch d.Status {
 	case DiffUnchanged:
@@ -117,9 +117,9 @@ func (st *state) cause(rep *DiffReport, latest *evidence.Pack, i int, statsWhy s
 	case DiffTextChanged:
 		return &DiffCause{Kind: CauseText, Why: "the index does not hold the text the pack cites (" + d.Detail + "): a corrupted index, or a pack of another index"}
 	case DiffPurged:
-		pa := st.purged[d.ChunkID]
-		return &DiffCause{Kind: CausePurge, Generations: []int64{pa.gen},
-			Why: fmt.Sprintf("%s deleted its text (purge: %s)", st.generationAt(pa.gen), pa.reason)}
+		pa := st.Purged[d.ChunkID]
+		return &DiffCause{Kind: CausePurge, Generations: []int64{pa.Gen},
+			Why: fmt.Sprintf("%s deleted its text (purge: %s)", st.generationAt(pa.Gen), pa.Reason)}
 	case DiffSuperseded, DiffEnded, DiffRetracted:
 		return &DiffCause{Kind: CauseFact, Generations: []int64{d.FactGeneration}, Why: st.factWhy(d)}
 	}
@@ -131,7 +131,7 @@ func (st *state) cause(rep *DiffReport, latest *evidence.Pack, i int, statsWhy s
 			if d.Status == DiffMoved && c.Index >= d.Now {
 				break
 			}
-			g := st.committed[c.ChunkID]
+			g := st.Committed[c.ChunkID]
 			if g <= rep.Generation {
 				continue
 			}
@@ -172,7 +172,7 @@ func (st *state) cause(rep *DiffReport, latest *evidence.Pack, i int, statsWhy s
 }
 
 // factWhy renders the fact that excludes a citation (d.Fact) as a sentence.
-func (st *state) factWhy(d CitationDiff) string {
+func (st *State) factWhy(d CitationDiff) string {
 	f := d.Fact
 	var s string
 	switch f.Kind {

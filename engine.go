@@ -52,7 +52,7 @@ type index struct {
 	// to the lexical index, publishes the manifest and swaps st. No model or
 	// cache call ever runs under it.
 	mu     sync.RWMutex
-	st     *state
+	st     *State
 	closed bool
 	broken error // why the engine refuses work (see ErrBroken)
 	// readOnly is set when Open could not write the rollback of an
@@ -142,11 +142,11 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	if err != nil {
 		return fail(err)
 	}
-	var st *state
+	var st *State
 	failLex := func(err error) (*Engine, error) {
 		lex.Close()
-		if st != nil && st.rows != nil {
-			st.rows.close() // its checkpoint's mapping with it
+		if st != nil && st.Rows != nil {
+			st.Rows.Close() // its checkpoint's mapping with it
 		}
 		return fail(err)
 	}
@@ -157,7 +157,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	}
 	opts.Analyzer = Analyzer(lex.Analyzer())
 	gen := d.Manifest().Generation
-	engine := func(st *state) *Engine {
+	engine := func(st *State) *Engine {
 		ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts), st: st, views: newViewCache()}
 		return &Engine{index: ix, opts: opts}
 	}
@@ -166,11 +166,11 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		// partitions lets each be opened, and checked against it, when a
 		// request first reads it (retrieve.Lexical.Adopt), so that a
 		// process maps only what its requests read.
-		if st, err = openState(d, lex, opts.Embedder, graphSettings(opts)); err != nil {
+		if st, err = OpenState(d, lex, opts.Embedder, graphSettings(opts)); err != nil {
 			return failLex(err)
 		}
-		if st.rows != nil && len(st.rows.Catalog()) > 0 {
-			n, err := lex.Adopt(st.rows.Catalog(), gen)
+		if st.Rows != nil && len(st.Rows.Catalog()) > 0 {
+			n, err := lex.Adopt(st.Rows.Catalog(), gen)
 			if errors.Is(err, retrieve.ErrCatalogMismatch) {
 				err = fmt.Errorf("%w: %s: %w", ErrCorrupt, d.Manifest().Checkpoint, err)
 			}
@@ -189,11 +189,11 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	}
 	above := func(g int64) (uint64, error) { return lex.CountAbove(context.Background(), g) }
 	load := func() (err error) {
-		if st == nil || st.rows != nil {
+		if st == nil || st.Rows != nil {
 			if st != nil {
-				st.rows.close() // its checkpoint's mapping with it: a read error only
+				st.Rows.Close() // its checkpoint's mapping with it: a read error only
 			}
-			st, err = loadState(d, lex, opts.Embedder, graphSettings(opts))
+			st, err = LoadState(d, lex, opts.Embedder, graphSettings(opts))
 		}
 		return err
 	}
@@ -206,7 +206,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		if err := load(); err != nil {
 			return err
 		}
-		if _, err := lex.RollBack(context.Background(), gen, st.lexDoc); err != nil {
+		if _, err := lex.RollBack(context.Background(), gen, st.LexDoc); err != nil {
 			rollbackErr = err
 			return err
 		}
@@ -243,7 +243,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 			ErrCorrupt, filepath.Join(dir, storage.LexicalDir), n, m.Generation, m.Docs, m.Purged))
 	}
 	if st == nil {
-		if st, err = openState(d, lex, opts.Embedder, graphSettings(opts)); err != nil {
+		if st, err = OpenState(d, lex, opts.Embedder, graphSettings(opts)); err != nil {
 			return failLex(err)
 		}
 	}
@@ -268,20 +268,20 @@ func OpenMemory(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	opts.Analyzer = Analyzer(lex.Analyzer())
-	st := newState()
+	st := NewState()
 	ix := &index{lex: lex, emb: opts.Embedder, st: st, graph: graphSettings(opts), views: newViewCache()}
-	if corpusFree(opts.Embedder) {
-		dense, err := st.buildDense(context.Background(), opts.Embedder, nil, nil)
+	if CorpusFree(opts.Embedder) {
+		dense, err := st.BuildDense(context.Background(), opts.Embedder, nil, nil)
 		if err != nil {
 			lex.Close()
 			return nil, err
 		}
-		g, err := buildGraph(context.Background(), dense, ix.graph)
+		g, err := BuildGraph(context.Background(), dense, ix.graph)
 		if err != nil {
 			lex.Close()
 			return nil, err
 		}
-		st.setDense(dense, g)
+		st.SetDense(dense, g)
 	}
 	return &Engine{index: ix, opts: opts}, nil
 }
@@ -293,18 +293,6 @@ func graphSettings(opts Options) *retrieve.GraphOptions {
 	}
 	g := opts.Graph
 	return &g
-}
-
-// buildGraph builds the HNSW graph over d when the index keeps one.
-func buildGraph(ctx context.Context, d *retrieve.Dense, opts *retrieve.GraphOptions) (*retrieve.Graph, error) {
-	if opts == nil {
-		return nil, nil
-	}
-	g, err := retrieve.NewGraph(ctx, d, *opts)
-	if err != nil {
-		return nil, fmt.Errorf("evpack: build graph: %w", err)
-	}
-	return g, nil
 }
 
 // Options returns the engine's options with defaults filled in.
@@ -321,8 +309,8 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	err := e.lex.Close()
-	if e.st.rows != nil {
-		err = errors.Join(err, e.st.rows.close())
+	if e.st.Rows != nil {
+		err = errors.Join(err, e.st.Rows.Close())
 	}
 	if e.store != nil {
 		err = errors.Join(err, e.store.Close())
@@ -348,7 +336,7 @@ func (e *Engine) Merge(ctx context.Context) error {
 }
 
 // snapshot returns the committed state queries read, or why there is none.
-func (e *Engine) snapshot() (*state, error) {
+func (e *Engine) snapshot() (*State, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	switch {
@@ -428,7 +416,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	if err != nil {
 		return rep, err
 	}
-	rep.Generation = st.gen
+	rep.Generation = st.Gen
 
 	// Validate everything before touching storage.
 	batch := map[string]*evidence.Chunk{}
@@ -463,7 +451,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 			}
 			return rep, err
 		}
-		prev, ok := st.chunks[ch.ID]
+		prev, ok := st.Chunks[ch.ID]
 		if !ok {
 			prev, ok = batch[ch.ID]
 		}
@@ -472,7 +460,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 			case prev.ContentHash == ch.ContentHash || evidence.SameEvidence(prev, &ch):
 				rep.Unchanged++
 			case evidence.SameExceptEnd(prev, &ch):
-				f, err := st.endFact(prev, &connectors.Record{Chunk: ch, By: recs[i].By, Where: recs[i].Where}, facts)
+				f, err := st.EndFact(prev, &connectors.Record{Chunk: ch, By: recs[i].By, Where: recs[i].Where}, facts)
 				if err != nil {
 					return rep, err
 				}
@@ -509,12 +497,12 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 			rep.Flagged = append(rep.Flagged, Flag{ChunkID: cp.ID, Reason: "undated: never eligible"})
 		}
 	}
-	facts, same, err := st.newFacts(batch, facts, factWhere)
+	facts, same, err := st.NewFacts(batch, facts, factWhere)
 	if err != nil {
 		return rep, err
 	}
 	rep.Unchanged += same
-	if err := st.checkArrivals(add, addWhere); err != nil {
+	if err := st.CheckArrivals(add, addWhere); err != nil {
 		return rep, err
 	}
 	if len(add) == 0 && len(facts) == 0 {
@@ -523,13 +511,13 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	if len(facts) > 0 && !e.lex.HoldsFacts() {
 		return rep, fmt.Errorf("%w: the lexical index was made before facts existed and cannot record them; rebuild the index (evpack ingest into a new directory)", ErrOldFormat)
 	}
-	gen := st.gen + 1
-	an := make([]analyzed, len(add))
+	gen := st.Gen + 1
+	an := make([]Analyzed, len(add))
 	var total int64
 	var sp terms.Splitter
 	for i, ch := range add {
-		an[i] = analyze(e.lex, e.emb, &sp, ch.Text)
-		total += int64(an[i].tokens)
+		an[i] = Analyze(e.lex, e.emb, &sp, ch.Text)
+		total += int64(an[i].Tokens)
 	}
 
 	// Embed before taking the write lock: a model may be slow, and only
@@ -542,14 +530,14 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	if e.emb != nil && len(add) > 0 {
 		addFeats := make([][]int32, len(add))
 		for i := range add {
-			addFeats[i] = an[i].feats
+			addFeats[i] = an[i].Feats
 		}
-		if corpusFree(e.emb) {
+		if CorpusFree(e.emb) {
 			var err error
-			if dense, err = st.buildDense(ctx, e.emb, add, addFeats); err != nil {
+			if dense, err = st.BuildDense(ctx, e.emb, add, addFeats); err != nil {
 				return rep, err
 			}
-			if graph, err = buildGraph(ctx, dense, e.graph); err != nil {
+			if graph, err = BuildGraph(ctx, dense, e.graph); err != nil {
 				return rep, err
 			}
 		} else if err := checkEmbeds(ctx, e.emb, add, addFeats); err != nil {
@@ -559,9 +547,9 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 
 	// The commit time: whole seconds, UTC, as the manifest records it.
 	at := time.Now().UTC().Truncate(time.Second)
-	next := st.extend(gen, at, add, an, facts)
+	next := st.Extend(gen, at, add, an, facts)
 	if dense != nil {
-		next.setDense(dense, graph)
+		next.SetDense(dense, graph)
 	}
 	if err := e.commit(ctx, st, next, batchWrite{add: add, an: an, facts: facts, total: total, dense: dense, graph: graph}); err != nil {
 		return rep, err
@@ -586,7 +574,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 // chunks when the index keeps a corpus-free embedder's.
 type batchWrite struct {
 	add   []*evidence.Chunk
-	an    []analyzed
+	an    []Analyzed
 	facts []*evidence.Fact
 	total int64
 	dense *retrieve.Dense
@@ -597,8 +585,8 @@ type batchWrite struct {
 // written before the write lock is taken; under it, only the lexical batch,
 // the manifest and the swap. On any error the batch is rolled back and st
 // stays the state.
-func (e *Engine) commit(ctx context.Context, st, next *state, w batchWrite) error {
-	gen := next.gen
+func (e *Engine) commit(ctx context.Context, st, next *State, w batchWrite) error {
+	gen := next.Gen
 	add, facts := w.add, w.facts
 	var c *storage.Commit
 	var m *storage.Manifest
@@ -612,20 +600,20 @@ func (e *Engine) commit(ctx context.Context, st, next *state, w batchWrite) erro
 	// chunks whose retirement its facts change, as next knows them.
 	docs := make([]retrieve.Doc, 0, len(add)+len(facts))
 	for i, ch := range add {
-		d, _ := next.lexDoc(ch.ID)
-		if an := w.an[i]; an.freqs != nil { // bleve need not analyze the text again
-			d.Analysis = &retrieve.Analysis{Terms: an.lex, Freqs: an.freqs, Tokens: an.tokens}
+		d, _ := next.LexDoc(ch.ID)
+		if an := w.an[i]; an.Freqs != nil { // bleve need not analyze the text again
+			d.Analysis = &retrieve.Analysis{Terms: an.Lex, Freqs: an.Freqs, Tokens: an.Tokens}
 		}
 		docs = append(docs, d)
 	}
 	touched := map[string]bool{} // stored chunks already re-indexed (lookups only)
 	for _, f := range facts {
-		if _, gone := st.purged[f.ChunkID]; gone {
+		if _, gone := st.Purged[f.ChunkID]; gone {
 			continue // a purged chunk has no document: its text must not come back
 		}
-		if st.chunks[f.ChunkID] != nil && !touched[f.ChunkID] { // a new chunk is indexed above
+		if st.Chunks[f.ChunkID] != nil && !touched[f.ChunkID] { // a new chunk is indexed above
 			touched[f.ChunkID] = true
-			d, _ := next.lexDoc(f.ChunkID)
+			d, _ := next.LexDoc(f.ChunkID)
 			docs = append(docs, d)
 		}
 	}
@@ -636,7 +624,7 @@ func (e *Engine) commit(ctx context.Context, st, next *state, w batchWrite) erro
 		// bleve, then the files it wrote. If bleve cannot be rolled back
 		// here, the commit's record stays for the next Open to finish the
 		// job, and this engine stops serving.
-		if _, err := e.lex.RollBack(context.WithoutCancel(ctx), st.gen, st.lexDoc); err != nil {
+		if _, err := e.lex.RollBack(context.WithoutCancel(ctx), st.Gen, st.LexDoc); err != nil {
 			e.broken = fmt.Errorf("%w: commit of generation %d failed (%v) and could not be rolled back: %v", ErrBroken, gen, cause, err)
 			return errors.Join(cause, e.broken)
 		}
@@ -674,8 +662,8 @@ func (e *Engine) commit(ctx context.Context, st, next *state, w batchWrite) erro
 // embedder's vectors and graph, and next's checkpoint (after the batch, so
 // that next knows where its new chunks lie). It returns the commit and the
 // manifest that will publish it.
-func (e *Engine) writeFiles(next *state, w batchWrite) (*storage.Commit, *storage.Manifest, error) {
-	gen, at := next.gen, next.commits[next.gen-1]
+func (e *Engine) writeFiles(next *State, w batchWrite) (*storage.Commit, *storage.Manifest, error) {
+	gen, at := next.Gen, next.Commits[next.Gen-1]
 	add, facts, total, dense, graph := w.add, w.facts, w.total, w.dense, w.graph
 	prev := e.store.Manifest()
 	m := prev.Clone()
@@ -690,7 +678,7 @@ func (e *Engine) writeFiles(next *state, w batchWrite) (*storage.Commit, *storag
 	if err != nil {
 		return nil, nil, err
 	}
-	next.setLines(add, lines)
+	next.SetLines(add, lines)
 	ckpt, err := e.checkpointOf(next)
 	if err != nil {
 		return nil, nil, err
@@ -719,10 +707,10 @@ func (e *Engine) writeFiles(next *state, w batchWrite) (*storage.Commit, *storag
 		if err = c.WriteSealed(m.Checkpoint, ckpt...); err != nil {
 			return err
 		}
-		m.CheckpointSum, err = checkpointSum(ckpt.Head()) // its head's: Open reads no more
+		m.CheckpointSum, err = CheckpointSum(ckpt.Head()) // its head's: Open reads no more
 		return err
 	}
-	if corpusFree(e.emb) && len(add) == 0 { // a commit of facts alone: the stored vectors stay
+	if CorpusFree(e.emb) && len(add) == 0 { // a commit of facts alone: the stored vectors stay
 		c, err := e.store.Begin(gen, writes, obsolete)
 		if err != nil {
 			return nil, nil, err
@@ -734,13 +722,13 @@ func (e *Engine) writeFiles(next *state, w batchWrite) (*storage.Commit, *storag
 		return c, m, nil
 	}
 	m.Dense = nil
-	if dense != nil && corpusFree(e.emb) {
+	if dense != nil && CorpusFree(e.emb) {
 		// A model's vectors are costly: store them with the generation so
 		// that Open loads them instead of embedding the corpus again.
 		m.Dense = &storage.Dense{File: fmt.Sprintf("dense-%08d.bin", gen), Embedder: e.emb.Identity()}
 		writes = append(writes, m.Dense.File)
 		if graph != nil { // and so is the graph over them
-			m.Dense.Graph, m.Dense.GraphBuild = fmt.Sprintf("graph-%08d.bin", gen), graphBuild(*e.graph)
+			m.Dense.Graph, m.Dense.GraphBuild = fmt.Sprintf("graph-%08d.bin", gen), GraphBuild(*e.graph)
 			writes = append(writes, m.Dense.Graph)
 		}
 	}
@@ -797,40 +785,6 @@ type Request struct {
 	Period string
 }
 
-// reads is the state of the index a request reads: a generation, an
-// instant, or (both zero) the latest.
-type reads struct {
-	gen     int64
-	knownAt time.Time
-}
-
-// resolve returns the index generation r names in st.
-func (st *state) resolve(r reads) (int64, error) {
-	switch {
-	case r.gen > st.gen:
-		return 0, fmt.Errorf("%w: generation %d is not committed (the latest is %d)", ErrBadRequest, r.gen, st.gen)
-	case r.gen > 0:
-		return r.gen, nil
-	case r.knownAt.IsZero():
-		return st.gen, nil
-	}
-	var g int64
-	for i, at := range st.commits {
-		if !at.After(r.knownAt) {
-			g = int64(i + 1)
-		}
-	}
-	if g == 0 { // generation 0 holds nothing: an empty pack would pass for an answer
-		first := "no commit yet"
-		if len(st.commits) > 0 {
-			first = "the first was committed at " + st.commits[0].Format(time.RFC3339)
-		}
-		return 0, fmt.Errorf("%w (%w): known-at %s is before the index's first commit (%s)",
-			ErrBeforeFirstCommit, ErrBadRequest, r.knownAt.UTC().Format(time.RFC3339), first)
-	}
-	return g, nil
-}
-
 // canonical validates r and returns the pack header it asks for.
 func (r Request) canonical(defaultK int) (evidence.Header, error) {
 	h := evidence.Header{Question: evidence.Normalize(r.Question), AsOf: r.AsOf, Tenant: r.Tenant, K: r.K}
@@ -877,7 +831,7 @@ func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 	}
 	e.askedPeriod(&h)
 	for {
-		p, err := e.queryOnce(ctx, h, reads{gen: r.Generation, knownAt: r.KnownAt})
+		p, err := e.queryOnce(ctx, h, Reads{Gen: r.Generation, KnownAt: r.KnownAt})
 		if !errors.Is(err, errMoved) {
 			return p, err
 		}
@@ -889,12 +843,12 @@ func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 // package.
 var errMoved = errors.New("evpack: index moved during the query")
 
-func (e *Engine) queryOnce(ctx context.Context, h evidence.Header, at reads) (*evidence.Pack, error) {
+func (e *Engine) queryOnce(ctx context.Context, h evidence.Header, at Reads) (*evidence.Pack, error) {
 	st, err := e.snapshot()
 	if err != nil {
 		return nil, err
 	}
-	sc, err := st.scopeOf(&h, at)
+	sc, err := st.ScopeOf(&h, at)
 	if err != nil {
 		return nil, err
 	}
@@ -920,23 +874,11 @@ func (e *Engine) queryOnce(ctx context.Context, h evidence.Header, at reads) (*e
 	return p, nil
 }
 
-// scopeOf resolves what h reads in st: the index generation at names, then
-// the scope's generation there, which becomes h's Generation.
-func (st *state) scopeOf(h *evidence.Header, at reads) (scope, error) {
-	upTo, err := st.resolve(at)
-	if err != nil {
-		return scope{}, err
-	}
-	sc := st.scope(h.Tenant, upTo)
-	h.Generation = sc.gen
-	return sc, nil
-}
-
 // searchLexical runs the lexical leg against st with the scope's statistics.
 // A commit in flight holds documents in bleve that st does not know, which
 // no clause of st's would keep out: the search runs under the read lock, and
 // only if st is still the committed state (else errMoved).
-func (e *Engine) searchLexical(ctx context.Context, st *state, text string, elig retrieve.Eligibility, stats retrieve.BM25Stats) (retrieve.Result, error) {
+func (e *Engine) searchLexical(ctx context.Context, st *State, text string, elig retrieve.Eligibility, stats retrieve.BM25Stats) (retrieve.Result, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	switch {
@@ -947,12 +889,12 @@ func (e *Engine) searchLexical(ctx context.Context, st *state, text string, elig
 	case e.st != st:
 		return retrieve.Result{}, errMoved
 	}
-	if e.readOnly != nil && (!elig.Pinned || elig.UpTo > st.gen) {
+	if e.readOnly != nil && (!elig.Pinned || elig.UpTo > st.Gen) {
 		// bleve still holds the unfinished commit's documents: keep out
 		// everything after st's generation, as a pinned request does.
-		elig.Pinned, elig.UpTo, elig.FewerAfter = true, st.gen, true
+		elig.Pinned, elig.UpTo, elig.FewerAfter = true, st.Gen, true
 	}
-	res, err := e.lex.Search(ctx, text, elig, st.bounds, e.opts.Pool, stats)
+	res, err := e.lex.Search(ctx, text, elig, st.Bounds, e.opts.Pool, stats)
 	if errors.Is(err, retrieve.ErrCatalogMismatch) || errors.Is(err, retrieve.ErrDamaged) { // a partition read for the first time
 		err = fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
@@ -963,7 +905,7 @@ func (e *Engine) searchLexical(ctx context.Context, st *state, text string, elig
 // stored chunk: errMoved when st is no longer the committed state (a purge
 // may have rewritten the file st named; the query starts again on the new
 // state), else err.
-func (e *Engine) readFailed(st *state, err error) error {
+func (e *Engine) readFailed(st *State, err error) error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.st != st {
@@ -984,7 +926,7 @@ func (e *Engine) CacheKey(r Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sc, err := st.scopeOf(&h, reads{gen: r.Generation, knownAt: r.KnownAt})
+	sc, err := st.ScopeOf(&h, Reads{Gen: r.Generation, KnownAt: r.KnownAt})
 	if err != nil {
 		return "", err
 	}
@@ -993,12 +935,12 @@ func (e *Engine) CacheKey(r Request) (string, error) {
 
 // query runs the pipeline with reranker rr (the engine's, or a ledger on
 // replay).
-func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rerank.Reranker) (*evidence.Pack, error) {
-	st := sc.st
-	elig := sc.eligibility(h)
+func (e *Engine) query(ctx context.Context, h evidence.Header, sc Scope, rr rerank.Reranker) (*evidence.Pack, error) {
+	st := sc.State
+	elig := sc.Eligibility(h)
 	text, steps := h.Question, []string(nil)
 	if !e.opts.KeepEntityNames {
-		text, steps = sc.rankingText(h.Question, h.Filters)
+		text, steps = sc.RankingText(h.Question, h.Filters)
 	}
 	var lists []fuse.List
 	asked := periodOf(h)
@@ -1007,7 +949,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 	}
 	if strings.Contains(string(e.opts.Legs), "lexical") {
 		terms, _ := e.lex.Terms(text)
-		res, err := e.searchLexical(ctx, st, text, elig, sc.bm25(terms))
+		res, err := e.searchLexical(ctx, st, text, elig, sc.BM25(terms))
 		if err != nil {
 			return nil, err
 		}
@@ -1024,7 +966,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 		}
 		lists = append(lists, fuse.List{Name: "lexical", Weight: e.opts.LexicalWeight, IDs: ids})
 		if !asked.IsZero() && e.opts.PeriodList > 0 {
-			l, step, err := e.periodList(ctx, sc, text, asked, elig, sc.bm25(terms))
+			l, step, err := e.periodList(ctx, sc, text, asked, elig, sc.BM25(terms))
 			if err != nil {
 				return nil, err
 			}
@@ -1086,17 +1028,17 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 		// The chunk's document (its terms among them, as numbers), or the
 		// window of it the reranker reads, in one lookup, handed to the
 		// reranker with the candidate.
-		if pl, ok := sc.place(f.ID); ok {
+		if pl, ok := sc.Place(f.ID); ok {
 			places[i] = pl
 			cands[i].Doc = &places[i]
 			if makeTerms {
-				cands[i].Terms = st.termsOf(pl.Nums[pl.Pos-pl.Start])
+				cands[i].Terms = st.TermsOf(pl.Nums[pl.Pos-pl.Start])
 			}
 		}
 		if readText {
-			c, _, err := st.chunkUpTo(f.ID, sc.gen)
+			c, _, err := st.ChunkUpTo(f.ID, sc.Gen)
 			switch {
-			case err != nil && !errors.Is(err, errMismatch):
+			case err != nil && !errors.Is(err, ErrMismatch):
 				return nil, e.readFailed(st, err)
 			case c != nil: // one that does not verify goes without: the gate drops it
 				cands[i].Text = c.Text
@@ -1120,7 +1062,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 	// The gate sees only what the scope's generation had committed.
 	var readErr error
 	lookup := func(id string) (evidence.Entry, bool) {
-		en, ok, err := sc.entryFor(id, h.AsOf, h.EndsKnownLater)
+		en, ok, err := sc.EntryFor(id, h.AsOf, h.EndsKnownLater)
 		readErr = cmp.Or(readErr, err)
 		return en, ok
 	}
@@ -1128,8 +1070,8 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc scope, rr rera
 	if readErr != nil {
 		return nil, e.readFailed(st, readErr)
 	}
-	if st.rows != nil {
-		if err := st.rows.Err(); err != nil { // a block of the checkpoint failed its check, or a commit closed it: no answer from it
+	if st.Rows != nil {
+		if err := st.Rows.Err(); err != nil { // a block of the checkpoint failed its check, or a commit closed it: no answer from it
 			return nil, e.readFailed(st, err)
 		}
 	}
@@ -1147,9 +1089,9 @@ func bitStable(rr rerank.Reranker) bool {
 
 // fingerprint lists every setting that shaped a pack from state st with
 // reranker rr.
-func (e *Engine) fingerprint(sc scope, rr rerank.Reranker) evidence.Fingerprint {
+func (e *Engine) fingerprint(sc Scope, rr rerank.Reranker) evidence.Fingerprint {
 	return evidence.NewFingerprint(
-		evidence.Setting{Key: "corpus", Value: sc.corpus},
+		evidence.Setting{Key: "corpus", Value: sc.Corpus},
 		evidence.Setting{Key: "legs", Value: string(e.opts.Legs)},
 		evidence.Setting{Key: "lexical", Value: fmt.Sprintf("bleve bm25 analyzer=%s quantum=1e-9 corpus_stats=true", e.lex.Analyzer())},
 		evidence.Setting{Key: "fusion", Value: e.fusionSetting()},
@@ -1195,19 +1137,19 @@ func (e *Engine) denseSetting() string {
 // generation when the request is pinned, and retired by no fact that
 // generation knew. The dense leg scans with it; the lexical leg compiles the
 // same predicate into its query.
-func (sc scope) admitter(elig retrieve.Eligibility, asOf asof.Date) func(c *evidence.Chunk) bool {
-	st := sc.st
+func (sc Scope) admitter(elig retrieve.Eligibility, asOf asof.Date) func(c *evidence.Chunk) bool {
+	st := sc.State
 	admit := elig.Admits
-	if !sc.latest { // a pinned request: only what its generation had committed
-		admit = func(c *evidence.Chunk) bool { return elig.Admits(c) && sc.admits(c.ID) }
+	if !sc.Latest { // a pinned request: only what its generation had committed
+		admit = func(c *evidence.Chunk) bool { return elig.Admits(c) && sc.Admits(c.ID) }
 	}
-	if st.bounds.MinRetired <= asOf.Days() { // some fact may retire a chunk as of the day
+	if st.Bounds.MinRetired <= asOf.Days() { // some fact may retire a chunk as of the day
 		base := admit
-		admit = func(c *evidence.Chunk) bool { return base(c) && st.retiredAt(c.ID, sc.gen) > asOf.Days() }
+		admit = func(c *evidence.Chunk) bool { return base(c) && st.RetiredAt(c.ID, sc.Gen) > asOf.Days() }
 	}
-	if len(st.purged) > 0 { // a purged chunk is never eligible, at any generation
+	if len(st.Purged) > 0 { // a purged chunk is never eligible, at any generation
 		base := admit
-		admit = func(c *evidence.Chunk) bool { _, gone := st.purged[c.ID]; return !gone && base(c) }
+		admit = func(c *evidence.Chunk) bool { _, gone := st.Purged[c.ID]; return !gone && base(c) }
 	}
 	return admit
 }
@@ -1218,7 +1160,7 @@ func (sc scope) admitter(elig retrieve.Eligibility, asOf asof.Date) func(c *evid
 // exactly (faster there, and exact), a larger one walks the graph, and a walk
 // that finds fewer hits than exist (a part of the graph it cannot reach
 // through eligible-poor regions) falls back to the exact scan.
-func (e *Engine) denseSearch(ctx context.Context, sc scope, v *denseView, q []int8, elig retrieve.Eligibility, asOf asof.Date) ([]retrieve.DenseHit, string, error) {
+func (e *Engine) denseSearch(ctx context.Context, sc Scope, v *denseView, q []int8, elig retrieve.Eligibility, asOf asof.Date) ([]retrieve.DenseHit, string, error) {
 	admits := sc.admitter(elig, asOf)
 	admit := func(row int) bool { return admits(v.rows[row]) }
 	if q == nil {

@@ -40,7 +40,7 @@ func entityKey(tenant, filter string) string { return tenant + "\x00" + filter }
 
 // addEntityNames records the names c declares under its tenant and entity
 // filter, with the generation gen that committed c.
-func (s *state) addEntityNames(c *evidence.Chunk, gen int64) {
+func (s *State) addEntityNames(c *evidence.Chunk, gen int64) {
 	filter, declared := entityNamesOf(c)
 	if len(declared) == 0 {
 		return
@@ -48,23 +48,23 @@ func (s *state) addEntityNames(c *evidence.Chunk, gen int64) {
 	key := entityKey(c.Tenant, filter)
 	// A copy: the slice may be shared with the state this one extends,
 	// which queries still read.
-	names := slices.Clone(s.entities[key])
+	names := slices.Clone(s.Entities[key])
 	for _, n := range declared {
 		if !slices.ContainsFunc(names, func(e entityName) bool { return e.name == n }) {
 			names = append(names, entityName{name: n, gen: gen})
 		}
 	}
-	s.entities[key] = names
+	s.Entities[key] = names
 }
 
 // entityNamesIn returns the names declared for the entity of filter
 // (key=value) known to scope sc at its generation, longest first, ties in
 // byte order.
-func (sc scope) entityNamesIn(filter string) []string {
+func (sc Scope) entityNamesIn(filter string) []string {
 	var out []string
-	for _, tenant := range sc.names {
-		for _, e := range sc.st.entities[entityKey(tenant, filter)] {
-			if e.gen <= sc.gen && !slices.Contains(out, e.name) {
+	for _, tenant := range sc.Names {
+		for _, e := range sc.State.Entities[entityKey(tenant, filter)] {
+			if e.gen <= sc.Gen && !slices.Contains(out, e.name) {
 				out = append(out, e.name)
 			}
 		}
@@ -80,7 +80,7 @@ func (sc scope) entityNamesIn(filter string) []string {
 
 // rankingText removes from question the names declared for any entity a
 // filter restricts to, and says what it removed.
-func (sc scope) rankingText(question string, filters []evidence.Filter) (string, []string) {
+func (sc Scope) RankingText(question string, filters []evidence.Filter) (string, []string) {
 	var steps []string
 	for _, f := range filters {
 		for _, name := range sc.entityNamesIn(f.Key + "=" + f.Value) {

@@ -10,10 +10,6 @@ import (
 // evidence.ErrEmptyText, evidence.ErrDuplicateChunk, connectors.ErrSyntax, ...)
 // pass through wrapped, so errors.Is matches them too.
 var (
-	// ErrBadRequest: a Request is not valid (empty question, no as-of date,
-	// K out of range, a malformed tenant name or filter: those also wrap
-	// evidence.ErrBadTenant or evidence.ErrBadMeta).
-	ErrBadRequest = errors.New("evpack: bad request")
 	// ErrBadOptions: Options are not valid.
 	ErrBadOptions = errors.New("evpack: bad options")
 	// ErrClosed: the engine was closed.
@@ -48,7 +44,4 @@ var (
 	ErrReadOnly = errors.New("evpack: index opened read-only")
 	// ErrCheck: Engine.Check found a broken invariant.
 	ErrCheck = errors.New("evpack: check failed")
-	// ErrBeforeFirstCommit: a request's KnownAt is before the index's first
-	// commit, when the index held nothing; it also matches ErrBadRequest.
-	ErrBeforeFirstCommit = errors.New("evpack: known-at before the first commit")
 )

@@ -174,13 +174,13 @@ func loadFull(dir string) error {
 		return err
 	}
 	defer e.Close()
-	_, err = loadState(e.store, e.lex, e.emb, e.graph)
+	_, err = LoadState(e.store, e.lex, e.emb, e.graph)
 	return err
 }
 
 // fullState returns e's state with every chunk in memory (a test that looks
 // at the chunks themselves after Open, which reads a checkpoint).
-func fullState(t testing.TB, e *Engine) *state {
+func fullState(t testing.TB, e *Engine) *State {
 	t.Helper()
 	st, err := e.writable()
 	if err != nil {
@@ -543,8 +543,8 @@ func TestBadInputIsRefusedWhole(t *testing.T) {
 			require.ErrorIs(t, err, tc.want)
 			require.Contains(t, err.Error(), tc.where)
 			st := e.st
-			require.Zero(t, st.gen, "nothing of the batch applied")
-			require.Empty(t, st.chunks)
+			require.Zero(t, st.Gen, "nothing of the batch applied")
+			require.Empty(t, st.Chunks)
 			n, err := e.lex.DocCount()
 			require.NoError(t, err)
 			require.Zero(t, n)
@@ -560,7 +560,7 @@ func TestBadInputIsRefusedWhole(t *testing.T) {
 		_, err = e.Ingest(ctx, connectors.NewJSONL(write("two.jsonl", `{"id":"a","doc_id":"d","text":"changed"}`)), IngestOptions{})
 		require.ErrorIs(t, err, evidence.ErrDuplicateChunk)
 		require.Contains(t, err.Error(), "two.jsonl:1")
-		require.EqualValues(t, 1, e.st.gen)
+		require.EqualValues(t, 1, e.st.Gen)
 	})
 }
 
@@ -601,7 +601,7 @@ func TestUncommittedBatchIsRolledBackOnOpen(t *testing.T) {
 	ingestCorpus(t, e)
 	want := packsFor(t, e)
 	crashInCommit(t, e, strayRecord(t))
-	above, err := e.lex.CountAbove(context.Background(), e.st.gen)
+	above, err := e.lex.CountAbove(context.Background(), e.st.Gen)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, above, "the stray reached the lexical index")
 	require.FileExists(t, filepath.Join(dir, storage.PendingName))
@@ -613,7 +613,7 @@ func TestUncommittedBatchIsRolledBackOnOpen(t *testing.T) {
 	checked(t, e)
 	require.Equal(t, want, packsFor(t, e))
 	require.NoFileExists(t, filepath.Join(dir, storage.PendingName))
-	require.NoFileExists(t, filepath.Join(dir, storage.ChunksDir, storage.BatchName(e.st.gen+1)))
+	require.NoFileExists(t, filepath.Join(dir, storage.ChunksDir, storage.BatchName(e.st.Gen+1)))
 }
 
 // strayRecord is one chunk the test corpus does not hold.
@@ -676,7 +676,7 @@ func TestConcurrentQueriesDuringIngest(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.EqualValues(t, 2+10, e.st.gen)
+	require.EqualValues(t, 2+10, e.st.Gen)
 }
 
 func TestClosedEngine(t *testing.T) {

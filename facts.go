@@ -10,6 +10,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/retrieve"
 )
 
@@ -31,17 +32,17 @@ const never = math.MaxInt64
 
 // factAt is a fact and the generation that committed it.
 type factAt struct {
-	gen int64
-	f   *evidence.Fact
+	Gen int64
+	Fact   *evidence.Fact
 }
 
 // retiredAt returns the first as-of day on which facts committed by
 // generation g exclude chunk id, or never.
-func (s *state) retiredAt(id string, g int64) int64 {
+func (s *State) RetiredAt(id string, g int64) int64 {
 	r := int64(never)
-	for _, fa := range s.facts[id] {
-		if fa.gen <= g {
-			r = min(r, fa.f.Retires().Days())
+	for _, fa := range s.Facts[id] {
+		if fa.Gen <= g {
+			r = min(r, fa.Fact.Retires().Days())
 		}
 	}
 	return r
@@ -49,14 +50,14 @@ func (s *state) retiredAt(id string, g int64) int64 {
 
 // retiredBy returns the fact committed by generation g that retires chunk
 // id earliest, if one retires it on or before day d.
-func (s *state) retiredBy(id string, g int64, d asof.Date) (factAt, bool) {
+func (s *State) RetiredBy(id string, g int64, d asof.Date) (factAt, bool) {
 	var best factAt
-	for _, fa := range s.facts[id] {
-		if fa.gen <= g && fa.f.Retires().Days() <= d.Days() && (best.f == nil || fa.f.Retires().Before(best.f.Retires())) {
+	for _, fa := range s.Facts[id] {
+		if fa.Gen <= g && fa.Fact.Retires().Days() <= d.Days() && (best.Fact == nil || fa.Fact.Retires().Before(best.Fact.Retires())) {
 			best = fa
 		}
 	}
-	return best, best.f != nil
+	return best, best.Fact != nil
 }
 
 // knownEnd returns the earliest end after day d that facts committed by
@@ -68,11 +69,11 @@ func (s *state) retiredBy(id string, g int64, d asof.Date) (factAt, bool) {
 // With hindsight it follows the rule of packs made before issue 31, which
 // Verify replays them under: every end that facts known at g set after d,
 // whenever it became known.
-func (s *state) knownEnd(id string, g int64, d asof.Date, hindsight bool) asof.Date {
+func (s *State) knownEnd(id string, g int64, d asof.Date, hindsight bool) asof.Date {
 	var end asof.Date
-	for _, fa := range s.facts[id] {
-		f := fa.f
-		if fa.gen > g || !d.Before(f.End) || !hindsight && d.Before(asof.DateOf(f.Anchor)) {
+	for _, fa := range s.Facts[id] {
+		f := fa.Fact
+		if fa.Gen > g || !d.Before(f.End) || !hindsight && d.Before(asof.DateOf(f.Anchor)) {
 			continue
 		}
 		if end.IsZero() || f.End.Before(end) {
@@ -83,20 +84,20 @@ func (s *state) knownEnd(id string, g int64, d asof.Date, hindsight bool) asof.D
 }
 
 // lexDoc returns chunk id's lexical document at the state's generation.
-func (s *state) lexDoc(id string) (retrieve.Doc, error) {
-	c, ok := s.chunks[id]
+func (s *State) LexDoc(id string) (retrieve.Doc, error) {
+	c, ok := s.Chunks[id]
 	if !ok {
-		return retrieve.Doc{}, fmt.Errorf("%w: chunk %q is not committed", ErrCorrupt, id)
+		return retrieve.Doc{}, fmt.Errorf("%w: chunk %q is not committed", storage.ErrCorrupt, id)
 	}
-	d := retrieve.Doc{Chunk: c, Gen: s.committed[id]}
-	if r := s.retiredAt(id, s.gen); r != never {
+	d := retrieve.Doc{Chunk: c, Gen: s.Committed[id]}
+	if r := s.RetiredAt(id, s.Gen); r != never {
 		d.Retired = asof.DateFromDays(r)
 	}
-	for i, fa := range s.facts[id] { // oldest first
+	for i, fa := range s.Facts[id] { // oldest first
 		if i == 0 {
-			d.FirstFactGen = fa.gen
+			d.FirstFactGen = fa.Gen
 		}
-		d.FactGen = max(d.FactGen, fa.gen)
+		d.FactGen = max(d.FactGen, fa.Gen)
 	}
 	return d, nil
 }
@@ -106,27 +107,27 @@ func (s *state) lexDoc(id string) (retrieve.Doc, error) {
 // is there without its Chunk, excluded for a content hash mismatch (as
 // Citable says of one edited in memory); a failure to read it at all is
 // err, and the request fails rather than cite around a missing file.
-func (sc scope) entry(id string, d asof.Date) (e evidence.Entry, ok bool, err error) {
-	return sc.entryFor(id, d, false)
+func (sc Scope) Entry(id string, d asof.Date) (e evidence.Entry, ok bool, err error) {
+	return sc.EntryFor(id, d, false)
 }
 
 // entryFor is entry; with hindsight the citation's end follows the rule of
 // packs made before issue 31 (see knownEnd), for Verify to replay them.
-func (sc scope) entryFor(id string, d asof.Date, hindsight bool) (e evidence.Entry, ok bool, err error) {
-	c, held, err := sc.st.chunkUpTo(id, sc.gen) // admits and reads in one lookup
+func (sc Scope) EntryFor(id string, d asof.Date, hindsight bool) (e evidence.Entry, ok bool, err error) {
+	c, held, err := sc.State.ChunkUpTo(id, sc.Gen) // admits and reads in one lookup
 	switch {
-	case errors.Is(err, errMismatch):
+	case errors.Is(err, ErrMismatch):
 		return evidence.Entry{Excluded: "content hash mismatch"}, true, nil
 	case err != nil:
 		return evidence.Entry{}, false, err
 	case !held || c == nil:
 		return evidence.Entry{}, false, nil
 	}
-	e = evidence.Entry{Chunk: c, End: sc.st.knownEnd(id, sc.gen, d, hindsight), Verified: sc.st.rows != nil} // chunkOf checked what it read
-	if fa, ok := sc.st.retiredBy(id, sc.gen, d); ok {
-		e.Excluded = fmt.Sprintf("%s (fact of generation %d)", fa.f, fa.gen)
+	e = evidence.Entry{Chunk: c, End: sc.State.knownEnd(id, sc.Gen, d, hindsight), Verified: sc.State.Rows != nil} // chunkOf checked what it read
+	if fa, ok := sc.State.RetiredBy(id, sc.Gen, d); ok {
+		e.Excluded = fmt.Sprintf("%s (fact of generation %d)", fa.Fact, fa.Gen)
 	}
-	if why := sc.st.purgedWhy(id); why != "" { // at every generation: its text is gone
+	if why := sc.State.purgedWhy(id); why != "" { // at every generation: its text is gone
 		e.Excluded = why
 	}
 	return e, true, nil
@@ -136,18 +137,18 @@ func (sc scope) entryFor(id string, d asof.Date, hindsight bool) (e evidence.Ent
 // generation retire on or before day d but that its generation still held
 // valid, and that already had a fact by then (the others are kept by the
 // first-fact clause: see retrieve.Eligibility.Readmit), sorted.
-func (sc scope) readmit(d asof.Date) []string {
-	st := sc.st
-	i := sort.Search(len(st.factLog), func(i int) bool { return st.factLog[i].gen > sc.gen })
+func (sc Scope) readmit(d asof.Date) []string {
+	st := sc.State
+	i := sort.Search(len(st.FactLog), func(i int) bool { return st.FactLog[i].Gen > sc.Gen })
 	var ids []string
-	for _, fa := range st.factLog[i:] {
-		id := fa.f.ChunkID
-		tenant, _ := st.tenantOf(id)
-		if fa.f.Retires().Days() > d.Days() || !sc.admits(id) || !slices.Contains(sc.names, tenant) ||
-			st.facts[id][0].gen > sc.gen {
+	for _, fa := range st.FactLog[i:] {
+		id := fa.Fact.ChunkID
+		tenant, _ := st.TenantOf(id)
+		if fa.Fact.Retires().Days() > d.Days() || !sc.Admits(id) || !slices.Contains(sc.Names, tenant) ||
+			st.Facts[id][0].Gen > sc.Gen {
 			continue
 		}
-		if st.retiredAt(id, sc.gen) > d.Days() {
+		if st.RetiredAt(id, sc.Gen) > d.Days() {
 			ids = append(ids, id)
 		}
 	}
@@ -165,9 +166,9 @@ func (sc scope) readmit(d asof.Date) []string {
 // would extend the validity (evidence.ErrBadFact and
 // evidence.ErrValidityExtended), is an error naming its record; nothing of
 // the batch is then applied.
-func (st *state) newFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fact, where []string) (out []*evidence.Fact, unchanged int, err error) {
+func (st *State) NewFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fact, where []string) (out []*evidence.Fact, unchanged int, err error) {
 	lookup := func(id string) (*evidence.Chunk, bool) {
-		if c, ok := st.chunks[id]; ok {
+		if c, ok := st.Chunks[id]; ok {
 			return c, true
 		}
 		c, ok := batch[id]
@@ -193,7 +194,7 @@ func (st *state) newFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fa
 			return nil, 0, fail("replacing chunk %q belongs to another tenant (%q; the chunk's is %q)", f.By, by.Tenant, c.Tenant)
 		}
 		key := f.Key()
-		if seen[key] || slices.ContainsFunc(st.facts[f.ChunkID], func(fa factAt) bool { return fa.f.Key() == key }) {
+		if seen[key] || slices.ContainsFunc(st.Facts[f.ChunkID], func(fa factAt) bool { return fa.Fact.Key() == key }) {
 			unchanged++
 			continue
 		}
@@ -201,7 +202,7 @@ func (st *state) newFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fa
 		// past it (and let a later record "repeat" that end: endFact). In
 		// the chunk's own batch the record is the source's newer word (an
 		// end said, then moved earlier), so the fact stands there, inert.
-		if _, committed := st.chunks[f.ChunkID]; committed && f.Kind != evidence.FactRetracted &&
+		if _, committed := st.Chunks[f.ChunkID]; committed && f.Kind != evidence.FactRetracted &&
 			!c.Valid.To.IsZero() && c.Valid.To.Before(f.End) {
 			return nil, 0, &evidence.ChunkError{ChunkID: f.ChunkID, Where: where[i], Err: fmt.Errorf("%w (%w): ends on %s, after the chunk's own end %s",
 				evidence.ErrBadFact, evidence.ErrValidityExtended, f.End, c.Valid.To)}
@@ -218,16 +219,16 @@ func (st *state) newFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fa
 // (its chunk's), else the batch fails with evidence.ErrBadFact naming the
 // chunk's record. Without it another tenant's chunk, arriving under the
 // announced ID, would become the replacement a tenant's Diff shows.
-func (st *state) checkArrivals(add []*evidence.Chunk, where []string) error {
-	if len(add) == 0 || len(st.factLog) == 0 {
+func (st *State) CheckArrivals(add []*evidence.Chunk, where []string) error {
+	if len(add) == 0 || len(st.FactLog) == 0 {
 		return nil
 	}
 	pos := make(map[string]int, len(add)) // lookups only
 	for i, c := range add {
 		pos[c.ID] = i
 	}
-	for _, fa := range st.factLog { // commit order: the first offending fact is named
-		f := fa.f
+	for _, fa := range st.FactLog { // commit order: the first offending fact is named
+		f := fa.Fact
 		if f.Kind != evidence.FactSuperseded {
 			continue
 		}
@@ -235,13 +236,13 @@ func (st *state) checkArrivals(add []*evidence.Chunk, where []string) error {
 		if !ok {
 			continue
 		}
-		tenant, ok := st.tenantOf(f.ChunkID)
+		tenant, ok := st.TenantOf(f.ChunkID)
 		if !ok || add[i].Tenant == tenant {
 			continue
 		}
 		return &evidence.ChunkError{ChunkID: add[i].ID, Where: where[i], Err: fmt.Errorf(
 			"%w: chunk of tenant %q arrives as the replacement that a fact of generation %d names for chunk %q of tenant %q",
-			evidence.ErrBadFact, add[i].Tenant, fa.gen, f.ChunkID, tenant)}
+			evidence.ErrBadFact, add[i].Tenant, fa.Gen, f.ChunkID, tenant)}
 	}
 	return nil
 }
@@ -250,9 +251,9 @@ func (st *state) checkArrivals(add []*evidence.Chunk, where []string) error {
 // committed chunk of a tenant of the scope, or an ID not committed at all
 // (a replacement the scope's own fact announced). Another tenant's ID never
 // leaves its tenant, even through a fact an older index let in.
-func (sc scope) mayName(id string) bool {
-	tenant, ok := sc.st.tenantOf(id)
-	return !ok || slices.Contains(sc.names, tenant)
+func (sc Scope) MayName(id string) bool {
+	tenant, ok := sc.State.TenantOf(id)
+	return !ok || slices.Contains(sc.Names, tenant)
 }
 
 // endFact turns a record that repeats stored chunk prev but for an earlier
@@ -270,16 +271,16 @@ func (sc scope) mayName(id string) bool {
 // validity: a record that ends the chunk at or after such a fact's end still
 // says something (it retires the chunk from its own end day, which the fact
 // may not), and one ingest of that record with the fact would hold both.
-func (st *state) endFact(prev *evidence.Chunk, rec *connectors.Record, pending []*evidence.Fact) (*evidence.Fact, error) {
+func (st *State) EndFact(prev *evidence.Chunk, rec *connectors.Record, pending []*evidence.Fact) (*evidence.Fact, error) {
 	var ends []asof.Date
 	if !prev.Valid.To.IsZero() {
 		ends = append(ends, prev.Valid.To)
 	}
-	for _, fa := range st.facts[prev.ID] {
+	for _, fa := range st.Facts[prev.ID] {
 		// A fact ending the chunk after its own end (which newFacts now
 		// refuses; an older index may hold one) is not an end said before.
-		if endsValidity(fa.f) && (prev.Valid.To.IsZero() || !prev.Valid.To.Before(fa.f.End)) {
-			ends = append(ends, fa.f.End)
+		if endsValidity(fa.Fact) && (prev.Valid.To.IsZero() || !prev.Valid.To.Before(fa.Fact.End)) {
+			ends = append(ends, fa.Fact.End)
 		}
 	}
 	for _, f := range pending {

@@ -63,10 +63,10 @@ func TestLaterFetchEndsValidity(t *testing.T) {
 	// Two facts: -4.8 ended by -5.0 (learned now), and -5.0 arriving ended by -5.1.
 	require.Equal(t, IngestReport{Read: 3, Added: 2, Documents: 1, Versions: 2, Unchanged: 0, Facts: 2, Generation: 2,
 		NewFacts: []evidence.Fact{*superseded("gdp@2020-04-29", "2020-05-28", "gdp@2020-05-28"), *superseded("gdp@2020-05-28", "2020-06-25", "gdp@2020-06-25")}}, rep)
-	f := e.st.facts["gdp@2020-04-29"][0]
+	f := e.st.Facts["gdp@2020-04-29"][0]
 	require.Equal(t, evidence.Fact{Kind: evidence.FactSuperseded, ChunkID: "gdp@2020-04-29", By: "gdp@2020-05-28",
-		End: asof.MustDate("2020-05-28"), Anchor: asof.MustDate("2020-05-28").Start()}, *f.f)
-	require.EqualValues(t, 2, f.gen)
+		End: asof.MustDate("2020-05-28"), Anchor: asof.MustDate("2020-05-28").Start()}, *f.Fact)
+	require.EqualValues(t, 2, f.Gen)
 
 	after, err := e.Query(ctx, req)
 	require.NoError(t, err)
@@ -144,8 +144,8 @@ func TestFactRecordRetracts(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tc.want, citedIDs(p), "%s: %s", tc.day, tc.why)
 	}
-	sc := e.st.scope("", e.st.gen)
-	entry, ok, err := sc.entry("gdp@2020-04-29", asof.MustDate("2020-06-01"))
+	sc := e.st.Scope("", e.st.Gen)
+	entry, ok, err := sc.Entry("gdp@2020-04-29", asof.MustDate("2020-06-01"))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "retracted from 2020-05-01 (known 2020-05-10T14:00:00Z) (fact of generation 2)", entry.Excluded)
@@ -183,8 +183,8 @@ func TestBadFactsFailTheBatch(t *testing.T) {
 			_, err = e.Ingest(ctx, connectors.Records(tc.recs), IngestOptions{})
 			require.ErrorIs(t, err, tc.want, tc.why)
 			require.ErrorContains(t, err, tc.where)
-			require.EqualValues(t, 1, e.st.gen, "nothing of the batch applied")
-			require.Empty(t, e.st.factLog)
+			require.EqualValues(t, 1, e.st.Gen, "nothing of the batch applied")
+			require.Empty(t, e.st.FactLog)
 		})
 	}
 }
@@ -236,7 +236,7 @@ func TestFactCommitRollsBack(t *testing.T) {
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
 	checked(t, e)
-	require.EqualValues(t, 1, e.st.gen)
+	require.EqualValues(t, 1, e.st.Gen)
 	got, err = e.Query(ctx, req)
 	require.NoError(t, err)
 	require.Equal(t, string(want.Bytes()), string(got.Bytes()), "the retired field was put back")

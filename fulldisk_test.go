@@ -200,7 +200,7 @@ func measureBigBatch(t *testing.T, opts Options) diskUse {
 		require.NoError(t, err)
 		return pages(fi.Size())
 	}
-	gen := e.st.gen
+	gen := e.st.Gen
 	return diskUse{record: pages(int64(len(rec))), batch: size(storage.ChunksDir + "/" + storage.BatchName(gen)),
 		analysis:   size(storage.ChunksDir + "/" + storage.AnalysisName(gen)),
 		checkpoint: size(storage.CheckpointName(gen)),
@@ -264,7 +264,7 @@ func TestFullDisk(t *testing.T) {
 			mnt := mountTmpfs(t, 64<<20)
 			dir := filepath.Join(mnt, "index")
 			e, want := fullDiskIndex(t, dir, opts)
-			gen := e.st.gen
+			gen := e.st.Gen
 			free := tc.free(use[tc.dense])
 			filler := fill(t, mnt, free)
 
@@ -279,7 +279,7 @@ func TestFullDisk(t *testing.T) {
 				e, err = Open(dir, opts)
 				require.NoError(t, err)
 				checked(t, e)
-				require.Equal(t, gen+1, e.st.gen)
+				require.Equal(t, gen+1, e.st.Gen)
 				return
 			}
 			where := failedIn(err)
@@ -293,7 +293,7 @@ func TestFullDisk(t *testing.T) {
 				_, qerr := e.Query(ctx, Request{Question: "records", AsOf: asof.MustDate("2026-01-01")})
 				require.ErrorIs(t, qerr, ErrBroken)
 			} else {
-				require.Equal(t, gen, e.st.gen)
+				require.Equal(t, gen, e.st.Gen)
 				require.NoError(t, e.Check())
 				require.Equal(t, want, packsFor(t, e))
 			}
@@ -306,7 +306,7 @@ func TestFullDisk(t *testing.T) {
 			e, err = Open(dir, opts)
 			require.NoError(t, err)
 			checked(t, e)
-			require.Equal(t, gen, e.st.gen)
+			require.Equal(t, gen, e.st.Gen)
 			require.NoFileExists(t, filepath.Join(dir, storage.PendingName))
 			require.NoError(t, e.Check())
 			require.Equal(t, want, packsFor(t, e))

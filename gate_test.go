@@ -59,7 +59,7 @@ func TestIngestRefusesBadTenantsAndMeta(t *testing.T) {
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, "bad-1", ce.ChunkID)
 			require.Contains(t, err.Error(), fmt.Sprintf("%q", tc.value))
-			require.NotContains(t, fullState(t, e).chunks, "bad-1", "nothing of the batch applied")
+			require.NotContains(t, fullState(t, e).Chunks, "bad-1", "nothing of the batch applied")
 		})
 	}
 	t.Run("accepted names", func(t *testing.T) {
@@ -353,7 +353,7 @@ func TestSameIDOtherTenantIsADuplicate(t *testing.T) {
 	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{rec}), IngestOptions{})
 	require.ErrorIs(t, err, evidence.ErrDuplicateChunk)
 	require.Contains(t, err.Error(), `mem:policy-1: chunk "policy-1"`)
-	require.Equal(t, "acme", fullState(t, e).chunks["policy-1"].Tenant)
+	require.Equal(t, "acme", fullState(t, e).Chunks["policy-1"].Tenant)
 }
 
 // TestRefetchedEvidenceIsUnchanged: the same record fetched again later
@@ -384,7 +384,7 @@ func TestRefetchedEvidenceIsUnchanged(t *testing.T) {
 			}
 			_, err := e.Ingest(ctx, connectors.Records([]connectors.Record{rec}), IngestOptions{})
 			require.NoError(t, err)
-			first := *fullState(t, e).chunks["policy-1"]
+			first := *fullState(t, e).Chunks["policy-1"]
 			tc.change(&rec.Chunk)
 			rep, err := e.Ingest(ctx, connectors.Records([]connectors.Record{rec}), IngestOptions{})
 			if tc.dup {
@@ -393,7 +393,7 @@ func TestRefetchedEvidenceIsUnchanged(t *testing.T) {
 			}
 			require.NoError(t, err, tc.why)
 			require.Equal(t, 1, rep.Unchanged)
-			require.Equal(t, first.ContentHash, fullState(t, e).chunks["policy-1"].ContentHash, "the first fetch is kept")
+			require.Equal(t, first.ContentHash, fullState(t, e).Chunks["policy-1"].ContentHash, "the first fetch is kept")
 		})
 	}
 }

@@ -31,7 +31,7 @@ func BenchmarkHistoryMemory(b *testing.B) {
 		vocab[i] = fmt.Sprintf("w%x", i)
 	}
 	all := make([]*evidence.Chunk, chunks)
-	an := make([]analyzed, chunks)
+	an := make([]Analyzed, chunks)
 	at := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range all {
 		ws := make([]string, words)
@@ -43,7 +43,7 @@ func BenchmarkHistoryMemory(b *testing.B) {
 		c.ContentHash = c.ComputeHash()
 		all[i] = c
 		lex := append([]string(nil), ws...)
-		an[i] = analyzed{lex: distinctSorted(lex), tokens: words}
+		an[i] = Analyzed{Lex: distinctSorted(lex), Tokens: words}
 	}
 	heap := func() uint64 {
 		runtime.GC()
@@ -53,18 +53,18 @@ func BenchmarkHistoryMemory(b *testing.B) {
 	}
 	for b.Loop() {
 		base := heap()
-		one := newState().extend(1, at, all, an, nil)
+		one := NewState().Extend(1, at, all, an, nil)
 		oneBytes := heap() - base
 		runtime.KeepAlive(one)
 		one = nil
 
 		base = heap()
-		st := newState()
+		st := NewState()
 		per := chunks / batches
 		var last time.Duration
 		for g := 0; g < batches; g++ {
 			start := time.Now()
-			st = st.extend(int64(g+1), at.Add(time.Duration(g)*time.Hour), all[g*per:(g+1)*per], an[g*per:(g+1)*per], nil)
+			st = st.Extend(int64(g+1), at.Add(time.Duration(g)*time.Hour), all[g*per:(g+1)*per], an[g*per:(g+1)*per], nil)
 			last = time.Since(start)
 		}
 		manyBytes := heap() - base

@@ -347,7 +347,7 @@ func openHistoryEngine(t *testing.T) *historyEngine {
 func (he *historyEngine) done(t *testing.T) {
 	st, err := he.e.snapshot()
 	require.NoError(t, err)
-	he.ids = slices.Sorted(maps.Keys(st.chunks))
+	he.ids = slices.Sorted(maps.Keys(st.Chunks))
 }
 
 // close checks the engine (every stored figure recounted) and closes it.
@@ -517,24 +517,24 @@ func eligibleSets(e *Engine, ids []string, tenant string, gen int64, d asof.Date
 		return nil, nil, nil, err
 	}
 	h := evidence.Header{Question: "eligible", AsOf: d, Tenant: tenant}
-	sc, err := st.scopeOf(&h, reads{gen: gen})
+	sc, err := st.ScopeOf(&h, Reads{Gen: gen})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	elig := sc.eligibility(h)
-	if lex, err = e.lex.Eligible(context.Background(), elig, st.bounds); err != nil {
+	elig := sc.Eligibility(h)
+	if lex, err = e.lex.Eligible(context.Background(), elig, st.Bounds); err != nil {
 		return nil, nil, nil, err
 	}
 	admit := sc.admitter(elig, d)
 	for _, id := range ids {
-		c, err := st.chunkOf(id) // read from its batch file when Open read a checkpoint
+		c, err := st.ChunkOf(id) // read from its batch file when Open read a checkpoint
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		if admit(c) {
 			mem = append(mem, id)
 		}
-		if en, ok, err := sc.entry(id, d); err == nil && ok && h.Excludes(c) == "" && en.Excluded == "" {
+		if en, ok, err := sc.Entry(id, d); err == nil && ok && h.Excludes(c) == "" && en.Excluded == "" {
 			gate = append(gate, id)
 		}
 	}
@@ -547,9 +547,9 @@ func readmitted(t *testing.T, e *Engine, tenant string, gen int64, d asof.Date) 
 	st, err := e.snapshot()
 	require.NoError(t, err)
 	h := evidence.Header{Question: "readmitted", AsOf: d, Tenant: tenant}
-	sc, err := st.scopeOf(&h, reads{gen: gen})
+	sc, err := st.ScopeOf(&h, Reads{Gen: gen})
 	require.NoError(t, err)
-	return len(sc.eligibility(h).Readmit)
+	return len(sc.Eligibility(h).Readmit)
 }
 
 // checkEligible checks the eligible set of h's tenant in he as of day d at

@@ -1,11 +1,9 @@
 package evpack
 
 import (
-	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"os"
@@ -35,85 +33,85 @@ import (
 // a failed check, and the query fails (rowTable.Err).
 type chunkReader interface {
 	// committedGen returns the generation that committed chunk id.
-	committedGen(id string) (int64, bool)
+	CommittedGen(id string) (int64, bool)
 	// tenantOf returns the tenant of chunk id.
-	tenantOf(id string) (string, bool)
+	TenantOf(id string) (string, bool)
 	// readUpTo returns chunk id when generation gen holds it (ok false, and
 	// nothing read, when it does not), through the cache of checked chunks
 	// when cached (see state.chunkUpTo).
-	readUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error)
+	ReadUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error)
 	// docOf returns chunk id's document and the generation that committed
 	// it (see state.docOf).
-	docOf(id string) (docView, int64, bool)
+	DocOf(id string) (docView, int64, bool)
 }
 
 // reader returns the chunkReader of s: its row table when it was read
 // from a checkpoint, else its maps.
-func (s *state) reader() chunkReader {
-	if s.rows != nil {
-		return s.rows
+func (s *State) Reader() chunkReader {
+	if s.Rows != nil {
+		return s.Rows
 	}
-	return memChunks{s}
+	return MemChunks{s}
 }
 
 // memChunks reads the chunks of a state built from batches: every chunk
 // in memory, in its maps (chunks, committed, docPlace, docOrder).
-type memChunks struct{ s *state }
+type MemChunks struct{ s *State }
 
-func (m memChunks) committedGen(id string) (int64, bool) {
-	g, ok := m.s.committed[id]
+func (m MemChunks) CommittedGen(id string) (int64, bool) {
+	g, ok := m.s.Committed[id]
 	return g, ok
 }
 
-func (m memChunks) tenantOf(id string) (string, bool) {
-	c, ok := m.s.chunks[id]
+func (m MemChunks) TenantOf(id string) (string, bool) {
+	c, ok := m.s.Chunks[id]
 	if !ok {
 		return "", false
 	}
 	return c.Tenant, true
 }
 
-func (m memChunks) readUpTo(id string, gen int64, _ bool) (*evidence.Chunk, bool, error) {
-	if g, ok := m.s.committed[id]; !ok || g > gen {
+func (m MemChunks) ReadUpTo(id string, gen int64, _ bool) (*evidence.Chunk, bool, error) {
+	if g, ok := m.s.Committed[id]; !ok || g > gen {
 		return nil, false, nil
 	}
-	return m.s.chunks[id], true, nil
+	return m.s.Chunks[id], true, nil
 }
 
-func (m memChunks) docOf(id string) (docView, int64, bool) {
+func (m MemChunks) DocOf(id string) (docView, int64, bool) {
 	s := m.s
-	p, ok := s.docPlace[id]
+	p, ok := s.DocPlace[id]
 	if !ok {
 		return docView{}, 0, false
 	}
-	l := p.list
-	return docView{ids: l.ids, nums: l.nums, pos: p.pos, gens: func(k int) int64 { return s.docPlace[l.ids[k]].gen }}, p.gen, true
+	l := p.List
+	return docView{IDs: l.IDs, Nums: l.Nums, Pos: p.Pos, Gens: func(k int) int64 { return s.DocPlace[l.IDs[k]].Gen }}, p.Gen, true
 }
 
 // setLines records where chunks lie in their batch file (lines[i] is
 // chunks[i]'s). s must own its docPlace: a state being built.
-func (s *state) setLines(chunks []*evidence.Chunk, lines []storage.Span) {
+func (s *State) SetLines(chunks []*evidence.Chunk, lines []storage.Span) {
 	for i, c := range chunks {
-		p := s.docPlace[c.ID]
-		p.line = lines[i]
-		s.docPlace[c.ID] = p
+		p := s.DocPlace[c.ID]
+		p.Line = lines[i]
+		s.DocPlace[c.ID] = p
 	}
 }
 
 // committedGen returns the generation that committed chunk id. (From a
 // row table, a failed check answers false, and fails the query: see
 // rowTable.err.)
-func (s *state) committedGen(id string) (int64, bool) { return s.reader().committedGen(id) }
+func (s *State) committedGen(id string) (int64, bool) { return s.Reader().CommittedGen(id) }
 
-func (t *rowTable) committedGen(id string) (int64, bool) {
+func (t *RowTable) CommittedGen(id string) (int64, bool) {
 	w, ok := t.lookup(id)
 	return int64(w.Gen), ok
 }
 
 // tenantOf returns the tenant of committed chunk id.
-func (s *state) tenantOf(id string) (string, bool) { return s.reader().tenantOf(id) }
+func (s *State) TenantOf(id string) (string, bool) { return s.Reader().TenantOf(id) }
 
-func (t *rowTable) tenantOf(id string) (string, bool) {
+func (t *RowTable) TenantOf(id string) (string, bool) {
 	w, ok := t.lookup(id)
 	if !ok {
 		return "", false
@@ -124,17 +122,17 @@ func (t *rowTable) tenantOf(id string) (string, bool) {
 // errMismatch is a stored chunk line that reads, but not as the chunk the
 // checkpoint committed: the gate drops such a chunk (contract 5), where a
 // line that cannot be read at all fails the request.
-var errMismatch = fmt.Errorf("%w: stored chunk differs from its content hash", ErrCorrupt)
+var ErrMismatch = fmt.Errorf("%w: stored chunk differs from its content hash", storage.ErrCorrupt)
 
 // chunkOf returns committed chunk id, nil when there is none. From a row
 // table it reads the chunk's line and checks it against the content hash
 // the row holds, which covers every field (a purged chunk's line, its text
-// gone, must name the row's hash). An error is ErrCorrupt naming the file
+// gone, must name the row's hash). An error is storage.ErrCorrupt naming the file
 // and the chunk; errMismatch when the line reads as another chunk. It
 // reads the file at every call (Verify's read); a request reads through
 // chunkUpTo.
-func (s *state) chunkOf(id string) (*evidence.Chunk, error) {
-	c, _, err := s.reader().readUpTo(id, math.MaxInt64, false)
+func (s *State) ChunkOf(id string) (*evidence.Chunk, error) {
+	c, _, err := s.Reader().ReadUpTo(id, math.MaxInt64, false)
 	return c, err
 }
 
@@ -142,13 +140,13 @@ func (s *state) chunkOf(id string) (*evidence.Chunk, error) {
 // lookup: ok is false, and nothing is read, for a chunk gen does not hold.
 // A chunk read and checked lately is answered from rowTable.checked, not
 // read and hashed again: what a request cites, as a state in memory does.
-func (s *state) chunkUpTo(id string, gen int64) (c *evidence.Chunk, ok bool, err error) {
-	return s.reader().readUpTo(id, gen, true)
+func (s *State) ChunkUpTo(id string, gen int64) (c *evidence.Chunk, ok bool, err error) {
+	return s.Reader().ReadUpTo(id, gen, true)
 }
 
 // readUpTo is chunkUpTo from a checkpoint's rows, through the cache of
 // checked chunks when cached.
-func (t *rowTable) readUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error) {
+func (t *RowTable) ReadUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error) {
 	i, w, ok := t.Find(id)
 	if !ok {
 		return nil, false, t.Err()
@@ -160,7 +158,7 @@ func (t *rowTable) readUpTo(id string, gen int64, cached bool) (c *evidence.Chun
 		c, err = t.read(id, w)
 		return c, true, err
 	}
-	slot := &t.checked[i%len(t.checked)]
+	slot := &t.Checked[i%len(t.Checked)]
 	if k := slot.Load(); k != nil && k.row == i {
 		return k.c, true, nil
 	}
@@ -183,7 +181,7 @@ type checkedChunk struct {
 
 // read returns chunk id of row w, read from its batch file and checked
 // (see chunkOf).
-func (t *rowTable) read(id string, w checkpoint.Row) (*evidence.Chunk, error) {
+func (t *RowTable) read(id string, w checkpoint.Row) (*evidence.Chunk, error) {
 	file := t.files[w.Gen-1]
 	f, err := t.batch(file)
 	if err != nil {
@@ -196,14 +194,14 @@ func (t *rowTable) read(id string, w checkpoint.Row) (*evidence.Chunk, error) {
 	where := fmt.Sprintf("%s/%s at byte %d", storage.ChunksDir, file, w.Line.Off)
 	c, redacted, err := storage.DecodeChunkLine(where, line)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errMismatch, err)
+		return nil, fmt.Errorf("%w: %w", ErrMismatch, err)
 	}
 	want := evidence.HashPrefix + hex.EncodeToString(w.Hash[:])
 	switch {
 	case c.ID != id || c.ContentHash != want:
-		return nil, fmt.Errorf("%w: %s: chunk %q where the checkpoint has %q (content hash %s)", errMismatch, where, c.ID, id, want)
+		return nil, fmt.Errorf("%w: %s: chunk %q where the checkpoint has %q (content hash %s)", ErrMismatch, where, c.ID, id, want)
 	case redacted == nil && c.ComputeHash() != want:
-		return nil, fmt.Errorf("%w: %s: chunk %q", errMismatch, where, id)
+		return nil, fmt.Errorf("%w: %s: chunk %q", ErrMismatch, where, id)
 	}
 	return c, nil
 }
@@ -213,16 +211,16 @@ func (t *rowTable) read(id string, w checkpoint.Row) (*evidence.Chunk, error) {
 // checkpoint (rows not nil), it holds only the chunks read so far: fill
 // reads the ones a caller needs first.
 type docView struct {
-	ids  []string
-	nums [][]uint32
-	pos  int
-	gens func(i int) int64 // the generation that committed chunk i
+	IDs  []string
+	Nums [][]uint32
+	Pos  int
+	Gens func(i int) int64 // the generation that committed chunk i
 	rows *docRows
 }
 
 // fill makes sure chunks [lo, hi) of the view are read; false when a read
 // failed (and the query fails: rowTable.err).
-func (d docView) fill(lo, hi int) bool {
+func (d docView) Fill(lo, hi int) bool {
 	return d.rows == nil || d.rows.fill(lo, hi)
 }
 
@@ -232,7 +230,7 @@ func (d docView) fill(lo, hi int) bool {
 // long document is never read nor checked for it. Reading it whole at its
 // first request was most of a tenant's first request at a million chunks.
 type docRows struct {
-	t     *rowTable
+	t     *RowTable
 	start int // the first row
 	ids   []string
 	nums  [][]uint32
@@ -242,7 +240,7 @@ type docRows struct {
 	mu    sync.Mutex    // held to read a chunk
 }
 
-func newDocRows(t *rowTable, start, n int) *docRows {
+func newDocRows(t *RowTable, start, n int) *docRows {
 	d := &docRows{t: t, start: start, ids: make([]string, n), nums: make([][]uint32, n), gen: make([]int64, n), done: make([]atomic.Bool, n)}
 	d.gens = func(k int) int64 { return d.gen[k] }
 	return d
@@ -283,7 +281,7 @@ func (d *docRows) read(lo, hi int) bool {
 }
 
 // lookup returns the row of chunk id.
-func (t *rowTable) lookup(id string) (checkpoint.Row, bool) {
+func (t *RowTable) lookup(id string) (checkpoint.Row, bool) {
 	_, w, ok := t.Find(id)
 	return w, ok
 }
@@ -291,11 +289,11 @@ func (t *rowTable) lookup(id string) (checkpoint.Row, bool) {
 // batch returns batch file file, opened on first use and kept open until
 // close: a query reads a few lines of it, and opening the file for each
 // was a tenth of a query's time.
-func (t *rowTable) batch(file string) (*os.File, error) {
+func (t *RowTable) batch(file string) (*os.File, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return nil, fmt.Errorf("%w: %s: the state that named it is gone", ErrCorrupt, file)
+		return nil, fmt.Errorf("%w: %s: the state that named it is gone", storage.ErrCorrupt, file)
 	}
 	if f, ok := t.open[file]; ok {
 		return f, nil
@@ -316,7 +314,7 @@ func (t *rowTable) batch(file string) (*os.File, error) {
 // fails to read, and starts again on the new state (Engine.readFailed).
 // What queries took from t stays valid: the table hands out copies
 // (checkpoint.Table), so nothing points into the mapping it unmaps.
-func (t *rowTable) close() error {
+func (t *RowTable) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closed = true
@@ -332,9 +330,9 @@ func (t *rowTable) close() error {
 // docOf returns the document of committed chunk id, and the generation
 // that committed it. From a checkpoint, the view has none of its chunks
 // read (docView.fill).
-func (s *state) docOf(id string) (docView, int64, bool) { return s.reader().docOf(id) }
+func (s *State) docOf(id string) (docView, int64, bool) { return s.Reader().DocOf(id) }
 
-func (t *rowTable) docOf(id string) (docView, int64, bool) {
+func (t *RowTable) DocOf(id string) (docView, int64, bool) {
 	i, w, ok := t.Find(id)
 	if !ok {
 		return docView{}, 0, false // and, after a failed check, the query fails: rowTable.Err
@@ -345,46 +343,17 @@ func (t *rowTable) docOf(id string) (docView, int64, bool) {
 		v, _ = t.docs.LoadOrStore(start, newDocRows(t, start, n))
 	}
 	d := v.(*docRows)
-	return docView{ids: d.ids, nums: d.nums, pos: i - start, gens: d.gens, rows: d}, int64(w.Gen), true
-}
-
-// writable returns the committed state with every chunk in memory: the
-// state itself or, when Open read a checkpoint, that state unfolded with
-// the chunks of the batch files (unfold), which then replaces it (it
-// answers every query the same). A commit, a purge and Diff start from it;
-// the first of them after such an Open pays for reading every batch file,
-// once. (Check builds its own from the batch files alone.)
-func (e *Engine) writable() (*state, error) {
-	st, err := e.snapshot()
-	if err != nil || st.rows == nil {
-		return st, err
-	}
-	e.fullMu.Lock()
-	defer e.fullMu.Unlock()
-	if st, err = e.snapshot(); err != nil || st.rows == nil {
-		return st, err // another caller built it meanwhile
-	}
-	full, err := e.unfoldOrLoad(st)
-	if err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.st == st { // only a commit moves st, and a commit starts here
-		e.st = full
-		st.rows.close() // a read error only: nothing was written
-	}
-	return e.st, nil
+	return docView{IDs: d.ids, Nums: d.nums, Pos: i - start, Gens: d.gens, rows: d}, int64(w.Gen), true
 }
 
 // openState returns the committed state of the index in d: from its
 // checkpoint when it has one made by these analyzers and the engine has no
 // dense leg (a dense leg's vectors are built over every chunk), else from
 // every batch file.
-func openState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, graph *retrieve.GraphOptions) (*state, error) {
+func OpenState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, graph *retrieve.GraphOptions) (*State, error) {
 	m := d.Manifest()
 	if m.Checkpoint == "" || emb != nil {
-		return loadState(d, lex, emb, graph)
+		return LoadState(d, lex, emb, graph)
 	}
 	f, err := d.OpenData(m.Checkpoint)
 	if err != nil {
@@ -395,47 +364,15 @@ func openState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 	for i, b := range m.Batches {
 		files[i] = b.File
 	}
-	st, ok, err := decodeCheckpoint(m.Checkpoint, f, m.CheckpointSum, analysisIdentity(lex), d, files)
+	st, ok, err := decodeCheckpoint(m.Checkpoint, f, m.CheckpointSum, AnalysisIdentity(lex), d, files)
 	switch {
 	case err != nil:
 		return nil, err
 	case !ok:
-		return loadState(d, lex, emb, graph)
-	case st.gen != m.Generation || st.stats.Docs != m.Docs || st.stats.Tokens != m.Tokens || int64(st.rows.Len()) != m.Docs:
+		return LoadState(d, lex, emb, graph)
+	case st.Gen != m.Generation || st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens || int64(st.Rows.Len()) != m.Docs:
 		return nil, fmt.Errorf("%w: %s is of generation %d, %d chunks and %d tokens, the manifest's %d, %d and %d",
-			ErrCorrupt, m.Checkpoint, st.gen, st.rows.Len(), st.stats.Tokens, m.Generation, m.Docs, m.Tokens)
+			storage.ErrCorrupt, m.Checkpoint, st.Gen, st.Rows.Len(), st.Stats.Tokens, m.Generation, m.Docs, m.Tokens)
 	}
 	return st, nil
-}
-
-// checkCheckpoint reports, through bad, a checkpoint of st's generation
-// that differs from the one st gives (st holds every chunk).
-func (e *Engine) checkCheckpoint(st *state, bad func(string, ...any)) {
-	m := e.store.Manifest()
-	if m.Checkpoint == "" || m.Generation != st.gen {
-		return
-	}
-	f, err := e.store.OpenData(m.Checkpoint)
-	if err != nil {
-		bad("%v", err)
-		return
-	}
-	defer f.Close()
-	raw, err := io.ReadAll(f)
-	if err != nil {
-		bad("%s: %v", m.Checkpoint, err)
-		return
-	}
-	if checkpoint.IsOlder(raw) {
-		return // an older format's, which Open does not read: the next commit replaces it
-	}
-	want, err := e.checkpointOf(st)
-	if err != nil {
-		bad("%v", err)
-		return
-	}
-	sum, _ := checkpointSum(want.Head())
-	if !bytes.Equal(raw, want.Bytes()) || sum != m.CheckpointSum {
-		bad("%s differs from the checkpoint the batch files give", m.Checkpoint)
-	}
 }

@@ -41,7 +41,7 @@ func lazyHistory(t *testing.T, dir string) []Request {
 	}
 	_, err = e.Purge(ctx, []string{"a-0000"}, "erasure request 2026-7")
 	require.NoError(t, err)
-	gen := e.st.gen
+	gen := e.st.Gen
 	require.NoError(t, e.Close())
 	reqs, err := loadRequests()
 	require.NoError(t, err)
@@ -96,8 +96,8 @@ func TestCheckpointAnswersAsTheLog(t *testing.T) {
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	checked(t, e)
-	require.NotNil(t, e.st.rows, "Open read the checkpoint")
-	require.Empty(t, e.st.chunks, "and holds no chunk")
+	require.NotNil(t, e.st.Rows, "Open read the checkpoint")
+	require.Empty(t, e.st.Chunks, "and holds no chunk")
 	lazy := packsOf(t, e, reqs)
 	for i, raw := range lazy {
 		rep, err := e.Verify(context.Background(), raw)
@@ -105,10 +105,10 @@ func TestCheckpointAnswersAsTheLog(t *testing.T) {
 		require.True(t, rep.OK(), "request %d: %v", i, rep.Problems)
 	}
 	require.NoError(t, e.Check())
-	require.NotNil(t, e.st.rows, "Check leaves the engine's state as it was")
+	require.NotNil(t, e.st.Rows, "Check leaves the engine's state as it was")
 
 	full := fullState(t, e)
-	require.Nil(t, full.rows)
+	require.Nil(t, full.Rows)
 	require.Same(t, full, e.st, "the first write's state replaces the checkpoint's")
 	require.Equal(t, lazy, packsOf(t, e, reqs))
 }
@@ -150,7 +150,7 @@ func TestEditedCheckpointIsRefused(t *testing.T) {
 	require.NoError(t, err)
 
 	edited := bytes.Clone(orig)
-	edited[len(checkpointFormat)+8+3] ^= 1 // in the head, which Open reads
+	edited[len(CheckpointFormat)+8+3] ^= 1 // in the head, which Open reads
 	require.NoError(t, os.WriteFile(name, edited, 0o644))
 	_, err = Open(dir, Options{})
 	require.ErrorIs(t, err, ErrCorrupt)
@@ -176,15 +176,15 @@ func TestEditedCheckpointIsRefused(t *testing.T) {
 // generationMoved returns a copy of st (sharing all but its document
 // places) with one chunk's committing generation moved on, which a
 // pinned request would leave out, and the chunk's ID.
-func generationMoved(t *testing.T, st *state) (*state, string) {
+func generationMoved(t *testing.T, st *State) (*State, string) {
 	t.Helper()
 	cp := *st
-	cp.docPlace = maps.Clone(st.docPlace)
-	id := slices.Min(slices.Collect(maps.Keys(cp.docPlace)))
-	p := cp.docPlace[id]
-	require.Less(t, p.gen, st.gen)
-	p.gen++
-	cp.docPlace[id] = p
+	cp.DocPlace = maps.Clone(st.DocPlace)
+	id := slices.Min(slices.Collect(maps.Keys(cp.DocPlace)))
+	p := cp.DocPlace[id]
+	require.Less(t, p.Gen, st.Gen)
+	p.Gen++
+	cp.DocPlace[id] = p
 	return &cp, id
 }
 
@@ -192,12 +192,12 @@ func generationMoved(t *testing.T, st *state) (*state, string) {
 // whose manifest is m, as a commit would write it, and seals it anew in
 // the manifest. e, closed, encodes it (its lexical index is closed:
 // checkpointOf reads none of it).
-func forgeCheckpoint(t *testing.T, dir string, e *Engine, st *state, m *storage.Manifest) {
+func forgeCheckpoint(t *testing.T, dir string, e *Engine, st *State, m *storage.Manifest) {
 	t.Helper()
 	forged, err := e.checkpointOf(st)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), forged.Bytes(), 0o644))
-	m.CheckpointSum, err = checkpointSum(forged.Head())
+	m.CheckpointSum, err = CheckpointSum(forged.Head())
 	require.NoError(t, err)
 	storagetest.WriteManifest(t, dir, m)
 }
@@ -273,22 +273,22 @@ func TestEditedLineIsDropped(t *testing.T) {
 // builds the state from the batch files as before.
 func TestCheckpointOfOtherAnalyzersIsNotUsed(t *testing.T) {
 	dir, reqs, want := lazyPacks(t)
-	raw, err := encodeCheckpoint(fullOf(t, dir), "lexical=other rerank=terms/0", func() ([]byte, error) { return nil, nil })
+	raw, err := EncodeCheckpoint(fullOf(t, dir), "lexical=other rerank=terms/0", func() ([]byte, error) { return nil, nil })
 	require.NoError(t, err)
 	m := storagetest.ReadManifest(t, dir)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), raw.Bytes(), 0o644))
-	m.CheckpointSum, err = checkpointSum(raw.Head())
+	m.CheckpointSum, err = CheckpointSum(raw.Head())
 	require.NoError(t, err)
 	storagetest.WriteManifest(t, dir, m)
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	defer e.Close()
-	require.Nil(t, e.st.rows)
+	require.Nil(t, e.st.Rows)
 	require.Equal(t, want, packsOf(t, e, reqs))
 }
 
 // fullOf returns the state the batch files of the index in dir give.
-func fullOf(t *testing.T, dir string) *state {
+func fullOf(t *testing.T, dir string) *State {
 	t.Helper()
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
@@ -316,7 +316,7 @@ func TestPartitionsOpenWhenRead(t *testing.T) {
 	require.Less(t, one, all, "one tenant's request opens none of the other tenants' partitions")
 	lazy := packsOf(t, e, reqs)
 	full := fullState(t, e) // the first write's state; the partitions stay as they are
-	require.Nil(t, full.rows)
+	require.Nil(t, full.Rows)
 	require.Equal(t, lazy, packsOf(t, e, reqs))
 
 	// Requests racing to open the same partitions, read the same
@@ -477,12 +477,12 @@ func TestOlderCheckpointIsReadFromTheBatches(t *testing.T) {
 	name := filepath.Join(dir, storagetest.ReadManifest(t, dir).Checkpoint)
 	raw, err := os.ReadFile(name)
 	require.NoError(t, err)
-	copy(raw, olderCheckpoints[0])
+	copy(raw, OlderCheckpoints[0])
 	require.NoError(t, os.WriteFile(name, raw, 0o644))
 
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
-	require.Nil(t, e.st.rows, "the state comes from the batch files")
+	require.Nil(t, e.st.Rows, "the state comes from the batch files")
 	open, all := e.lex.Opened()
 	require.Equal(t, all, open, "and every partition is opened")
 	require.Equal(t, want, packsOf(t, e, reqs))
@@ -493,7 +493,7 @@ func TestOlderCheckpointIsReadFromTheBatches(t *testing.T) {
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
 	checked(t, e)
-	require.NotNil(t, e.st.rows, "the commit wrote a checkpoint of this format")
+	require.NotNil(t, e.st.Rows, "the commit wrote a checkpoint of this format")
 }
 
 // TestCheckedChunksAreKept: a chunk a request read and checked is answered
@@ -507,7 +507,7 @@ func TestCheckedChunksAreKept(t *testing.T) {
 	require.NoError(t, e.Close())
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
-	require.NotNil(t, e.st.rows, "Open read the checkpoint")
+	require.NotNil(t, e.st.Rows, "Open read the checkpoint")
 	p1, err := e.Query(ctx, req)
 	require.NoError(t, err)
 	require.Equal(t, p.Bytes(), p1.Bytes())
@@ -545,8 +545,8 @@ func TestCheckedChunksShareSlots(t *testing.T) {
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	checked(t, e)
-	require.NotNil(t, e.st.rows)
-	e.st.rows.checked = e.st.rows.checked[:1]
+	require.NotNil(t, e.st.Rows)
+	e.st.Rows.Checked = e.st.Rows.Checked[:1]
 	require.Equal(t, want, packsOf(t, e, reqs))
 	require.Equal(t, want, packsOf(t, e, reqs), "again, the slot full")
 }
@@ -566,7 +566,7 @@ func TestFirstWriteReadsTheBatchesInOrder(t *testing.T) {
 		e, err := Open(dir, Options{})
 		require.NoError(t, err)
 		defer func() { require.NoError(t, e.Close()) }()
-		require.NotNil(t, e.st.rows, "Open read the checkpoint")
+		require.NotNil(t, e.st.Rows, "Open read the checkpoint")
 		_, err = e.writable()
 		return err
 	}
@@ -607,12 +607,12 @@ func TestCheckpointBytesArePinned(t *testing.T) {
 	dir := t.TempDir()
 	lazyHistory(t, dir)
 	st := fullOf(t, dir)
-	for i := range st.commits {
-		st.commits[i] = time.Date(2026, 1, 1+i, 9, 0, 0, 0, time.UTC)
+	for i := range st.Commits {
+		st.Commits[i] = time.Date(2026, 1, 1+i, 9, 0, 0, 0, time.UTC)
 	}
 	for _, procs := range []int{1, 4} {
 		prev := runtime.GOMAXPROCS(procs)
-		f, err := encodeCheckpoint(st, "lexical=pinned", func() ([]byte, error) { return []byte(`{"catalog":"pinned"}`), nil })
+		f, err := EncodeCheckpoint(st, "lexical=pinned", func() ([]byte, error) { return []byte(`{"catalog":"pinned"}`), nil })
 		runtime.GOMAXPROCS(prev)
 		require.NoError(t, err)
 		require.Equal(t, pinned, evidence.Sum(f.Bytes()), "GOMAXPROCS %d", procs)

@@ -61,14 +61,14 @@ func TestShuffledIngestGivesIdenticalLearnedPacks(t *testing.T) {
 // TestDocumentOrder: a chunk's place in its document comes from its
 // position metadata, else from the natural order of chunk IDs.
 func TestDocumentOrder(t *testing.T) {
-	st, own := newState(), newBuilding()
+	st, own := NewState(), NewBuilding()
 	add := func(id, doc, pos string) {
 		c := corpusRecords(t)[0].Chunk
 		c.ID, c.DocID, c.Version, c.Meta = id, doc, "1", nil
 		if pos != "" {
 			c.Meta = map[string]string{MetaPosition: pos}
 		}
-		st.add(1, &c, analyzed{}, own)
+		st.Add(1, &c, Analyzed{}, own)
 	}
 	add("d/art-10", "d", "")
 	add("d/art-2", "d", "")
@@ -87,19 +87,19 @@ func TestDocumentOrder(t *testing.T) {
 		{"e/m", []string{"e/z", "e/a", "e/m"}, 2, "no usable position: after the positioned"},
 	}
 	for _, c := range cases {
-		ids, ts, pos := st.scope("", 1).Document(c.id)
+		ids, ts, pos := st.Scope("", 1).Document(c.id)
 		require.Equal(t, c.want, ids, c.why)
 		require.Equal(t, c.pos, pos, c.why)
 		require.Len(t, ts, len(ids), c.why)
 	}
-	ids, ts, pos := st.scope("", 1).Document("nowhere")
+	ids, ts, pos := st.Scope("", 1).Document("nowhere")
 	require.True(t, ids == nil && ts == nil && pos == -1)
 
 	// The same document ID under another tenant is another document.
 	c := corpusRecords(t)[0].Chunk
 	c.ID, c.DocID, c.Version, c.Tenant, c.Meta = "acme/d/art-3", "d", "1", "acme", nil
-	st.add(1, &c, analyzed{}, own)
-	ids, _, pos = st.scope("acme", 1).Document("acme/d/art-3")
+	st.Add(1, &c, Analyzed{}, own)
+	ids, _, pos = st.Scope("acme", 1).Document("acme/d/art-3")
 	require.Equal(t, []string{"acme/d/art-3"}, ids, "a tenant's chunk is not a neighbour of the shared document's")
 	require.Equal(t, 0, pos)
 	requireDocPlaces(t, st)
@@ -108,16 +108,16 @@ func TestDocumentOrder(t *testing.T) {
 	// places point to the copy, the old state's stay as they were.
 	c = corpusRecords(t)[0].Chunk
 	c.ID, c.DocID, c.Version, c.Meta = "d/art-0", "d", "1", nil
-	next := st.extend(2, time.Unix(0, 0).UTC(), []*evidence.Chunk{&c}, []analyzed{{}}, nil)
+	next := st.Extend(2, time.Unix(0, 0).UTC(), []*evidence.Chunk{&c}, []Analyzed{{}}, nil)
 	requireDocPlaces(t, next)
 	requireDocPlaces(t, st)
-	ids, _, pos = next.scope("", 2).Document("d/art-2")
+	ids, _, pos = next.Scope("", 2).Document("d/art-2")
 	require.Equal(t, []string{"d/art-0", "d/art-1", "d/art-2", "d/art-10"}, ids)
 	require.Equal(t, 2, pos)
-	ids, _, pos = st.scope("", 1).Document("d/art-2")
+	ids, _, pos = st.Scope("", 1).Document("d/art-2")
 	require.Equal(t, []string{"d/art-1", "d/art-2", "d/art-10"}, ids)
 	require.Equal(t, 1, pos)
-	ids, _, pos = next.scope("", 1).Document("d/art-0")
+	ids, _, pos = next.Scope("", 1).Document("d/art-0")
 	require.True(t, ids == nil && pos == -1, "a scope at generation 1 does not see a chunk of generation 2")
 }
 

@@ -118,7 +118,7 @@ func TestJSONLValidityChangeFetchedLater(t *testing.T) {
 	e, reps := fetchInOrder(t, connectors.NewJSONL(dir+"fetch-1.jsonl"), connectors.NewJSONL(dir+"fetch-2.jsonl"))
 	require.Equal(t, IngestReport{Read: 4, Added: 1, Documents: 1, Versions: 1, Unchanged: 2, Facts: 1, Generation: 2,
 		NewFacts: []evidence.Fact{{Kind: evidence.FactEnded, ChunkID: "gn-2025-03-v1", End: asof.MustDate("2025-07-01"), Anchor: reps[1].NewFacts[0].Anchor}}}, reps[1])
-	f := e.st.facts["gn-2025-03-v1"][0].f
+	f := e.st.Facts["gn-2025-03-v1"][0].Fact
 	require.Equal(t, evidence.FactEnded, f.Kind)
 	require.Equal(t, "2025-07-01", f.End.String())
 	one, _ := fetchInOrder(t, connectors.NewJSONL(dir+"fetch-2.jsonl"))

@@ -126,7 +126,7 @@ func partPacks(t testing.TB, e *Engine) map[string][]byte {
 	for _, tenant := range append(slices.Clone(partTenants), "nobody") {
 		for day := -1; day <= 190; day += 11 {
 			for qi, q := range []string{crashWords[0] + " " + crashWords[3] + " " + crashWords[11], crashWords[1] + " " + crashWords[25]} {
-				for gen := range st.gen + 1 {
+				for gen := range st.Gen + 1 {
 					r := Request{Question: q, AsOf: partDay(day), Tenant: tenant, K: 6, Generation: gen}
 					p, err := e.Query(context.Background(), r)
 					require.NoError(t, err, "%+v", r)
@@ -183,7 +183,7 @@ func reopenAfterCrash(t *testing.T, e *Engine, dir string) *Engine {
 // and the packs want.
 func requireCommitted(t *testing.T, e *Engine, dir string, gen int64, want map[string][]byte, what string) {
 	t.Helper()
-	require.Equal(t, gen, e.st.gen, what)
+	require.Equal(t, gen, e.st.Gen, what)
 	above, err := e.lex.CountAbove(context.Background(), gen)
 	require.NoError(t, err)
 	require.Zero(t, above, "%s: lexical documents of the failed generation", what)
@@ -232,7 +232,7 @@ func TestCrashBetweenPartitions(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d", steps[n].name, k), func(t *testing.T) {
 				dir := t.TempDir()
 				e := partIndex(t, dir, n)
-				gen := e.st.gen
+				gen := e.st.Gen
 				require.Equal(t, ref[n], partPacks(t, e), "partitions change no pack")
 
 				calls := 0
@@ -282,7 +282,7 @@ func TestFailedPartitionBatchRollsBack(t *testing.T) {
 					defer cancel()
 					dir := t.TempDir()
 					e := checked(t, partIndex(t, dir, n))
-					gen := e.st.gen
+					gen := e.st.Gen
 					want := partPacks(t, e)
 					boom := errors.New("partition batch refused")
 					calls := 0
@@ -301,7 +301,7 @@ func TestFailedPartitionBatchRollsBack(t *testing.T) {
 					e.lex.Hooks.BeforeBatch = nil
 					if how == "error" {
 						require.ErrorIs(t, err, boom)
-					} else if k == parts-1 && e.st.gen == gen+1 {
+					} else if k == parts-1 && e.st.Gen == gen+1 {
 						// The cancel came in the last partition, which nothing
 						// checks the context after: the step committed (a
 						// purge's merge after it may report the cancel).
@@ -312,13 +312,13 @@ func TestFailedPartitionBatchRollsBack(t *testing.T) {
 					}
 					requireCommitted(t, e, dir, gen, want, fmt.Sprintf("%s failed at partition %d by %s", steps[n].name, k+1, how))
 					require.NoError(t, steps[n].run(context.Background(), e))
-					require.Equal(t, gen+1, e.st.gen)
+					require.Equal(t, gen+1, e.st.Gen)
 					require.NoError(t, e.Check())
 					require.NoError(t, e.Close())
 					e, err = Open(dir, Options{})
 					require.NoError(t, err)
 					checked(t, e)
-					require.Equal(t, gen+1, e.st.gen)
+					require.Equal(t, gen+1, e.st.Gen)
 				})
 			}
 		}
@@ -341,7 +341,7 @@ func TestFullDiskInSecondPartition(t *testing.T) {
 			require.NoError(t, e.Close()) // one segment a partition, none to merge meanwhile
 			e, err := Open(dir, Options{})
 			require.NoError(t, err)
-			gen := e.st.gen
+			gen := e.st.Gen
 			want := partPacks(t, e)
 
 			var filler string

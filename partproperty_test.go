@@ -179,11 +179,11 @@ func TestPartitionSkipProperty(t *testing.T) {
 		}
 		st, err := one.snapshot()
 		require.NoError(t, err)
-		gens := st.gen
+		gens := st.Gen
 		for _, e := range []*Engine{day1, week} {
-			require.Equal(t, gens, e.st.gen)
+			require.Equal(t, gens, e.st.Gen)
 		}
-		ids := slices.Sorted(maps.Keys(st.chunks))
+		ids := slices.Sorted(maps.Keys(st.Chunks))
 		question := func() string {
 			return words(rng, 2+rng.IntN(2))
 		}
@@ -213,7 +213,7 @@ func TestPartitionSkipProperty(t *testing.T) {
 					if gen > 0 {
 						// The same state by instant: the commit time of gen,
 						// where the engines' commit times agree.
-						at := st.commits[gen-1]
+						at := st.Commits[gen-1]
 						reqs = append(reqs, Request{Question: question(), AsOf: asOf, Tenant: tenant, K: 4, KnownAt: at})
 					}
 					for _, r := range reqs {
@@ -223,8 +223,8 @@ func TestPartitionSkipProperty(t *testing.T) {
 							if !r.KnownAt.IsZero() {
 								est, err := e.snapshot()
 								require.NoError(t, err)
-								g, _ := est.resolve(reads{knownAt: r.KnownAt})
-								if og, _ := st.resolve(reads{knownAt: r.KnownAt}); g != og {
+								g, _ := est.Resolve(Reads{KnownAt: r.KnownAt})
+								if og, _ := st.Resolve(Reads{KnownAt: r.KnownAt}); g != og {
 									continue // the engines committed in other seconds
 								}
 							}
@@ -247,8 +247,8 @@ func TestPartitionSkipProperty(t *testing.T) {
 }
 
 // unpurged is ids without the purged chunks of st, which no index holds.
-func unpurged(st *state, ids []string) []string {
-	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { _, ok := st.purged[id]; return ok })
+func unpurged(st *State, ids []string) []string {
+	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { _, ok := st.Purged[id]; return ok })
 }
 
 func (pw partWorld) dump() string {

@@ -154,7 +154,7 @@ func TestSecondProcessDuringPartitionedCommit(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	e := partIndex(t, dir, 1)
-	gen := e.st.gen
+	gen := e.st.Gen
 	// What a refused Open must not change: the partitions there are and
 	// the layout (the files inside a partition are bleve's, which merges
 	// in the background of this process).
@@ -197,7 +197,7 @@ func TestSecondProcessDuringPartitionedCommit(t *testing.T) {
 	close(resume)
 	require.NoError(t, <-done)
 	e.lex.Hooks.BeforeBatch = nil
-	require.Equal(t, gen+1, e.st.gen)
+	require.Equal(t, gen+1, e.st.Gen)
 	require.NoError(t, e.Check())
 	require.NoError(t, e.Close())
 
@@ -217,7 +217,7 @@ func TestSecondProcessDuringPartitionedCommit(t *testing.T) {
 	e, err = Open(dir, Options{PartitionDays: -1})
 	require.NoError(t, err)
 	checked(t, e)
-	require.Contains(t, fullState(t, e).chunks, "other-1")
+	require.Contains(t, fullState(t, e).Chunks, "other-1")
 	require.Equal(t, partReferenceWith(t, 2, writeJSONLRecords(t, "other-1")), partPacks(t, e))
 }
 

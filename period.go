@@ -108,10 +108,10 @@ func periodStep(h evidence.Header) string {
 
 // periodList runs the year list for p: BM25 for the ranking text over the
 // chunks elig admits that name p's year, read PeriodList deep.
-func (e *Engine) periodList(ctx context.Context, sc scope, text string, p period.Period, elig retrieve.Eligibility, stats retrieve.BM25Stats) (fuse.List, string, error) {
+func (e *Engine) periodList(ctx context.Context, sc Scope, text string, p period.Period, elig retrieve.Eligibility, stats retrieve.BM25Stats) (fuse.List, string, error) {
 	var res retrieve.Result
-	err := e.whileCommitted(sc.st, func() (err error) {
-		res, err = e.lex.SearchNaming(ctx, text, elig, sc.st.bounds, e.opts.PeriodList, stats, e.periodNaming(p))
+	err := e.whileCommitted(sc.State, func() (err error) {
+		res, err = e.lex.SearchNaming(ctx, text, elig, sc.State.Bounds, e.opts.PeriodList, stats, e.periodNaming(p))
 		return err
 	})
 	if err != nil {
@@ -126,14 +126,14 @@ func (e *Engine) periodList(ctx context.Context, sc scope, text string, p period
 }
 
 // periodBoost boosts the fused items whose metadata declares p's year.
-func (e *Engine) periodBoost(ctx context.Context, sc scope, fused []fuse.Item, p period.Period, elig retrieve.Eligibility) (string, error) {
+func (e *Engine) periodBoost(ctx context.Context, sc Scope, fused []fuse.Item, p period.Period, elig retrieve.Eligibility) (string, error) {
 	ids := make([]string, len(fused))
 	for i, f := range fused {
 		ids[i] = f.ID
 	}
 	var named []string
-	err := e.whileCommitted(sc.st, func() (err error) {
-		named, err = e.lex.NamedIn(ctx, ids, elig, sc.st.bounds, e.periodNaming(p).MetaOnly())
+	err := e.whileCommitted(sc.State, func() (err error) {
+		named, err = e.lex.NamedIn(ctx, ids, elig, sc.State.Bounds, e.periodNaming(p).MetaOnly())
 		return err
 	})
 	if err != nil {
@@ -153,7 +153,7 @@ func (e *Engine) periodBoost(ctx context.Context, sc scope, fused []fuse.Item, p
 // whileCommitted runs fn, a read of the lexical index, under the read lock
 // and only while st is the committed state (else errMoved), as
 // searchLexical does.
-func (e *Engine) whileCommitted(st *state, fn func() error) error {
+func (e *Engine) whileCommitted(st *State, fn func() error) error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	switch {
@@ -187,7 +187,7 @@ func (e *Engine) periodSetting(h evidence.Header) (evidence.Setting, bool) {
 }
 
 // fingerprintFor is fingerprint with the period entry h calls for.
-func (e *Engine) fingerprintFor(h evidence.Header, sc scope, rr rerank.Reranker) evidence.Fingerprint {
+func (e *Engine) fingerprintFor(h evidence.Header, sc Scope, rr rerank.Reranker) evidence.Fingerprint {
 	fp := e.fingerprint(sc, rr)
 	if s, ok := e.periodSetting(h); ok {
 		fp = evidence.NewFingerprint(append(fp, s)...)

@@ -237,11 +237,11 @@ func TestYearLegNeverAdmitsAnIneligibleChunk(t *testing.T) {
 			require.NoError(t, err)
 			e.askedPeriod(&h)
 			require.Equal(t, "question", h.PeriodFrom, "seed %d: %q", seed, r.Question)
-			sc, err := st.scopeOf(&h, reads{gen: r.Generation})
+			sc, err := st.ScopeOf(&h, Reads{Gen: r.Generation})
 			require.NoError(t, err)
-			text, _ := sc.rankingText(h.Question, h.Filters)
+			text, _ := sc.RankingText(h.Question, h.Filters)
 			terms, _ := e.lex.Terms(text)
-			l, _, err := e.periodList(ctx, sc, text, periodOf(h), sc.eligibility(h), sc.bm25(terms))
+			l, _, err := e.periodList(ctx, sc, text, periodOf(h), sc.Eligibility(h), sc.BM25(terms))
 			require.NoError(t, err)
 			asked++
 			for _, id := range l.IDs {

@@ -547,7 +547,7 @@ func checkPowerCut(t *testing.T, dir string, acked int, where string) {
 	require.NoError(t, err, where)
 	defer e.Close()
 	require.NoError(t, e.Check(), where)
-	gen := e.st.gen
+	gen := e.st.Gen
 	require.GreaterOrEqual(t, gen, int64(acked), "%s: an acknowledged generation is lost", where)
 	for g := int64(1); g <= gen; g++ {
 		_, err := e.Query(ctx, Request{Question: crashWords[0] + " " + crashWords[2] + " Quillfeather", AsOf: asof.MustDate("2026-06-01"), Tenant: "acme", K: 3, Generation: g})
@@ -556,9 +556,9 @@ func checkPowerCut(t *testing.T, dir string, acked int, where string) {
 	st := fullState(t, e)
 	switch {
 	case gen >= 3:
-		require.Contains(t, st.purged, "memo-roe", where)
+		require.Contains(t, st.Purged, "memo-roe", where)
 	case gen == 2:
-		require.Contains(t, st.chunks, "memo-roe", where)
+		require.Contains(t, st.Chunks, "memo-roe", where)
 	}
 	if acked >= 3 {
 		require.Empty(t, grepDir(t, dir, "Quillfeather"), "%s: the purged text is still on disk", where)

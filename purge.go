@@ -35,14 +35,6 @@ import (
 //   - a purged chunk is never eligible again, at any generation; verifying
 //     a pack that cites it says "purged", never "differs".
 
-// purgeAt is what the index keeps of a purged chunk besides its fields.
-type purgeAt struct {
-	gen    int64
-	reason string
-	hash   string // the purged chunk's content hash
-	r      storage.Redaction
-}
-
 // MaxPurgeReason bounds a purge's reason (bytes).
 const MaxPurgeReason = 1024
 
@@ -78,24 +70,24 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 	}
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	for _, id := range ids {
-		if _, ok := st.chunks[id]; !ok {
+		if _, ok := st.Chunks[id]; !ok {
 			return PurgeReport{}, fmt.Errorf("%w: purge: chunk %q is not committed", ErrBadRequest, id)
 		}
-		if p, ok := st.purged[id]; ok {
-			return PurgeReport{}, fmt.Errorf("%w: purge: chunk %q was purged at generation %d", ErrBadRequest, id, p.gen)
+		if p, ok := st.Purged[id]; ok {
+			return PurgeReport{}, fmt.Errorf("%w: purge: chunk %q was purged at generation %d", ErrBadRequest, id, p.Gen)
 		}
 	}
-	gen := st.gen + 1
+	gen := st.Gen + 1
 	at := time.Now().UTC().Truncate(time.Second)
 	next := st.purge(gen, at, ids, reason, e.lex)
 	var dense *retrieve.Dense
 	var graph *retrieve.Graph
-	if st.dense != nil { // a corpus-free embedder's vectors: the purged rows lose theirs
-		dense = withoutVectors(st.dense, ids)
-		if graph, err = buildGraph(ctx, dense, e.graph); err != nil {
+	if st.Dense != nil { // a corpus-free embedder's vectors: the purged rows lose theirs
+		dense = withoutVectors(st.Dense, ids)
+		if graph, err = BuildGraph(ctx, dense, e.graph); err != nil {
 			return PurgeReport{}, err
 		}
-		next.setDense(dense, graph)
+		next.SetDense(dense, graph)
 	}
 	rep := PurgeReport{Purged: ids, Generation: gen}
 	var c *storage.Commit
@@ -123,8 +115,8 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 // publishPurge deletes the lexical documents of ids, publishes manifest m
 // of commit c (nil for a memory index) and makes next the state; on any
 // error it puts back what it changed.
-func (e *Engine) publishPurge(ctx context.Context, st, next *state, ids []string, c *storage.Commit, m *storage.Manifest) error {
-	gen := next.gen
+func (e *Engine) publishPurge(ctx context.Context, st, next *State, ids []string, c *storage.Commit, m *storage.Manifest) error {
+	gen := next.Gen
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	fail := func(cause error) error {
@@ -132,7 +124,7 @@ func (e *Engine) publishPurge(ctx context.Context, st, next *state, ids []string
 		// the commit's record stays for the next Open to finish the job.
 		docs := make([]retrieve.Doc, len(ids))
 		for i, id := range ids {
-			docs[i], _ = st.lexDoc(id)
+			docs[i], _ = st.LexDoc(id)
 		}
 		if err := e.lex.Index(context.WithoutCancel(ctx), docs); err != nil {
 			e.broken = fmt.Errorf("%w: purge of generation %d failed (%v) and could not be rolled back: %v", ErrBroken, gen, cause, err)
@@ -151,7 +143,7 @@ func (e *Engine) publishPurge(ctx context.Context, st, next *state, ids []string
 	}
 	gone := make([]*evidence.Chunk, len(ids))
 	for i, id := range ids {
-		gone[i] = st.chunks[id]
+		gone[i] = st.Chunks[id]
 	}
 	if err := e.lex.Delete(ctx, gone); err != nil {
 		return fail(err)
@@ -190,18 +182,18 @@ func withoutVectors(d *retrieve.Dense, ids []string) *retrieve.Dense {
 // rewritten without its text, and a corpus-free embedder's vectors and
 // graph. It returns the commit, the manifest that will publish it and the
 // files rewritten.
-func (e *Engine) writePurge(next *state, ids []string, dense *retrieve.Dense, graph *retrieve.Graph) (*storage.Commit, *storage.Manifest, []string, error) {
-	gen := next.gen
+func (e *Engine) writePurge(next *State, ids []string, dense *retrieve.Dense, graph *retrieve.Graph) (*storage.Commit, *storage.Manifest, []string, error) {
+	gen := next.Gen
 	prev := e.store.Manifest()
 	m := prev.Clone()
 	m.Generation, m.Purged = gen, prev.Purged+int64(len(ids))
-	at := next.commits[gen-1].Format(time.RFC3339)
+	at := next.Commits[gen-1].Format(time.RFC3339)
 	b := storage.Batch{Generation: gen, File: storage.BatchName(gen), Purges: len(ids), CommittedAt: at}
 	var purges []storage.Purge
 	byBatch := map[int64][]string{}
 	for _, id := range ids {
-		purges = append(purges, storage.Purge{ChunkID: id, ContentHash: next.chunks[id].ContentHash, Reason: next.purged[id].reason})
-		g := next.committed[id]
+		purges = append(purges, storage.Purge{ChunkID: id, ContentHash: next.Chunks[id].ContentHash, Reason: next.Purged[id].Reason})
+		g := next.Committed[id]
 		byBatch[g] = append(byBatch[g], id)
 	}
 	hdr := storage.BatchHeader{Generation: gen, CommittedAt: at, Prev: prev.Batches[len(prev.Batches)-1].ChainSum()}
@@ -227,8 +219,8 @@ func (e *Engine) writePurge(next *state, ids []string, dense *retrieve.Dense, gr
 		}
 		for i, ch := range cont.Chunks {
 			if _, purged := slices.BinarySearch(byBatch[g], ch.ID); purged {
-				cont.Chunks[i] = next.chunks[ch.ID] // the text-less copy
-				cont.Redacted[ch.ID] = next.purged[ch.ID].r
+				cont.Chunks[i] = next.Chunks[ch.ID] // the text-less copy
+				cont.Redacted[ch.ID] = next.Purged[ch.ID].Redaction
 			}
 		}
 		h := storage.BatchHeader{Generation: g, CommittedAt: old.CommittedAt}
@@ -239,7 +231,7 @@ func (e *Engine) writePurge(next *state, ids []string, dense *retrieve.Dense, gr
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		next.setLines(cont.Chunks, lines) // the rewrite moved every line after the first purged one
+		next.SetLines(cont.Chunks, lines) // the rewrite moved every line after the first purged one
 		nb := old
 		nb.File, nb.Chain = storage.RedactedName(g, gen), old.ChainSum()
 		// The analysis file holds the purged texts' terms: it goes with
@@ -259,7 +251,7 @@ func (e *Engine) writePurge(next *state, ids []string, dense *retrieve.Dense, gr
 		writes = append(writes, m.Dense.File)
 		obsolete = append(obsolete, prev.Dense.File)
 		if graph != nil {
-			m.Dense.Graph, m.Dense.GraphBuild = fmt.Sprintf("graph-%08d.bin", gen), graphBuild(*e.graph)
+			m.Dense.Graph, m.Dense.GraphBuild = fmt.Sprintf("graph-%08d.bin", gen), GraphBuild(*e.graph)
 			writes = append(writes, m.Dense.Graph)
 		}
 		if prev.Dense.Graph != "" {
@@ -288,7 +280,7 @@ func (e *Engine) writePurge(next *state, ids []string, dense *retrieve.Dense, gr
 	if err = c.WriteSealed(m.Checkpoint, ckpt...); err != nil {
 		return failed(err)
 	}
-	if m.CheckpointSum, err = checkpointSum(ckpt.Head()); err != nil { // its head's: Open reads no more
+	if m.CheckpointSum, err = CheckpointSum(ckpt.Head()); err != nil { // its head's: Open reads no more
 		return failed(err)
 	}
 	for k, r := range rewrites {
@@ -314,48 +306,48 @@ func (e *Engine) writePurge(next *state, ids []string, dense *retrieve.Dense, gr
 // committed, not purged) deleted as generation gen, committed at at. Their
 // terms leave every statistic at every generation; their token and term
 // counts stay. s is not changed.
-func (s *state) purge(gen int64, at time.Time, ids []string, reason string, lex *retrieve.Lexical) *state {
+func (s *State) purge(gen int64, at time.Time, ids []string, reason string, lex *retrieve.Lexical) *State {
 	n := *s
-	n.gen, n.commits = gen, append(s.commits, at)
-	n.chunks, n.feats, n.purged = maps.Clone(s.chunks), maps.Clone(s.feats), maps.Clone(s.purged)
-	n.tenants, n.docOrder, n.docPlace = maps.Clone(s.tenants), maps.Clone(s.docOrder), maps.Clone(s.docPlace)
-	n.counts = &retrieve.Counts{N: maps.Clone(s.counts.N), Total: s.counts.Total}
-	n.purgeLog = append(s.purgeLog, ids...)
+	n.Gen, n.Commits = gen, append(s.Commits, at)
+	n.Chunks, n.Feats, n.Purged = maps.Clone(s.Chunks), maps.Clone(s.Feats), maps.Clone(s.Purged)
+	n.Tenants, n.DocOrder, n.DocPlace = maps.Clone(s.Tenants), maps.Clone(s.DocOrder), maps.Clone(s.DocPlace)
+	n.Counts = &retrieve.Counts{N: maps.Clone(s.Counts.N), Total: s.Counts.Total}
+	n.PurgeLog = append(s.PurgeLog, ids...)
 	own := map[string]bool{}
 	for _, id := range ids {
-		c := s.chunks[id]
+		c := s.Chunks[id]
 		lexTerms, tokens := lex.Terms(c.Text)
-		p := s.docPlace[id]
-		rr := s.termsOf(p.list.nums[p.pos])
-		committed := s.committed[id]
-		ts := n.ownTenant(c.Tenant, own)
+		p := s.DocPlace[id]
+		rr := s.TermsOf(p.List.Nums[p.Pos])
+		committed := s.Committed[id]
+		ts := n.OwnTenant(c.Tenant, own)
 		for _, t := range lexTerms {
-			dropOne(ts.lexDF, t, committed)
+			dropOne(ts.LexDF, t, committed)
 		}
 		for _, t := range terms.Distinct(slices.Clone(rr)) {
-			dropOne(ts.rrDF, t, committed)
+			dropOne(ts.RerankDF, t, committed)
 		}
-		ts.addPurge(gen, id)
-		n.purged[id] = purgeAt{gen: gen, reason: reason, hash: c.ContentHash, r: storage.Redaction{Generation: gen, Tokens: tokens, Terms: len(rr)}}
-		if f := s.feats[id]; f != nil {
-			n.counts.Sub(f)
-			n.feats[id] = []int32{}
+		ts.AddPurge(gen, id)
+		n.Purged[id] = PurgeAt{Gen: gen, Reason: reason, Hash: c.ContentHash, Redaction: storage.Redaction{Generation: gen, Tokens: tokens, Terms: len(rr)}}
+		if f := s.Feats[id]; f != nil {
+			n.Counts.Sub(f)
+			n.Feats[id] = []int32{}
 		}
-		if !own["doc\x00"+p.key] {
-			d := n.docOrder[p.key]
-			cp := &docList{ids: d.ids, nums: slices.Clone(d.nums)}
-			n.docOrder[p.key] = cp
-			own["doc\x00"+p.key] = true
-			for _, other := range d.ids { // their places point to the copy
-				q := n.docPlace[other]
-				q.list = cp
-				n.docPlace[other] = q
+		if !own["doc\x00"+p.Key] {
+			d := n.DocOrder[p.Key]
+			cp := &DocList{IDs: d.IDs, Nums: slices.Clone(d.Nums)}
+			n.DocOrder[p.Key] = cp
+			own["doc\x00"+p.Key] = true
+			for _, other := range d.IDs { // their places point to the copy
+				q := n.DocPlace[other]
+				q.List = cp
+				n.DocPlace[other] = q
 			}
 		}
-		n.docOrder[p.key].nums[p.pos] = nil
+		n.DocOrder[p.Key].Nums[p.Pos] = nil
 		cp := *c
 		cp.Text = ""
-		n.chunks[id] = &cp
+		n.Chunks[id] = &cp
 	}
 	return &n
 }
@@ -363,7 +355,7 @@ func (s *state) purge(gen int64, at time.Time, ids []string, reason string, lex 
 // dropOne takes one chunk committed at generation g out of term t's
 // document frequencies df; a term no chunk holds any more leaves df, as a
 // recount would have it.
-func dropOne(df map[string]series, t string, g int64) {
+func dropOne(df map[string]Series, t string, g int64) {
 	if s := df[t].without(g); len(s) > 0 {
 		df[t] = s
 	} else {
@@ -374,8 +366,8 @@ func dropOne(df map[string]series, t string, g int64) {
 // without returns s less one count from generation g on, dropping points
 // that no longer change the count (so that it equals the series a recount
 // without that one gives). s is not changed.
-func (s series) without(g int64) series {
-	out := make(series, 0, len(s))
+func (s Series) without(g int64) Series {
+	out := make(Series, 0, len(s))
 	for _, p := range s {
 		if p.Gen >= g {
 			p.N--
@@ -391,22 +383,6 @@ func (s series) without(g int64) series {
 	return out
 }
 
-// addPurge counts the purge of chunk id at generation gen: like a fact, it
-// moves the tenant's generation and digest.
-func (ts *tenantStats) addPurge(gen int64, id string) {
-	ts.purges = ts.purges.add(gen, 1)
-	ts.addLanes(gen, keyLanes("purge\x00"+id))
-}
-
-// purgedWhy says why the gate keeps purged chunk id out, or "".
-func (s *state) purgedWhy(id string) string {
-	p, ok := s.purged[id]
-	if !ok {
-		return ""
-	}
-	return fmt.Sprintf("purged at generation %d: %s", p.gen, p.reason)
-}
-
 // clear drops every view: a purge changed what earlier generations embed.
 func (c *viewCache) clear() {
 	c.mu.Lock()
@@ -416,9 +392,9 @@ func (c *viewCache) clear() {
 
 // restoreMissing indexes again every chunk of st that is neither purged nor
 // in lex: what an unfinished purge had deleted.
-func restoreMissing(ctx context.Context, lex *retrieve.Lexical, st *state) error {
+func restoreMissing(ctx context.Context, lex *retrieve.Lexical, st *State) error {
 	n, err := lex.DocCount()
-	if err != nil || n == uint64(len(st.chunks)-len(st.purged)) {
+	if err != nil || n == uint64(len(st.Chunks)-len(st.Purged)) {
 		return err
 	}
 	have := map[string]bool{}
@@ -426,9 +402,9 @@ func restoreMissing(ctx context.Context, lex *retrieve.Lexical, st *state) error
 		return err
 	}
 	var docs []retrieve.Doc
-	for _, id := range evidence.SortedKeys(st.chunks) {
-		if _, purged := st.purged[id]; !purged && !have[id] {
-			d, err := st.lexDoc(id)
+	for _, id := range evidence.SortedKeys(st.Chunks) {
+		if _, purged := st.Purged[id]; !purged && !have[id] {
+			d, err := st.LexDoc(id)
 			if err != nil {
 				return err
 			}

@@ -76,7 +76,7 @@ func grepDir(t *testing.T, dir, word string) []string {
 func TestPurge(t *testing.T) {
 	ctx := context.Background()
 	dir, e := purgeFixture(t)
-	gen := e.st.gen
+	gen := e.st.Gen
 	cites := Request{Question: "who kept the zqxjk ledger Quillfeather", AsOf: asof.MustDate("2026-02-01"), Tenant: "acme", K: 3}
 	other := Request{Question: "penalty fine dirhams", AsOf: asof.MustDate("2026-02-01"), K: 3}
 	citing, err := e.Query(ctx, cites)
@@ -101,7 +101,7 @@ func TestPurge(t *testing.T) {
 			_, err := e.Purge(ctx, tc.ids, tc.reason)
 			require.ErrorIs(t, err, ErrBadRequest)
 			require.ErrorContains(t, err, tc.why)
-			require.Equal(t, gen, e.st.gen, "nothing purged")
+			require.Equal(t, gen, e.st.Gen, "nothing purged")
 		})
 	}
 
@@ -149,7 +149,7 @@ func TestPurge(t *testing.T) {
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
 	checked(t, e)
-	require.Equal(t, gen+1, e.st.gen)
+	require.Equal(t, gen+1, e.st.Gen)
 	check(e)
 	requireDocPlaces(t, fullState(t, e))
 	requireTermsOfText(t, fullState(t, e))
@@ -171,7 +171,7 @@ func TestPurgeCrashRollsBack(t *testing.T) {
 	ctx := context.Background()
 	dir, e := purgeFixture(t)
 	want := packsFor(t, e)
-	gen := e.st.gen
+	gen := e.st.Gen
 
 	e.store.Hooks.BeforeManifest = func() error { runtime.Goexit(); return nil }
 	done := make(chan struct{})
@@ -183,15 +183,15 @@ func TestPurgeCrashRollsBack(t *testing.T) {
 	<-done
 	n, err := e.lex.DocCount()
 	require.NoError(t, err)
-	require.EqualValues(t, len(fullState(t, e).chunks)-1, n, "the crash came after the lexical delete")
+	require.EqualValues(t, len(fullState(t, e).Chunks)-1, n, "the crash came after the lexical delete")
 	require.NoError(t, e.lex.Close())
 	require.NoError(t, e.store.Close())
 
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
 	checked(t, e)
-	require.Equal(t, gen, e.st.gen)
-	require.Empty(t, e.st.purged)
+	require.Equal(t, gen, e.st.Gen)
+	require.Empty(t, e.st.Purged)
 	require.Equal(t, want, packsFor(t, e))
 	rep, err := e.CheckIndex(ctx)
 	require.NoError(t, err)
@@ -211,7 +211,7 @@ func TestPurgeMemory(t *testing.T) {
 	p, err := e.Query(ctx, Request{Question: "zqxjk ledger Quillfeather", AsOf: asof.MustDate("2026-02-01"), Tenant: "acme"})
 	require.NoError(t, err)
 	require.NotContains(t, citedIDs(p), "memo-roe")
-	require.Empty(t, fullState(t, e).chunks["memo-roe"].Text)
+	require.Empty(t, fullState(t, e).Chunks["memo-roe"].Text)
 }
 
 // requireDocPlaces checks the document context the rerankers read: every
@@ -219,33 +219,33 @@ func TestPurgeMemory(t *testing.T) {
 // position, with the generation that committed it; its terms' numbers are
 // numbers of interned terms (none for a purged chunk), and every interned
 // term is named by its number.
-func requireDocPlaces(t *testing.T, st *state) {
+func requireDocPlaces(t *testing.T, st *State) {
 	t.Helper()
-	for id, p := range st.docPlace { // checks only: nothing is built from the order
-		require.Same(t, st.docOrder[p.key], p.list, id)
-		require.Equal(t, id, p.list.ids[p.pos], id)
-		require.Equal(t, st.committed[id], p.gen, id)
-		nums := p.list.nums[p.pos]
-		if _, purged := st.purged[id]; purged {
+	for id, p := range st.DocPlace { // checks only: nothing is built from the order
+		require.Same(t, st.DocOrder[p.Key], p.List, id)
+		require.Equal(t, id, p.List.IDs[p.Pos], id)
+		require.Equal(t, st.Committed[id], p.Gen, id)
+		nums := p.List.Nums[p.Pos]
+		if _, purged := st.Purged[id]; purged {
 			require.Empty(t, nums, id)
 		}
 		for _, n := range nums {
-			require.Less(t, int(n), len(st.names), id)
+			require.Less(t, int(n), len(st.Names), id)
 		}
 	}
-	require.Len(t, st.names, len(st.intern))
-	for term, n := range st.intern {
-		require.Equal(t, term, st.names[n], term)
+	require.Len(t, st.Names, len(st.Intern))
+	for term, n := range st.Intern {
+		require.Equal(t, term, st.Names[n], term)
 	}
 }
 
 // requireTermsOfText checks that every chunk's terms, as its numbers name
 // them, are those of its text (a state built by ingest and Open).
-func requireTermsOfText(t *testing.T, st *state) {
+func requireTermsOfText(t *testing.T, st *State) {
 	t.Helper()
-	for id, p := range st.docPlace {
-		got := st.termsOf(p.list.nums[p.pos])
-		if want := rerank.Terms(st.chunks[id].Text); len(want) > 0 || len(got) > 0 {
+	for id, p := range st.DocPlace {
+		got := st.TermsOf(p.List.Nums[p.Pos])
+		if want := rerank.Terms(st.Chunks[id].Text); len(want) > 0 || len(got) > 0 {
 			require.Equal(t, want, got, id)
 		}
 	}

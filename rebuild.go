@@ -71,7 +71,7 @@ func RebuildLexical(ctx context.Context, dir string, opts Options) (uint64, erro
 	if _, err := d.Recover(none, func() error { return nil }); err != nil {
 		return fail(err)
 	}
-	st, err := loadState(d, lex, nil, nil)
+	st, err := LoadState(d, lex, nil, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -81,7 +81,7 @@ func RebuildLexical(ctx context.Context, dir string, opts Options) (uint64, erro
 	// text is in no segment.
 	var docs []retrieve.Doc
 	var purged []*evidence.Chunk
-	for doc, held := range st.lexDocs() {
+	for doc, held := range st.LexDocs() {
 		docs = append(docs, doc)
 		if !held {
 			purged = append(purged, doc.Chunk)

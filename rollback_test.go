@@ -27,7 +27,7 @@ func TestCommitFailingBeforeManifestIsUndone(t *testing.T) {
 	checked(t, e)
 	ingestCorpus(t, e)
 	want := packsFor(t, e)
-	gen := e.st.gen
+	gen := e.st.Gen
 
 	boom := errors.New("no space for the manifest")
 	reached := false
@@ -45,7 +45,7 @@ func TestCommitFailingBeforeManifestIsUndone(t *testing.T) {
 	require.True(t, reached)
 	require.ErrorIs(t, err, boom)
 
-	require.Equal(t, gen, e.st.gen)
+	require.Equal(t, gen, e.st.Gen)
 	require.NoError(t, e.Check())
 	rep, err := e.CheckIndex(ctx)
 	require.NoError(t, err)
@@ -73,7 +73,7 @@ func TestCrashAfterManifestKeepsTheGeneration(t *testing.T) {
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	ingestCorpus(t, e)
-	gen := e.st.gen
+	gen := e.st.Gen
 
 	e.store.Hooks.AfterManifest = func() { runtime.Goexit() }
 	done := make(chan struct{})
@@ -91,8 +91,8 @@ func TestCrashAfterManifestKeepsTheGeneration(t *testing.T) {
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
 	checked(t, e)
-	require.Equal(t, gen+1, e.st.gen, "nothing lost")
-	require.Contains(t, fullState(t, e).chunks, "stray")
+	require.Equal(t, gen+1, e.st.Gen, "nothing lost")
+	require.Contains(t, fullState(t, e).Chunks, "stray")
 	require.NoFileExists(t, filepath.Join(dir, storage.PendingName), "the record was removed")
 	require.FileExists(t, filepath.Join(dir, storage.ChunksDir, storage.BatchName(gen+1)))
 	require.NoError(t, e.Check())

@@ -37,7 +37,7 @@ func TestRollbackThatCannotBeWritten(t *testing.T) {
 			mnt := mountTmpfs(t, 64<<20)
 			dir := filepath.Join(mnt, "index")
 			e, want := fullDiskIndex(t, dir, Options{})
-			gen := e.st.gen
+			gen := e.st.Gen
 
 			e.store.Hooks.BeforeManifest = func() error { runtime.Goexit(); return nil }
 			done := make(chan struct{})
@@ -67,7 +67,7 @@ func TestRollbackThatCannotBeWritten(t *testing.T) {
 			}
 			e, err = Open(dir, Options{})
 			require.NoError(t, err, "an index whose rollback cannot be written opens read-only")
-			require.Equal(t, gen, e.st.gen)
+			require.Equal(t, gen, e.st.Gen)
 			require.Equal(t, want, packsFor(t, e), "queries answer as of the last generation")
 			if e.readOnly == nil {
 				require.Equal(t, "full disk", how, "the rollback was written on a read-only directory")

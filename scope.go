@@ -1,11 +1,13 @@
 package evpack
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/zeebo/blake3"
@@ -34,10 +36,10 @@ import (
 type point = checkpoint.Point
 
 // series is a count's history: points in ascending generation order.
-type series []point
+type Series []point
 
 // at returns the count as of generation g.
-func (s series) at(g int64) int64 {
+func (s Series) at(g int64) int64 {
 	i := sort.Search(len(s), func(i int) bool { return s[i].Gen > g })
 	if i == 0 {
 		return 0
@@ -48,7 +50,7 @@ func (s series) at(g int64) int64 {
 // add returns s with d added from generation g on; g is at least the last
 // generation in s. The backing array may be shared with the state s came
 // from, which never reads past its own length.
-func (s series) add(g, d int64) series {
+func (s Series) add(g, d int64) Series {
 	if n := len(s); n > 0 && s[n-1].Gen == g {
 		s[n-1].N += d
 		return s
@@ -88,82 +90,82 @@ type lanePoint struct {
 
 // tenantStats are one tenant's corpus figures over generations.
 type tenantStats struct {
-	docs, tokens series
-	facts        series   // facts on the tenant's chunks
-	purges       series   // purges of the tenant's chunks
-	chunkIDs     []string // in commit order; may share its array with earlier states (see series.add)
-	rrTerms      series   // reranker terms over all chunks (rerank.Documents' TermTotal)
-	digest       []lanePoint
-	lexDF        map[string]series // analyzed (bleve) term -> chunks holding it
-	rrDF         map[string]series // reranker term -> chunks holding it
+	Docs, Tokens Series
+	Facts        Series   // facts on the tenant's chunks
+	Purges       Series   // purges of the tenant's chunks
+	ChunkIDs     []string // in commit order; may share its array with earlier states (see series.add)
+	RerankTerms      Series   // reranker terms over all chunks (rerank.Documents' TermTotal)
+	Digest       []lanePoint
+	LexDF        map[string]Series // analyzed (bleve) term -> chunks holding it
+	RerankDF         map[string]Series // reranker term -> chunks holding it
 }
 
 // add counts chunk c, committed at generation gen, with its distinct
 // lexical and reranker terms and its token count. ts must be a copy owned by
 // the state being built (see state.touch).
 func (ts *tenantStats) add(gen int64, c *evidence.Chunk, lexTerms, rrTerms []string, tokens, rrCount int) {
-	ts.docs = ts.docs.add(gen, 1)
-	ts.chunkIDs = append(ts.chunkIDs, c.ID)
-	ts.rrTerms = ts.rrTerms.add(gen, int64(rrCount))
-	ts.tokens = ts.tokens.add(gen, int64(tokens))
+	ts.Docs = ts.Docs.add(gen, 1)
+	ts.ChunkIDs = append(ts.ChunkIDs, c.ID)
+	ts.RerankTerms = ts.RerankTerms.add(gen, int64(rrCount))
+	ts.Tokens = ts.Tokens.add(gen, int64(tokens))
 	ts.addLanes(gen, chunkLanes(c))
 	for _, t := range lexTerms {
-		ts.lexDF[t] = ts.lexDF[t].add(gen, 1)
+		ts.LexDF[t] = ts.LexDF[t].add(gen, 1)
 	}
 	for _, t := range rrTerms {
-		ts.rrDF[t] = ts.rrDF[t].add(gen, 1)
+		ts.RerankDF[t] = ts.RerankDF[t].add(gen, 1)
 	}
 }
 
 // addFact counts fact f, committed at generation gen, on one of the
 // tenant's chunks: it moves the tenant's generation and digest like a chunk.
 func (ts *tenantStats) addFact(gen int64, f *evidence.Fact) {
-	ts.facts = ts.facts.add(gen, 1)
+	ts.Facts = ts.Facts.add(gen, 1)
 	ts.addLanes(gen, keyLanes("fact\x00"+f.Key()))
 }
 
 // addLanes adds l to the tenant's digest from generation gen on.
 func (ts *tenantStats) addLanes(gen int64, l lanes) {
-	if n := len(ts.digest); n > 0 && ts.digest[n-1].gen == gen {
-		ts.digest[n-1].l = ts.digest[n-1].l.plus(l)
+	if n := len(ts.Digest); n > 0 && ts.Digest[n-1].gen == gen {
+		ts.Digest[n-1].l = ts.Digest[n-1].l.plus(l)
 		return
 	}
 	var prev lanes
-	if n := len(ts.digest); n > 0 {
-		prev = ts.digest[n-1].l
+	if n := len(ts.Digest); n > 0 {
+		prev = ts.Digest[n-1].l
 	}
-	ts.digest = append(ts.digest, lanePoint{gen: gen, l: prev.plus(l)})
+	ts.Digest = append(ts.Digest, lanePoint{gen: gen, l: prev.plus(l)})
 }
 
 // digestAt returns the tenant's digest as of generation g.
 func (ts *tenantStats) digestAt(g int64) lanes {
-	i := sort.Search(len(ts.digest), func(i int) bool { return ts.digest[i].gen > g })
+	i := sort.Search(len(ts.Digest), func(i int) bool { return ts.Digest[i].gen > g })
 	if i == 0 {
 		return lanes{}
 	}
-	return ts.digest[i-1].l
+	return ts.Digest[i-1].l
 }
 
 // clone returns a copy of ts whose maps can be written without touching ts.
 func (ts *tenantStats) clone() *tenantStats {
 	cp := *ts
-	cp.lexDF, cp.rrDF = maps.Clone(ts.lexDF), maps.Clone(ts.rrDF)
+	cp.LexDF, cp.RerankDF = maps.Clone(ts.LexDF), maps.Clone(ts.RerankDF)
 	return &cp
 }
 
 func newTenantStats() *tenantStats {
-	return &tenantStats{lexDF: map[string]series{}, rrDF: map[string]series{}}
+	return &tenantStats{LexDF: map[string]Series{}, RerankDF: map[string]Series{}}
 }
 
 // scope is what one request reads: the tenants it sees, as of the scope's
 // generation. It implements rerank.Stats.
-type scope struct {
-	st      *state
+type Scope struct {
+	State      *State
 	tenants []*tenantStats // in scopeTenants order; nil for a tenant with no chunks
-	names   []string
-	gen     int64  // the scope's generation: its last change at or before the index generation asked
-	latest  bool   // no chunk of the scope was committed after gen
-	corpus  string // digest of the scope's chunks at gen (the fingerprint's "corpus")
+	Names   []string
+	Gen     int64  // the scope's generation: its last change at or before the index generation asked
+	Latest  bool   // no chunk of the scope was committed after gen
+	Corpus  string // digest of the scope's chunks at gen (the fingerprint's "corpus")
 }
 
 // scopeTenants lists the tenants a request of tenant sees, in a fixed order.
@@ -176,30 +178,30 @@ func scopeTenants(tenant string) []string {
 
 // scope returns the scope of a request of tenant reading index generation
 // upTo (which must not exceed st.gen).
-func (st *state) scope(tenant string, upTo int64) scope {
-	sc := scope{st: st, names: scopeTenants(tenant), latest: true}
-	for _, name := range sc.names {
-		ts := st.tenants[name]
+func (st *State) Scope(tenant string, upTo int64) Scope {
+	sc := Scope{State: st, Names: scopeTenants(tenant), Latest: true}
+	for _, name := range sc.Names {
+		ts := st.Tenants[name]
 		sc.tenants = append(sc.tenants, ts)
 		if ts == nil {
 			continue
 		}
-		for _, s := range []series{ts.docs, ts.facts, ts.purges} {
+		for _, s := range []Series{ts.Docs, ts.Facts, ts.Purges} {
 			i := sort.Search(len(s), func(i int) bool { return s[i].Gen > upTo })
 			if i > 0 {
-				sc.gen = max(sc.gen, s[i-1].Gen)
+				sc.Gen = max(sc.Gen, s[i-1].Gen)
 			}
 			if i < len(s) {
-				sc.latest = false
+				sc.Latest = false
 			}
 		}
 	}
-	sc.corpus = sc.digest()
+	sc.Corpus = sc.digest()
 	return sc
 }
 
 // sum adds f over the scope's tenants.
-func (s scope) sum(f func(ts *tenantStats) int64) int64 {
+func (s Scope) sum(f func(ts *tenantStats) int64) int64 {
 	var n int64
 	for _, ts := range s.tenants {
 		if ts != nil {
@@ -211,94 +213,94 @@ func (s scope) sum(f func(ts *tenantStats) int64) int64 {
 
 // bm25 returns the lexical statistics of the scope for a question whose
 // analyzed terms are terms.
-func (s scope) bm25(terms []string) retrieve.BM25Stats {
+func (s Scope) BM25(terms []string) retrieve.BM25Stats {
 	df := make(map[string]uint64, len(terms))
 	for _, t := range terms {
-		df[t] = uint64(s.sum(func(ts *tenantStats) int64 { return ts.lexDF[t].at(s.gen) }))
+		df[t] = uint64(s.sum(func(ts *tenantStats) int64 { return ts.LexDF[t].at(s.Gen) }))
 	}
 	return retrieve.BM25Stats{
-		Docs:    s.sum(func(ts *tenantStats) int64 { return ts.docs.at(s.gen) }),
-		Tokens:  s.sum(func(ts *tenantStats) int64 { return ts.tokens.at(s.gen) }),
+		Docs:    s.sum(func(ts *tenantStats) int64 { return ts.Docs.at(s.Gen) }),
+		Tokens:  s.sum(func(ts *tenantStats) int64 { return ts.Tokens.at(s.Gen) }),
 		DocFreq: df,
 	}
 }
 
 // DocCount implements rerank.Stats: chunks in the scope.
-func (s scope) DocCount() int {
-	return int(s.sum(func(ts *tenantStats) int64 { return ts.docs.at(s.gen) }))
+func (s Scope) DocCount() int {
+	return int(s.sum(func(ts *tenantStats) int64 { return ts.Docs.at(s.Gen) }))
 }
 
 // DocFreq implements rerank.Stats: chunks of the scope holding term.
-func (s scope) DocFreq(term string) int {
-	return int(s.sum(func(ts *tenantStats) int64 { return ts.rrDF[term].at(s.gen) }))
+func (s Scope) DocFreq(term string) int {
+	return int(s.sum(func(ts *tenantStats) int64 { return ts.RerankDF[term].at(s.Gen) }))
 }
 
 // ChunkTerms implements rerank.Documents.
-func (s scope) ChunkTerms(id string) []string {
-	d, gen, ok := s.st.docOf(id)
-	if !ok || gen > s.gen || !d.fill(d.pos, d.pos+1) { // as !s.admits(id)
+func (s Scope) ChunkTerms(id string) []string {
+	d, gen, ok := s.State.docOf(id)
+	if !ok || gen > s.Gen || !d.Fill(d.Pos, d.Pos+1) { // as !s.admits(id)
 		return nil
 	}
-	return s.st.termsOf(d.nums[d.pos])
+	return s.State.TermsOf(d.Nums[d.Pos])
 }
 
 // TermTotal implements rerank.Documents: reranker terms over the scope's
 // chunks at its generation.
-func (s scope) TermTotal() int64 {
-	return s.sum(func(ts *tenantStats) int64 { return ts.rrTerms.at(s.gen) })
+func (s Scope) TermTotal() int64 {
+	return s.sum(func(ts *tenantStats) int64 { return ts.RerankTerms.at(s.Gen) })
 }
 
 // Document implements rerank.Documents: id's document version in document
 // order as the scope's generation had it. The terms are made from their
 // numbers at every call: the engine's own rerankers read the numbers
 // (DocumentNumbers).
-func (s scope) Document(id string) ([]string, [][]string, int) {
+func (s Scope) Document(id string) ([]string, [][]string, int) {
 	ids, nums, pos := s.document(id)
 	if ids == nil {
 		return nil, nil, -1
 	}
 	terms := make([][]string, len(nums))
 	for i, ns := range nums {
-		terms[i] = s.st.termsOf(ns)
+		terms[i] = s.State.TermsOf(ns)
 	}
 	return ids, terms, pos
 }
 
 // DocumentNumbers implements rerank.TermNumbers: Document with the terms
 // as numbers, and nil for the terms as strings.
-func (s scope) DocumentNumbers(id string) ([]string, [][]string, [][]uint32, int) {
+func (s Scope) DocumentNumbers(id string) ([]string, [][]string, [][]uint32, int) {
 	ids, nums, pos := s.document(id)
 	return ids, nil, nums, pos
 }
 
 // TermNumber implements rerank.TermNumbers: the number every chunk's copy
 // of term carries, false when no chunk of the index has it.
-func (s scope) TermNumber(term string) (uint32, bool) {
-	n, ok := s.st.intern[term]
+func (s Scope) TermNumber(term string) (uint32, bool) {
+	n, ok := s.State.Intern[term]
 	return n, ok
 }
 
 // document returns id's document version at the scope's generation: the
 // chunk IDs in document order, their reranker terms as numbers, and id's
 // position; nil, nil and -1 when the scope does not hold id.
-func (s scope) document(id string) ([]string, [][]uint32, int) {
-	d, gen, ok := s.st.docOf(id)
-	if !ok || gen > s.gen || !d.fill(0, len(d.ids)) { // as !s.admits(id), without a second lookup
+func (s Scope) document(id string) ([]string, [][]uint32, int) {
+	d, gen, ok := s.State.docOf(id)
+	if !ok || gen > s.Gen || !d.Fill(0, len(d.IDs)) { // as !s.admits(id), without a second lookup
 		return nil, nil, -1
 	}
-	if s.latest {
-		return d.ids, d.nums, d.pos
+	if s.Latest {
+		return d.IDs, d.Nums, d.Pos
 	}
 	// A pinned request: leave out what later commits added to the document.
 	var ids []string
 	var nums [][]uint32
 	pos := -1
-	for i, other := range d.ids {
-		if d.gens(i) <= s.gen {
+	for i, other := range d.IDs {
+		if d.Gens(i) <= s.Gen {
 			if other == id {
 				pos = len(ids)
 			}
-			ids, nums = append(ids, other), append(nums, d.nums[i])
+			ids, nums = append(ids, other), append(nums, d.Nums[i])
 		}
 	}
 	return ids, nums, pos
@@ -311,30 +313,30 @@ func (s scope) document(id string) ([]string, [][]uint32, int) {
 // chunk, so that a checkpoint's rows for the rest are never read; for a
 // pinned one, which leaves out what later commits added, the whole
 // document (document). False when the scope does not hold id.
-func (s scope) place(id string) (rerank.DocumentPlace, bool) {
-	if !s.latest {
+func (s Scope) Place(id string) (rerank.DocumentPlace, bool) {
+	if !s.Latest {
 		ids, nums, pos := s.document(id)
 		return rerank.DocumentPlace{IDs: ids, Nums: nums, Pos: pos}, ids != nil
 	}
-	d, gen, ok := s.st.docOf(id)
-	if !ok || gen > s.gen {
+	d, gen, ok := s.State.docOf(id)
+	if !ok || gen > s.Gen {
 		return rerank.DocumentPlace{}, false
 	}
-	lo, hi := max(0, d.pos-rerank.WindowBefore), min(len(d.ids), d.pos+rerank.WindowAfter+1)
-	if !d.fill(0, 1) || !d.fill(lo, hi) {
+	lo, hi := max(0, d.Pos-rerank.WindowBefore), min(len(d.IDs), d.Pos+rerank.WindowAfter+1)
+	if !d.Fill(0, 1) || !d.Fill(lo, hi) {
 		return rerank.DocumentPlace{}, false // and the query fails: rowTable.err
 	}
-	return rerank.DocumentPlace{IDs: d.ids[lo:hi], Nums: d.nums[lo:hi], Pos: d.pos, Start: lo, Len: len(d.ids), First: d.ids[0]}, true
+	return rerank.DocumentPlace{IDs: d.IDs[lo:hi], Nums: d.Nums[lo:hi], Pos: d.Pos, Start: lo, Len: len(d.IDs), First: d.IDs[0]}, true
 }
 
 // digest names the scope's chunks: BLAKE3 over the scope's tenants and
 // their set digests at the scope's generation.
-func (s scope) digest() string {
+func (s Scope) digest() string {
 	h := blake3.New()
-	for i, name := range s.names {
+	for i, name := range s.Names {
 		var l lanes
 		if ts := s.tenants[i]; ts != nil {
-			l = ts.digestAt(s.gen)
+			l = ts.digestAt(s.Gen)
 		}
 		fmt.Fprintf(h, "%q %x %x %x %x\n", name, l[0], l[1], l[2], l[3])
 	}
@@ -342,38 +344,38 @@ func (s scope) digest() string {
 }
 
 // admits reports whether chunk id was committed by the scope's generation.
-func (s scope) admits(id string) bool {
-	g, ok := s.st.committedGen(id)
-	return ok && g <= s.gen
+func (s Scope) Admits(id string) bool {
+	g, ok := s.State.committedGen(id)
+	return ok && g <= s.Gen
 }
 
 // eligibility returns the lexical leg's restriction for h in this scope:
 // a generation clause only when some chunk of the scope is newer than the
 // scope's generation.
-func (s scope) eligibility(h evidence.Header) retrieve.Eligibility {
-	e := retrieve.Eligibility{AsOf: h.AsOf, Tenant: h.Tenant, Filters: h.Filters, Pinned: !s.latest, UpTo: s.gen}
+func (s Scope) Eligibility(h evidence.Header) retrieve.Eligibility {
+	e := retrieve.Eligibility{AsOf: h.AsOf, Tenant: h.Tenant, Filters: h.Filters, Pinned: !s.Latest, UpTo: s.Gen}
 	if e.Pinned {
 		e.Readmit = s.readmit(h.AsOf)
 		// Chunks of the whole index, not of the scope: the clause runs over
 		// every document the lexical index holds.
-		before, after := s.st.countUpTo(s.gen), s.st.stats.Docs
+		before, after := s.State.countUpTo(s.Gen), s.State.Stats.Docs
 		e.FewerAfter = after-before < before
 	}
 	return e
 }
 
 // countUpTo counts the chunks of every tenant committed by generation g.
-func (st *state) countUpTo(g int64) int64 {
+func (st *State) countUpTo(g int64) int64 {
 	var n int64
-	for _, ts := range st.tenants {
-		n += ts.docs.at(g)
+	for _, ts := range st.Tenants {
+		n += ts.Docs.at(g)
 	}
 	return n
 }
 
 // tenantNames lists the tenants with chunks, sorted: Check walks them.
-func (st *state) tenantNames() []string {
-	names := slices.Collect(maps.Keys(st.tenants))
+func (st *State) TenantNames() []string {
+	names := slices.Collect(maps.Keys(st.Tenants))
 	slices.Sort(names)
 	return names
 }
@@ -387,36 +389,164 @@ type Commit struct {
 	Tenants []TenantCommit
 }
 
-// History returns every committed generation, oldest first, with what it
-// did per tenant (history.go): what Request.Generation and Request.KnownAt
-// choose from. KnownAt reads this commit clock, not the sources' dates: a
-// mirror backfilled today has every generation committed today. Like Diff,
-// on an index opened from its checkpoint the first call reads every chunk.
-func (e *Engine) History() ([]Commit, error) {
-	st, err := e.writable() // the full state: each chunk's tenant and generation
-	if err != nil {
-		return nil, err
-	}
-	by := st.commitsByTenant(0, st.gen)
-	out := make([]Commit, len(st.commits))
-	for i, at := range st.commits {
-		out[i] = Commit{Generation: int64(i + 1), CommittedAt: at, Tenants: by[i]}
-	}
-	return out, nil
+// reads is the state of the index a request reads: a generation, an
+// instant, or (both zero) the latest.
+type Reads struct {
+	Gen     int64
+	KnownAt time.Time
 }
 
-// Scope says what a request of tenant reads at index generation gen (0:
-// the latest): the scope's own generation, which a pack records, and the
-// digest of its chunks, which a pack's fingerprint records as "corpus".
-func (e *Engine) Scope(tenant string, gen int64) (scopeGen int64, digest string, err error) {
-	st, err := e.snapshot()
-	if err != nil {
-		return 0, "", err
+// resolve returns the index generation r names in st.
+func (st *State) Resolve(r Reads) (int64, error) {
+	switch {
+	case r.Gen > st.Gen:
+		return 0, fmt.Errorf("%w: generation %d is not committed (the latest is %d)", ErrBadRequest, r.Gen, st.Gen)
+	case r.Gen > 0:
+		return r.Gen, nil
+	case r.KnownAt.IsZero():
+		return st.Gen, nil
 	}
-	h := evidence.Header{Tenant: tenant}
-	sc, err := st.scopeOf(&h, reads{gen: gen})
-	if err != nil {
-		return 0, "", err
+	var g int64
+	for i, at := range st.Commits {
+		if !at.After(r.KnownAt) {
+			g = int64(i + 1)
+		}
 	}
-	return sc.gen, sc.corpus, nil
+	if g == 0 { // generation 0 holds nothing: an empty pack would pass for an answer
+		first := "no commit yet"
+		if len(st.Commits) > 0 {
+			first = "the first was committed at " + st.Commits[0].Format(time.RFC3339)
+		}
+		return 0, fmt.Errorf("%w (%w): known-at %s is before the index's first commit (%s)",
+			ErrBeforeFirstCommit, ErrBadRequest, r.KnownAt.UTC().Format(time.RFC3339), first)
+	}
+	return g, nil
+}
+
+// scopeOf resolves what h reads in st: the index generation at names, then
+// the scope's generation there, which becomes h's Generation.
+func (st *State) ScopeOf(h *evidence.Header, at Reads) (Scope, error) {
+	upTo, err := st.Resolve(at)
+	if err != nil {
+		return Scope{}, err
+	}
+	sc := st.Scope(h.Tenant, upTo)
+	h.Generation = sc.Gen
+	return sc, nil
+}
+
+// commitsByTenant returns, for each generation in (from, to] of st, what
+// it did per tenant: out[g-from-1] lists the tenants it touched, sorted by
+// name. Chunks, facts and purges are read from the full state (st.rows
+// nil).
+func (st *State) CommitsByTenant(from, to int64) [][]TenantCommit {
+	if to <= from {
+		return nil
+	}
+	type key struct {
+		gen    int64
+		tenant string
+	}
+	acc := map[key]*TenantCommit{} // assembled, then read in sorted order below
+	at := func(gen int64, id string) *TenantCommit {
+		tenant := ""
+		if c, ok := st.Chunks[id]; ok {
+			tenant = c.Tenant
+		}
+		k := key{gen, tenant}
+		tc := acc[k]
+		if tc == nil {
+			tc = &TenantCommit{Tenant: tenant}
+			acc[k] = tc
+		}
+		return tc
+	}
+	for id, g := range st.Committed {
+		if g > from && g <= to {
+			tc := at(g, id)
+			tc.Added = append(tc.Added, id)
+		}
+	}
+	for _, fa := range st.FactLog {
+		if fa.Gen <= from || fa.Gen > to {
+			continue
+		}
+		tc := at(fa.Gen, fa.Fact.ChunkID)
+		switch fa.Fact.Kind {
+		case evidence.FactSuperseded:
+			tc.Superseded = append(tc.Superseded, fa.Fact.ChunkID)
+		case evidence.FactRetracted:
+			tc.Retracted = append(tc.Retracted, fa.Fact.ChunkID)
+		default:
+			tc.Ended = append(tc.Ended, fa.Fact.ChunkID)
+		}
+	}
+	for _, id := range st.PurgeLog {
+		if pa := st.Purged[id]; pa.Gen > from && pa.Gen <= to {
+			tc := at(pa.Gen, id)
+			tc.Purged = append(tc.Purged, id)
+		}
+	}
+	keys := make([]key, 0, len(acc))
+	for k := range acc {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(a.gen, b.gen); c != 0 {
+			return c
+		}
+		return strings.Compare(a.tenant, b.tenant)
+	})
+	out := make([][]TenantCommit, to-from)
+	for _, k := range keys {
+		tc := acc[k]
+		for _, ids := range [][]string{tc.Added, tc.Superseded, tc.Ended, tc.Retracted, tc.Purged} {
+			slices.Sort(ids)
+		}
+		tc.Superseded, tc.Ended, tc.Retracted = slices.Compact(tc.Superseded), slices.Compact(tc.Ended), slices.Compact(tc.Retracted)
+		out[k.gen-from-1] = append(out[k.gen-from-1], *tc)
+	}
+	return out
+}
+
+// TenantCommit is what one commit did to one tenant's evidence. Every list
+// holds chunk IDs, sorted.
+type TenantCommit struct {
+	Tenant string // "" is the shared tenant
+	// Added holds the chunks the commit added.
+	Added []string
+	// Superseded, Ended and Retracted hold the chunks that a fact the
+	// commit added says were superseded, ended or retracted.
+	Superseded, Ended, Retracted []string
+	// Purged holds the chunks whose text the commit deleted (Engine.Purge).
+	Purged []string
+}
+
+// Count returns how many chunks the commit added or changed in the tenant.
+func (t TenantCommit) Count() int {
+	return len(t.Added) + len(t.Superseded) + len(t.Ended) + len(t.Retracted) + len(t.Purged)
+}
+
+// Summary renders the tenant's part of a commit in words: a count per kind
+// of change, in a fixed order, with the chunk IDs of a kind when there are
+// at most names of them ("3 added (a, b, c), 1 superseded (d)").
+func (t TenantCommit) Summary(names int) string {
+	var parts []string
+	for _, k := range []struct {
+		what string
+		ids  []string
+	}{{"added", t.Added}, {"superseded", t.Superseded}, {"ended", t.Ended}, {"retracted", t.Retracted}, {"purged", t.Purged}} {
+		if len(k.ids) == 0 {
+			continue
+		}
+		s := fmt.Sprintf("%d %s", len(k.ids), k.what)
+		if len(k.ids) <= names {
+			s += " (" + strings.Join(k.ids, ", ") + ")"
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
 }

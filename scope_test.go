@@ -100,7 +100,7 @@ func TestPackVerifiesAfterLaterCommits(t *testing.T) {
 	ingestCorpus(t, e)
 	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "", "shared3", 20, 3)), IngestOptions{})
 	require.NoError(t, err)
-	require.EqualValues(t, 3, e.st.gen)
+	require.EqualValues(t, 3, e.st.Gen)
 	reqs := scopeRequests()
 	packs := queryAll(t, e, reqs)
 	cited := map[string]*evidence.Chunk{}
@@ -109,7 +109,7 @@ func TestPackVerifiesAfterLaterCommits(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 3, p.Generation, "the shared commit is in every scope")
 		for _, c := range p.Citations {
-			cited[c.ChunkID] = fullState(t, e).chunks[c.ChunkID]
+			cited[c.ChunkID] = fullState(t, e).Chunks[c.ChunkID]
 		}
 	}
 	later := 100
@@ -146,7 +146,7 @@ func TestPackVerifiesAfterLaterCommits(t *testing.T) {
 		if i == 3 {
 			// Fewer chunks after generation 3 than before it: the lexical
 			// leg keeps the later ones out instead of requiring the earlier.
-			require.True(t, e.st.scope("", 3).eligibility(evidence.Header{}).FewerAfter)
+			require.True(t, e.st.Scope("", 3).Eligibility(evidence.Header{}).FewerAfter)
 			for j, raw := range packs {
 				rep, err := e.Verify(ctx, raw)
 				require.NoError(t, err)
@@ -154,13 +154,13 @@ func TestPackVerifiesAfterLaterCommits(t *testing.T) {
 			}
 		}
 	}
-	require.False(t, e.st.scope("", 3).eligibility(evidence.Header{}).FewerAfter, "by the end, more came after")
+	require.False(t, e.st.Scope("", 3).Eligibility(evidence.Header{}).FewerAfter, "by the end, more came after")
 	require.NoError(t, e.Merge(ctx))
 	require.NoError(t, e.Close())
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
 	checked(t, e)
-	require.EqualValues(t, 3+later, e.st.gen)
+	require.EqualValues(t, 3+later, e.st.Gen)
 	for i, raw := range packs {
 		rep, err := e.Verify(ctx, raw)
 		require.NoError(t, err)
@@ -174,10 +174,10 @@ func TestPackVerifiesAfterLaterCommits(t *testing.T) {
 		require.NoError(t, err)
 		require.Greater(t, now.Generation, int64(3), "the latest state has moved on")
 		for _, c := range now.Citations {
-			require.Empty(t, e.st.facts[c.ChunkID], "request %d now cites superseded chunk %s", i, c.ChunkID)
+			require.Empty(t, e.st.Facts[c.ChunkID], "request %d now cites superseded chunk %s", i, c.ChunkID)
 		}
 	}
-	require.NotEmpty(t, e.st.factLog, "amendments superseded cited chunks")
+	require.NotEmpty(t, e.st.FactLog, "amendments superseded cited chunks")
 }
 
 // TestKnownAtReadsTheStateOfThen: a request known at an instant reads the

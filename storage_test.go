@@ -116,7 +116,7 @@ func TestOneWriterAcrossProcesses(t *testing.T) {
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	ingestCorpus(t, e)
-	gen := e.st.gen
+	gen := e.st.Gen
 	want := packsFor(t, e)
 
 	// Same process, second Open: refused within the wait, not blocked.
@@ -154,9 +154,9 @@ func TestOneWriterAcrossProcesses(t *testing.T) {
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
 	checked(t, e)
-	require.Equal(t, gen+1, e.st.gen)
-	require.Contains(t, fullState(t, e).chunks, "other-1")
-	require.Len(t, fullState(t, e).chunks, len(corpusRecords(t))+2, "both processes' batches are there")
+	require.Equal(t, gen+1, e.st.Gen)
+	require.Contains(t, fullState(t, e).Chunks, "other-1")
+	require.Len(t, fullState(t, e).Chunks, len(corpusRecords(t))+2, "both processes' batches are there")
 }
 
 // TestOpenDeletesNothingItCannotExplain (items 3 and 4): a lost manifest,
@@ -314,7 +314,7 @@ func TestInputThatGrowsInStorage(t *testing.T) {
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)
 	checked(t, e)
-	require.Equal(t, evidence.Normalize(big), fullState(t, e).chunks["big"].Text)
+	require.Equal(t, evidence.Normalize(big), fullState(t, e).Chunks["big"].Text)
 
 	bad := strayRecord(t)
 	bad.Chunk.ID = "doc\xff-1"
@@ -322,8 +322,8 @@ func TestInputThatGrowsInStorage(t *testing.T) {
 	require.Error(t, err)
 	require.ErrorIs(t, err, evidence.ErrNotUTF8, "refused at Prepare, before storage would have changed it")
 	require.Contains(t, err.Error(), `id "doc\xff-1"`)
-	require.NotContains(t, fullState(t, e).chunks, "stray", "nothing of the batch was committed")
-	gen := e.st.gen
+	require.NotContains(t, fullState(t, e).Chunks, "stray", "nothing of the batch was committed")
+	gen := e.st.Gen
 	require.NoError(t, e.Close())
 	require.Equal(t, gen, storagetest.ReadManifest(t, dir).Generation)
 }

@@ -19,7 +19,7 @@ import (
 // graphBuild names the settings that shape a graph's links. The build is
 // named only when it is not the sequential one, which every manifest written
 // before builds had names holds.
-func graphBuild(o retrieve.GraphOptions) string {
+func GraphBuild(o retrieve.GraphOptions) string {
 	s := fmt.Sprintf("m=%d ef_construction=%d seed=%d", o.M, o.EfConstruction, o.Seed)
 	if o.Build != "" && o.Build != retrieve.BuildSequential {
 		s += " build=" + o.Build
@@ -28,7 +28,7 @@ func graphBuild(o retrieve.GraphOptions) string {
 }
 
 // corpusFree reports whether emb's vectors are independent of the corpus.
-func corpusFree(emb retrieve.Embedder) bool {
+func CorpusFree(emb retrieve.Embedder) bool {
 	f, ok := emb.(retrieve.CorpusFree)
 	return ok && f.CorpusFree()
 }
@@ -39,24 +39,24 @@ func corpusFree(emb retrieve.Embedder) bool {
 // builds the next state from a copy (extend) and swaps it in, so a query
 // that took a state reads it without any lock, through model calls of any
 // length.
-type state struct {
-	gen     int64
-	commits []time.Time // commit time of generation i+1
-	chunks  map[string]*evidence.Chunk
+type State struct {
+	Gen     int64
+	Commits []time.Time // commit time of generation i+1
+	Chunks  map[string]*evidence.Chunk
 	// committed maps a chunk ID to the generation that committed it.
-	committed map[string]int64
+	Committed map[string]int64
 	// facts holds each chunk's facts, oldest first; factLog every fact in
 	// commit order (facts.go).
-	facts   map[string][]factAt
-	factLog []factAt
+	Facts   map[string][]factAt
+	FactLog []factAt
 	// purged holds the chunks whose text a purge deleted; purgeLog their
 	// IDs in purge order (purge.go).
-	purged   map[string]purgeAt
-	purgeLog []string
+	Purged   map[string]PurgeAt
+	PurgeLog []string
 	// tenants holds each tenant's corpus figures over generations (scope.go).
-	tenants map[string]*tenantStats
-	stats   retrieve.BM25Stats // the whole index's totals (the manifest's)
-	bounds  retrieve.Bounds
+	Tenants map[string]*tenantStats
+	Stats   retrieve.BM25Stats // the whole index's totals (the manifest's)
+	Bounds  retrieve.Bounds
 	// Reranker terms are held as numbers (docList.nums): intern numbers
 	// each distinct term, and names holds the terms by number. A chunk's
 	// terms as strings are made only when a reranker is handed them
@@ -66,19 +66,19 @@ type state struct {
 	// that rerank.TermNumbers can match terms by number. Only equality of
 	// numbers is ever used, never their order, so neither ingest order nor
 	// the order in which Open reads the terms can reach a ranking.
-	intern map[string]uint32
-	names  []string // may share its array with earlier states (see series.add)
+	Intern map[string]uint32
+	Names  []string // may share its array with earlier states (see series.add)
 	// entities maps a tenant and entity filter (entityKey) to the names its
 	// chunks declare.
-	entities map[string][]entityName
+	Entities map[string][]entityName
 	// The dense leg, when the index has an embedder: features per chunk and
 	// corpus counts; and, for a corpus-free embedder, the vectors over every
 	// chunk (a corpus-dependent one's are built per scope: denseview.go).
-	feats     map[string][]int32
-	counts    *retrieve.Counts
-	dense     *retrieve.Dense
-	graph     *retrieve.Graph   // over dense, when the index keeps one
-	denseRows []*evidence.Chunk // dense row -> chunk, for the eligibility check
+	Feats     map[string][]int32
+	Counts    *retrieve.Counts
+	Dense     *retrieve.Dense
+	Graph     *retrieve.Graph   // over dense, when the index keeps one
+	DenseRows []*evidence.Chunk // dense row -> chunk, for the eligibility check
 	// Document context for rerankers (rerank.Documents): the chunk IDs of
 	// each document version in document order, and each chunk's document
 	// version and place key. Document order is a function of the chunks
@@ -86,12 +86,12 @@ type state struct {
 	// when it has one (chunks without one come after those with one), then
 	// the natural order of chunk IDs ("art-2" before "art-10"), then the
 	// IDs' bytes.
-	docOrder map[string]*docList
-	docPlace map[string]docPlace
+	DocOrder map[string]*DocList
+	DocPlace map[string]docPlace
 	// rows, when set, holds the chunks instead of chunks, committed,
 	// docOrder and docPlace (all empty then): the state was read from a
 	// checkpoint, and answers queries only (see lazy.go).
-	rows *rowTable
+	Rows *RowTable
 }
 
 // MetaPosition is the metadata key a connector sets to a chunk's 0-based
@@ -101,57 +101,57 @@ const MetaPosition = "position"
 
 // docList is one document version's chunks in document order: IDs and
 // their reranker terms as numbers (state.intern), side by side.
-type docList struct {
-	ids  []string
-	nums [][]uint32
+type DocList struct {
+	IDs  []string
+	Nums [][]uint32
 }
 
 // packNums lays the term numbers of d's chunks out in one array in
 // document order, so that a chunk's neighbours and heading path lie next to
 // it in memory (the learned reranker reads them for every candidate). d
 // must be owned by the state being built; a purged chunk's nil stays nil.
-func (d *docList) packNums() {
+func (d *DocList) packNums() {
 	n := 0
-	for _, ns := range d.nums {
+	for _, ns := range d.Nums {
 		n += len(ns)
 	}
 	arena := make([]uint32, 0, n)
-	for i, ns := range d.nums {
+	for i, ns := range d.Nums {
 		if ns == nil {
 			continue
 		}
 		start := len(arena)
 		arena = append(arena, ns...)
-		d.nums[i] = arena[start:len(arena):len(arena)]
+		d.Nums[i] = arena[start:len(arena):len(arena)]
 	}
 }
 
 // termsOf returns the reranker terms numbered nums (nil for nil: a purged
 // chunk's).
-func (s *state) termsOf(nums []uint32) []string {
+func (s *State) TermsOf(nums []uint32) []string {
 	if nums == nil {
 		return nil
 	}
 	ts := make([]string, len(nums))
 	for i, n := range nums {
-		ts[i] = s.names[n]
+		ts[i] = s.Names[n]
 	}
 	return ts
 }
 
 // docPlace is a chunk's document version and its order key there.
 type docPlace struct {
-	line storage.Span // the chunk's line in its batch file (a checkpoint's rows hold it)
-	key  string       // Tenant + "\x00" + DocID + "\x00" + Version
+	Line storage.Span // the chunk's line in its batch file (a checkpoint's rows hold it)
+	Key  string       // Tenant + "\x00" + DocID + "\x00" + Version
 	seq  int64        // MetaPosition, or MaxInt64 (after the positioned) when absent or not a number
-	pos  int          // index in docOrder[key], kept current as chunks arrive
-	gen  int64        // the generation that committed the chunk (as committed)
-	list *docList     // docOrder[key] of this state, kept current when the list is copied
+	Pos  int          // index in docOrder[key], kept current as chunks arrive
+	Gen  int64        // the generation that committed the chunk (as committed)
+	List *DocList     // docOrder[key] of this state, kept current when the list is copied
 }
 
 // cmpDocOrder orders two chunks of one document version.
-func (s *state) cmpDocOrder(a, b string) int {
-	pa, pb := s.docPlace[a], s.docPlace[b]
+func (s *State) cmpDocOrder(a, b string) int {
+	pa, pb := s.DocPlace[a], s.DocPlace[b]
 	if pa.seq != pb.seq {
 		if pa.seq < pb.seq {
 			return -1
@@ -206,17 +206,17 @@ func cmpInt(a, b int) int {
 }
 
 // newState returns the state of an empty index.
-func newState() *state { return newStateFor(0) }
+func NewState() *State { return newStateFor(0) }
 
 // newStateFor is newState with room for n chunks in the maps kept per
 // chunk: a state built from the batch files knows how many it will hold
 // (the manifest's count), and growing those maps step by step moved every
 // entry again at each step.
-func newStateFor(n int) *state {
-	return &state{chunks: make(map[string]*evidence.Chunk, n), committed: make(map[string]int64, n), facts: map[string][]factAt{}, purged: map[string]purgeAt{}, tenants: map[string]*tenantStats{},
-		intern: map[string]uint32{}, entities: map[string][]entityName{}, feats: map[string][]int32{},
-		counts: retrieve.NewCounts(), bounds: retrieve.NewBounds(),
-		docOrder: map[string]*docList{}, docPlace: make(map[string]docPlace, n)}
+func newStateFor(n int) *State {
+	return &State{Chunks: make(map[string]*evidence.Chunk, n), Committed: make(map[string]int64, n), Facts: map[string][]factAt{}, Purged: map[string]PurgeAt{}, Tenants: map[string]*tenantStats{},
+		Intern: map[string]uint32{}, Entities: map[string][]entityName{}, Feats: map[string][]int32{},
+		Counts: retrieve.NewCounts(), Bounds: retrieve.NewBounds(),
+		DocOrder: map[string]*DocList{}, DocPlace: make(map[string]docPlace, n)}
 }
 
 // analyzed is what a commit computes of a chunk before it is added: its
@@ -224,12 +224,12 @@ func newStateFor(n int) *state {
 // its dense features (nil without a dense leg). Read from an analysis file
 // at Open, the terms are indices into the file's table instead (tab set,
 // lex and rr nil).
-type analyzed struct {
-	lex    []string
-	freqs  []int // how often each lex term occurs (set at ingest; not stored)
-	tokens int
-	rr     []string // reranker terms in text order (rerank.Terms)
-	feats  []int32
+type Analyzed struct {
+	Lex    []string
+	Freqs  []int // how often each lex term occurs (set at ingest; not stored)
+	Tokens int
+	Rerank     []string // reranker terms in text order (rerank.Terms)
+	Feats  []int32
 	tab    *termTable
 	lexIdx []uint32 // lex, as indices into tab
 	rrIdx  []uint32 // rr, as indices into tab
@@ -238,39 +238,39 @@ type analyzed struct {
 	line storage.Span
 	// redacted, for a purged chunk read back, holds the counts its text
 	// gave (tokens is then Tokens); nil otherwise.
-	redacted *storage.Redaction
+	Redacted *storage.Redaction
 }
 
 // extend returns a new state: s plus the chunks add (analyzed as an) and
 // then the facts as generation gen, committed at at. s is not changed.
-func (s *state) extend(gen int64, at time.Time, add []*evidence.Chunk, an []analyzed, facts []*evidence.Fact) *state {
-	n := &state{
-		gen: gen, commits: append(s.commits, at), chunks: cloneFor(s.chunks, len(add)), committed: cloneFor(s.committed, len(add)),
-		facts: s.facts, factLog: s.factLog, purged: s.purged, purgeLog: s.purgeLog,
-		tenants: maps.Clone(s.tenants), stats: s.stats, bounds: s.bounds.Clone(),
-		intern: maps.Clone(s.intern), names: s.names,
-		entities: maps.Clone(s.entities), feats: maps.Clone(s.feats),
-		counts: &retrieve.Counts{N: maps.Clone(s.counts.N), Total: s.counts.Total},
-		dense:  s.dense, graph: s.graph, denseRows: s.denseRows,
-		docOrder: maps.Clone(s.docOrder), docPlace: cloneFor(s.docPlace, len(add)),
+func (s *State) Extend(gen int64, at time.Time, add []*evidence.Chunk, an []Analyzed, facts []*evidence.Fact) *State {
+	n := &State{
+		Gen: gen, Commits: append(s.Commits, at), Chunks: cloneFor(s.Chunks, len(add)), Committed: cloneFor(s.Committed, len(add)),
+		Facts: s.Facts, FactLog: s.FactLog, Purged: s.Purged, PurgeLog: s.PurgeLog,
+		Tenants: maps.Clone(s.Tenants), Stats: s.Stats, Bounds: s.Bounds.Clone(),
+		Intern: maps.Clone(s.Intern), Names: s.Names,
+		Entities: maps.Clone(s.Entities), Feats: maps.Clone(s.Feats),
+		Counts: &retrieve.Counts{N: maps.Clone(s.Counts.N), Total: s.Counts.Total},
+		Dense:  s.Dense, Graph: s.Graph, DenseRows: s.DenseRows,
+		DocOrder: maps.Clone(s.DocOrder), DocPlace: cloneFor(s.DocPlace, len(add)),
 	}
-	b := newBuilding()
-	own := b.own // tenants and documents whose figures n already copied
+	b := NewBuilding()
+	own := b.Own // tenants and documents whose figures n already copied
 	for i, c := range add {
-		n.add(gen, c, an[i], b)
+		n.Add(gen, c, an[i], b)
 	}
 	packed := map[string]bool{}
 	for _, c := range add { // the documents this commit changed, each once
-		if key := n.docPlace[c.ID].key; !packed[key] {
+		if key := n.DocPlace[c.ID].Key; !packed[key] {
 			packed[key] = true
-			n.docOrder[key].packNums()
+			n.DocOrder[key].packNums()
 		}
 	}
 	if len(facts) > 0 {
-		n.facts = maps.Clone(s.facts)
+		n.Facts = maps.Clone(s.Facts)
 	}
 	for _, f := range facts {
-		n.addFact(gen, f, own)
+		n.AddFact(gen, f, own)
 	}
 	return n
 }
@@ -291,25 +291,25 @@ func cloneFor[K comparable, V any](m map[K]V, extra int) map[K]V {
 // addFact records fact f, committed at generation gen, of a chunk s holds.
 // s.facts must be a copy owned by s (see extend); a chunk's list is copied
 // before it grows.
-func (s *state) addFact(gen int64, f *evidence.Fact, own map[string]bool) {
-	fa := factAt{gen: gen, f: f}
-	s.facts[f.ChunkID] = append(slices.Clip(s.facts[f.ChunkID]), fa)
-	s.factLog = append(s.factLog, fa)
-	s.bounds.Retire(f.Retires())
-	s.ownTenant(s.chunks[f.ChunkID].Tenant, own).addFact(gen, f)
+func (s *State) AddFact(gen int64, f *evidence.Fact, own map[string]bool) {
+	fa := factAt{Gen: gen, Fact: f}
+	s.Facts[f.ChunkID] = append(slices.Clip(s.Facts[f.ChunkID]), fa)
+	s.FactLog = append(s.FactLog, fa)
+	s.Bounds.Retire(f.Retires())
+	s.OwnTenant(s.Chunks[f.ChunkID].Tenant, own).addFact(gen, f)
 }
 
 // ownTenant returns the figures of tenant for s to change: new, or copied
 // from the state s extends unless own says s already copied them.
-func (s *state) ownTenant(name string, own map[string]bool) *tenantStats {
-	ts := s.tenants[name]
+func (s *State) OwnTenant(name string, own map[string]bool) *tenantStats {
+	ts := s.Tenants[name]
 	switch {
 	case ts == nil:
 		ts = newTenantStats()
-		s.tenants[name] = ts
+		s.Tenants[name] = ts
 	case !own[name]:
 		ts = ts.clone()
-		s.tenants[name] = ts
+		s.Tenants[name] = ts
 	}
 	own[name] = true
 	return ts
@@ -321,7 +321,7 @@ func (s *state) ownTenant(name string, own map[string]bool) *tenantStats {
 // new), and a scratch for finding a chunk's distinct reranker terms by
 // number instead of through a map per chunk.
 type building struct {
-	own      map[string]bool
+	Own      map[string]bool
 	seen     []uint64 // per interned term number, the mark of the last chunk that held it
 	mark     uint64   // this chunk's mark, one more per chunk
 	distinct []string // this chunk's distinct reranker terms, in first-seen order
@@ -346,21 +346,21 @@ func newTermTable(terms []string) *termTable {
 	return t
 }
 
-func newBuilding() *building { return &building{own: map[string]bool{}} }
+func NewBuilding() *building { return &building{Own: map[string]bool{}} }
 
 // add counts chunk c, committed at generation gen, into the state b builds.
-func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, b *building) {
-	if an.feats != nil {
-		s.feats[c.ID] = an.feats
-		s.counts.Add(an.feats)
+func (s *State) Add(gen int64, c *evidence.Chunk, an Analyzed, b *building) {
+	if an.Feats != nil {
+		s.Feats[c.ID] = an.Feats
+		s.Counts.Add(an.Feats)
 	}
-	s.chunks[c.ID] = c
-	s.committed[c.ID] = gen
-	s.stats.Docs++
-	s.stats.Tokens += int64(an.tokens)
-	s.bounds.Add(c)
+	s.Chunks[c.ID] = c
+	s.Committed[c.ID] = gen
+	s.Stats.Docs++
+	s.Stats.Tokens += int64(an.Tokens)
+	s.Bounds.Add(c)
 	s.addEntityNames(c, gen)
-	lex := an.lex
+	lex := an.Lex
 	var nums []uint32
 	if an.tab != nil {
 		lex = b.lex[:0]
@@ -376,27 +376,27 @@ func (s *state) add(gen int64, c *evidence.Chunk, an analyzed, b *building) {
 			}
 		}
 	} else {
-		nums = make([]uint32, len(an.rr))
-		for i, t := range an.rr {
+		nums = make([]uint32, len(an.Rerank))
+		for i, t := range an.Rerank {
 			nums[i] = s.number(t)
 		}
 	}
 	rrCount := len(nums)
-	if an.redacted != nil {
-		rrCount = an.redacted.Terms
+	if an.Redacted != nil {
+		rrCount = an.Redacted.Terms
 	}
-	s.ownTenant(c.Tenant, b.own).add(gen, c, lex, b.distinctTerms(nums, s.names), an.tokens, rrCount)
-	s.placeInDocument(gen, c, nums, an.line, b.own)
+	s.OwnTenant(c.Tenant, b.Own).add(gen, c, lex, b.distinctTerms(nums, s.Names), an.Tokens, rrCount)
+	s.placeInDocument(gen, c, nums, an.line, b.Own)
 }
 
 // number returns reranker term t's number, giving it the next one when t
 // is new. s.intern must be owned by the state being built.
-func (s *state) number(t string) uint32 {
-	n, ok := s.intern[t]
+func (s *State) number(t string) uint32 {
+	n, ok := s.Intern[t]
 	if !ok {
-		n = uint32(len(s.names))
-		s.intern[t] = n
-		s.names = append(s.names, t)
+		n = uint32(len(s.Names))
+		s.Intern[t] = n
+		s.Names = append(s.Names, t)
 	}
 	return n
 }
@@ -425,32 +425,32 @@ func (b *building) distinctTerms(nums []uint32, names []string) []string {
 // the documents whose lists s already owns (a list shared with the state s
 // extends is copied before it changes, and its chunks' places then point to
 // the copy).
-func (s *state) placeInDocument(gen int64, c *evidence.Chunk, nums []uint32, line storage.Span, own map[string]bool) {
+func (s *State) placeInDocument(gen int64, c *evidence.Chunk, nums []uint32, line storage.Span, own map[string]bool) {
 	place := placeOf(c, gen, line)
-	s.docPlace[c.ID] = place
-	d := s.docOrder[place.key]
+	s.DocPlace[c.ID] = place
+	d := s.DocOrder[place.Key]
 	copied := false
 	switch {
 	case d == nil:
-		d = &docList{}
-		s.docOrder[place.key] = d
-	case !own["doc\x00"+place.key]:
-		d = &docList{ids: slices.Clone(d.ids), nums: slices.Clone(d.nums)}
-		s.docOrder[place.key] = d
+		d = &DocList{}
+		s.DocOrder[place.Key] = d
+	case !own["doc\x00"+place.Key]:
+		d = &DocList{IDs: slices.Clone(d.IDs), Nums: slices.Clone(d.Nums)}
+		s.DocOrder[place.Key] = d
 		copied = true
 	}
-	own["doc\x00"+place.key] = true
-	at, _ := slices.BinarySearchFunc(d.ids, c.ID, s.cmpDocOrder)
-	d.ids = slices.Insert(d.ids, at, c.ID)
-	d.nums = slices.Insert(d.nums, at, nums)
+	own["doc\x00"+place.Key] = true
+	at, _ := slices.BinarySearchFunc(d.IDs, c.ID, s.cmpDocOrder)
+	d.IDs = slices.Insert(d.IDs, at, c.ID)
+	d.Nums = slices.Insert(d.Nums, at, nums)
 	from := at // chunks after it move one place on
 	if copied {
 		from = 0 // and every chunk of a copied list points to the copy
 	}
-	for i := from; i < len(d.ids); i++ {
-		p := s.docPlace[d.ids[i]]
-		p.pos, p.list = i, d
-		s.docPlace[d.ids[i]] = p
+	for i := from; i < len(d.IDs); i++ {
+		p := s.DocPlace[d.IDs[i]]
+		p.Pos, p.List = i, d
+		s.DocPlace[d.IDs[i]] = p
 	}
 }
 
@@ -458,17 +458,17 @@ func (s *state) placeInDocument(gen int64, c *evidence.Chunk, nums []uint32, lin
 // terms (rerank.Terms) come from sp when it is not nil: the same terms, with
 // the words a batch repeats stemmed once. (Check passes nil, to recount with
 // the plain splitter.)
-func analyze(lex *retrieve.Lexical, emb retrieve.Embedder, sp *terms.Splitter, text string) analyzed {
-	var an analyzed
+func Analyze(lex *retrieve.Lexical, emb retrieve.Embedder, sp *terms.Splitter, text string) Analyzed {
+	var an Analyzed
 	a := lex.Analyze(text)
-	an.lex, an.freqs, an.tokens = a.Terms, a.Freqs, a.Tokens
+	an.Lex, an.Freqs, an.Tokens = a.Terms, a.Freqs, a.Tokens
 	if sp != nil {
-		an.rr = sp.Split(text)
+		an.Rerank = sp.Split(text)
 	} else {
-		an.rr = rerank.Terms(text)
+		an.Rerank = rerank.Terms(text)
 	}
 	if emb != nil {
-		an.feats = analyzeChunk(emb, text)
+		an.Feats = analyzeChunk(emb, text)
 	}
 	return an
 }
@@ -488,10 +488,10 @@ func analyzeChunk(emb retrieve.Embedder, text string) []int32 {
 // vectors s already has are kept, the new chunks' embedded. (A
 // corpus-dependent embedder's vectors are built per scope: denseview.go.)
 // An error leaves s as it was.
-func (s *state) buildDense(ctx context.Context, emb retrieve.Embedder, add []*evidence.Chunk, addFeats [][]int32) (*retrieve.Dense, error) {
-	counts := &retrieve.Counts{N: maps.Clone(s.counts.N), Total: s.counts.Total}
-	feats := make(map[string][]int32, len(s.feats)+len(add))
-	maps.Copy(feats, s.feats)
+func (s *State) BuildDense(ctx context.Context, emb retrieve.Embedder, add []*evidence.Chunk, addFeats [][]int32) (*retrieve.Dense, error) {
+	counts := &retrieve.Counts{N: maps.Clone(s.Counts.N), Total: s.Counts.Total}
+	feats := make(map[string][]int32, len(s.Feats)+len(add))
+	maps.Copy(feats, s.Feats)
 	for i, c := range add {
 		feats[c.ID] = addFeats[i]
 		counts.Add(addFeats[i])
@@ -501,8 +501,8 @@ func (s *state) buildDense(ctx context.Context, emb retrieve.Embedder, add []*ev
 	var todo []int // rows to embed
 	free, _ := emb.(retrieve.CorpusFree)
 	for i, id := range ids {
-		if free != nil && free.CorpusFree() && s.dense != nil {
-			if v, ok := s.dense.Vector(id); ok {
+		if free != nil && free.CorpusFree() && s.Dense != nil {
+			if v, ok := s.Dense.Vector(id); ok {
 				vecs[i] = v // unchanged by new counts: keep
 				continue
 			}
@@ -529,21 +529,21 @@ func (s *state) buildDense(ctx context.Context, emb retrieve.Embedder, add []*ev
 // setDense installs d, its graph g (nil for none) and the chunks of its
 // rows. The chunks must already be in s (buildDense embeds exactly s's chunks
 // plus those being committed).
-func (s *state) setDense(d *retrieve.Dense, g *retrieve.Graph) {
-	s.dense, s.graph = d, g
-	s.denseRows = make([]*evidence.Chunk, d.Len())
-	for i := range s.denseRows {
-		s.denseRows[i] = s.chunks[d.ID(i)]
+func (s *State) SetDense(d *retrieve.Dense, g *retrieve.Graph) {
+	s.Dense, s.Graph = d, g
+	s.DenseRows = make([]*evidence.Chunk, d.Len())
+	for i := range s.DenseRows {
+		s.DenseRows[i] = s.Chunks[d.ID(i)]
 	}
 }
 
 // loadState rebuilds the in-memory state from the batch files the manifest
 // names, each checked against the manifest before a byte is used.
-func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, graph *retrieve.GraphOptions) (*state, error) {
+func LoadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, graph *retrieve.GraphOptions) (*State, error) {
 	m := d.Manifest()
 	st := newStateFor(int(min(max(m.Docs, 0), 1<<22))) // checked at the end; a forged count reserves room for 4M at most
-	bld := newBuilding()
-	own := bld.own
+	bld := NewBuilding()
+	own := bld.Own
 	redacted := map[string]storage.Redaction{} // by the purges not yet read
 	// Batch k+1 is read and analyzed while batch k is added: reading uses
 	// every core, adding one, and at a million chunks they took 22 and 17 s
@@ -551,7 +551,7 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 	// at a time (an embedder need not be safe for concurrent use).
 	type readBatch struct {
 		c       storage.Contents
-		ans     []analyzed
+		ans     []Analyzed
 		readErr error
 		anErr   error
 	}
@@ -587,55 +587,55 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 		}
 		at, err := time.Parse(time.RFC3339, b.CommittedAt)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: batch %s: committed_at: %v", ErrCorrupt, storage.ManifestName, b.File, err)
+			return nil, fmt.Errorf("%w: %s: batch %s: committed_at: %v", storage.ErrCorrupt, storage.ManifestName, b.File, err)
 		}
-		st.gen, st.commits = b.Generation, append(st.commits, at)
+		st.Gen, st.Commits = b.Generation, append(st.Commits, at)
 		ans := got.ans
 		if got.anErr != nil {
 			return nil, got.anErr
 		}
 		for i, ch := range c.Chunks {
-			if _, dup := st.chunks[ch.ID]; dup {
-				return nil, fmt.Errorf("%w: %s: chunk %q stored twice", ErrCorrupt, b.File, ch.ID)
+			if _, dup := st.Chunks[ch.ID]; dup {
+				return nil, fmt.Errorf("%w: %s: chunk %q stored twice", storage.ErrCorrupt, b.File, ch.ID)
 			}
 			an := ans[i]
 			an.line = c.Lines[i]
 			if r, ok := c.Redacted[ch.ID]; ok { // purged: the counts its text gave
-				an.tokens, an.redacted = r.Tokens, &r
+				an.Tokens, an.Redacted = r.Tokens, &r
 				redacted[ch.ID] = r
 			}
-			st.add(b.Generation, ch, an, bld)
+			st.Add(b.Generation, ch, an, bld)
 		}
 		for _, f := range c.Facts {
-			if _, ok := st.chunks[f.ChunkID]; !ok {
-				return nil, fmt.Errorf("%w: %s: a fact on chunk %q, which is not committed", ErrCorrupt, b.File, f.ChunkID)
+			if _, ok := st.Chunks[f.ChunkID]; !ok {
+				return nil, fmt.Errorf("%w: %s: a fact on chunk %q, which is not committed", storage.ErrCorrupt, b.File, f.ChunkID)
 			}
-			st.addFact(b.Generation, f, own)
+			st.AddFact(b.Generation, f, own)
 		}
 		for _, p := range c.Purges {
-			ch, ok := st.chunks[p.ChunkID]
+			ch, ok := st.Chunks[p.ChunkID]
 			r, redactedHere := redacted[p.ChunkID]
 			switch {
 			case !ok || ch.ContentHash != p.ContentHash:
-				return nil, fmt.Errorf("%w: %s: the purge of chunk %q names no committed chunk of that content hash", ErrCorrupt, b.File, p.ChunkID)
+				return nil, fmt.Errorf("%w: %s: the purge of chunk %q names no committed chunk of that content hash", storage.ErrCorrupt, b.File, p.ChunkID)
 			case !redactedHere || r.Generation != b.Generation:
-				return nil, fmt.Errorf("%w: %s: chunk %q is purged, but its batch file still holds its text", ErrCorrupt, b.File, p.ChunkID)
+				return nil, fmt.Errorf("%w: %s: chunk %q is purged, but its batch file still holds its text", storage.ErrCorrupt, b.File, p.ChunkID)
 			}
 			delete(redacted, p.ChunkID)
-			st.purged[p.ChunkID] = purgeAt{gen: b.Generation, reason: p.Reason, hash: p.ContentHash, r: r}
-			st.purgeLog = append(st.purgeLog, p.ChunkID)
-			st.ownTenant(ch.Tenant, own).addPurge(b.Generation, p.ChunkID)
+			st.Purged[p.ChunkID] = PurgeAt{Gen: b.Generation, Reason: p.Reason, Hash: p.ContentHash, Redaction: r}
+			st.PurgeLog = append(st.PurgeLog, p.ChunkID)
+			st.OwnTenant(ch.Tenant, own).AddPurge(b.Generation, p.ChunkID)
 		}
 	}
 	if len(redacted) > 0 {
-		return nil, fmt.Errorf("%w: chunks %q are redacted in their batch files but no purge records it", ErrCorrupt, evidence.SortedKeys(redacted))
+		return nil, fmt.Errorf("%w: chunks %q are redacted in their batch files but no purge records it", storage.ErrCorrupt, evidence.SortedKeys(redacted))
 	}
-	if st.stats.Docs != m.Docs || st.stats.Tokens != m.Tokens {
+	if st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens {
 		return nil, fmt.Errorf("%w: %s records %d chunks and %d tokens, the batch files analyze to %d and %d",
-			ErrCorrupt, storage.ManifestName, m.Docs, m.Tokens, st.stats.Docs, st.stats.Tokens)
+			storage.ErrCorrupt, storage.ManifestName, m.Docs, m.Tokens, st.Stats.Docs, st.Stats.Tokens)
 	}
 	switch {
-	case !corpusFree(emb): // no embedder, or one whose views are built per scope (denseview.go)
+	case !CorpusFree(emb): // no embedder, or one whose views are built per scope (denseview.go)
 		return st, nil
 	case m.Dense != nil && m.Dense.Embedder == emb.Identity():
 		raw, err := d.ReadFile(m.Dense.File, m.Dense.Sum)
@@ -644,39 +644,112 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 		}
 		dn, err := retrieve.DecodeDense(m.Dense.File, raw)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+			return nil, fmt.Errorf("%w: %w", storage.ErrCorrupt, err)
 		}
-		if !slices.Equal(dn.IDs(), evidence.SortedKeys(st.chunks)) {
-			return nil, fmt.Errorf("%w: %s covers other chunks than the manifest's batches", ErrCorrupt, m.Dense.File)
+		if !slices.Equal(dn.IDs(), evidence.SortedKeys(st.Chunks)) {
+			return nil, fmt.Errorf("%w: %s covers other chunks than the manifest's batches", storage.ErrCorrupt, m.Dense.File)
 		}
-		st.dense = dn
-		if graph != nil && m.Dense.Graph != "" && m.Dense.GraphBuild == graphBuild(*graph) {
+		st.Dense = dn
+		if graph != nil && m.Dense.Graph != "" && m.Dense.GraphBuild == GraphBuild(*graph) {
 			raw, err := d.ReadFile(m.Dense.Graph, m.Dense.GraphSum)
 			if err != nil {
 				return nil, err
 			}
 			g, err := retrieve.DecodeGraph(m.Dense.Graph, raw, dn, *graph)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+				return nil, fmt.Errorf("%w: %w", storage.ErrCorrupt, err)
 			}
-			st.setDense(dn, g)
+			st.SetDense(dn, g)
 			return st, nil
 		}
 	default: // no stored vectors, or another embedder's: embed again
-		dense, err := st.buildDense(context.Background(), emb, nil, nil)
+		dense, err := st.BuildDense(context.Background(), emb, nil, nil)
 		if err != nil {
 			return nil, err
 		}
-		st.dense = dense
+		st.Dense = dense
 	}
 	if emb != nil {
 		// No stored graph (or one built otherwise): the graph is a function
 		// of the vectors and its settings, so building it gives the same one.
-		g, err := buildGraph(context.Background(), st.dense, graph)
+		g, err := BuildGraph(context.Background(), st.Dense, graph)
 		if err != nil {
 			return nil, err
 		}
-		st.setDense(st.dense, g)
+		st.SetDense(st.Dense, g)
 	}
 	return st, nil
+}
+
+// purgeAt is what the index keeps of a purged chunk besides its fields.
+type PurgeAt struct {
+	Gen    int64
+	Reason string
+	Hash   string // the purged chunk's content hash
+	Redaction      storage.Redaction
+}
+
+// addPurge counts the purge of chunk id at generation gen: like a fact, it
+// moves the tenant's generation and digest.
+func (ts *tenantStats) AddPurge(gen int64, id string) {
+	ts.Purges = ts.Purges.add(gen, 1)
+	ts.addLanes(gen, keyLanes("purge\x00"+id))
+}
+
+// purgedWhy says why the gate keeps purged chunk id out, or "".
+func (s *State) purgedWhy(id string) string {
+	p, ok := s.Purged[id]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("purged at generation %d: %s", p.Gen, p.Reason)
+}
+
+// buildGraph builds the HNSW graph over d when the index keeps one.
+func BuildGraph(ctx context.Context, d *retrieve.Dense, opts *retrieve.GraphOptions) (*retrieve.Graph, error) {
+	if opts == nil {
+		return nil, nil
+	}
+	g, err := retrieve.NewGraph(ctx, d, *opts)
+	if err != nil {
+		return nil, fmt.Errorf("evpack: build graph: %w", err)
+	}
+	return g, nil
+}
+
+// analysisIdentity names the analyzers whose output an analysis file holds:
+// the lexical index's analyzer and the reranker's term splitter.
+func AnalysisIdentity(lex *retrieve.Lexical) string {
+	return "lexical=" + lex.Analyzer() + " rerank=" + terms.Version
+}
+
+// analyzeBatch returns the analysis of the chunks of batch b: from its
+// analysis file when it has one made by these analyzers, else by analyzing
+// each text. The dense features are computed either way (an embedder is
+// not one of the file's analyzers).
+func analyzeBatch(d *storage.Dir, b storage.Batch, chunks []*evidence.Chunk, lex *retrieve.Lexical, emb retrieve.Embedder) ([]Analyzed, error) {
+	out := make([]Analyzed, len(chunks))
+	a, ok, err := d.ReadAnalysisTable(b)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || a.Identity != AnalysisIdentity(lex) {
+		var sp terms.Splitter
+		for i, c := range chunks {
+			out[i] = Analyze(lex, emb, &sp, c.Text)
+		}
+		return out, nil
+	}
+	tab := newTermTable(a.Terms)
+	for i, c := range chunks {
+		ac := a.Chunks[i]
+		if ac.ID != c.ID {
+			return nil, fmt.Errorf("%w: %s: entry %d is chunk %q, the batch's is %q", storage.ErrCorrupt, b.Analysis, i, ac.ID, c.ID)
+		}
+		out[i] = Analyzed{Tokens: ac.Tokens, tab: tab, lexIdx: ac.Lex, rrIdx: ac.Rerank}
+		if emb != nil {
+			out[i].Feats = analyzeChunk(emb, c.Text)
+		}
+	}
+	return out, nil
 }

@@ -53,7 +53,7 @@ func TestFactReplacementOfAnotherTenantArrivingLater(t *testing.T) {
 	require.Equal(t, "globex.jsonl:7", ce.Where)
 	require.Equal(t, "globex-merger-secret", ce.ChunkID)
 	require.Contains(t, err.Error(), `for chunk "acme-plan" of tenant "acme"`)
-	_, held := e.st.chunks["globex-merger-secret"]
+	_, held := e.st.Chunks["globex-merger-secret"]
 	require.False(t, held, "nothing of the failed batch is committed")
 
 	rep, err := e.Diff(ctx, p.Bytes())
@@ -149,7 +149,7 @@ func TestDiffHidesAnotherTenantsReplacement(t *testing.T) {
 	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{{Where: "facts:1", Fact: &evidence.Fact{Kind: evidence.FactSuperseded,
 		ChunkID: "acme-plan", By: "acme-next", End: end, Anchor: end.Start()}}}), IngestOptions{})
 	require.NoError(t, err)
-	f := e.st.facts["acme-plan"][0].f
+	f := e.st.Facts["acme-plan"][0].Fact
 	f.By = "globex-merger-secret"         // as an older index could hold it
 	defer func() { f.By = "acme-next" }() // before the cleanup's Check recounts the digests
 	rep, err := e.Diff(ctx, p.Bytes())

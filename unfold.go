@@ -38,17 +38,17 @@ import (
 // errUnfold is a checkpoint that does not match the batch files row for
 // row: the caller builds the state from the batch files instead (loadState),
 // which are the record, and the next commit writes a checkpoint of them.
-var errUnfold = errors.New("evpack: the checkpoint disagrees with the batch files")
+var ErrUnfold = errors.New("evpack: the checkpoint disagrees with the batch files")
 
 // unfold returns the state s, read from a checkpoint (s.rows set), holds,
 // with every chunk read from the batch files of d into memory. An error
 // wrapping errUnfold says a row and the batch files disagree; any other
 // is a batch file that cannot be read.
-func (s *state) unfold(d *storage.Dir) (*state, error) {
-	t := s.rows
+func (s *State) Unfold(d *storage.Dir) (*State, error) {
+	t := s.Rows
 	m := d.Manifest()
-	if t == nil || len(m.Batches) != len(t.files) || m.Generation != s.gen {
-		return nil, fmt.Errorf("%w: the state is of generation %d, the manifest of %d", errUnfold, s.gen, m.Generation)
+	if t == nil || len(m.Batches) != len(t.files) || m.Generation != s.Gen {
+		return nil, fmt.Errorf("%w: the state is of generation %d, the manifest of %d", ErrUnfold, s.Gen, m.Generation)
 	}
 	batches := make([]storage.Contents, len(m.Batches))
 	total := 0
@@ -60,14 +60,14 @@ func (s *state) unfold(d *storage.Dir) (*state, error) {
 		batches[i], total = c, total+len(c.Chunks)
 	}
 	if total != t.Len() {
-		return nil, fmt.Errorf("%w: %d rows, %d chunks in the batch files", errUnfold, t.Len(), total)
+		return nil, fmt.Errorf("%w: %d rows, %d chunks in the batch files", ErrUnfold, t.Len(), total)
 	}
-	n := &state{
-		gen: s.gen, commits: s.commits, chunks: make(map[string]*evidence.Chunk, total), committed: make(map[string]int64, total),
-		facts: s.facts, factLog: s.factLog, purged: s.purged, purgeLog: s.purgeLog,
-		tenants: make(map[string]*tenantStats, len(s.tenants)), stats: s.stats, bounds: s.bounds.Clone(),
-		intern: s.intern, names: s.names, entities: s.entities, feats: map[string][]int32{}, counts: retrieve.NewCounts(),
-		docOrder: make(map[string]*docList), docPlace: make(map[string]docPlace, total),
+	n := &State{
+		Gen: s.Gen, Commits: s.Commits, Chunks: make(map[string]*evidence.Chunk, total), Committed: make(map[string]int64, total),
+		Facts: s.Facts, FactLog: s.FactLog, Purged: s.Purged, PurgeLog: s.PurgeLog,
+		Tenants: make(map[string]*tenantStats, len(s.Tenants)), Stats: s.Stats, Bounds: s.Bounds.Clone(),
+		Intern: s.Intern, Names: s.Names, Entities: s.Entities, Feats: map[string][]int32{}, Counts: retrieve.NewCounts(),
+		DocOrder: make(map[string]*DocList), DocPlace: make(map[string]docPlace, total),
 	}
 	// Each tenant's chunk IDs in commit order, which the checkpoint does
 	// not hold: batch by batch, line by line, as loadState adds them.
@@ -77,22 +77,22 @@ func (s *state) unfold(d *storage.Dir) (*state, error) {
 			ids[ch.Tenant] = append(ids[ch.Tenant], ch.ID)
 		}
 	}
-	for name, ts := range s.tenants {
-		if got := len(ids[name]); ts.docs.at(s.gen) != int64(got) || s.bounds.Tenants[name] != got {
-			return nil, fmt.Errorf("%w: tenant %q has %d chunks in the checkpoint's figures, %d in the batch files", errUnfold, name, ts.docs.at(s.gen), got)
+	for name, ts := range s.Tenants {
+		if got := len(ids[name]); ts.Docs.at(s.Gen) != int64(got) || s.Bounds.Tenants[name] != got {
+			return nil, fmt.Errorf("%w: tenant %q has %d chunks in the checkpoint's figures, %d in the batch files", ErrUnfold, name, ts.Docs.at(s.Gen), got)
 		}
 		cp := *ts // its maps shared: a commit copies a tenant's before it writes them (ownTenant)
-		cp.chunkIDs = ids[name]
-		n.tenants[name] = &cp
+		cp.ChunkIDs = ids[name]
+		n.Tenants[name] = &cp
 	}
-	if len(n.tenants) != len(ids) {
-		return nil, fmt.Errorf("%w: %d tenants in the checkpoint, %d in the batch files", errUnfold, len(n.tenants), len(ids))
+	if len(n.Tenants) != len(ids) {
+		return nil, fmt.Errorf("%w: %d tenants in the checkpoint, %d in the batch files", ErrUnfold, len(n.Tenants), len(ids))
 	}
 	seen := make([][]bool, len(batches))
 	for g, c := range batches {
 		seen[g] = make([]bool, len(c.Chunks))
 	}
-	var list *docList
+	var list *DocList
 	var key string
 	var arena []uint32
 	start, end := 0, 0 // the rows of the document being read
@@ -101,13 +101,13 @@ func (s *state) unfold(d *storage.Dir) (*state, error) {
 		id, okID := t.ID(w)
 		nums, okNums := t.Nums(w)
 		if !ok || !okID || !okNums {
-			return nil, fmt.Errorf("%w: %w", errUnfold, t.Err())
+			return nil, fmt.Errorf("%w: %w", ErrUnfold, t.Err())
 		}
 		g := int(w.Gen) - 1
 		c := batches[g]
 		j := sort.Search(len(c.Lines), func(j int) bool { return c.Lines[j].Off >= w.Line.Off })
 		if j == len(c.Lines) || c.Lines[j] != w.Line || seen[g][j] {
-			return nil, fmt.Errorf("%w: row %d (chunk %q) names line %+v of %s", errUnfold, i, id, w.Line, t.files[g])
+			return nil, fmt.Errorf("%w: row %d (chunk %q) names line %+v of %s", ErrUnfold, i, id, w.Line, t.files[g])
 		}
 		seen[g][j] = true
 		ch := c.Chunks[j]
@@ -115,15 +115,15 @@ func (s *state) unfold(d *storage.Dir) (*state, error) {
 		var hexSum [64]byte // encoded into an array: no allocation per chunk
 		if ch.ID != id || ch.Tenant != t.Tenant(w) || hash != string(hex.AppendEncode(hexSum[:0], w.Hash[:])) {
 			return nil, fmt.Errorf("%w: row %d holds chunk %q of tenant %q, %s at byte %d chunk %q of tenant %q",
-				errUnfold, i, id, t.Tenant(w), t.files[g], w.Line.Off, ch.ID, ch.Tenant)
+				ErrUnfold, i, id, t.Tenant(w), t.files[g], w.Line.Off, ch.ID, ch.Tenant)
 		}
 		place := placeOf(ch, int64(w.Gen), w.Line)
 		if int(w.DocStart) == i { // a document's first row: its list, its terms in one array (packNums)
-			if _, dup := n.docOrder[place.key]; dup || i != end {
-				return nil, fmt.Errorf("%w: document %q starts at row %d, the one before ends at %d", errUnfold, place.key, i, end)
+			if _, dup := n.DocOrder[place.Key]; dup || i != end {
+				return nil, fmt.Errorf("%w: document %q starts at row %d, the one before ends at %d", ErrUnfold, place.Key, i, end)
 			}
 			start, end = i, i+int(w.DocLen)
-			list, key = &docList{ids: make([]string, w.DocLen), nums: make([][]uint32, w.DocLen)}, place.key
+			list, key = &DocList{IDs: make([]string, w.DocLen), Nums: make([][]uint32, w.DocLen)}, place.Key
 			size := 0
 			for r := i; r < i+int(w.DocLen); r++ {
 				if v, ok := t.Row(r); ok && v.Flags&checkpoint.NoTerms == 0 {
@@ -131,22 +131,22 @@ func (s *state) unfold(d *storage.Dir) (*state, error) {
 				}
 			}
 			arena = make([]uint32, 0, size)
-			n.docOrder[key] = list
+			n.DocOrder[key] = list
 		}
-		if int(w.DocStart) != start || place.key != key {
-			return nil, fmt.Errorf("%w: row %d (chunk %q) is of document %q, in the rows of %q", errUnfold, i, id, place.key, key)
+		if int(w.DocStart) != start || place.Key != key {
+			return nil, fmt.Errorf("%w: row %d (chunk %q) is of document %q, in the rows of %q", ErrUnfold, i, id, place.Key, key)
 		}
-		place.pos, place.list = i-int(w.DocStart), list
-		list.ids[place.pos] = ch.ID
+		place.Pos, place.List = i-int(w.DocStart), list
+		list.IDs[place.Pos] = ch.ID
 		if w.Flags&checkpoint.NoTerms == 0 {
 			from := len(arena)
 			arena = append(arena, nums...)
-			list.nums[place.pos] = arena[from:len(arena):len(arena)]
+			list.Nums[place.Pos] = arena[from:len(arena):len(arena)]
 		}
-		n.chunks[ch.ID], n.committed[ch.ID], n.docPlace[ch.ID] = ch, int64(w.Gen), place
+		n.Chunks[ch.ID], n.Committed[ch.ID], n.DocPlace[ch.ID] = ch, int64(w.Gen), place
 	}
 	if end != t.Len() {
-		return nil, fmt.Errorf("%w: the last document ends at row %d of %d", errUnfold, end, t.Len())
+		return nil, fmt.Errorf("%w: the last document ends at row %d of %d", ErrUnfold, end, t.Len())
 	}
 	return n, nil
 }
@@ -155,20 +155,9 @@ func (s *state) unfold(d *storage.Dir) (*state, error) {
 // position there: its key and order key, the generation that committed
 // it and its line.
 func placeOf(c *evidence.Chunk, gen int64, line storage.Span) docPlace {
-	p := docPlace{key: c.Tenant + "\x00" + c.DocID + "\x00" + c.Version, seq: math.MaxInt64, gen: gen, line: line}
+	p := docPlace{Key: c.Tenant + "\x00" + c.DocID + "\x00" + c.Version, seq: math.MaxInt64, Gen: gen, Line: line}
 	if v, err := strconv.ParseInt(c.Meta[MetaPosition], 10, 64); err == nil && v >= 0 {
 		p.seq = v
 	}
 	return p
-}
-
-// unfoldOrLoad is what the first write after Open builds: s unfolded, or,
-// where the checkpoint disagrees with the batch files, the state they
-// give alone.
-func (e *Engine) unfoldOrLoad(s *state) (*state, error) {
-	full, err := s.unfold(e.store)
-	if errors.Is(err, errUnfold) {
-		return loadState(e.store, e.lex, e.emb, e.graph)
-	}
-	return full, err
 }

@@ -42,15 +42,15 @@ func unfoldHistory(t *testing.T, dir string) {
 
 // loadedAndUnfolded opens dir twice and returns the state loadState builds
 // and the one unfold builds from the checkpoint Open read.
-func loadedAndUnfolded(t *testing.T, dir string) (loaded, unfolded *state, err error) {
+func loadedAndUnfolded(t *testing.T, dir string) (loaded, unfolded *State, err error) {
 	t.Helper()
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	defer e.Close()
-	require.NotNil(t, e.st.rows, "Open read the checkpoint")
-	loaded, err = loadState(e.store, e.lex, e.emb, e.graph)
+	require.NotNil(t, e.st.Rows, "Open read the checkpoint")
+	loaded, err = LoadState(e.store, e.lex, e.emb, e.graph)
 	require.NoError(t, err)
-	unfolded, err = e.st.unfold(e.store)
+	unfolded, err = e.st.Unfold(e.store)
 	return loaded, unfolded, err
 }
 
@@ -65,13 +65,13 @@ func TestUnfoldIsLoadState(t *testing.T) {
 	unfoldHistory(t, dir)
 	want, got, err := loadedAndUnfolded(t, dir)
 	require.NoError(t, err)
-	require.Nil(t, got.rows)
+	require.Nil(t, got.Rows)
 	sameState(t, want, got)
-	require.Len(t, got.docOrder["acme\x00memo\x002"].ids, 9)
+	require.Len(t, got.DocOrder["acme\x00memo\x002"].IDs, 9)
 
-	wantFile, err := encodeCheckpoint(want, "x", func() ([]byte, error) { return nil, nil })
+	wantFile, err := EncodeCheckpoint(want, "x", func() ([]byte, error) { return nil, nil })
 	require.NoError(t, err)
-	gotFile, err := encodeCheckpoint(got, "x", func() ([]byte, error) { return nil, nil })
+	gotFile, err := EncodeCheckpoint(got, "x", func() ([]byte, error) { return nil, nil })
 	require.NoError(t, err)
 	require.Equal(t, wantFile.Bytes(), gotFile.Bytes())
 
@@ -86,58 +86,58 @@ func TestUnfoldIsLoadState(t *testing.T) {
 
 // sameState fails t unless got holds what want holds (see
 // TestUnfoldIsLoadState).
-func sameState(t *testing.T, want, got *state) {
+func sameState(t *testing.T, want, got *State) {
 	t.Helper()
-	require.Equal(t, want.gen, got.gen)
-	require.Equal(t, want.commits, got.commits)
-	require.Equal(t, want.stats, got.stats)
-	require.Equal(t, want.bounds, got.bounds)
-	require.Equal(t, want.committed, got.committed)
-	require.Equal(t, want.factLog, got.factLog)
-	require.Equal(t, want.facts, got.facts)
-	require.Equal(t, want.purgeLog, got.purgeLog)
-	require.Equal(t, want.purged, got.purged)
-	require.Equal(t, len(want.entities), len(got.entities))
-	for k, v := range want.entities {
-		require.True(t, slices.Equal(v, got.entities[k]), "entities %q", k)
+	require.Equal(t, want.Gen, got.Gen)
+	require.Equal(t, want.Commits, got.Commits)
+	require.Equal(t, want.Stats, got.Stats)
+	require.Equal(t, want.Bounds, got.Bounds)
+	require.Equal(t, want.Committed, got.Committed)
+	require.Equal(t, want.FactLog, got.FactLog)
+	require.Equal(t, want.Facts, got.Facts)
+	require.Equal(t, want.PurgeLog, got.PurgeLog)
+	require.Equal(t, want.Purged, got.Purged)
+	require.Equal(t, len(want.Entities), len(got.Entities))
+	for k, v := range want.Entities {
+		require.True(t, slices.Equal(v, got.Entities[k]), "entities %q", k)
 	}
-	require.Empty(t, got.feats)
-	require.Equal(t, slices.Sorted(maps.Keys(want.chunks)), slices.Sorted(maps.Keys(got.chunks)))
-	for id, c := range want.chunks {
-		require.Equal(t, *c, *got.chunks[id], "chunk %q", id)
+	require.Empty(t, got.Feats)
+	require.Equal(t, slices.Sorted(maps.Keys(want.Chunks)), slices.Sorted(maps.Keys(got.Chunks)))
+	for id, c := range want.Chunks {
+		require.Equal(t, *c, *got.Chunks[id], "chunk %q", id)
 	}
-	require.Equal(t, slices.Sorted(maps.Keys(want.tenants)), slices.Sorted(maps.Keys(got.tenants)))
-	for name, w := range want.tenants {
-		g := got.tenants[name]
-		for i, s := range []series{w.docs, w.tokens, w.facts, w.purges, w.rrTerms} {
-			require.True(t, slices.Equal(s, []series{g.docs, g.tokens, g.facts, g.purges, g.rrTerms}[i]), "tenant %q, series %d", name, i)
+	require.Equal(t, slices.Sorted(maps.Keys(want.Tenants)), slices.Sorted(maps.Keys(got.Tenants)))
+	for name, w := range want.Tenants {
+		g := got.Tenants[name]
+		for i, s := range []Series{w.Docs, w.Tokens, w.Facts, w.Purges, w.RerankTerms} {
+			require.True(t, slices.Equal(s, []Series{g.Docs, g.Tokens, g.Facts, g.Purges, g.RerankTerms}[i]), "tenant %q, series %d", name, i)
 		}
-		require.Equal(t, w.chunkIDs, g.chunkIDs, "tenant %q", name)
-		require.True(t, slices.Equal(w.digest, g.digest), "tenant %q", name)
-		for i, df := range []map[string]series{w.lexDF, w.rrDF} {
-			gdf := []map[string]series{g.lexDF, g.rrDF}[i]
+		require.Equal(t, w.ChunkIDs, g.ChunkIDs, "tenant %q", name)
+		require.True(t, slices.Equal(w.Digest, g.Digest), "tenant %q", name)
+		for i, df := range []map[string]Series{w.LexDF, w.RerankDF} {
+			gdf := []map[string]Series{g.LexDF, g.RerankDF}[i]
 			require.Equal(t, len(df), len(gdf), "tenant %q", name)
 			for term, s := range df {
 				require.True(t, slices.Equal(s, gdf[term]), "tenant %q, term %q", name, term)
 			}
 		}
 	}
-	require.Equal(t, slices.Sorted(maps.Keys(want.docOrder)), slices.Sorted(maps.Keys(got.docOrder)))
-	for key, w := range want.docOrder {
-		g := got.docOrder[key]
-		require.Equal(t, w.ids, g.ids, "document %q", key)
-		for i := range w.ids {
-			require.Equal(t, len(w.nums[i]), len(g.nums[i]), "chunk %q", w.ids[i])
-			if len(w.nums[i]) > 0 {
-				require.Equal(t, want.termsOf(w.nums[i]), got.termsOf(g.nums[i]), "chunk %q", w.ids[i])
+	require.Equal(t, slices.Sorted(maps.Keys(want.DocOrder)), slices.Sorted(maps.Keys(got.DocOrder)))
+	for key, w := range want.DocOrder {
+		g := got.DocOrder[key]
+		require.Equal(t, w.IDs, g.IDs, "document %q", key)
+		for i := range w.IDs {
+			require.Equal(t, len(w.Nums[i]), len(g.Nums[i]), "chunk %q", w.IDs[i])
+			if len(w.Nums[i]) > 0 {
+				require.Equal(t, want.TermsOf(w.Nums[i]), got.TermsOf(g.Nums[i]), "chunk %q", w.IDs[i])
 			}
 		}
 	}
-	require.Equal(t, len(want.docPlace), len(got.docPlace))
-	for id, w := range want.docPlace {
-		g := got.docPlace[id]
-		require.Same(t, got.docOrder[g.key], g.list, "chunk %q", id)
-		w.list, g.list = nil, nil
+	require.Equal(t, len(want.DocPlace), len(got.DocPlace))
+	for id, w := range want.DocPlace {
+		g := got.DocPlace[id]
+		require.Same(t, got.DocOrder[g.Key], g.List, "chunk %q", id)
+		w.List, g.List = nil, nil
 		require.Equal(t, w, g, "chunk %q", id)
 	}
 }
@@ -162,7 +162,7 @@ func TestUnfoldRefusesADisagreeingCheckpoint(t *testing.T) {
 	edited[len(edited)-5] ^= 1 // in the last block of the number arena
 	require.NoError(t, os.WriteFile(name, edited, 0o644))
 	_, _, err = loadedAndUnfolded(t, dir)
-	require.ErrorIs(t, err, errUnfold)
+	require.ErrorIs(t, err, ErrUnfold)
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.Contains(t, err.Error(), m.Checkpoint)
 	e, err := Open(dir, Options{})
@@ -172,17 +172,17 @@ func TestUnfoldRefusesADisagreeingCheckpoint(t *testing.T) {
 
 	// A tenant's chunk count in the head's figures, one more.
 	counted := *want
-	counted.bounds = want.bounds.Clone()
-	counted.bounds.Tenants["acme"]++
+	counted.Bounds = want.Bounds.Clone()
+	counted.Bounds.Tenants["acme"]++
 	forgeCheckpoint(t, dir, e, &counted, m)
 	_, _, err = loadedAndUnfolded(t, dir)
-	require.ErrorIs(t, err, errUnfold)
+	require.ErrorIs(t, err, ErrUnfold)
 	require.Contains(t, err.Error(), `tenant "acme" has`)
 
 	moved, id := generationMoved(t, want)
 	forgeCheckpoint(t, dir, e, moved, m)
 	_, _, err = loadedAndUnfolded(t, dir)
-	require.ErrorIs(t, err, errUnfold)
+	require.ErrorIs(t, err, ErrUnfold)
 	require.Contains(t, err.Error(), fmt.Sprintf("%q", id))
 
 	e, err = Open(dir, Options{})
@@ -204,8 +204,8 @@ func TestQueriesDuringTheFirstWrite(t *testing.T) {
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	checked(t, e)
-	require.NotNil(t, e.st.rows, "Open read the checkpoint")
-	gen := e.st.gen
+	require.NotNil(t, e.st.Rows, "Open read the checkpoint")
+	gen := e.st.Gen
 	var reqs []Request
 	for _, tenant := range []string{"", "acme", "globex"} {
 		reqs = append(reqs,
@@ -246,6 +246,6 @@ func TestQueriesDuringTheFirstWrite(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.Nil(t, e.st.rows, "the first write replaced the checkpoint's state")
-	require.Equal(t, gen+2, e.st.gen)
+	require.Nil(t, e.st.Rows, "the first write replaced the checkpoint's state")
+	require.Equal(t, gen+2, e.st.Gen)
 }

@@ -84,7 +84,7 @@ func (e *Engine) verify(ctx context.Context, raw []byte) (*VerifyReport, error) 
 
 // verifyIn replays pack p, parsed from raw, against committed state st (a
 // snapshot: errMoved when a commit lands during the lexical search).
-func (e *Engine) verifyIn(ctx context.Context, st *state, p *evidence.Pack, raw []byte) (*VerifyReport, error) {
+func (e *Engine) verifyIn(ctx context.Context, st *State, p *evidence.Pack, raw []byte) (*VerifyReport, error) {
 	rep := &VerifyReport{Hash: evidence.Sum(raw), Format: cmp.Or(p.Format, evidence.FormatVersion)}
 	if p.Format == evidence.FormatV1 {
 		return st.verifyUnreplayable(rep, p), nil
@@ -93,18 +93,18 @@ func (e *Engine) verifyIn(ctx context.Context, st *state, p *evidence.Pack, raw 
 	e.askedPeriod(&h) // a question's period parsed again, a request's kept
 	// Replay at the pack's own generation: later commits, to any scope, do
 	// not change what it read.
-	if p.Generation > st.gen {
-		rep.Problems = append(rep.Problems, fmt.Sprintf("generation %d: the index has committed only %d (a pack of another index?)", p.Generation, st.gen))
+	if p.Generation > st.Gen {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("generation %d: the index has committed only %d (a pack of another index?)", p.Generation, st.Gen))
 		return rep, nil
 	}
-	sc := st.scope(h.Tenant, p.Generation)
-	h.Generation = sc.gen
+	sc := st.Scope(h.Tenant, p.Generation)
+	h.Generation = sc.Gen
 	var held []string
 	for _, c := range p.Citations {
-		if pa, ok := st.purged[c.ChunkID]; ok && pa.hash == c.ContentHash {
-			rep.Purged = append(rep.Purged, PurgedCitation{Index: c.Index, ChunkID: c.ChunkID, Generation: pa.gen, Reason: pa.reason})
+		if pa, ok := st.Purged[c.ChunkID]; ok && pa.Hash == c.ContentHash {
+			rep.Purged = append(rep.Purged, PurgedCitation{Index: c.Index, ChunkID: c.ChunkID, Generation: pa.Gen, Reason: pa.Reason})
 			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: purged at generation %d (%s): its text is deleted, so the pack cannot be replayed",
-				c.Index, c.ChunkID, pa.gen, pa.reason))
+				c.Index, c.ChunkID, pa.Gen, pa.Reason))
 			continue
 		}
 		if why := st.citedTextProblem(c); why != "" {
@@ -190,12 +190,12 @@ func showsEnds(p *evidence.Pack) bool {
 // canonical, so they hash to rep.Hash; each citation must still be the
 // stored chunk (its text, fields and content hash). Each check that passes
 // is a line of rep.Holds, each that fails a Problem.
-func (st *state) verifyUnreplayable(rep *VerifyReport, p *evidence.Pack) *VerifyReport {
+func (st *State) verifyUnreplayable(rep *VerifyReport, p *evidence.Pack) *VerifyReport {
 	rep.Holds = append(rep.Holds, fmt.Sprintf("the bytes are a canonical %s pack and hash to %s", rep.Format, rep.Hash))
 	for _, c := range p.Citations {
 		held := fmt.Sprintf("citation [%d] %s: its text and fields are the stored chunk's, which hashes to %s", c.Index, c.ChunkID, c.ContentHash)
 		textOnly := c.ContentHash == evidence.Sum([]byte(evidence.Normalize(c.Text)))
-		if stored, err := st.chunkOf(c.ChunkID); textOnly && err == nil && stored != nil && stored.ContentHash != c.ContentHash {
+		if stored, err := st.ChunkOf(c.ChunkID); textOnly && err == nil && stored != nil && stored.ContentHash != c.ContentHash {
 			// The first packs' content hash covered the text alone
 			// (before evidence.ChunkHashVersion): compare the text, and
 			// check the stored chunk against its own hash.
@@ -220,8 +220,8 @@ func (st *state) verifyUnreplayable(rep *VerifyReport, p *evidence.Pack) *Verify
 // citedFieldsProblem says how citation c's fields other than its text
 // differ from the stored chunk's (which citedTextProblem found), or "".
 // The validity end may be earlier than the chunk's own: a fact set it.
-func (st *state) citedFieldsProblem(c evidence.Citation) string {
-	stored, err := st.chunkOf(c.ChunkID)
+func (st *State) citedFieldsProblem(c evidence.Citation) string {
+	stored, err := st.ChunkOf(c.ChunkID)
 	if err != nil || stored == nil {
 		return "stored chunk cannot be read"
 	}
@@ -240,10 +240,10 @@ func (st *state) citedFieldsProblem(c evidence.Citation) string {
 
 // purgedIn lists the purged chunks the scope held at its generation, in
 // purge order.
-func (sc scope) purgedIn() []string {
+func (sc Scope) purgedIn() []string {
 	var out []string
-	for _, id := range sc.st.purgeLog {
-		if tenant, _ := sc.st.tenantOf(id); sc.admits(id) && slices.Contains(sc.names, tenant) {
+	for _, id := range sc.State.PurgeLog {
+		if tenant, _ := sc.State.TenantOf(id); sc.Admits(id) && slices.Contains(sc.Names, tenant) {
 			out = append(out, id)
 		}
 	}
@@ -254,10 +254,10 @@ func (sc scope) purgedIn() []string {
 // cites, or "" when it holds it: the chunk is missing, stored under another
 // content hash, no longer hashes to its own (edited after ingest), or holds
 // other text.
-func (st *state) citedTextProblem(c evidence.Citation) string {
-	stored, err := st.chunkOf(c.ChunkID)
+func (st *State) citedTextProblem(c evidence.Citation) string {
+	stored, err := st.ChunkOf(c.ChunkID)
 	switch {
-	case errors.Is(err, errMismatch): // read from its batch file: as an edit held in memory would be
+	case errors.Is(err, ErrMismatch): // read from its batch file: as an edit held in memory would be
 		return "stored chunk no longer hashes to its content hash (edited after ingest)"
 	case err != nil:
 		return "stored chunk cannot be read: " + err.Error()
@@ -305,14 +305,14 @@ func (e *Engine) Replay(ctx context.Context, raw []byte, checkModel bool) (*Repl
 	e.askedPeriod(&h) // a question's period parsed again, a request's kept
 	var fresh *evidence.Pack
 	for {
-		var st *state
+		var st *State
 		if st, err = e.snapshot(); err == nil {
-			if p.Generation > st.gen {
+			if p.Generation > st.Gen {
 				err = fmt.Errorf("generation %d is not committed here", p.Generation)
 				break
 			}
-			sc := st.scope(h.Tenant, p.Generation)
-			h.Generation = sc.gen
+			sc := st.Scope(h.Tenant, p.Generation)
+			h.Generation = sc.Gen
 			fresh, err = e.query(ctx, h, sc, e.opts.Reranker)
 		}
 		if !errors.Is(err, errMoved) {

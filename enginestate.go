@@ -1,0 +1,137 @@
+package evpack
+
+import (
+	"bytes"
+	"errors"
+	"io"
+
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/checkpoint"
+)
+
+// writable returns the committed state with every chunk in memory: the
+// state itself or, when Open read a checkpoint, that state unfolded with
+// the chunks of the batch files (unfold), which then replaces it (it
+// answers every query the same). A commit, a purge and Diff start from it;
+// the first of them after such an Open pays for reading every batch file,
+// once. (Check builds its own from the batch files alone.)
+func (e *Engine) writable() (*State, error) {
+	st, err := e.snapshot()
+	if err != nil || st.Rows == nil {
+		return st, err
+	}
+	e.fullMu.Lock()
+	defer e.fullMu.Unlock()
+	if st, err = e.snapshot(); err != nil || st.Rows == nil {
+		return st, err // another caller built it meanwhile
+	}
+	full, err := e.unfoldOrLoad(st)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.st == st { // only a commit moves st, and a commit starts here
+		e.st = full
+		st.Rows.Close() // a read error only: nothing was written
+	}
+	return e.st, nil
+}
+
+// checkCheckpoint reports, through bad, a checkpoint of st's generation
+// that differs from the one st gives (st holds every chunk).
+func (e *Engine) checkCheckpoint(st *State, bad func(string, ...any)) {
+	m := e.store.Manifest()
+	if m.Checkpoint == "" || m.Generation != st.Gen {
+		return
+	}
+	f, err := e.store.OpenData(m.Checkpoint)
+	if err != nil {
+		bad("%v", err)
+		return
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(f)
+	if err != nil {
+		bad("%s: %v", m.Checkpoint, err)
+		return
+	}
+	if checkpoint.IsOlder(raw) {
+		return // an older format's, which Open does not read: the next commit replaces it
+	}
+	want, err := e.checkpointOf(st)
+	if err != nil {
+		bad("%v", err)
+		return
+	}
+	sum, _ := CheckpointSum(want.Head())
+	if !bytes.Equal(raw, want.Bytes()) || sum != m.CheckpointSum {
+		bad("%s differs from the checkpoint the batch files give", m.Checkpoint)
+	}
+}
+
+// History returns every committed generation, oldest first, with what it
+// did per tenant (history.go): what Request.Generation and Request.KnownAt
+// choose from. KnownAt reads this commit clock, not the sources' dates: a
+// mirror backfilled today has every generation committed today. Like Diff,
+// on an index opened from its checkpoint the first call reads every chunk.
+func (e *Engine) History() ([]Commit, error) {
+	st, err := e.writable() // the full state: each chunk's tenant and generation
+	if err != nil {
+		return nil, err
+	}
+	by := st.CommitsByTenant(0, st.Gen)
+	out := make([]Commit, len(st.Commits))
+	for i, at := range st.Commits {
+		out[i] = Commit{Generation: int64(i + 1), CommittedAt: at, Tenants: by[i]}
+	}
+	return out, nil
+}
+
+// Scope says what a request of tenant reads at index generation gen (0:
+// the latest): the scope's own generation, which a pack records, and the
+// digest of its chunks, which a pack's fingerprint records as "corpus".
+func (e *Engine) Scope(tenant string, gen int64) (scopeGen int64, digest string, err error) {
+	st, err := e.snapshot()
+	if err != nil {
+		return 0, "", err
+	}
+	h := evidence.Header{Tenant: tenant}
+	sc, err := st.ScopeOf(&h, Reads{Gen: gen})
+	if err != nil {
+		return 0, "", err
+	}
+	return sc.Gen, sc.Corpus, nil
+}
+
+// unfoldOrLoad is what the first write after Open builds: s unfolded, or,
+// where the checkpoint disagrees with the batch files, the state they
+// give alone.
+func (e *Engine) unfoldOrLoad(s *State) (*State, error) {
+	full, err := s.Unfold(e.store)
+	if errors.Is(err, ErrUnfold) {
+		return LoadState(e.store, e.lex, e.emb, e.graph)
+	}
+	return full, err
+}
+
+// checkpointOf returns the sealed checkpoint of st, a state built from
+// batches (every chunk in memory, with its line), for the engine's lexical
+// index: its analyzers' identity, and the catalog of its partitions that
+// st's documents give (so that Open opens none of them). The catalog is
+// computed beside the rest: both only read st.
+func (ix *index) checkpointOf(st *State) (checkpoint.File, error) {
+	type result struct {
+		raw []byte
+		err error
+	}
+	done := make(chan result, 1) // buffered: an encoder that fails first leaves no goroutine behind
+	go func() {
+		raw, err := ix.lex.Catalog(st.LexDocs())
+		done <- result{raw, err}
+	}()
+	return EncodeCheckpoint(st, AnalysisIdentity(ix.lex), func() ([]byte, error) {
+		r := <-done
+		return r.raw, r.err
+	})
+}
