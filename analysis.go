@@ -2,6 +2,7 @@ package evpack
 
 import (
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 )
 
@@ -15,8 +16,8 @@ import (
 
 // analysisOf returns the analysis file of a batch with checksum sum holding
 // the chunks add, analyzed as an.
-func (e *Engine) analysisOf(sum string, add []*evidence.Chunk, an []Analyzed) storage.Analysis {
-	a := storage.Analysis{Identity: AnalysisIdentity(e.lex), Batch: sum, Chunks: make([]storage.Analyzed, len(add))}
+func (e *Engine) analysisOf(sum string, add []*evidence.Chunk, an []state.Analyzed) storage.Analysis {
+	a := storage.Analysis{Identity: state.AnalysisIdentity(e.lex), Batch: sum, Chunks: make([]storage.Analyzed, len(add))}
 	for i, c := range add {
 		a.Chunks[i] = storage.Analyzed{ID: c.ID, Tokens: an[i].Tokens, Lex: an[i].Lex, Rerank: an[i].Rerank}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 )
 
 // Cache stores rendered packs by key. A service can put it on its own store;
@@ -29,7 +30,7 @@ type Cache interface {
 // without anyone remembering to add it; a field of a kind it cannot encode is
 // an error, not a silent omission. Tenant is part of the request, so two
 // tenants can never share an entry.
-func (e *Engine) cacheKey(h evidence.Header, sc Scope) (string, error) {
+func (e *Engine) cacheKey(h evidence.Header, sc state.Scope) (string, error) {
 	var b bytes.Buffer
 	b.WriteString("evpack-cache/2\n")
 	if err := encodeKey(&b, "request", reflect.ValueOf(h)); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
 )
@@ -61,7 +62,7 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 			e := memEngine(t, base)
 			ingestCorpus(t, e)
 			_, err := e.CacheKey(r)
-			require.ErrorIs(t, err, ErrBeforeFirstCommit)
+			require.ErrorIs(t, err, state.ErrBeforeFirstCommit)
 			continue
 		case "Period":
 			r.Period = "FY2024"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/fsutil"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/retrieve"
 )
@@ -89,7 +90,7 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 		// Open read the checkpoint: check the state every batch file gives
 		// (and the checkpoint against it, below), leaving the engine's as
 		// it is, so that a process that only queries stays small.
-		full, err := LoadState(e.store, e.lex, e.emb, e.graph)
+		full, err := state.LoadState(e.store, e.lex, e.emb, e.graph)
 		if err != nil {
 			bad("%v", err)
 			return rep, nil
@@ -102,7 +103,7 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 	// generation, and compare it with the state's.
 	ids := evidence.SortedKeys(st.Chunks)
 	slices.SortStableFunc(ids, func(a, b string) int { return cmp.Compare(st.Committed[a], st.Committed[b]) })
-	fresh, bld := NewState(), NewBuilding()
+	fresh, bld := state.NewState(), state.NewBuilding()
 	own := bld.Own
 	nextFact, nextPurge := 0, 0
 	addFacts := func(upTo int64) { // facts and purges of generations up to upTo, in commit order
@@ -132,10 +133,10 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 			}
 		}
 	}
-	analyses := make(map[string]Analyzed, len(ids)) // for the analysis files (checkAnalysis)
+	analyses := make(map[string]state.Analyzed, len(ids)) // for the analysis files (checkAnalysis)
 	for _, id := range ids {
 		c := st.Chunks[id]
-		an := Analyze(e.lex, nil, nil, c.Text)
+		an := state.Analyze(e.lex, nil, nil, c.Text)
 		analyses[id] = an
 		if p, ok := st.Purged[id]; ok { // its text is gone: the counts it gave
 			an.Tokens, an.Redacted = p.Redaction.Tokens, &p.Redaction
@@ -205,7 +206,7 @@ func (e *Engine) CheckIndex(ctx context.Context) (*CheckReport, error) {
 
 // checkFiles re-reads every file the manifest names and compares the batch
 // files' chunks with st's.
-func (e *Engine) checkFiles(st *State, analyses map[string]Analyzed, rep *CheckReport, bad func(string, ...any)) {
+func (e *Engine) checkFiles(st *state.State, analyses map[string]state.Analyzed, rep *CheckReport, bad func(string, ...any)) {
 	m := e.store.Manifest()
 	if m.Generation != st.Gen {
 		bad("manifest at generation %d, engine at %d", m.Generation, st.Gen)
@@ -301,13 +302,13 @@ func (e *Engine) checkFiles(st *State, analyses map[string]Analyzed, rep *CheckR
 }
 
 // checkTenants compares the per-tenant figures of st with a recount.
-func checkTenants(st, fresh *State, bad func(string, ...any)) {
+func checkTenants(st, fresh *state.State, bad func(string, ...any)) {
 	if got, want := st.TenantNames(), fresh.TenantNames(); !slices.Equal(got, want) {
 		bad("tenants %q, recount gives %q", got, want)
 		return
 	}
-	sameDF := func(a, b map[string]Series) bool {
-		return maps.EqualFunc(a, b, func(x, y Series) bool { return slices.Equal(x, y) })
+	sameDF := func(a, b map[string]state.Series) bool {
+		return maps.EqualFunc(a, b, func(x, y state.Series) bool { return slices.Equal(x, y) })
 	}
 	for _, name := range st.TenantNames() {
 		a, b := st.Tenants[name], fresh.Tenants[name]
@@ -326,14 +327,14 @@ func checkTenants(st, fresh *State, bad func(string, ...any)) {
 // of each of its chunks (analyses, by chunk ID: the recount's, of the text
 // held in memory, which checkFiles compares with the stored text). A file
 // made by other analyzers is left alone: Open does not use it.
-func checkAnalysis(e *Engine, b storage.Batch, chunks []*evidence.Chunk, analyses map[string]Analyzed, rep *CheckReport, bad func(string, ...any)) {
+func checkAnalysis(e *Engine, b storage.Batch, chunks []*evidence.Chunk, analyses map[string]state.Analyzed, rep *CheckReport, bad func(string, ...any)) {
 	a, _, err := e.store.ReadAnalysis(b)
 	if err != nil {
 		bad("%v", err)
 		return
 	}
 	rep.Files = append(rep.Files, CheckedFile{Name: storage.ChunksDir + "/" + b.Analysis, Sum: b.AnalysisSum, Chunks: len(a.Chunks)})
-	if a.Identity != AnalysisIdentity(e.lex) {
+	if a.Identity != state.AnalysisIdentity(e.lex) {
 		return
 	}
 	for i, c := range chunks {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 )
 
 // TestChunkReadersAgree: the two chunkReaders, over the maps of a state
@@ -23,8 +24,8 @@ func TestChunkReadersAgree(t *testing.T) {
 	defer func() { require.NoError(t, e.Close()) }()
 	require.NotNil(t, e.st.Rows, "Open read the checkpoint")
 	mem, rows := full.Reader(), e.st.Reader()
-	require.IsType(t, MemChunks{}, mem)
-	require.IsType(t, &RowTable{}, rows)
+	require.IsType(t, state.MemChunks{}, mem)
+	require.IsType(t, &state.RowTable{}, rows)
 	ids := evidence.SortedKeys(full.Chunks)
 	require.NotEmpty(t, ids)
 	for _, id := range append(ids, "no-such-chunk") {

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/retrieve"
 )
 
@@ -63,10 +64,10 @@ type viewEntry struct {
 }
 
 // denseView returns the view a request in scope sc reads.
-func (e *Engine) denseView(ctx context.Context, sc Scope) (*denseView, error) {
+func (e *Engine) denseView(ctx context.Context, sc state.Scope) (*denseView, error) {
 	st := sc.State
-	free := CorpusFree(e.emb)
-	if free && (st.Graph == nil || sc.Latest && sc.holdsIndex()) {
+	free := state.CorpusFree(e.emb)
+	if free && (st.Graph == nil || sc.Latest && sc.HoldsIndex()) {
 		return &denseView{dense: st.Dense, graph: st.Graph, rows: st.DenseRows, counts: st.Counts}, nil
 	}
 	// The purges the state knows are part of the key: a query that began
@@ -110,9 +111,9 @@ func (e *Engine) denseView(ctx context.Context, sc Scope) (*denseView, error) {
 // buildView embeds the chunks of scope sc at its generation with the
 // scope's word counts, and builds the graph over them when opts asks for
 // one. The result is a function of the scope's chunks alone.
-func buildView(ctx context.Context, emb retrieve.Embedder, sc Scope, opts *retrieve.GraphOptions) (*denseView, error) {
+func buildView(ctx context.Context, emb retrieve.Embedder, sc state.Scope, opts *retrieve.GraphOptions) (*denseView, error) {
 	st := sc.State
-	ids := sc.chunkIDs()
+	ids := sc.ChunkIDs()
 	counts := retrieve.NewCounts()
 	feats := make([][]int32, len(ids))
 	for i, id := range ids {
@@ -137,9 +138,9 @@ func buildView(ctx context.Context, emb retrieve.Embedder, sc Scope, opts *retri
 // corpus-free embedder: the stored vectors of its chunks, and the graph
 // over them when opts asks for one. The result is a function of the
 // scope's chunks alone.
-func storedView(ctx context.Context, sc Scope, opts *retrieve.GraphOptions) (*denseView, error) {
+func storedView(ctx context.Context, sc state.Scope, opts *retrieve.GraphOptions) (*denseView, error) {
 	st := sc.State
-	ids := sc.chunkIDs()
+	ids := sc.ChunkIDs()
 	vecs := make([][]int8, len(ids))
 	for i, id := range ids {
 		vecs[i], _ = st.Dense.Vector(id) // nil for a chunk without one: not indexed
@@ -149,8 +150,8 @@ func storedView(ctx context.Context, sc Scope, opts *retrieve.GraphOptions) (*de
 
 // viewOf returns the view of d, with the graph over it when opts asks for
 // one, its rows' chunks from st.
-func viewOf(ctx context.Context, st *State, d *retrieve.Dense, counts *retrieve.Counts, opts *retrieve.GraphOptions) (*denseView, error) {
-	g, err := BuildGraph(ctx, d, opts)
+func viewOf(ctx context.Context, st *state.State, d *retrieve.Dense, counts *retrieve.Counts, opts *retrieve.GraphOptions) (*denseView, error) {
+	g, err := state.BuildGraph(ctx, d, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -159,31 +160,6 @@ func viewOf(ctx context.Context, st *State, d *retrieve.Dense, counts *retrieve.
 		v.rows[i] = st.Chunks[d.ID(i)]
 	}
 	return v, nil
-}
-
-// chunkIDs returns the IDs of the chunks of scope sc at its generation,
-// sorted.
-func (sc Scope) chunkIDs() []string {
-	var ids []string
-	for _, name := range sc.Names {
-		if ts := sc.State.Tenants[name]; ts != nil {
-			ids = append(ids, ts.ChunkIDs...)
-		}
-	}
-	ids = slices.DeleteFunc(ids, func(id string) bool { return !sc.Admits(id) })
-	slices.Sort(ids)
-	return ids
-}
-
-// holdsIndex reports whether no tenant outside scope sc has a chunk in its
-// state: the view of every vector then holds no other tenant's.
-func (sc Scope) holdsIndex() bool {
-	for name, ts := range sc.State.Tenants { // a yes or no over all: the order cannot matter
-		if len(ts.ChunkIDs) > 0 && !slices.Contains(sc.Names, name) {
-			return false
-		}
-	}
-	return true
 }
 
 // checkEmbeds embeds the chunks add (features feats) with their own word

@@ -10,6 +10,7 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 )
 
 // What changed since: a pack answers its request at its own generation
@@ -249,7 +250,7 @@ func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
 	}
 	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K, Period: p.Period, PeriodFrom: p.PeriodFrom}
 	e.askedPeriod(&h) // a question's period parsed again, a request's kept
-	sc, err := st.ScopeOf(&h, Reads{})
+	sc, err := st.ScopeOf(&h, state.Reads{})
 	if err != nil {
 		return nil, fmt.Errorf("evpack: diff: %w", err)
 	}
@@ -258,7 +259,7 @@ func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
 		return nil, fmt.Errorf("evpack: diff: the request at generation %d: %w", sc.Gen, err)
 	}
 	rep.Compared, rep.LatestGeneration, rep.LatestHash = true, sc.Gen, evidence.Sum(latest.Bytes())
-	rep.Committed, rep.LatestCommitted = st.commitTime(p.Generation), st.commitTime(sc.Gen)
+	rep.Committed, rep.LatestCommitted = commitTime(st, p.Generation), commitTime(st, sc.Gen)
 	rep.ScopeCommits = []int64{}
 	shared, own := 0, 0 // scope commits to the shared corpus, to the pack's tenant
 	for i, tcs := range st.CommitsByTenant(p.Generation, sc.Gen) {
@@ -275,7 +276,7 @@ func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
 			}
 		}
 	}
-	statsWhy := st.statisticsWhy(rep.ScopeCommits, p.Tenant, shared, own)
+	statsWhy := statisticsWhy(st, rep.ScopeCommits, p.Tenant, shared, own)
 
 	now := make(map[string]int, len(latest.Citations)) // chunk ID -> index in latest; lookups only
 	for _, c := range latest.Citations {
@@ -284,7 +285,7 @@ func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
 	cited := make(map[string]bool, len(p.Citations)) // lookups only
 	for _, c := range p.Citations {
 		cited[c.ChunkID] = true
-		rep.Citations = append(rep.Citations, sc.citationDiff(h, c, now))
+		rep.Citations = append(rep.Citations, citationDiff(sc, h, c, now))
 	}
 	for _, c := range latest.Citations {
 		if cited[c.ChunkID] {
@@ -292,12 +293,12 @@ func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
 		}
 		g := st.Committed[c.ChunkID]
 		rep.New = append(rep.New, NewCitation{Index: c.Index, ChunkID: c.ChunkID, Committed: g,
-			Backfill: g > p.Generation && !p.AsOf.Before(c.Anchor.Day()), Source: st.sourceName(c.ChunkID),
-			CommittedAt: st.commitTime(g)})
+			Backfill: g > p.Generation && !p.AsOf.Before(c.Anchor.Day()), Source: sourceName(st, c.ChunkID),
+			CommittedAt: commitTime(st, g)})
 	}
 	for i := range rep.Citations {
-		rep.Citations[i].Source = st.sourceName(rep.Citations[i].ChunkID)
-		rep.Citations[i].Cause = st.cause(rep, latest, i, statsWhy)
+		rep.Citations[i].Source = sourceName(st, rep.Citations[i].ChunkID)
+		rep.Citations[i].Cause = cause(st, rep, latest, i, statsWhy)
 	}
 	return rep, nil
 }
@@ -305,13 +306,13 @@ func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
 // citationDiff decides what became of citation c of a pack with header h,
 // in the latest scope sc whose pack cites the chunks of now (chunk ID ->
 // index).
-func (sc Scope) citationDiff(h evidence.Header, c evidence.Citation, now map[string]int) CitationDiff {
+func citationDiff(sc state.Scope, h evidence.Header, c evidence.Citation, now map[string]int) CitationDiff {
 	d := CitationDiff{Index: c.Index, ChunkID: c.ChunkID}
 	if pa, ok := sc.State.Purged[c.ChunkID]; ok {
 		d.Status, d.Detail = DiffPurged, fmt.Sprintf("purged at generation %d: %s", pa.Gen, pa.Reason)
 		return d
 	}
-	if why := sc.State.citedTextProblem(c); why != "" {
+	if why := citedTextProblem(sc.State, c); why != "" {
 		d.Status, d.Detail = DiffTextChanged, why
 		return d
 	}
@@ -325,7 +326,7 @@ func (sc Scope) citationDiff(h evidence.Header, c evidence.Citation, now map[str
 				d.Fact.By, d.Detail = "", "the replacing chunk is outside the pack's tenant scope"
 				break
 			}
-			d.Chain, d.Replacement = sc.replacement(h, f.By)
+			d.Chain, d.Replacement = replacement(sc, h, f.By)
 			d.ReplacementNow = now[d.Replacement]
 		case evidence.FactRetracted:
 			d.Status = DiffRetracted
@@ -348,9 +349,9 @@ func (sc Scope) citationDiff(h evidence.Header, c evidence.Citation, now map[str
 // replacement walks the supersession chain from chunk by and returns the
 // links walked and the first that is eligible for h in scope sc, or ""
 // when the chain ends, loops or runs past maxReplacementChain links first.
-func (sc Scope) replacement(h evidence.Header, by string) (chain []string, eligible string) {
+func replacement(sc state.Scope, h evidence.Header, by string) (chain []string, eligible string) {
 	seen := map[string]bool{} // lookups only
-	for id := by; id != "" && !seen[id] && len(chain) < maxReplacementChain && sc.MayName(id); id = sc.supersededBy(id) {
+	for id := by; id != "" && !seen[id] && len(chain) < maxReplacementChain && sc.MayName(id); id = supersededBy(sc, id) {
 		seen[id] = true
 		chain = append(chain, id)
 		if e, ok, _ := sc.Entry(id, h.AsOf); ok && e.Excluded == "" && h.Excludes(e.Chunk) == "" { // Diff's state holds every chunk: no read fails
@@ -363,7 +364,7 @@ func (sc Scope) replacement(h evidence.Header, by string) (chain []string, eligi
 // supersededBy returns the chunk that the earliest-retiring supersession of
 // chunk id known at the scope's generation names (ties by the facts'
 // keys), or "".
-func (sc Scope) supersededBy(id string) string {
+func supersededBy(sc state.Scope, id string) string {
 	var best *evidence.Fact
 	for _, fa := range sc.State.Facts[id] {
 		f := fa.Fact

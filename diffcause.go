@@ -8,6 +8,7 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 )
 
 // Why a citation changed, in words a reader of the report needs no index
@@ -47,7 +48,7 @@ func SourceName(c *evidence.Chunk) string {
 }
 
 // sourceName is SourceName of chunk id, or "" when st does not hold it.
-func (st *State) sourceName(id string) string {
+func sourceName(st *state.State, id string) string {
 	if c, ok := st.Chunks[id]; ok {
 		return SourceName(c)
 	}
@@ -56,7 +57,7 @@ func (st *State) sourceName(id string) string {
 
 // commitTime returns generation g's commit time, or the zero time for a
 // generation st has not committed.
-func (st *State) commitTime(g int64) time.Time {
+func commitTime(st *state.State, g int64) time.Time {
 	if g < 1 || g > int64(len(st.Commits)) {
 		return time.Time{}
 	}
@@ -64,20 +65,20 @@ func (st *State) commitTime(g int64) time.Time {
 }
 
 // generationAt renders "generation 3 (committed 2026-01-10T12:00:00Z)".
-func (st *State) generationAt(g int64) string {
-	return fmt.Sprintf("generation %d (committed %s)", g, asof.FormatInstant(st.commitTime(g)))
+func generationAt(st *state.State, g int64) string {
+	return fmt.Sprintf("generation %d (committed %s)", g, asof.FormatInstant(commitTime(st, g)))
 }
 
 // generations renders a list of generations, oldest first, with their
 // commit times: "generation 3 (committed T)", "generations 3..5
 // (committed T1 to T2)" when contiguous, else "generations 3, 5, 9
 // (committed T1 to T2)".
-func (st *State) generations(gs []int64) string {
+func generations(st *state.State, gs []int64) string {
 	switch len(gs) {
 	case 0:
 		return "no generation"
 	case 1:
-		return st.generationAt(gs[0])
+		return generationAt(st, gs[0])
 	}
 	first, last := gs[0], gs[len(gs)-1]
 	var s string
@@ -90,15 +91,15 @@ func (st *State) generations(gs []int64) string {
 		}
 		s = "generations " + strings.Join(parts, ", ")
 	}
-	return s + fmt.Sprintf(" (committed %s to %s)", asof.FormatInstant(st.commitTime(first)), asof.FormatInstant(st.commitTime(last)))
+	return s + fmt.Sprintf(" (committed %s to %s)", asof.FormatInstant(commitTime(st, first)), asof.FormatInstant(commitTime(st, last)))
 }
 
 // statisticsWhy renders CauseStatistics's sentence for the scope commits
 // gens of a pack of tenant, of which shared touched the shared corpus and
 // own the tenant's evidence.
-func (st *State) statisticsWhy(gens []int64, tenant string, shared, own int) string {
+func statisticsWhy(st *state.State, gens []int64, tenant string, shared, own int) string {
 	n := len(gens)
-	s := fmt.Sprintf("the scope's statistics changed by %d %s since the pack, %s", n, plural(n, "commit", "commits"), st.generations(gens))
+	s := fmt.Sprintf("the scope's statistics changed by %d %s since the pack, %s", n, plural(n, "commit", "commits"), generations(st, gens))
 	if tenant != "" {
 		s += fmt.Sprintf(" (%d to the shared corpus, %d to tenant %q)", shared, own, tenant)
 	}
@@ -109,7 +110,7 @@ func (st *State) statisticsWhy(gens []int64, tenant string, shared, own int) str
 // cause says why citation i of rep changed (nil when unchanged); latest is
 // the pack the request gets at rep.LatestGeneration, statsWhy the sentence
 // of CauseStatistics.
-func (st *State) cause(rep *DiffReport, latest *evidence.Pack, i int, statsWhy string) *DiffCause {
+func cause(st *state.State, rep *DiffReport, latest *evidence.Pack, i int, statsWhy string) *DiffCause {
 	d := rep.Citations[i]
 	switch d.Status {
 	case DiffUnchanged:
@@ -119,9 +120,9 @@ func (st *State) cause(rep *DiffReport, latest *evidence.Pack, i int, statsWhy s
 	case DiffPurged:
 		pa := st.Purged[d.ChunkID]
 		return &DiffCause{Kind: CausePurge, Generations: []int64{pa.Gen},
-			Why: fmt.Sprintf("%s deleted its text (purge: %s)", st.generationAt(pa.Gen), pa.Reason)}
+			Why: fmt.Sprintf("%s deleted its text (purge: %s)", generationAt(st, pa.Gen), pa.Reason)}
 	case DiffSuperseded, DiffEnded, DiffRetracted:
-		return &DiffCause{Kind: CauseFact, Generations: []int64{d.FactGeneration}, Why: st.factWhy(d)}
+		return &DiffCause{Kind: CauseFact, Generations: []int64{d.FactGeneration}, Why: factWhy(st, d)}
 	}
 	// Moved or outranked: the same request ranks differently.
 	if d.Status == DiffOutranked || d.Now > d.Index {
@@ -136,7 +137,7 @@ func (st *State) cause(rep *DiffReport, latest *evidence.Pack, i int, statsWhy s
 				continue
 			}
 			ids, gens = append(ids, c.ChunkID), append(gens, g)
-			parts = append(parts, fmt.Sprintf("[%d] %s (%s; %s)", c.Index, c.ChunkID, st.sourceName(c.ChunkID), st.generationAt(g)))
+			parts = append(parts, fmt.Sprintf("[%d] %s (%s; %s)", c.Index, c.ChunkID, sourceName(st, c.ChunkID), generationAt(st, g)))
 		}
 		if len(ids) > 0 {
 			slices.Sort(gens)
@@ -154,7 +155,7 @@ func (st *State) cause(rep *DiffReport, latest *evidence.Pack, i int, statsWhy s
 			part := fmt.Sprintf("[%d] %s (%s", o.Index, o.ChunkID, o.Status)
 			if c := o.Cause; c != nil && len(c.Generations) > 0 && (c.Kind == CauseFact || c.Kind == CausePurge) {
 				gens = append(gens, c.Generations...)
-				part += " at " + st.generationAt(c.Generations[0])
+				part += " at " + generationAt(st, c.Generations[0])
 			}
 			parts = append(parts, part+")")
 		}
@@ -172,13 +173,13 @@ func (st *State) cause(rep *DiffReport, latest *evidence.Pack, i int, statsWhy s
 }
 
 // factWhy renders the fact that excludes a citation (d.Fact) as a sentence.
-func (st *State) factWhy(d CitationDiff) string {
+func factWhy(st *state.State, d CitationDiff) string {
 	f := d.Fact
 	var s string
 	switch f.Kind {
 	case evidence.FactSuperseded:
 		s = "superseded by " + f.By
-		if name := st.sourceName(f.By); name != "" {
+		if name := sourceName(st, f.By); name != "" {
 			s += " (" + name + ")"
 		}
 		s += " from " + f.End.String()
@@ -190,7 +191,7 @@ func (st *State) factWhy(d CitationDiff) string {
 	if f.Anchor.After(f.End.Start()) {
 		s += ", published " + asof.FormatInstant(f.Anchor)
 	}
-	return st.generationAt(d.FactGeneration) + " recorded that it is " + s
+	return generationAt(st, d.FactGeneration) + " recorded that it is " + s
 }
 
 // plural returns one when n is 1, else many.

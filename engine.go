@@ -17,6 +17,7 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/fuse"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/internal/terms"
 	"github.com/evpack/evpack/rerank"
@@ -52,7 +53,7 @@ type index struct {
 	// to the lexical index, publishes the manifest and swaps st. No model or
 	// cache call ever runs under it.
 	mu     sync.RWMutex
-	st     *State
+	st     *state.State
 	closed bool
 	broken error // why the engine refuses work (see ErrBroken)
 	// readOnly is set when Open could not write the rollback of an
@@ -142,7 +143,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	if err != nil {
 		return fail(err)
 	}
-	var st *State
+	var st *state.State
 	failLex := func(err error) (*Engine, error) {
 		lex.Close()
 		if st != nil && st.Rows != nil {
@@ -157,7 +158,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	}
 	opts.Analyzer = Analyzer(lex.Analyzer())
 	gen := d.Manifest().Generation
-	engine := func(st *State) *Engine {
+	engine := func(st *state.State) *Engine {
 		ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts), st: st, views: newViewCache()}
 		return &Engine{index: ix, opts: opts}
 	}
@@ -166,7 +167,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 		// partitions lets each be opened, and checked against it, when a
 		// request first reads it (retrieve.Lexical.Adopt), so that a
 		// process maps only what its requests read.
-		if st, err = OpenState(d, lex, opts.Embedder, graphSettings(opts)); err != nil {
+		if st, err = state.OpenState(d, lex, opts.Embedder, graphSettings(opts)); err != nil {
 			return failLex(err)
 		}
 		if st.Rows != nil && len(st.Rows.Catalog()) > 0 {
@@ -193,7 +194,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 			if st != nil {
 				st.Rows.Close() // its checkpoint's mapping with it: a read error only
 			}
-			st, err = LoadState(d, lex, opts.Embedder, graphSettings(opts))
+			st, err = state.LoadState(d, lex, opts.Embedder, graphSettings(opts))
 		}
 		return err
 	}
@@ -243,7 +244,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 			ErrCorrupt, filepath.Join(dir, storage.LexicalDir), n, m.Generation, m.Docs, m.Purged))
 	}
 	if st == nil {
-		if st, err = OpenState(d, lex, opts.Embedder, graphSettings(opts)); err != nil {
+		if st, err = state.OpenState(d, lex, opts.Embedder, graphSettings(opts)); err != nil {
 			return failLex(err)
 		}
 	}
@@ -268,15 +269,15 @@ func OpenMemory(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	opts.Analyzer = Analyzer(lex.Analyzer())
-	st := NewState()
+	st := state.NewState()
 	ix := &index{lex: lex, emb: opts.Embedder, st: st, graph: graphSettings(opts), views: newViewCache()}
-	if CorpusFree(opts.Embedder) {
+	if state.CorpusFree(opts.Embedder) {
 		dense, err := st.BuildDense(context.Background(), opts.Embedder, nil, nil)
 		if err != nil {
 			lex.Close()
 			return nil, err
 		}
-		g, err := BuildGraph(context.Background(), dense, ix.graph)
+		g, err := state.BuildGraph(context.Background(), dense, ix.graph)
 		if err != nil {
 			lex.Close()
 			return nil, err
@@ -336,7 +337,7 @@ func (e *Engine) Merge(ctx context.Context) error {
 }
 
 // snapshot returns the committed state queries read, or why there is none.
-func (e *Engine) snapshot() (*State, error) {
+func (e *Engine) snapshot() (*state.State, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	switch {
@@ -512,11 +513,11 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		return rep, fmt.Errorf("%w: the lexical index was made before facts existed and cannot record them; rebuild the index (evpack ingest into a new directory)", ErrOldFormat)
 	}
 	gen := st.Gen + 1
-	an := make([]Analyzed, len(add))
+	an := make([]state.Analyzed, len(add))
 	var total int64
 	var sp terms.Splitter
 	for i, ch := range add {
-		an[i] = Analyze(e.lex, e.emb, &sp, ch.Text)
+		an[i] = state.Analyze(e.lex, e.emb, &sp, ch.Text)
 		total += int64(an[i].Tokens)
 	}
 
@@ -532,12 +533,12 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 		for i := range add {
 			addFeats[i] = an[i].Feats
 		}
-		if CorpusFree(e.emb) {
+		if state.CorpusFree(e.emb) {
 			var err error
 			if dense, err = st.BuildDense(ctx, e.emb, add, addFeats); err != nil {
 				return rep, err
 			}
-			if graph, err = BuildGraph(ctx, dense, e.graph); err != nil {
+			if graph, err = state.BuildGraph(ctx, dense, e.graph); err != nil {
 				return rep, err
 			}
 		} else if err := checkEmbeds(ctx, e.emb, add, addFeats); err != nil {
@@ -574,7 +575,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 // chunks when the index keeps a corpus-free embedder's.
 type batchWrite struct {
 	add   []*evidence.Chunk
-	an    []Analyzed
+	an    []state.Analyzed
 	facts []*evidence.Fact
 	total int64
 	dense *retrieve.Dense
@@ -585,7 +586,7 @@ type batchWrite struct {
 // written before the write lock is taken; under it, only the lexical batch,
 // the manifest and the swap. On any error the batch is rolled back and st
 // stays the state.
-func (e *Engine) commit(ctx context.Context, st, next *State, w batchWrite) error {
+func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite) error {
 	gen := next.Gen
 	add, facts := w.add, w.facts
 	var c *storage.Commit
@@ -662,7 +663,7 @@ func (e *Engine) commit(ctx context.Context, st, next *State, w batchWrite) erro
 // embedder's vectors and graph, and next's checkpoint (after the batch, so
 // that next knows where its new chunks lie). It returns the commit and the
 // manifest that will publish it.
-func (e *Engine) writeFiles(next *State, w batchWrite) (*storage.Commit, *storage.Manifest, error) {
+func (e *Engine) writeFiles(next *state.State, w batchWrite) (*storage.Commit, *storage.Manifest, error) {
 	gen, at := next.Gen, next.Commits[next.Gen-1]
 	add, facts, total, dense, graph := w.add, w.facts, w.total, w.dense, w.graph
 	prev := e.store.Manifest()
@@ -707,10 +708,10 @@ func (e *Engine) writeFiles(next *State, w batchWrite) (*storage.Commit, *storag
 		if err = c.WriteSealed(m.Checkpoint, ckpt...); err != nil {
 			return err
 		}
-		m.CheckpointSum, err = CheckpointSum(ckpt.Head()) // its head's: Open reads no more
+		m.CheckpointSum, err = state.CheckpointSum(ckpt.Head()) // its head's: Open reads no more
 		return err
 	}
-	if CorpusFree(e.emb) && len(add) == 0 { // a commit of facts alone: the stored vectors stay
+	if state.CorpusFree(e.emb) && len(add) == 0 { // a commit of facts alone: the stored vectors stay
 		c, err := e.store.Begin(gen, writes, obsolete)
 		if err != nil {
 			return nil, nil, err
@@ -722,13 +723,13 @@ func (e *Engine) writeFiles(next *State, w batchWrite) (*storage.Commit, *storag
 		return c, m, nil
 	}
 	m.Dense = nil
-	if dense != nil && CorpusFree(e.emb) {
+	if dense != nil && state.CorpusFree(e.emb) {
 		// A model's vectors are costly: store them with the generation so
 		// that Open loads them instead of embedding the corpus again.
 		m.Dense = &storage.Dense{File: fmt.Sprintf("dense-%08d.bin", gen), Embedder: e.emb.Identity()}
 		writes = append(writes, m.Dense.File)
 		if graph != nil { // and so is the graph over them
-			m.Dense.Graph, m.Dense.GraphBuild = fmt.Sprintf("graph-%08d.bin", gen), GraphBuild(*e.graph)
+			m.Dense.Graph, m.Dense.GraphBuild = fmt.Sprintf("graph-%08d.bin", gen), state.GraphBuild(*e.graph)
 			writes = append(writes, m.Dense.Graph)
 		}
 	}
@@ -793,21 +794,21 @@ func (r Request) canonical(defaultK int) (evidence.Header, error) {
 	}
 	switch {
 	case h.Question == "":
-		return h, fmt.Errorf("%w: question is empty", ErrBadRequest)
+		return h, fmt.Errorf("%w: question is empty", state.ErrBadRequest)
 	case r.AsOf.IsZero():
-		return h, fmt.Errorf("%w: as-of date is not set", ErrBadRequest)
+		return h, fmt.Errorf("%w: as-of date is not set", state.ErrBadRequest)
 	case h.K < 1 || h.K > MaxK:
-		return h, fmt.Errorf("%w: k %d not in [1, %d]", ErrBadRequest, h.K, MaxK)
+		return h, fmt.Errorf("%w: k %d not in [1, %d]", state.ErrBadRequest, h.K, MaxK)
 	case r.Generation < 0:
-		return h, fmt.Errorf("%w: generation %d < 0", ErrBadRequest, r.Generation)
+		return h, fmt.Errorf("%w: generation %d < 0", state.ErrBadRequest, r.Generation)
 	case r.Generation > 0 && !r.KnownAt.IsZero():
-		return h, fmt.Errorf("%w: set a generation or a known-at instant, not both", ErrBadRequest)
+		return h, fmt.Errorf("%w: set a generation or a known-at instant, not both", state.ErrBadRequest)
 	}
 	// Names obey the ingest rules (evidence.CheckTenant, CheckMetaKey,
 	// CheckMetaValue): a request can name anything stored, nothing else, and
 	// its pack always parses back.
 	if err := evidence.CheckTenant(r.Tenant); err != nil {
-		return h, fmt.Errorf("%w: tenant: %w", ErrBadRequest, err)
+		return h, fmt.Errorf("%w: tenant: %w", state.ErrBadRequest, err)
 	}
 	for _, k := range evidence.SortedKeys(r.Filters) {
 		err := evidence.CheckMetaKey(k)
@@ -815,7 +816,7 @@ func (r Request) canonical(defaultK int) (evidence.Header, error) {
 			err = evidence.CheckMetaValue(k, r.Filters[k])
 		}
 		if err != nil {
-			return h, fmt.Errorf("%w: filter: %w", ErrBadRequest, err)
+			return h, fmt.Errorf("%w: filter: %w", state.ErrBadRequest, err)
 		}
 		h.Filters = append(h.Filters, evidence.Filter{Key: k, Value: r.Filters[k]})
 	}
@@ -831,7 +832,7 @@ func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 	}
 	e.askedPeriod(&h)
 	for {
-		p, err := e.queryOnce(ctx, h, Reads{Gen: r.Generation, KnownAt: r.KnownAt})
+		p, err := e.queryOnce(ctx, h, state.Reads{Gen: r.Generation, KnownAt: r.KnownAt})
 		if !errors.Is(err, errMoved) {
 			return p, err
 		}
@@ -843,7 +844,7 @@ func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 // package.
 var errMoved = errors.New("evpack: index moved during the query")
 
-func (e *Engine) queryOnce(ctx context.Context, h evidence.Header, at Reads) (*evidence.Pack, error) {
+func (e *Engine) queryOnce(ctx context.Context, h evidence.Header, at state.Reads) (*evidence.Pack, error) {
 	st, err := e.snapshot()
 	if err != nil {
 		return nil, err
@@ -878,7 +879,7 @@ func (e *Engine) queryOnce(ctx context.Context, h evidence.Header, at Reads) (*e
 // A commit in flight holds documents in bleve that st does not know, which
 // no clause of st's would keep out: the search runs under the read lock, and
 // only if st is still the committed state (else errMoved).
-func (e *Engine) searchLexical(ctx context.Context, st *State, text string, elig retrieve.Eligibility, stats retrieve.BM25Stats) (retrieve.Result, error) {
+func (e *Engine) searchLexical(ctx context.Context, st *state.State, text string, elig retrieve.Eligibility, stats retrieve.BM25Stats) (retrieve.Result, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	switch {
@@ -905,7 +906,7 @@ func (e *Engine) searchLexical(ctx context.Context, st *State, text string, elig
 // stored chunk: errMoved when st is no longer the committed state (a purge
 // may have rewritten the file st named; the query starts again on the new
 // state), else err.
-func (e *Engine) readFailed(st *State, err error) error {
+func (e *Engine) readFailed(st *state.State, err error) error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.st != st {
@@ -926,7 +927,7 @@ func (e *Engine) CacheKey(r Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sc, err := st.ScopeOf(&h, Reads{Gen: r.Generation, KnownAt: r.KnownAt})
+	sc, err := st.ScopeOf(&h, state.Reads{Gen: r.Generation, KnownAt: r.KnownAt})
 	if err != nil {
 		return "", err
 	}
@@ -935,7 +936,7 @@ func (e *Engine) CacheKey(r Request) (string, error) {
 
 // query runs the pipeline with reranker rr (the engine's, or a ledger on
 // replay).
-func (e *Engine) query(ctx context.Context, h evidence.Header, sc Scope, rr rerank.Reranker) (*evidence.Pack, error) {
+func (e *Engine) query(ctx context.Context, h evidence.Header, sc state.Scope, rr rerank.Reranker) (*evidence.Pack, error) {
 	st := sc.State
 	elig := sc.Eligibility(h)
 	text, steps := h.Question, []string(nil)
@@ -1038,7 +1039,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc Scope, rr rera
 		if readText {
 			c, _, err := st.ChunkUpTo(f.ID, sc.Gen)
 			switch {
-			case err != nil && !errors.Is(err, ErrMismatch):
+			case err != nil && !errors.Is(err, state.ErrMismatch):
 				return nil, e.readFailed(st, err)
 			case c != nil: // one that does not verify goes without: the gate drops it
 				cands[i].Text = c.Text
@@ -1089,7 +1090,7 @@ func bitStable(rr rerank.Reranker) bool {
 
 // fingerprint lists every setting that shaped a pack from state st with
 // reranker rr.
-func (e *Engine) fingerprint(sc Scope, rr rerank.Reranker) evidence.Fingerprint {
+func (e *Engine) fingerprint(sc state.Scope, rr rerank.Reranker) evidence.Fingerprint {
 	return evidence.NewFingerprint(
 		evidence.Setting{Key: "corpus", Value: sc.Corpus},
 		evidence.Setting{Key: "legs", Value: string(e.opts.Legs)},
@@ -1131,37 +1132,14 @@ func (e *Engine) denseSetting() string {
 	return "exact int8 scan, " + e.emb.Identity()
 }
 
-// admitter returns the in-memory eligibility predicate of a request of the
-// scope as of day asOf with lexical restriction elig: the chunk's own fields
-// (elig.Admits, evidence.Header's predicate), committed by the scope's
-// generation when the request is pinned, and retired by no fact that
-// generation knew. The dense leg scans with it; the lexical leg compiles the
-// same predicate into its query.
-func (sc Scope) admitter(elig retrieve.Eligibility, asOf asof.Date) func(c *evidence.Chunk) bool {
-	st := sc.State
-	admit := elig.Admits
-	if !sc.Latest { // a pinned request: only what its generation had committed
-		admit = func(c *evidence.Chunk) bool { return elig.Admits(c) && sc.Admits(c.ID) }
-	}
-	if st.Bounds.MinRetired <= asOf.Days() { // some fact may retire a chunk as of the day
-		base := admit
-		admit = func(c *evidence.Chunk) bool { return base(c) && st.RetiredAt(c.ID, sc.Gen) > asOf.Days() }
-	}
-	if len(st.Purged) > 0 { // a purged chunk is never eligible, at any generation
-		base := admit
-		admit = func(c *evidence.Chunk) bool { _, gone := st.Purged[c.ID]; return !gone && base(c) }
-	}
-	return admit
-}
-
 // denseSearch runs the dense leg for question vector q and returns its hits
 // and the trace line that says which path ran and why. The exact scan is the
 // default; with an HNSW graph, a request whose eligible set is small scans it
 // exactly (faster there, and exact), a larger one walks the graph, and a walk
 // that finds fewer hits than exist (a part of the graph it cannot reach
 // through eligible-poor regions) falls back to the exact scan.
-func (e *Engine) denseSearch(ctx context.Context, sc Scope, v *denseView, q []int8, elig retrieve.Eligibility, asOf asof.Date) ([]retrieve.DenseHit, string, error) {
-	admits := sc.admitter(elig, asOf)
+func (e *Engine) denseSearch(ctx context.Context, sc state.Scope, v *denseView, q []int8, elig retrieve.Eligibility, asOf asof.Date) ([]retrieve.DenseHit, string, error) {
+	admits := sc.Admitter(elig, asOf)
 	admit := func(row int) bool { return admits(v.rows[row]) }
 	if q == nil {
 		return nil, "dense: the question has no known words", nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/checkpoint"
+	"github.com/evpack/evpack/internal/state"
 )
 
 // writable returns the committed state with every chunk in memory: the
@@ -15,7 +16,7 @@ import (
 // answers every query the same). A commit, a purge and Diff start from it;
 // the first of them after such an Open pays for reading every batch file,
 // once. (Check builds its own from the batch files alone.)
-func (e *Engine) writable() (*State, error) {
+func (e *Engine) writable() (*state.State, error) {
 	st, err := e.snapshot()
 	if err != nil || st.Rows == nil {
 		return st, err
@@ -40,7 +41,7 @@ func (e *Engine) writable() (*State, error) {
 
 // checkCheckpoint reports, through bad, a checkpoint of st's generation
 // that differs from the one st gives (st holds every chunk).
-func (e *Engine) checkCheckpoint(st *State, bad func(string, ...any)) {
+func (e *Engine) checkCheckpoint(st *state.State, bad func(string, ...any)) {
 	m := e.store.Manifest()
 	if m.Checkpoint == "" || m.Generation != st.Gen {
 		return
@@ -64,7 +65,7 @@ func (e *Engine) checkCheckpoint(st *State, bad func(string, ...any)) {
 		bad("%v", err)
 		return
 	}
-	sum, _ := CheckpointSum(want.Head())
+	sum, _ := state.CheckpointSum(want.Head())
 	if !bytes.Equal(raw, want.Bytes()) || sum != m.CheckpointSum {
 		bad("%s differs from the checkpoint the batch files give", m.Checkpoint)
 	}
@@ -75,15 +76,15 @@ func (e *Engine) checkCheckpoint(st *State, bad func(string, ...any)) {
 // choose from. KnownAt reads this commit clock, not the sources' dates: a
 // mirror backfilled today has every generation committed today. Like Diff,
 // on an index opened from its checkpoint the first call reads every chunk.
-func (e *Engine) History() ([]Commit, error) {
+func (e *Engine) History() ([]state.Commit, error) {
 	st, err := e.writable() // the full state: each chunk's tenant and generation
 	if err != nil {
 		return nil, err
 	}
 	by := st.CommitsByTenant(0, st.Gen)
-	out := make([]Commit, len(st.Commits))
+	out := make([]state.Commit, len(st.Commits))
 	for i, at := range st.Commits {
-		out[i] = Commit{Generation: int64(i + 1), CommittedAt: at, Tenants: by[i]}
+		out[i] = state.Commit{Generation: int64(i + 1), CommittedAt: at, Tenants: by[i]}
 	}
 	return out, nil
 }
@@ -97,7 +98,7 @@ func (e *Engine) Scope(tenant string, gen int64) (scopeGen int64, digest string,
 		return 0, "", err
 	}
 	h := evidence.Header{Tenant: tenant}
-	sc, err := st.ScopeOf(&h, Reads{Gen: gen})
+	sc, err := st.ScopeOf(&h, state.Reads{Gen: gen})
 	if err != nil {
 		return 0, "", err
 	}
@@ -107,10 +108,10 @@ func (e *Engine) Scope(tenant string, gen int64) (scopeGen int64, digest string,
 // unfoldOrLoad is what the first write after Open builds: s unfolded, or,
 // where the checkpoint disagrees with the batch files, the state they
 // give alone.
-func (e *Engine) unfoldOrLoad(s *State) (*State, error) {
+func (e *Engine) unfoldOrLoad(s *state.State) (*state.State, error) {
 	full, err := s.Unfold(e.store)
-	if errors.Is(err, ErrUnfold) {
-		return LoadState(e.store, e.lex, e.emb, e.graph)
+	if errors.Is(err, state.ErrUnfold) {
+		return state.LoadState(e.store, e.lex, e.emb, e.graph)
 	}
 	return full, err
 }
@@ -120,7 +121,7 @@ func (e *Engine) unfoldOrLoad(s *State) (*State, error) {
 // index: its analyzers' identity, and the catalog of its partitions that
 // st's documents give (so that Open opens none of them). The catalog is
 // computed beside the rest: both only read st.
-func (ix *index) checkpointOf(st *State) (checkpoint.File, error) {
+func (ix *index) checkpointOf(st *state.State) (checkpoint.File, error) {
 	type result struct {
 		raw []byte
 		err error
@@ -130,7 +131,7 @@ func (ix *index) checkpointOf(st *State) (checkpoint.File, error) {
 		raw, err := ix.lex.Catalog(st.LexDocs())
 		done <- result{raw, err}
 	}()
-	return EncodeCheckpoint(st, AnalysisIdentity(ix.lex), func() ([]byte, error) {
+	return state.EncodeCheckpoint(st, state.AnalysisIdentity(ix.lex), func() ([]byte, error) {
 		r := <-done
 		return r.raw, r.err
 	})

@@ -3,6 +3,7 @@ package evpack
 import (
 	"errors"
 
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 )
 
@@ -10,6 +11,13 @@ import (
 // evidence.ErrEmptyText, evidence.ErrDuplicateChunk, connectors.ErrSyntax, ...)
 // pass through wrapped, so errors.Is matches them too.
 var (
+	// ErrBadRequest: a Request is not valid (empty question, no as-of date,
+	// K out of range, a malformed tenant name or filter: those also wrap
+	// evidence.ErrBadTenant or evidence.ErrBadMeta).
+	ErrBadRequest = state.ErrBadRequest
+	// ErrBeforeFirstCommit: a request's KnownAt is before the index's first
+	// commit, when the index held nothing; it also matches ErrBadRequest.
+	ErrBeforeFirstCommit = state.ErrBeforeFirstCommit
 	// ErrBadOptions: Options are not valid.
 	ErrBadOptions = errors.New("evpack: bad options")
 	// ErrClosed: the engine was closed.

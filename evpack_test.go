@@ -21,6 +21,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/internal/storagetest"
 	"github.com/evpack/evpack/rerank"
@@ -174,13 +175,13 @@ func loadFull(dir string) error {
 		return err
 	}
 	defer e.Close()
-	_, err = LoadState(e.store, e.lex, e.emb, e.graph)
+	_, err = state.LoadState(e.store, e.lex, e.emb, e.graph)
 	return err
 }
 
 // fullState returns e's state with every chunk in memory (a test that looks
 // at the chunks themselves after Open, which reads a checkpoint).
-func fullState(t testing.TB, e *Engine) *State {
+func fullState(t testing.TB, e *Engine) *state.State {
 	t.Helper()
 	st, err := e.writable()
 	if err != nil {
@@ -581,7 +582,7 @@ func TestBadRequests(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.Query(context.Background(), tc.req)
-			require.ErrorIs(t, err, ErrBadRequest)
+			require.ErrorIs(t, err, state.ErrBadRequest)
 		})
 	}
 	_, err := asof.ParseDate("15/01/2026")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 )
 
 // BenchmarkHistoryMemory builds the in-memory state of an index of
@@ -31,7 +32,7 @@ func BenchmarkHistoryMemory(b *testing.B) {
 		vocab[i] = fmt.Sprintf("w%x", i)
 	}
 	all := make([]*evidence.Chunk, chunks)
-	an := make([]Analyzed, chunks)
+	an := make([]state.Analyzed, chunks)
 	at := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range all {
 		ws := make([]string, words)
@@ -43,7 +44,7 @@ func BenchmarkHistoryMemory(b *testing.B) {
 		c.ContentHash = c.ComputeHash()
 		all[i] = c
 		lex := append([]string(nil), ws...)
-		an[i] = Analyzed{Lex: distinctSorted(lex), Tokens: words}
+		an[i] = state.Analyzed{Lex: distinctSorted(lex), Tokens: words}
 	}
 	heap := func() uint64 {
 		runtime.GC()
@@ -53,13 +54,13 @@ func BenchmarkHistoryMemory(b *testing.B) {
 	}
 	for b.Loop() {
 		base := heap()
-		one := NewState().Extend(1, at, all, an, nil)
+		one := state.NewState().Extend(1, at, all, an, nil)
 		oneBytes := heap() - base
 		runtime.KeepAlive(one)
 		one = nil
 
 		base = heap()
-		st := NewState()
+		st := state.NewState()
 		per := chunks / batches
 		var last time.Duration
 		for g := 0; g < batches; g++ {

@@ -23,6 +23,7 @@ import (
 	"github.com/evpack/evpack/connectors/edgar"
 	"github.com/evpack/evpack/connectors/fred"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 )
 
 // The history property (docs/design.md, §7 "Change as facts"): ingesting a
@@ -517,7 +518,7 @@ func eligibleSets(e *Engine, ids []string, tenant string, gen int64, d asof.Date
 		return nil, nil, nil, err
 	}
 	h := evidence.Header{Question: "eligible", AsOf: d, Tenant: tenant}
-	sc, err := st.ScopeOf(&h, Reads{Gen: gen})
+	sc, err := st.ScopeOf(&h, state.Reads{Gen: gen})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -525,7 +526,7 @@ func eligibleSets(e *Engine, ids []string, tenant string, gen int64, d asof.Date
 	if lex, err = e.lex.Eligible(context.Background(), elig, st.Bounds); err != nil {
 		return nil, nil, nil, err
 	}
-	admit := sc.admitter(elig, d)
+	admit := sc.Admitter(elig, d)
 	for _, id := range ids {
 		c, err := st.ChunkOf(id) // read from its batch file when Open read a checkpoint
 		if err != nil {
@@ -547,7 +548,7 @@ func readmitted(t *testing.T, e *Engine, tenant string, gen int64, d asof.Date) 
 	st, err := e.snapshot()
 	require.NoError(t, err)
 	h := evidence.Header{Question: "readmitted", AsOf: d, Tenant: tenant}
-	sc, err := st.ScopeOf(&h, Reads{Gen: gen})
+	sc, err := st.ScopeOf(&h, state.Reads{Gen: gen})
 	require.NoError(t, err)
 	return len(sc.Eligibility(h).Readmit)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/internal/state"
 )
 
 // TestHistoryTenants: History says what each commit did per tenant (sorted
@@ -29,12 +30,12 @@ func TestHistoryTenants(t *testing.T) {
 	h, err := e.History()
 	require.NoError(t, err)
 	require.Len(t, h, 3)
-	require.Equal(t, []TenantCommit{{Tenant: "", Added: []string{"gdp@2020-04-29"}}}, h[0].Tenants)
-	require.Equal(t, []TenantCommit{
+	require.Equal(t, []state.TenantCommit{{Tenant: "", Added: []string{"gdp@2020-04-29"}}}, h[0].Tenants)
+	require.Equal(t, []state.TenantCommit{
 		{Tenant: "", Added: []string{"gdp@2020-05-28", "gdp@2020-06-25"}, Superseded: []string{"gdp@2020-04-29", "gdp@2020-05-28"}},
 		{Tenant: "acme", Added: []string{"acme-note"}},
 	}, h[1].Tenants)
-	require.Equal(t, []TenantCommit{{Tenant: "acme", Purged: []string{"acme-note"}}}, h[2].Tenants)
+	require.Equal(t, []state.TenantCommit{{Tenant: "acme", Purged: []string{"acme-note"}}}, h[2].Tenants)
 	for i := range h {
 		require.EqualValues(t, i+1, h[i].Generation)
 		require.False(t, h[i].CommittedAt.IsZero())
@@ -42,5 +43,5 @@ func TestHistoryTenants(t *testing.T) {
 	require.Equal(t, "2 added (gdp@2020-05-28, gdp@2020-06-25), 2 superseded (gdp@2020-04-29, gdp@2020-05-28)", h[1].Tenants[0].Summary(2))
 	require.Equal(t, "2 added, 2 superseded", h[1].Tenants[0].Summary(1))
 	require.Equal(t, 4, h[1].Tenants[0].Count())
-	require.Equal(t, "nothing", TenantCommit{}.Summary(3))
+	require.Equal(t, "nothing", state.TenantCommit{}.Summary(3))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/internal/storagetest"
 )
@@ -150,7 +151,7 @@ func TestEditedCheckpointIsRefused(t *testing.T) {
 	require.NoError(t, err)
 
 	edited := bytes.Clone(orig)
-	edited[len(CheckpointFormat)+8+3] ^= 1 // in the head, which Open reads
+	edited[len(state.CheckpointFormat)+8+3] ^= 1 // in the head, which Open reads
 	require.NoError(t, os.WriteFile(name, edited, 0o644))
 	_, err = Open(dir, Options{})
 	require.ErrorIs(t, err, ErrCorrupt)
@@ -176,7 +177,7 @@ func TestEditedCheckpointIsRefused(t *testing.T) {
 // generationMoved returns a copy of st (sharing all but its document
 // places) with one chunk's committing generation moved on, which a
 // pinned request would leave out, and the chunk's ID.
-func generationMoved(t *testing.T, st *State) (*State, string) {
+func generationMoved(t *testing.T, st *state.State) (*state.State, string) {
 	t.Helper()
 	cp := *st
 	cp.DocPlace = maps.Clone(st.DocPlace)
@@ -192,12 +193,12 @@ func generationMoved(t *testing.T, st *State) (*State, string) {
 // whose manifest is m, as a commit would write it, and seals it anew in
 // the manifest. e, closed, encodes it (its lexical index is closed:
 // checkpointOf reads none of it).
-func forgeCheckpoint(t *testing.T, dir string, e *Engine, st *State, m *storage.Manifest) {
+func forgeCheckpoint(t *testing.T, dir string, e *Engine, st *state.State, m *storage.Manifest) {
 	t.Helper()
 	forged, err := e.checkpointOf(st)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), forged.Bytes(), 0o644))
-	m.CheckpointSum, err = CheckpointSum(forged.Head())
+	m.CheckpointSum, err = state.CheckpointSum(forged.Head())
 	require.NoError(t, err)
 	storagetest.WriteManifest(t, dir, m)
 }
@@ -273,11 +274,11 @@ func TestEditedLineIsDropped(t *testing.T) {
 // builds the state from the batch files as before.
 func TestCheckpointOfOtherAnalyzersIsNotUsed(t *testing.T) {
 	dir, reqs, want := lazyPacks(t)
-	raw, err := EncodeCheckpoint(fullOf(t, dir), "lexical=other rerank=terms/0", func() ([]byte, error) { return nil, nil })
+	raw, err := state.EncodeCheckpoint(fullOf(t, dir), "lexical=other rerank=terms/0", func() ([]byte, error) { return nil, nil })
 	require.NoError(t, err)
 	m := storagetest.ReadManifest(t, dir)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), raw.Bytes(), 0o644))
-	m.CheckpointSum, err = CheckpointSum(raw.Head())
+	m.CheckpointSum, err = state.CheckpointSum(raw.Head())
 	require.NoError(t, err)
 	storagetest.WriteManifest(t, dir, m)
 	e, err := Open(dir, Options{})
@@ -288,7 +289,7 @@ func TestCheckpointOfOtherAnalyzersIsNotUsed(t *testing.T) {
 }
 
 // fullOf returns the state the batch files of the index in dir give.
-func fullOf(t *testing.T, dir string) *State {
+func fullOf(t *testing.T, dir string) *state.State {
 	t.Helper()
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
@@ -477,7 +478,7 @@ func TestOlderCheckpointIsReadFromTheBatches(t *testing.T) {
 	name := filepath.Join(dir, storagetest.ReadManifest(t, dir).Checkpoint)
 	raw, err := os.ReadFile(name)
 	require.NoError(t, err)
-	copy(raw, OlderCheckpoints[0])
+	copy(raw, state.OlderCheckpoints[0])
 	require.NoError(t, os.WriteFile(name, raw, 0o644))
 
 	e, err := Open(dir, Options{})
@@ -612,7 +613,7 @@ func TestCheckpointBytesArePinned(t *testing.T) {
 	}
 	for _, procs := range []int{1, 4} {
 		prev := runtime.GOMAXPROCS(procs)
-		f, err := EncodeCheckpoint(st, "lexical=pinned", func() ([]byte, error) { return []byte(`{"catalog":"pinned"}`), nil })
+		f, err := state.EncodeCheckpoint(st, "lexical=pinned", func() ([]byte, error) { return []byte(`{"catalog":"pinned"}`), nil })
 		runtime.GOMAXPROCS(prev)
 		require.NoError(t, err)
 		require.Equal(t, pinned, evidence.Sum(f.Bytes()), "GOMAXPROCS %d", procs)

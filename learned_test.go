@@ -12,6 +12,7 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/rerank"
 )
 
@@ -61,14 +62,14 @@ func TestShuffledIngestGivesIdenticalLearnedPacks(t *testing.T) {
 // TestDocumentOrder: a chunk's place in its document comes from its
 // position metadata, else from the natural order of chunk IDs.
 func TestDocumentOrder(t *testing.T) {
-	st, own := NewState(), NewBuilding()
+	st, own := state.NewState(), state.NewBuilding()
 	add := func(id, doc, pos string) {
 		c := corpusRecords(t)[0].Chunk
 		c.ID, c.DocID, c.Version, c.Meta = id, doc, "1", nil
 		if pos != "" {
-			c.Meta = map[string]string{MetaPosition: pos}
+			c.Meta = map[string]string{state.MetaPosition: pos}
 		}
-		st.Add(1, &c, Analyzed{}, own)
+		st.Add(1, &c, state.Analyzed{}, own)
 	}
 	add("d/art-10", "d", "")
 	add("d/art-2", "d", "")
@@ -98,7 +99,7 @@ func TestDocumentOrder(t *testing.T) {
 	// The same document ID under another tenant is another document.
 	c := corpusRecords(t)[0].Chunk
 	c.ID, c.DocID, c.Version, c.Tenant, c.Meta = "acme/d/art-3", "d", "1", "acme", nil
-	st.Add(1, &c, Analyzed{}, own)
+	st.Add(1, &c, state.Analyzed{}, own)
 	ids, _, pos = st.Scope("acme", 1).Document("acme/d/art-3")
 	require.Equal(t, []string{"acme/d/art-3"}, ids, "a tenant's chunk is not a neighbour of the shared document's")
 	require.Equal(t, 0, pos)
@@ -108,7 +109,7 @@ func TestDocumentOrder(t *testing.T) {
 	// places point to the copy, the old state's stay as they were.
 	c = corpusRecords(t)[0].Chunk
 	c.ID, c.DocID, c.Version, c.Meta = "d/art-0", "d", "1", nil
-	next := st.Extend(2, time.Unix(0, 0).UTC(), []*evidence.Chunk{&c}, []Analyzed{{}}, nil)
+	next := st.Extend(2, time.Unix(0, 0).UTC(), []*evidence.Chunk{&c}, []state.Analyzed{{}}, nil)
 	requireDocPlaces(t, next)
 	requireDocPlaces(t, st)
 	ids, _, pos = next.Scope("", 2).Document("d/art-2")

@@ -2,9 +2,10 @@ package evpack
 
 import (
 	"fmt"
-	"github.com/evpack/evpack/internal/storage"
 	"strconv"
 	"time"
+
+	"github.com/evpack/evpack/internal/storage"
 
 	"github.com/evpack/evpack/fuse"
 	"github.com/evpack/evpack/rerank"

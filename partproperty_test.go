@@ -15,6 +15,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 )
 
 // The partition skip property: a partition is read only when its summary
@@ -223,8 +224,8 @@ func TestPartitionSkipProperty(t *testing.T) {
 							if !r.KnownAt.IsZero() {
 								est, err := e.snapshot()
 								require.NoError(t, err)
-								g, _ := est.Resolve(Reads{KnownAt: r.KnownAt})
-								if og, _ := st.Resolve(Reads{KnownAt: r.KnownAt}); g != og {
+								g, _ := est.Resolve(state.Reads{KnownAt: r.KnownAt})
+								if og, _ := st.Resolve(state.Reads{KnownAt: r.KnownAt}); g != og {
 									continue // the engines committed in other seconds
 								}
 							}
@@ -247,7 +248,7 @@ func TestPartitionSkipProperty(t *testing.T) {
 }
 
 // unpurged is ids without the purged chunks of st, which no index holds.
-func unpurged(st *State, ids []string) []string {
+func unpurged(st *state.State, ids []string) []string {
 	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { _, ok := st.Purged[id]; return ok })
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/fuse"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/period"
 	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
@@ -37,7 +38,7 @@ func requestPeriod(r Request, h *evidence.Header) error {
 	case PeriodNone:
 	default:
 		if _, err := period.ParseCanonical(r.Period); err != nil {
-			return fmt.Errorf("%w: period: %w", ErrBadRequest, err)
+			return fmt.Errorf("%w: period: %w", state.ErrBadRequest, err)
 		}
 	}
 	h.Period, h.PeriodFrom = r.Period, periodFromRequest
@@ -108,7 +109,7 @@ func periodStep(h evidence.Header) string {
 
 // periodList runs the year list for p: BM25 for the ranking text over the
 // chunks elig admits that name p's year, read PeriodList deep.
-func (e *Engine) periodList(ctx context.Context, sc Scope, text string, p period.Period, elig retrieve.Eligibility, stats retrieve.BM25Stats) (fuse.List, string, error) {
+func (e *Engine) periodList(ctx context.Context, sc state.Scope, text string, p period.Period, elig retrieve.Eligibility, stats retrieve.BM25Stats) (fuse.List, string, error) {
 	var res retrieve.Result
 	err := e.whileCommitted(sc.State, func() (err error) {
 		res, err = e.lex.SearchNaming(ctx, text, elig, sc.State.Bounds, e.opts.PeriodList, stats, e.periodNaming(p))
@@ -126,7 +127,7 @@ func (e *Engine) periodList(ctx context.Context, sc Scope, text string, p period
 }
 
 // periodBoost boosts the fused items whose metadata declares p's year.
-func (e *Engine) periodBoost(ctx context.Context, sc Scope, fused []fuse.Item, p period.Period, elig retrieve.Eligibility) (string, error) {
+func (e *Engine) periodBoost(ctx context.Context, sc state.Scope, fused []fuse.Item, p period.Period, elig retrieve.Eligibility) (string, error) {
 	ids := make([]string, len(fused))
 	for i, f := range fused {
 		ids[i] = f.ID
@@ -153,7 +154,7 @@ func (e *Engine) periodBoost(ctx context.Context, sc Scope, fused []fuse.Item, p
 // whileCommitted runs fn, a read of the lexical index, under the read lock
 // and only while st is the committed state (else errMoved), as
 // searchLexical does.
-func (e *Engine) whileCommitted(st *State, fn func() error) error {
+func (e *Engine) whileCommitted(st *state.State, fn func() error) error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	switch {
@@ -187,7 +188,7 @@ func (e *Engine) periodSetting(h evidence.Header) (evidence.Setting, bool) {
 }
 
 // fingerprintFor is fingerprint with the period entry h calls for.
-func (e *Engine) fingerprintFor(h evidence.Header, sc Scope, rr rerank.Reranker) evidence.Fingerprint {
+func (e *Engine) fingerprintFor(h evidence.Header, sc state.Scope, rr rerank.Reranker) evidence.Fingerprint {
 	fp := e.fingerprint(sc, rr)
 	if s, ok := e.periodSetting(h); ok {
 		fp = evidence.NewFingerprint(append(fp, s)...)

@@ -17,6 +17,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/period"
 	"github.com/evpack/evpack/rerank"
 )
@@ -158,7 +159,7 @@ func TestBadPeriodRequests(t *testing.T) {
 	e := periodEngine(t, Options{QuestionPeriods: true})
 	for _, bad := range []string{"fy2021", "2021-Q5", "FY21", "2021-02-30", "None"} {
 		_, err := e.Query(context.Background(), Request{Question: "capex", AsOf: asof.MustDate("2025-01-01"), Period: bad})
-		require.ErrorIs(t, err, ErrBadRequest, bad)
+		require.ErrorIs(t, err, state.ErrBadRequest, bad)
 		require.ErrorIs(t, err, period.ErrBadPeriod, bad)
 	}
 	for _, o := range []Options{{PeriodList: -2}, {PeriodList: MaxPeriodList + 1}, {PeriodBoost: 101}, {PeriodBoost: -2}, {PeriodWeight: -1}} {
@@ -237,7 +238,7 @@ func TestYearLegNeverAdmitsAnIneligibleChunk(t *testing.T) {
 			require.NoError(t, err)
 			e.askedPeriod(&h)
 			require.Equal(t, "question", h.PeriodFrom, "seed %d: %q", seed, r.Question)
-			sc, err := st.ScopeOf(&h, Reads{Gen: r.Generation})
+			sc, err := st.ScopeOf(&h, state.Reads{Gen: r.Generation})
 			require.NoError(t, err)
 			text, _ := sc.RankingText(h.Question, h.Filters)
 			terms, _ := e.lex.Terms(text)

@@ -12,8 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
-	"github.com/evpack/evpack/internal/terms"
 	"github.com/evpack/evpack/retrieve"
 )
 
@@ -55,9 +55,9 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 	switch {
 	case strings.TrimSpace(reason) == "" || len(reason) > MaxPurgeReason || !utf8.ValidString(reason) ||
 		strings.ContainsFunc(reason, unicode.IsControl):
-		return PurgeReport{}, fmt.Errorf("%w: purge reason %q: want 1 to %d bytes of UTF-8 text without control characters", ErrBadRequest, reason, MaxPurgeReason)
+		return PurgeReport{}, fmt.Errorf("%w: purge reason %q: want 1 to %d bytes of UTF-8 text without control characters", state.ErrBadRequest, reason, MaxPurgeReason)
 	case len(ids) == 0:
-		return PurgeReport{}, fmt.Errorf("%w: purge names no chunk", ErrBadRequest)
+		return PurgeReport{}, fmt.Errorf("%w: purge names no chunk", state.ErrBadRequest)
 	}
 	e.ingestMu.Lock()
 	defer e.ingestMu.Unlock()
@@ -71,20 +71,20 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	for _, id := range ids {
 		if _, ok := st.Chunks[id]; !ok {
-			return PurgeReport{}, fmt.Errorf("%w: purge: chunk %q is not committed", ErrBadRequest, id)
+			return PurgeReport{}, fmt.Errorf("%w: purge: chunk %q is not committed", state.ErrBadRequest, id)
 		}
 		if p, ok := st.Purged[id]; ok {
-			return PurgeReport{}, fmt.Errorf("%w: purge: chunk %q was purged at generation %d", ErrBadRequest, id, p.Gen)
+			return PurgeReport{}, fmt.Errorf("%w: purge: chunk %q was purged at generation %d", state.ErrBadRequest, id, p.Gen)
 		}
 	}
 	gen := st.Gen + 1
 	at := time.Now().UTC().Truncate(time.Second)
-	next := st.purge(gen, at, ids, reason, e.lex)
+	next := st.Purge(gen, at, ids, reason, e.lex)
 	var dense *retrieve.Dense
 	var graph *retrieve.Graph
 	if st.Dense != nil { // a corpus-free embedder's vectors: the purged rows lose theirs
 		dense = withoutVectors(st.Dense, ids)
-		if graph, err = BuildGraph(ctx, dense, e.graph); err != nil {
+		if graph, err = state.BuildGraph(ctx, dense, e.graph); err != nil {
 			return PurgeReport{}, err
 		}
 		next.SetDense(dense, graph)
@@ -115,7 +115,7 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 // publishPurge deletes the lexical documents of ids, publishes manifest m
 // of commit c (nil for a memory index) and makes next the state; on any
 // error it puts back what it changed.
-func (e *Engine) publishPurge(ctx context.Context, st, next *State, ids []string, c *storage.Commit, m *storage.Manifest) error {
+func (e *Engine) publishPurge(ctx context.Context, st, next *state.State, ids []string, c *storage.Commit, m *storage.Manifest) error {
 	gen := next.Gen
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -182,7 +182,7 @@ func withoutVectors(d *retrieve.Dense, ids []string) *retrieve.Dense {
 // rewritten without its text, and a corpus-free embedder's vectors and
 // graph. It returns the commit, the manifest that will publish it and the
 // files rewritten.
-func (e *Engine) writePurge(next *State, ids []string, dense *retrieve.Dense, graph *retrieve.Graph) (*storage.Commit, *storage.Manifest, []string, error) {
+func (e *Engine) writePurge(next *state.State, ids []string, dense *retrieve.Dense, graph *retrieve.Graph) (*storage.Commit, *storage.Manifest, []string, error) {
 	gen := next.Gen
 	prev := e.store.Manifest()
 	m := prev.Clone()
@@ -251,7 +251,7 @@ func (e *Engine) writePurge(next *State, ids []string, dense *retrieve.Dense, gr
 		writes = append(writes, m.Dense.File)
 		obsolete = append(obsolete, prev.Dense.File)
 		if graph != nil {
-			m.Dense.Graph, m.Dense.GraphBuild = fmt.Sprintf("graph-%08d.bin", gen), GraphBuild(*e.graph)
+			m.Dense.Graph, m.Dense.GraphBuild = fmt.Sprintf("graph-%08d.bin", gen), state.GraphBuild(*e.graph)
 			writes = append(writes, m.Dense.Graph)
 		}
 		if prev.Dense.Graph != "" {
@@ -280,7 +280,7 @@ func (e *Engine) writePurge(next *State, ids []string, dense *retrieve.Dense, gr
 	if err = c.WriteSealed(m.Checkpoint, ckpt...); err != nil {
 		return failed(err)
 	}
-	if m.CheckpointSum, err = CheckpointSum(ckpt.Head()); err != nil { // its head's: Open reads no more
+	if m.CheckpointSum, err = state.CheckpointSum(ckpt.Head()); err != nil { // its head's: Open reads no more
 		return failed(err)
 	}
 	for k, r := range rewrites {
@@ -302,87 +302,6 @@ func (e *Engine) writePurge(next *State, ids []string, dense *retrieve.Dense, gr
 	return c, m, rewritten, nil
 }
 
-// purge returns a new state: s with the text of chunks ids (sorted,
-// committed, not purged) deleted as generation gen, committed at at. Their
-// terms leave every statistic at every generation; their token and term
-// counts stay. s is not changed.
-func (s *State) purge(gen int64, at time.Time, ids []string, reason string, lex *retrieve.Lexical) *State {
-	n := *s
-	n.Gen, n.Commits = gen, append(s.Commits, at)
-	n.Chunks, n.Feats, n.Purged = maps.Clone(s.Chunks), maps.Clone(s.Feats), maps.Clone(s.Purged)
-	n.Tenants, n.DocOrder, n.DocPlace = maps.Clone(s.Tenants), maps.Clone(s.DocOrder), maps.Clone(s.DocPlace)
-	n.Counts = &retrieve.Counts{N: maps.Clone(s.Counts.N), Total: s.Counts.Total}
-	n.PurgeLog = append(s.PurgeLog, ids...)
-	own := map[string]bool{}
-	for _, id := range ids {
-		c := s.Chunks[id]
-		lexTerms, tokens := lex.Terms(c.Text)
-		p := s.DocPlace[id]
-		rr := s.TermsOf(p.List.Nums[p.Pos])
-		committed := s.Committed[id]
-		ts := n.OwnTenant(c.Tenant, own)
-		for _, t := range lexTerms {
-			dropOne(ts.LexDF, t, committed)
-		}
-		for _, t := range terms.Distinct(slices.Clone(rr)) {
-			dropOne(ts.RerankDF, t, committed)
-		}
-		ts.AddPurge(gen, id)
-		n.Purged[id] = PurgeAt{Gen: gen, Reason: reason, Hash: c.ContentHash, Redaction: storage.Redaction{Generation: gen, Tokens: tokens, Terms: len(rr)}}
-		if f := s.Feats[id]; f != nil {
-			n.Counts.Sub(f)
-			n.Feats[id] = []int32{}
-		}
-		if !own["doc\x00"+p.Key] {
-			d := n.DocOrder[p.Key]
-			cp := &DocList{IDs: d.IDs, Nums: slices.Clone(d.Nums)}
-			n.DocOrder[p.Key] = cp
-			own["doc\x00"+p.Key] = true
-			for _, other := range d.IDs { // their places point to the copy
-				q := n.DocPlace[other]
-				q.List = cp
-				n.DocPlace[other] = q
-			}
-		}
-		n.DocOrder[p.Key].Nums[p.Pos] = nil
-		cp := *c
-		cp.Text = ""
-		n.Chunks[id] = &cp
-	}
-	return &n
-}
-
-// dropOne takes one chunk committed at generation g out of term t's
-// document frequencies df; a term no chunk holds any more leaves df, as a
-// recount would have it.
-func dropOne(df map[string]Series, t string, g int64) {
-	if s := df[t].without(g); len(s) > 0 {
-		df[t] = s
-	} else {
-		delete(df, t)
-	}
-}
-
-// without returns s less one count from generation g on, dropping points
-// that no longer change the count (so that it equals the series a recount
-// without that one gives). s is not changed.
-func (s Series) without(g int64) Series {
-	out := make(Series, 0, len(s))
-	for _, p := range s {
-		if p.Gen >= g {
-			p.N--
-		}
-		last := int64(0)
-		if len(out) > 0 {
-			last = out[len(out)-1].N
-		}
-		if p.N != last {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // clear drops every view: a purge changed what earlier generations embed.
 func (c *viewCache) clear() {
 	c.mu.Lock()
@@ -392,7 +311,7 @@ func (c *viewCache) clear() {
 
 // restoreMissing indexes again every chunk of st that is neither purged nor
 // in lex: what an unfinished purge had deleted.
-func restoreMissing(ctx context.Context, lex *retrieve.Lexical, st *State) error {
+func restoreMissing(ctx context.Context, lex *retrieve.Lexical, st *state.State) error {
 	n, err := lex.DocCount()
 	if err != nil || n == uint64(len(st.Chunks)-len(st.Purged)) {
 		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/rerank"
 )
@@ -99,7 +100,7 @@ func TestPurge(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.Purge(ctx, tc.ids, tc.reason)
-			require.ErrorIs(t, err, ErrBadRequest)
+			require.ErrorIs(t, err, state.ErrBadRequest)
 			require.ErrorContains(t, err, tc.why)
 			require.Equal(t, gen, e.st.Gen, "nothing purged")
 		})
@@ -114,7 +115,7 @@ func TestPurge(t *testing.T) {
 		require.Empty(t, grepDir(t, dir, word), "%q is still on disk", word)
 	}
 	_, err = e.Purge(ctx, []string{"memo-roe"}, "again")
-	require.ErrorIs(t, err, ErrBadRequest)
+	require.ErrorIs(t, err, state.ErrBadRequest)
 	require.ErrorContains(t, err, "was purged at generation")
 
 	check := func(e *Engine) {
@@ -219,7 +220,7 @@ func TestPurgeMemory(t *testing.T) {
 // position, with the generation that committed it; its terms' numbers are
 // numbers of interned terms (none for a purged chunk), and every interned
 // term is named by its number.
-func requireDocPlaces(t *testing.T, st *State) {
+func requireDocPlaces(t *testing.T, st *state.State) {
 	t.Helper()
 	for id, p := range st.DocPlace { // checks only: nothing is built from the order
 		require.Same(t, st.DocOrder[p.Key], p.List, id)
@@ -241,7 +242,7 @@ func requireDocPlaces(t *testing.T, st *State) {
 
 // requireTermsOfText checks that every chunk's terms, as its numbers name
 // them, are those of its text (a state built by ingest and Open).
-func requireTermsOfText(t *testing.T, st *State) {
+func requireTermsOfText(t *testing.T, st *state.State) {
 	t.Helper()
 	for id, p := range st.DocPlace {
 		got := st.TermsOf(p.List.Nums[p.Pos])

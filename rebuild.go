@@ -11,6 +11,7 @@ import (
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/fsutil"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/retrieve"
 )
@@ -71,7 +72,7 @@ func RebuildLexical(ctx context.Context, dir string, opts Options) (uint64, erro
 	if _, err := d.Recover(none, func() error { return nil }); err != nil {
 		return fail(err)
 	}
-	st, err := LoadState(d, lex, nil, nil)
+	st, err := state.LoadState(d, lex, nil, nil)
 	if err != nil {
 		return fail(err)
 	}

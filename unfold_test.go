@@ -15,6 +15,7 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storagetest"
 )
 
@@ -28,7 +29,7 @@ func unfoldHistory(t *testing.T, dir string) {
 	for i := range recs {
 		recs[i].Chunk.DocID, recs[i].Chunk.Version = "memo", "2"
 		if i != 4 {
-			recs[i].Chunk.Meta = map[string]string{MetaPosition: fmt.Sprint((7 * i) % 9)}
+			recs[i].Chunk.Meta = map[string]string{state.MetaPosition: fmt.Sprint((7 * i) % 9)}
 		}
 	}
 	e, err := Open(dir, Options{})
@@ -42,13 +43,13 @@ func unfoldHistory(t *testing.T, dir string) {
 
 // loadedAndUnfolded opens dir twice and returns the state loadState builds
 // and the one unfold builds from the checkpoint Open read.
-func loadedAndUnfolded(t *testing.T, dir string) (loaded, unfolded *State, err error) {
+func loadedAndUnfolded(t *testing.T, dir string) (loaded, unfolded *state.State, err error) {
 	t.Helper()
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	defer e.Close()
 	require.NotNil(t, e.st.Rows, "Open read the checkpoint")
-	loaded, err = LoadState(e.store, e.lex, e.emb, e.graph)
+	loaded, err = state.LoadState(e.store, e.lex, e.emb, e.graph)
 	require.NoError(t, err)
 	unfolded, err = e.st.Unfold(e.store)
 	return loaded, unfolded, err
@@ -69,9 +70,9 @@ func TestUnfoldIsLoadState(t *testing.T) {
 	sameState(t, want, got)
 	require.Len(t, got.DocOrder["acme\x00memo\x002"].IDs, 9)
 
-	wantFile, err := EncodeCheckpoint(want, "x", func() ([]byte, error) { return nil, nil })
+	wantFile, err := state.EncodeCheckpoint(want, "x", func() ([]byte, error) { return nil, nil })
 	require.NoError(t, err)
-	gotFile, err := EncodeCheckpoint(got, "x", func() ([]byte, error) { return nil, nil })
+	gotFile, err := state.EncodeCheckpoint(got, "x", func() ([]byte, error) { return nil, nil })
 	require.NoError(t, err)
 	require.Equal(t, wantFile.Bytes(), gotFile.Bytes())
 
@@ -86,7 +87,7 @@ func TestUnfoldIsLoadState(t *testing.T) {
 
 // sameState fails t unless got holds what want holds (see
 // TestUnfoldIsLoadState).
-func sameState(t *testing.T, want, got *State) {
+func sameState(t *testing.T, want, got *state.State) {
 	t.Helper()
 	require.Equal(t, want.Gen, got.Gen)
 	require.Equal(t, want.Commits, got.Commits)
@@ -109,13 +110,13 @@ func sameState(t *testing.T, want, got *State) {
 	require.Equal(t, slices.Sorted(maps.Keys(want.Tenants)), slices.Sorted(maps.Keys(got.Tenants)))
 	for name, w := range want.Tenants {
 		g := got.Tenants[name]
-		for i, s := range []Series{w.Docs, w.Tokens, w.Facts, w.Purges, w.RerankTerms} {
-			require.True(t, slices.Equal(s, []Series{g.Docs, g.Tokens, g.Facts, g.Purges, g.RerankTerms}[i]), "tenant %q, series %d", name, i)
+		for i, s := range []state.Series{w.Docs, w.Tokens, w.Facts, w.Purges, w.RerankTerms} {
+			require.True(t, slices.Equal(s, []state.Series{g.Docs, g.Tokens, g.Facts, g.Purges, g.RerankTerms}[i]), "tenant %q, series %d", name, i)
 		}
 		require.Equal(t, w.ChunkIDs, g.ChunkIDs, "tenant %q", name)
 		require.True(t, slices.Equal(w.Digest, g.Digest), "tenant %q", name)
-		for i, df := range []map[string]Series{w.LexDF, w.RerankDF} {
-			gdf := []map[string]Series{g.LexDF, g.RerankDF}[i]
+		for i, df := range []map[string]state.Series{w.LexDF, w.RerankDF} {
+			gdf := []map[string]state.Series{g.LexDF, g.RerankDF}[i]
 			require.Equal(t, len(df), len(gdf), "tenant %q", name)
 			for term, s := range df {
 				require.True(t, slices.Equal(s, gdf[term]), "tenant %q, term %q", name, term)
@@ -162,7 +163,7 @@ func TestUnfoldRefusesADisagreeingCheckpoint(t *testing.T) {
 	edited[len(edited)-5] ^= 1 // in the last block of the number arena
 	require.NoError(t, os.WriteFile(name, edited, 0o644))
 	_, _, err = loadedAndUnfolded(t, dir)
-	require.ErrorIs(t, err, ErrUnfold)
+	require.ErrorIs(t, err, state.ErrUnfold)
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.Contains(t, err.Error(), m.Checkpoint)
 	e, err := Open(dir, Options{})
@@ -176,13 +177,13 @@ func TestUnfoldRefusesADisagreeingCheckpoint(t *testing.T) {
 	counted.Bounds.Tenants["acme"]++
 	forgeCheckpoint(t, dir, e, &counted, m)
 	_, _, err = loadedAndUnfolded(t, dir)
-	require.ErrorIs(t, err, ErrUnfold)
+	require.ErrorIs(t, err, state.ErrUnfold)
 	require.Contains(t, err.Error(), `tenant "acme" has`)
 
 	moved, id := generationMoved(t, want)
 	forgeCheckpoint(t, dir, e, moved, m)
 	_, _, err = loadedAndUnfolded(t, dir)
-	require.ErrorIs(t, err, ErrUnfold)
+	require.ErrorIs(t, err, state.ErrUnfold)
 	require.Contains(t, err.Error(), fmt.Sprintf("%q", id))
 
 	e, err = Open(dir, Options{})

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/rerank"
 )
 
@@ -84,10 +85,10 @@ func (e *Engine) verify(ctx context.Context, raw []byte) (*VerifyReport, error) 
 
 // verifyIn replays pack p, parsed from raw, against committed state st (a
 // snapshot: errMoved when a commit lands during the lexical search).
-func (e *Engine) verifyIn(ctx context.Context, st *State, p *evidence.Pack, raw []byte) (*VerifyReport, error) {
+func (e *Engine) verifyIn(ctx context.Context, st *state.State, p *evidence.Pack, raw []byte) (*VerifyReport, error) {
 	rep := &VerifyReport{Hash: evidence.Sum(raw), Format: cmp.Or(p.Format, evidence.FormatVersion)}
 	if p.Format == evidence.FormatV1 {
-		return st.verifyUnreplayable(rep, p), nil
+		return verifyUnreplayable(st, rep, p), nil
 	}
 	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K, Period: p.Period, PeriodFrom: p.PeriodFrom}
 	e.askedPeriod(&h) // a question's period parsed again, a request's kept
@@ -107,7 +108,7 @@ func (e *Engine) verifyIn(ctx context.Context, st *State, p *evidence.Pack, raw 
 				c.Index, c.ChunkID, pa.Gen, pa.Reason))
 			continue
 		}
-		if why := st.citedTextProblem(c); why != "" {
+		if why := citedTextProblem(st, c); why != "" {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: %s", c.Index, c.ChunkID, why))
 		} else {
 			held = append(held, fmt.Sprintf("citation [%d] %s: its text is the stored chunk's, which hashes to %s", c.Index, c.ChunkID, c.ContentHash))
@@ -171,7 +172,7 @@ func (e *Engine) verifyIn(ctx context.Context, st *State, p *evidence.Pack, raw 
 	}
 	if !bytes.Equal(got, raw) {
 		why := "replay differs: " + firstDifference(p, replay)
-		if gone := sc.purgedIn(); len(gone) > 0 {
+		if gone := sc.PurgedIn(); len(gone) > 0 {
 			why += fmt.Sprintf(" (the scope held chunks since purged, whose terms no longer count: %s)", strings.Join(gone, ", "))
 		}
 		rep.Problems = append(rep.Problems, why)
@@ -190,7 +191,7 @@ func showsEnds(p *evidence.Pack) bool {
 // canonical, so they hash to rep.Hash; each citation must still be the
 // stored chunk (its text, fields and content hash). Each check that passes
 // is a line of rep.Holds, each that fails a Problem.
-func (st *State) verifyUnreplayable(rep *VerifyReport, p *evidence.Pack) *VerifyReport {
+func verifyUnreplayable(st *state.State, rep *VerifyReport, p *evidence.Pack) *VerifyReport {
 	rep.Holds = append(rep.Holds, fmt.Sprintf("the bytes are a canonical %s pack and hash to %s", rep.Format, rep.Hash))
 	for _, c := range p.Citations {
 		held := fmt.Sprintf("citation [%d] %s: its text and fields are the stored chunk's, which hashes to %s", c.Index, c.ChunkID, c.ContentHash)
@@ -203,9 +204,9 @@ func (st *State) verifyUnreplayable(rep *VerifyReport, p *evidence.Pack) *Verify
 			held = fmt.Sprintf("citation [%d] %s: its content hash is of its text alone (the first %s packs), that text and the fields are the stored chunk's, which hashes to %s",
 				c.Index, c.ChunkID, rep.Format, stored.ContentHash)
 		}
-		why := st.citedTextProblem(c)
+		why := citedTextProblem(st, c)
 		if why == "" {
-			why = st.citedFieldsProblem(c)
+			why = citedFieldsProblem(st, c)
 		}
 		if why != "" {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: %s", c.Index, c.ChunkID, why))
@@ -220,7 +221,7 @@ func (st *State) verifyUnreplayable(rep *VerifyReport, p *evidence.Pack) *Verify
 // citedFieldsProblem says how citation c's fields other than its text
 // differ from the stored chunk's (which citedTextProblem found), or "".
 // The validity end may be earlier than the chunk's own: a fact set it.
-func (st *State) citedFieldsProblem(c evidence.Citation) string {
+func citedFieldsProblem(st *state.State, c evidence.Citation) string {
 	stored, err := st.ChunkOf(c.ChunkID)
 	if err != nil || stored == nil {
 		return "stored chunk cannot be read"
@@ -238,26 +239,14 @@ func (st *State) citedFieldsProblem(c evidence.Citation) string {
 	return ""
 }
 
-// purgedIn lists the purged chunks the scope held at its generation, in
-// purge order.
-func (sc Scope) purgedIn() []string {
-	var out []string
-	for _, id := range sc.State.PurgeLog {
-		if tenant, _ := sc.State.TenantOf(id); sc.Admits(id) && slices.Contains(sc.Names, tenant) {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
 // citedTextProblem says how the index fails to hold the text citation c
 // cites, or "" when it holds it: the chunk is missing, stored under another
 // content hash, no longer hashes to its own (edited after ingest), or holds
 // other text.
-func (st *State) citedTextProblem(c evidence.Citation) string {
+func citedTextProblem(st *state.State, c evidence.Citation) string {
 	stored, err := st.ChunkOf(c.ChunkID)
 	switch {
-	case errors.Is(err, ErrMismatch): // read from its batch file: as an edit held in memory would be
+	case errors.Is(err, state.ErrMismatch): // read from its batch file: as an edit held in memory would be
 		return "stored chunk no longer hashes to its content hash (edited after ingest)"
 	case err != nil:
 		return "stored chunk cannot be read: " + err.Error()
@@ -305,7 +294,7 @@ func (e *Engine) Replay(ctx context.Context, raw []byte, checkModel bool) (*Repl
 	e.askedPeriod(&h) // a question's period parsed again, a request's kept
 	var fresh *evidence.Pack
 	for {
-		var st *State
+		var st *state.State
 		if st, err = e.snapshot(); err == nil {
 			if p.Generation > st.Gen {
 				err = fmt.Errorf("generation %d is not committed here", p.Generation)

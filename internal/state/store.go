@@ -1,4 +1,4 @@
-package evpack
+package state
 
 import (
 	"context"
@@ -228,7 +228,7 @@ type Analyzed struct {
 	Lex    []string
 	Freqs  []int // how often each lex term occurs (set at ingest; not stored)
 	Tokens int
-	Rerank     []string // reranker terms in text order (rerank.Terms)
+	Rerank []string // reranker terms in text order (rerank.Terms)
 	Feats  []int32
 	tab    *termTable
 	lexIdx []uint32 // lex, as indices into tab
@@ -683,10 +683,10 @@ func LoadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 
 // purgeAt is what the index keeps of a purged chunk besides its fields.
 type PurgeAt struct {
-	Gen    int64
-	Reason string
-	Hash   string // the purged chunk's content hash
-	Redaction      storage.Redaction
+	Gen       int64
+	Reason    string
+	Hash      string // the purged chunk's content hash
+	Redaction storage.Redaction
 }
 
 // addPurge counts the purge of chunk id at generation gen: like a fact, it

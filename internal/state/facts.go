@@ -1,4 +1,4 @@
-package evpack
+package state
 
 import (
 	"errors"
@@ -32,8 +32,8 @@ const never = math.MaxInt64
 
 // factAt is a fact and the generation that committed it.
 type factAt struct {
-	Gen int64
-	Fact   *evidence.Fact
+	Gen  int64
+	Fact *evidence.Fact
 }
 
 // retiredAt returns the first as-of day on which facts committed by

@@ -1,4 +1,4 @@
-package evpack
+package state
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/zeebo/blake3"
 
+	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/rerank"
@@ -94,10 +95,10 @@ type tenantStats struct {
 	Facts        Series   // facts on the tenant's chunks
 	Purges       Series   // purges of the tenant's chunks
 	ChunkIDs     []string // in commit order; may share its array with earlier states (see series.add)
-	RerankTerms      Series   // reranker terms over all chunks (rerank.Documents' TermTotal)
+	RerankTerms  Series   // reranker terms over all chunks (rerank.Documents' TermTotal)
 	Digest       []lanePoint
 	LexDF        map[string]Series // analyzed (bleve) term -> chunks holding it
-	RerankDF         map[string]Series // reranker term -> chunks holding it
+	RerankDF     map[string]Series // reranker term -> chunks holding it
 }
 
 // add counts chunk c, committed at generation gen, with its distinct
@@ -160,7 +161,7 @@ func newTenantStats() *tenantStats {
 // scope is what one request reads: the tenants it sees, as of the scope's
 // generation. It implements rerank.Stats.
 type Scope struct {
-	State      *State
+	State   *State
 	tenants []*tenantStats // in scopeTenants order; nil for a tenant with no chunks
 	Names   []string
 	Gen     int64  // the scope's generation: its last change at or before the index generation asked
@@ -549,4 +550,64 @@ func (t TenantCommit) Summary(names int) string {
 		return "nothing"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// chunkIDs returns the IDs of the chunks of scope sc at its generation,
+// sorted.
+func (sc Scope) ChunkIDs() []string {
+	var ids []string
+	for _, name := range sc.Names {
+		if ts := sc.State.Tenants[name]; ts != nil {
+			ids = append(ids, ts.ChunkIDs...)
+		}
+	}
+	ids = slices.DeleteFunc(ids, func(id string) bool { return !sc.Admits(id) })
+	slices.Sort(ids)
+	return ids
+}
+
+// holdsIndex reports whether no tenant outside scope sc has a chunk in its
+// state: the view of every vector then holds no other tenant's.
+func (sc Scope) HoldsIndex() bool {
+	for name, ts := range sc.State.Tenants { // a yes or no over all: the order cannot matter
+		if len(ts.ChunkIDs) > 0 && !slices.Contains(sc.Names, name) {
+			return false
+		}
+	}
+	return true
+}
+
+// admitter returns the in-memory eligibility predicate of a request of the
+// scope as of day asOf with lexical restriction elig: the chunk's own fields
+// (elig.Admits, evidence.Header's predicate), committed by the scope's
+// generation when the request is pinned, and retired by no fact that
+// generation knew. The dense leg scans with it; the lexical leg compiles the
+// same predicate into its query.
+func (sc Scope) Admitter(elig retrieve.Eligibility, asOf asof.Date) func(c *evidence.Chunk) bool {
+	st := sc.State
+	admit := elig.Admits
+	if !sc.Latest { // a pinned request: only what its generation had committed
+		admit = func(c *evidence.Chunk) bool { return elig.Admits(c) && sc.Admits(c.ID) }
+	}
+	if st.Bounds.MinRetired <= asOf.Days() { // some fact may retire a chunk as of the day
+		base := admit
+		admit = func(c *evidence.Chunk) bool { return base(c) && st.RetiredAt(c.ID, sc.Gen) > asOf.Days() }
+	}
+	if len(st.Purged) > 0 { // a purged chunk is never eligible, at any generation
+		base := admit
+		admit = func(c *evidence.Chunk) bool { _, gone := st.Purged[c.ID]; return !gone && base(c) }
+	}
+	return admit
+}
+
+// purgedIn lists the purged chunks the scope held at its generation, in
+// purge order.
+func (sc Scope) PurgedIn() []string {
+	var out []string
+	for _, id := range sc.State.PurgeLog {
+		if tenant, _ := sc.State.TenantOf(id); sc.Admits(id) && slices.Contains(sc.Names, tenant) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

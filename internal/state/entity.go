@@ -1,4 +1,4 @@
-package evpack
+package state
 
 import (
 	"fmt"

@@ -1,0 +1,92 @@
+package state
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/internal/terms"
+	"github.com/evpack/evpack/retrieve"
+)
+
+// purge returns a new state: s with the text of chunks ids (sorted,
+// committed, not purged) deleted as generation gen, committed at at. Their
+// terms leave every statistic at every generation; their token and term
+// counts stay. s is not changed.
+func (s *State) Purge(gen int64, at time.Time, ids []string, reason string, lex *retrieve.Lexical) *State {
+	n := *s
+	n.Gen, n.Commits = gen, append(s.Commits, at)
+	n.Chunks, n.Feats, n.Purged = maps.Clone(s.Chunks), maps.Clone(s.Feats), maps.Clone(s.Purged)
+	n.Tenants, n.DocOrder, n.DocPlace = maps.Clone(s.Tenants), maps.Clone(s.DocOrder), maps.Clone(s.DocPlace)
+	n.Counts = &retrieve.Counts{N: maps.Clone(s.Counts.N), Total: s.Counts.Total}
+	n.PurgeLog = append(s.PurgeLog, ids...)
+	own := map[string]bool{}
+	for _, id := range ids {
+		c := s.Chunks[id]
+		lexTerms, tokens := lex.Terms(c.Text)
+		p := s.DocPlace[id]
+		rr := s.TermsOf(p.List.Nums[p.Pos])
+		committed := s.Committed[id]
+		ts := n.OwnTenant(c.Tenant, own)
+		for _, t := range lexTerms {
+			dropOne(ts.LexDF, t, committed)
+		}
+		for _, t := range terms.Distinct(slices.Clone(rr)) {
+			dropOne(ts.RerankDF, t, committed)
+		}
+		ts.AddPurge(gen, id)
+		n.Purged[id] = PurgeAt{Gen: gen, Reason: reason, Hash: c.ContentHash, Redaction: storage.Redaction{Generation: gen, Tokens: tokens, Terms: len(rr)}}
+		if f := s.Feats[id]; f != nil {
+			n.Counts.Sub(f)
+			n.Feats[id] = []int32{}
+		}
+		if !own["doc\x00"+p.Key] {
+			d := n.DocOrder[p.Key]
+			cp := &DocList{IDs: d.IDs, Nums: slices.Clone(d.Nums)}
+			n.DocOrder[p.Key] = cp
+			own["doc\x00"+p.Key] = true
+			for _, other := range d.IDs { // their places point to the copy
+				q := n.DocPlace[other]
+				q.List = cp
+				n.DocPlace[other] = q
+			}
+		}
+		n.DocOrder[p.Key].Nums[p.Pos] = nil
+		cp := *c
+		cp.Text = ""
+		n.Chunks[id] = &cp
+	}
+	return &n
+}
+
+// dropOne takes one chunk committed at generation g out of term t's
+// document frequencies df; a term no chunk holds any more leaves df, as a
+// recount would have it.
+func dropOne(df map[string]Series, t string, g int64) {
+	if s := df[t].Without(g); len(s) > 0 {
+		df[t] = s
+	} else {
+		delete(df, t)
+	}
+}
+
+// without returns s less one count from generation g on, dropping points
+// that no longer change the count (so that it equals the series a recount
+// without that one gives). s is not changed.
+func (s Series) Without(g int64) Series {
+	out := make(Series, 0, len(s))
+	for _, p := range s {
+		if p.Gen >= g {
+			p.N--
+		}
+		last := int64(0)
+		if len(out) > 0 {
+			last = out[len(out)-1].N
+		}
+		if p.N != last {
+			out = append(out, p)
+		}
+	}
+	return out
+}
