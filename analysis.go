@@ -12,7 +12,7 @@ import (
 // batch it was made from and the analyzers this engine runs (their
 // identity), and Check compares it with a fresh analysis. A batch without
 // one (a purge's rewrite, or an index made before analysis files) is
-// analyzed as before.
+// Analyzed as before.
 
 // analysisOf returns the analysis file of a batch with checksum sum holding
 // the chunks add, analyzed as an.

@@ -1,13 +1,11 @@
 package evpack
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +15,8 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/fuse"
+	"github.com/evpack/evpack/internal/commit"
+	"github.com/evpack/evpack/internal/pipeline"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/internal/terms"
@@ -384,7 +384,7 @@ type IngestOptions struct {
 // alike but the time it was fetched) is skipped and the stored chunk kept.
 // One that differs only in an earlier (or newly set) end of validity
 // becomes a fact on the stored chunk (see connectors.Record); one that would
-// extend the validity is evidence.ErrValidityExtended, and one that differs
+// Extend the validity is evidence.ErrValidityExtended, and one that differs
 // in anything else evidence.ErrDuplicateChunk: a new version needs a new
 // chunk ID. A fact that names no chunk, or contradicts it, is
 // evidence.ErrBadFact naming its record (see facts.go).
@@ -548,11 +548,17 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 
 	// The commit time: whole seconds, UTC, as the manifest records it.
 	at := time.Now().UTC().Truncate(time.Second)
+	w := batchWrite{add: add, an: an, facts: facts, total: total, dense: dense, graph: graph}
+	if e.store != nil {
+		if w.body, w.lines, err = e.seal(gen, at, storage.Contents{Chunks: add, Facts: facts}); err != nil {
+			return rep, err
+		}
+	}
 	next := st.Extend(gen, at, add, an, facts)
 	if dense != nil {
 		next.SetDense(dense, graph)
 	}
-	if err := e.commit(ctx, st, next, batchWrite{add: add, an: an, facts: facts, total: total, dense: dense, graph: graph}); err != nil {
+	if err := e.commit(ctx, st, next, w); err != nil {
 		return rep, err
 	}
 	rep.Added, rep.Facts = len(add), len(facts)
@@ -580,27 +586,32 @@ type batchWrite struct {
 	total int64
 	dense *retrieve.Dense
 	graph *retrieve.Graph
+	// body is the sealed batch (the log entry), lines where each chunk's
+	// line lies in it; nil for a memory index.
+	body  []byte
+	lines []storage.Span
 }
 
-// commit makes next, which is st plus w, the committed state. Files are
-// written before the write lock is taken; under it, only the lexical batch,
-// the manifest and the swap. On any error the batch is rolled back and st
-// stays the state.
+// commit makes next, which is st plus w, the committed state, through the
+// commit protocol (internal/commit): files first, then, under the write
+// lock, the lexical batch, the manifest and the swap. On any error the
+// batch is rolled back and st stays the state.
 func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite) error {
-	gen := next.Gen
-	add, facts := w.add, w.facts
-	var c *storage.Commit
-	var m *storage.Manifest
+	var c *commit.Commit
 	if e.store != nil {
 		var err error
-		if c, m, err = e.writeFiles(next, w); err != nil {
-			return err
+		f, err := e.filesOf(next, w)
+		if err != nil {
+			return fmt.Errorf("evpack: ingest: %w", err)
+		}
+		if c, err = commit.Write(e.store, f); err != nil {
+			return fmt.Errorf("evpack: ingest: %w", err)
 		}
 	}
 	// The lexical documents the commit writes: its chunks, and the earlier
 	// chunks whose retirement its facts change, as next knows them.
-	docs := make([]retrieve.Doc, 0, len(add)+len(facts))
-	for i, ch := range add {
+	docs := make([]retrieve.Doc, 0, len(w.add)+len(w.facts))
+	for i, ch := range w.add {
 		d, _ := next.LexDoc(ch.ID)
 		if an := w.an[i]; an.Freqs != nil { // bleve need not analyze the text again
 			d.Analysis = &retrieve.Analysis{Terms: an.Lex, Freqs: an.Freqs, Tokens: an.Tokens}
@@ -608,7 +619,7 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 		docs = append(docs, d)
 	}
 	touched := map[string]bool{} // stored chunks already re-indexed (lookups only)
-	for _, f := range facts {
+	for _, f := range w.facts {
 		if _, gone := st.Purged[f.ChunkID]; gone {
 			continue // a purged chunk has no document: its text must not come back
 		}
@@ -618,149 +629,82 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 			docs = append(docs, d)
 		}
 	}
+	return e.publish(ctx, c, next, func() error { return e.lex.Index(ctx, docs) }, func() error {
+		_, err := e.lex.RollBack(context.WithoutCancel(ctx), st.Gen, st.LexDoc)
+		return err
+	})
+}
+
+// publish finishes commit c (nil for a memory index) under the write lock:
+// apply changes the lexical index, the manifest is published and next
+// becomes the state. When the lexical change cannot be undone, the engine
+// stops serving (ErrBroken) and the next Open rolls the commit back from
+// its record.
+func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.State, apply, undo func() error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	rollback := func(cause error) error {
-		// Generation gen never committed: remove whatever of it reached
-		// bleve, then the files it wrote. If bleve cannot be rolled back
-		// here, the commit's record stays for the next Open to finish the
-		// job, and this engine stops serving.
-		if _, err := e.lex.RollBack(context.WithoutCancel(ctx), st.Gen, st.LexDoc); err != nil {
-			e.broken = fmt.Errorf("%w: commit of generation %d failed (%v) and could not be rolled back: %v", ErrBroken, gen, cause, err)
-			return errors.Join(cause, e.broken)
-		}
-		if c != nil {
-			if err := c.Abort(); err != nil {
-				return errors.Join(cause, err)
-			}
-		}
-		return cause
-	}
 	if e.closed || e.broken != nil { // nothing reached bleve: only the files go
 		err := ErrClosed
 		if !e.closed {
 			err = e.broken
 		}
-		if c != nil {
-			err = errors.Join(err, c.Abort())
-		}
+		return errors.Join(err, commit.Abort(c))
+	}
+	err := commit.Publish(c, apply, undo)
+	var ue *commit.UndoError
+	if errors.As(err, &ue) {
+		e.broken = fmt.Errorf("%w: commit of generation %d failed (%v) and could not be rolled back: %v", ErrBroken, next.Gen, ue.Cause, ue.Err)
+		return errors.Join(ue.Cause, e.broken)
+	}
+	if err != nil {
 		return err
-	}
-	if err := e.lex.Index(ctx, docs); err != nil {
-		return rollback(err)
-	}
-	if c != nil {
-		if err := c.Publish(m); err != nil {
-			return rollback(fmt.Errorf("evpack: ingest: %w", err))
-		}
 	}
 	e.st = next
 	return nil
 }
 
-// writeFiles starts the commit of next's generation in the index directory
-// and writes its files: the batch, its analysis file, a corpus-free
-// embedder's vectors and graph, and next's checkpoint (after the batch, so
-// that next knows where its new chunks lie). It returns the commit and the
-// manifest that will publish it.
-func (e *Engine) writeFiles(next *state.State, w batchWrite) (*storage.Commit, *storage.Manifest, error) {
+// filesOf returns what next's generation writes: the batch, its analysis
+// file, next's checkpoint (after the batch, so that next knows where its
+// new chunks lie) and a corpus-free embedder's vectors and graph.
+func (e *Engine) filesOf(next *state.State, w batchWrite) (commit.Files, error) {
 	gen, at := next.Gen, next.Commits[next.Gen-1]
-	add, facts, total, dense, graph := w.add, w.facts, w.total, w.dense, w.graph
-	prev := e.store.Manifest()
-	m := prev.Clone()
-	m.Generation, m.Docs, m.Tokens = gen, prev.Docs+int64(len(add)), prev.Tokens+total
-	b := storage.Batch{Generation: gen, File: storage.BatchName(gen), Chunks: len(add), Facts: len(facts),
+	b := storage.Batch{Generation: gen, File: storage.BatchName(gen), Chunks: len(w.add), Facts: len(w.facts),
 		CommittedAt: at.Format(time.RFC3339)}
-	hdr := storage.BatchHeader{Generation: gen, CommittedAt: b.CommittedAt}
+	f := commit.Files{Batch: b, Body: w.body, AddDocs: int64(len(w.add)), AddTokens: w.total}
+	next.SetLines(w.add, w.lines)
+	if len(w.add) > 0 {
+		f.Batch.Analysis = storage.AnalysisName(gen)
+		f.Analysis = func(sum string) []byte { return storage.EncodeAnalysis(e.analysisOf(sum, w.add, w.an)) }
+	}
+	switch {
+	case state.CorpusFree(e.emb) && len(w.add) == 0: // a commit of facts alone: the stored vectors stay
+		f.DenseMode = commit.DenseKeep
+	case w.dense != nil && state.CorpusFree(e.emb):
+		// A model's vectors are costly: store them with the generation so
+		// that Open loads them instead of embedding the corpus again (and
+		// so is the graph over them).
+		f.DenseMode, f.Dense, f.Graph, f.Embedder = commit.DenseReplace, w.dense, w.graph, e.emb.Identity()
+		if w.graph != nil {
+			f.GraphBuild = state.GraphBuild(*e.graph)
+		}
+	default:
+		f.DenseMode = commit.DenseDrop
+	}
+	var err error
+	f.Checkpoint, err = e.checkpointOf(next)
+	return f, err
+}
+
+// seal returns the batch file of generation gen committed at at holding
+// cont, linked to the directory's last batch, and where each chunk's line
+// lies in it: the log entry the commit writes.
+func (e *Engine) seal(gen int64, at time.Time, cont storage.Contents) ([]byte, []storage.Span, error) {
+	prev := e.store.Manifest()
+	hdr := storage.BatchHeader{Generation: gen, CommittedAt: at.Format(time.RFC3339)}
 	if len(prev.Batches) > 0 {
 		hdr.Prev = prev.Batches[len(prev.Batches)-1].ChainSum()
 	}
-	raw, lines, err := storage.EncodeBatchLines(hdr, storage.Contents{Chunks: add, Facts: facts})
-	if err != nil {
-		return nil, nil, err
-	}
-	next.SetLines(add, lines)
-	ckpt, err := e.checkpointOf(next)
-	if err != nil {
-		return nil, nil, err
-	}
-	m.Checkpoint = storage.CheckpointName(gen)
-	writes := []string{storage.ChunksDir + "/" + b.File, m.Checkpoint}
-	var obsolete []string
-	if prev.Checkpoint != "" {
-		obsolete = append(obsolete, prev.Checkpoint)
-	}
-	if len(add) > 0 {
-		b.Analysis = storage.AnalysisName(gen)
-		writes = append(writes, storage.ChunksDir+"/"+b.Analysis)
-	}
-	// writeBatch writes the batch file, then its analysis (which names the
-	// batch's checksum), then the checkpoint.
-	writeBatch := func(c *storage.Commit) (err error) {
-		if b.Sum, err = c.Write(writes[0], raw); err != nil {
-			return err
-		}
-		if b.Analysis != "" {
-			if b.AnalysisSum, err = c.Write(writes[2], storage.EncodeAnalysis(e.analysisOf(b.Sum, add, w.an))); err != nil {
-				return err
-			}
-		}
-		if err = c.WriteSealed(m.Checkpoint, ckpt...); err != nil {
-			return err
-		}
-		m.CheckpointSum, err = state.CheckpointSum(ckpt.Head()) // its head's: Open reads no more
-		return err
-	}
-	if state.CorpusFree(e.emb) && len(add) == 0 { // a commit of facts alone: the stored vectors stay
-		c, err := e.store.Begin(gen, writes, obsolete)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := writeBatch(c); err != nil {
-			return nil, nil, errors.Join(fmt.Errorf("evpack: ingest: %w", err), c.Abort())
-		}
-		m.Batches = append(m.Batches, b)
-		return c, m, nil
-	}
-	m.Dense = nil
-	if dense != nil && state.CorpusFree(e.emb) {
-		// A model's vectors are costly: store them with the generation so
-		// that Open loads them instead of embedding the corpus again.
-		m.Dense = &storage.Dense{File: fmt.Sprintf("dense-%08d.bin", gen), Embedder: e.emb.Identity()}
-		writes = append(writes, m.Dense.File)
-		if graph != nil { // and so is the graph over them
-			m.Dense.Graph, m.Dense.GraphBuild = fmt.Sprintf("graph-%08d.bin", gen), state.GraphBuild(*e.graph)
-			writes = append(writes, m.Dense.Graph)
-		}
-	}
-	if prev.Dense != nil {
-		obsolete = append(obsolete, prev.Dense.File)
-		if prev.Dense.Graph != "" {
-			obsolete = append(obsolete, prev.Dense.Graph)
-		}
-	}
-	c, err := e.store.Begin(gen, writes, obsolete)
-	if err != nil {
-		return nil, nil, err
-	}
-	fail := func(err error) (*storage.Commit, *storage.Manifest, error) {
-		return nil, nil, errors.Join(fmt.Errorf("evpack: ingest: %w", err), c.Abort())
-	}
-	if err := writeBatch(c); err != nil {
-		return fail(err)
-	}
-	m.Batches = append(m.Batches, b)
-	if m.Dense != nil {
-		if m.Dense.Sum, err = c.Write(m.Dense.File, dense.Encode()); err != nil {
-			return fail(err)
-		}
-		if m.Dense.Graph != "" {
-			if m.Dense.GraphSum, err = c.Write(m.Dense.Graph, graph.Encode()); err != nil {
-				return fail(err)
-			}
-		}
-	}
-	return c, m, nil
+	return storage.EncodeBatchLines(hdr, cont)
 }
 
 // Request asks for evidence. It is plain data; its canonical form (question
@@ -997,95 +941,51 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc state.Scope, r
 		}
 		lists = append(lists, fuse.List{Name: "dense", Weight: e.opts.DenseWeight, IDs: ids})
 	}
-	fused, err := fuse.RRF(e.opts.RRFK, lists...)
-	if err != nil {
-		return nil, err
-	}
-	fusion, boosted := e.fusionSetting(), ""
+	fusion := e.fusionSetting()
 	if len(lists) > 0 && lists[len(lists)-1].Name == "period" {
 		fusion += " period=" + strconv.FormatFloat(e.opts.PeriodWeight, 'g', -1, 64)
 	}
-	if !asked.IsZero() && e.opts.PeriodBoost > 0 { // before the pool is cut: the boost decides what enters it
-		if boosted, err = e.periodBoost(ctx, sc, fused, asked, elig); err != nil {
-			return nil, err
-		}
+	in := pipeline.Input{Header: h, Text: text, Lists: lists, Steps: steps, RRFK: e.opts.RRFK, Fusion: fusion,
+		Pool: e.opts.Pool, Reranker: rr, Fingerprint: e.fingerprintFor(h, sc, rr)}
+	if !asked.IsZero() && e.opts.PeriodBoost > 0 {
+		in.Boost = func(fused []fuse.Item) (string, error) { return e.periodBoost(ctx, sc, fused, asked, elig) }
 	}
-	if len(fused) > e.opts.Pool {
-		fused = fused[:e.opts.Pool]
+	p, err := pipeline.Rank(ctx, in, scopeState{sc})
+	if re := (*pipeline.ReadError)(nil); errors.As(err, &re) {
+		return nil, e.readFailed(st, re.Err)
 	}
-	steps = append(steps, fmt.Sprintf("fused %d (%s)", len(fused), fusion))
-	if boosted != "" {
-		steps = append(steps, boosted)
-	}
-	steps = append(steps, fmt.Sprintf("pool %d", len(fused)))
-	cands := make([]rerank.Candidate, len(fused))
-	places := make([]rerank.DocumentPlace, len(fused))
-	tf, _ := rr.(rerank.TextFree)
-	readText := tf == nil || !tf.TextFree() // else the texts stay where they are stored
-	dt, _ := rr.(rerank.DocumentTerms)
-	makeTerms := dt == nil || !dt.DocumentTerms() // else the numbers are enough
-	for i, f := range fused {
-		cands[i] = rerank.Candidate{ID: f.ID, Rank: i + 1}
-		// The chunk's document (its terms among them, as numbers), or the
-		// window of it the reranker reads, in one lookup, handed to the
-		// reranker with the candidate.
-		if pl, ok := sc.Place(f.ID); ok {
-			places[i] = pl
-			cands[i].Doc = &places[i]
-			if makeTerms {
-				cands[i].Terms = st.TermsOf(pl.Nums[pl.Pos-pl.Start])
-			}
-		}
-		if readText {
-			c, _, err := st.ChunkUpTo(f.ID, sc.Gen)
-			switch {
-			case err != nil && !errors.Is(err, state.ErrMismatch):
-				return nil, e.readFailed(st, err)
-			case c != nil: // one that does not verify goes without: the gate drops it
-				cands[i].Text = c.Text
-			}
-		}
-	}
-	ranked, err := rr.Rerank(ctx, text, cands, sc)
-	if err != nil {
-		return nil, fmt.Errorf("evpack: rerank: %w", err)
-	}
-	// A reranker orders its pool and adds nothing to it: an output that is
-	// not a permutation of the candidates (another tenant's chunk, a repeat,
-	// a lost candidate) is an error, never a pack.
-	if err := rerank.CheckPermutation(cands, ranked); err != nil {
-		return nil, fmt.Errorf("evpack: rerank: reranker %q: %w", rr.Name(), err)
-	}
-	steps = append(steps, fmt.Sprintf("reranked %d", len(ranked)))
-	if f, ok := rr.(*rerank.Fallback); ok { // never silent: the trace says a model was not used
-		steps = append(steps, "reranker: the learned model could not be loaded ("+f.Why()+"); the arithmetic reranker ranked the pool")
-	}
-	// The gate sees only what the scope's generation had committed.
-	var readErr error
-	lookup := func(id string) (evidence.Entry, bool) {
-		en, ok, err := sc.EntryFor(id, h.AsOf, h.EndsKnownLater)
-		readErr = cmp.Or(readErr, err)
-		return en, ok
-	}
-	p := evidence.Assemble(h, ranked, lookup, steps, e.fingerprintFor(h, sc, rr))
-	if readErr != nil {
-		return nil, e.readFailed(st, readErr)
-	}
-	if st.Rows != nil {
-		if err := st.Rows.Err(); err != nil { // a block of the checkpoint failed its check, or a commit closed it: no answer from it
-			return nil, e.readFailed(st, err)
-		}
-	}
-	if !bitStable(rr) {
-		p.Ledger = slices.Clone(ranked) // not the reranker's slice
-	}
-	return p, nil
+	return p, err
 }
 
-// bitStable reports whether rr promises identical scores on every machine.
-func bitStable(rr rerank.Reranker) bool {
-	b, ok := rr.(rerank.BitStable)
-	return ok && b.BitStable()
+// scopeState is what the ranking stage reads of a scope (pipeline.State).
+type scopeState struct{ sc state.Scope }
+
+func (s scopeState) Stats() rerank.Stats { return s.sc }
+
+func (s scopeState) Place(id string) (rerank.DocumentPlace, bool) { return s.sc.Place(id) }
+
+func (s scopeState) Terms(nums []uint32) []string { return s.sc.State.TermsOf(nums) }
+
+func (s scopeState) Text(id string) (string, bool, error) {
+	c, _, err := s.sc.State.ChunkUpTo(id, s.sc.Gen)
+	if err != nil && !errors.Is(err, state.ErrMismatch) {
+		return "", false, err
+	}
+	if c == nil {
+		return "", false, nil
+	}
+	return c.Text, true, nil // as stored, even when it fails its hash: the gate drops it
+}
+
+func (s scopeState) Entry(id string, d asof.Date, endsKnownLater bool) (evidence.Entry, bool, error) {
+	return s.sc.EntryFor(id, d, endsKnownLater)
+}
+
+func (s scopeState) Err() error {
+	if rows := s.sc.State.Rows; rows != nil {
+		return rows.Err() // a block of the checkpoint failed its check, or a commit closed it: no answer from it
+	}
+	return nil
 }
 
 // fingerprint lists every setting that shaped a pack from state st with
@@ -1098,7 +998,7 @@ func (e *Engine) fingerprint(sc state.Scope, rr rerank.Reranker) evidence.Finger
 		evidence.Setting{Key: "fusion", Value: e.fusionSetting()},
 		evidence.Setting{Key: "pool", Value: strconv.Itoa(e.opts.Pool)},
 		evidence.Setting{Key: "reranker", Value: rr.Name()},
-		evidence.Setting{Key: "reranker_bit_stable", Value: strconv.FormatBool(bitStable(rr))},
+		evidence.Setting{Key: "reranker_bit_stable", Value: strconv.FormatBool(pipeline.BitStable(rr))},
 		evidence.Setting{Key: "entity_names", Value: entityPolicy(e.opts.KeepEntityNames)},
 		evidence.Setting{Key: "dense", Value: e.denseSetting()},
 	)

@@ -2,7 +2,6 @@ package evpack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/commit"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/retrieve"
@@ -90,16 +90,35 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 		next.SetDense(dense, graph)
 	}
 	rep := PurgeReport{Purged: ids, Generation: gen}
-	var c *storage.Commit
-	var m *storage.Manifest
+	var c *commit.Commit
 	if e.store != nil {
-		if c, m, rep.Rewritten, err = e.writePurge(next, ids, dense, graph); err != nil {
-			return PurgeReport{}, err
+		f, err := e.purgeFiles(next, ids, dense, graph)
+		if err != nil {
+			return PurgeReport{}, fmt.Errorf("evpack: purge: %w", err)
+		}
+		if c, err = commit.Write(e.store, f); err != nil {
+			return PurgeReport{}, fmt.Errorf("evpack: purge: %w", err)
+		}
+		for _, r := range f.Rewrites {
+			rep.Rewritten = append(rep.Rewritten, storage.ChunksDir+"/"+r.Batch.File)
 		}
 	}
-	if err := e.publishPurge(ctx, st, next, ids, c, m); err != nil {
+	gone := make([]*evidence.Chunk, len(ids))
+	for i, id := range ids {
+		gone[i] = st.Chunks[id]
+	}
+	err = e.publish(ctx, c, next, func() error { return e.lex.Delete(ctx, gone) }, func() error {
+		// Put the documents back as st has them.
+		docs := make([]retrieve.Doc, len(ids))
+		for i, id := range ids {
+			docs[i], _ = st.LexDoc(id)
+		}
+		return e.lex.Index(context.WithoutCancel(ctx), docs)
+	})
+	if err != nil {
 		return PurgeReport{}, err
 	}
+	e.views.clear() // views of earlier generations held the purged rows
 	// Deleted documents stay in bleve's segments (their terms in its
 	// dictionaries) until the segments are merged: merge now, so the text
 	// leaves the lexical index's files too.
@@ -110,59 +129,6 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 		return rep, fmt.Errorf("evpack: purge committed at generation %d, but merging the lexical index failed (run Merge again): %w", gen, err)
 	}
 	return rep, nil
-}
-
-// publishPurge deletes the lexical documents of ids, publishes manifest m
-// of commit c (nil for a memory index) and makes next the state; on any
-// error it puts back what it changed.
-func (e *Engine) publishPurge(ctx context.Context, st, next *state.State, ids []string, c *storage.Commit, m *storage.Manifest) error {
-	gen := next.Gen
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	fail := func(cause error) error {
-		// Put the documents back as st has them; if bleve cannot take them,
-		// the commit's record stays for the next Open to finish the job.
-		docs := make([]retrieve.Doc, len(ids))
-		for i, id := range ids {
-			docs[i], _ = st.LexDoc(id)
-		}
-		if err := e.lex.Index(context.WithoutCancel(ctx), docs); err != nil {
-			e.broken = fmt.Errorf("%w: purge of generation %d failed (%v) and could not be rolled back: %v", ErrBroken, gen, cause, err)
-			return errors.Join(cause, e.broken)
-		}
-		if c != nil {
-			cause = errors.Join(cause, c.Abort())
-		}
-		return cause
-	}
-	switch {
-	case e.closed:
-		return errors.Join(ErrClosed, abort(c))
-	case e.broken != nil:
-		return errors.Join(e.broken, abort(c))
-	}
-	gone := make([]*evidence.Chunk, len(ids))
-	for i, id := range ids {
-		gone[i] = st.Chunks[id]
-	}
-	if err := e.lex.Delete(ctx, gone); err != nil {
-		return fail(err)
-	}
-	if c != nil {
-		if err := c.Publish(m); err != nil {
-			return fail(fmt.Errorf("evpack: purge: %w", err))
-		}
-	}
-	e.st = next
-	e.views.clear() // views of earlier generations held the purged rows
-	return nil
-}
-
-func abort(c *storage.Commit) error {
-	if c == nil {
-		return nil
-	}
-	return c.Abort()
 }
 
 // withoutVectors returns d with the rows of ids holding no vector.
@@ -177,18 +143,16 @@ func withoutVectors(d *retrieve.Dense, ids []string) *retrieve.Dense {
 	return retrieve.NewDense(all, vecs)
 }
 
-// writePurge starts the commit of next's generation, a purge of ids: the
+// purgeFiles returns what next's generation, a purge of ids, writes: the
 // batch that records it, each batch file that held a purged chunk
-// rewritten without its text, and a corpus-free embedder's vectors and
-// graph. It returns the commit, the manifest that will publish it and the
-// files rewritten.
-func (e *Engine) writePurge(next *state.State, ids []string, dense *retrieve.Dense, graph *retrieve.Graph) (*storage.Commit, *storage.Manifest, []string, error) {
+// rewritten without its text, next's checkpoint, and a corpus-free
+// embedder's vectors and graph.
+func (e *Engine) purgeFiles(next *state.State, ids []string, dense *retrieve.Dense, graph *retrieve.Graph) (commit.Files, error) {
 	gen := next.Gen
 	prev := e.store.Manifest()
-	m := prev.Clone()
-	m.Generation, m.Purged = gen, prev.Purged+int64(len(ids))
-	at := next.Commits[gen-1].Format(time.RFC3339)
-	b := storage.Batch{Generation: gen, File: storage.BatchName(gen), Purges: len(ids), CommittedAt: at}
+	at := next.Commits[gen-1]
+	f := commit.Files{Batch: storage.Batch{Generation: gen, File: storage.BatchName(gen), Purges: len(ids), CommittedAt: at.Format(time.RFC3339)},
+		AddPurged: int64(len(ids))}
 	var purges []storage.Purge
 	byBatch := map[int64][]string{}
 	for _, id := range ids {
@@ -196,23 +160,15 @@ func (e *Engine) writePurge(next *state.State, ids []string, dense *retrieve.Den
 		g := next.Committed[id]
 		byBatch[g] = append(byBatch[g], id)
 	}
-	hdr := storage.BatchHeader{Generation: gen, CommittedAt: at, Prev: prev.Batches[len(prev.Batches)-1].ChainSum()}
-	raw, err := storage.EncodeBatch(hdr, storage.Contents{Purges: purges})
-	if err != nil {
-		return nil, nil, nil, err
+	var err error
+	if f.Body, _, err = e.seal(gen, at, storage.Contents{Purges: purges}); err != nil {
+		return f, err
 	}
-	type rewrite struct {
-		i   int
-		raw []byte
-	}
-	var rewrites []rewrite
-	writes := []string{storage.ChunksDir + "/" + b.File}
-	var obsolete, rewritten []string
 	for _, g := range slices.Sorted(maps.Keys(byBatch)) {
 		old := prev.Batches[g-1]
 		cont, err := e.store.ReadBatch(old)
 		if err != nil {
-			return nil, nil, nil, err
+			return f, err
 		}
 		if cont.Redacted == nil {
 			cont.Redacted = map[string]storage.Redaction{}
@@ -229,7 +185,7 @@ func (e *Engine) writePurge(next *state.State, ids []string, dense *retrieve.Den
 		}
 		raw, lines, err := storage.EncodeBatchLines(h, cont)
 		if err != nil {
-			return nil, nil, nil, err
+			return f, err
 		}
 		next.SetLines(cont.Chunks, lines) // the rewrite moved every line after the first purged one
 		nb := old
@@ -237,69 +193,16 @@ func (e *Engine) writePurge(next *state.State, ids []string, dense *retrieve.Den
 		// The analysis file holds the purged texts' terms: it goes with
 		// them, and Open analyzes the rewritten batch instead.
 		nb.Analysis, nb.AnalysisSum = "", ""
-		m.Batches[g-1] = nb
-		rewrites = append(rewrites, rewrite{i: int(g - 1), raw: raw})
-		writes = append(writes, storage.ChunksDir+"/"+nb.File)
-		obsolete = append(obsolete, storage.ChunksDir+"/"+old.File)
-		if old.Analysis != "" {
-			obsolete = append(obsolete, storage.ChunksDir+"/"+old.Analysis)
-		}
-		rewritten = append(rewritten, storage.ChunksDir+"/"+nb.File)
+		f.Rewrites = append(f.Rewrites, commit.Rewrite{Batch: nb, Body: raw})
 	}
 	if dense != nil && prev.Dense != nil {
-		m.Dense = &storage.Dense{File: fmt.Sprintf("dense-%08d.bin", gen), Embedder: prev.Dense.Embedder}
-		writes = append(writes, m.Dense.File)
-		obsolete = append(obsolete, prev.Dense.File)
+		f.DenseMode, f.Dense, f.Graph, f.Embedder = commit.DenseReplace, dense, graph, prev.Dense.Embedder
 		if graph != nil {
-			m.Dense.Graph, m.Dense.GraphBuild = fmt.Sprintf("graph-%08d.bin", gen), state.GraphBuild(*e.graph)
-			writes = append(writes, m.Dense.Graph)
-		}
-		if prev.Dense.Graph != "" {
-			obsolete = append(obsolete, prev.Dense.Graph)
+			f.GraphBuild = state.GraphBuild(*e.graph)
 		}
 	}
-	ckpt, err := e.checkpointOf(next)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	m.Checkpoint = storage.CheckpointName(gen)
-	writes = append(writes, m.Checkpoint)
-	if prev.Checkpoint != "" {
-		obsolete = append(obsolete, prev.Checkpoint)
-	}
-	c, err := e.store.Begin(gen, writes, obsolete)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	failed := func(err error) (*storage.Commit, *storage.Manifest, []string, error) {
-		return nil, nil, nil, errors.Join(fmt.Errorf("evpack: purge: %w", err), c.Abort())
-	}
-	if b.Sum, err = c.Write(writes[0], raw); err != nil {
-		return failed(err)
-	}
-	if err = c.WriteSealed(m.Checkpoint, ckpt...); err != nil {
-		return failed(err)
-	}
-	if m.CheckpointSum, err = state.CheckpointSum(ckpt.Head()); err != nil { // its head's: Open reads no more
-		return failed(err)
-	}
-	for k, r := range rewrites {
-		if m.Batches[r.i].Sum, err = c.Write(writes[1+k], r.raw); err != nil {
-			return failed(err)
-		}
-	}
-	if m.Dense != nil && dense != nil && prev.Dense != nil {
-		if m.Dense.Sum, err = c.Write(m.Dense.File, dense.Encode()); err != nil {
-			return failed(err)
-		}
-		if m.Dense.Graph != "" {
-			if m.Dense.GraphSum, err = c.Write(m.Dense.Graph, graph.Encode()); err != nil {
-				return failed(err)
-			}
-		}
-	}
-	m.Batches = append(m.Batches, b)
-	return c, m, rewritten, nil
+	f.Checkpoint, err = e.checkpointOf(next)
+	return f, err
 }
 
 // clear drops every view: a purge changed what earlier generations embed.

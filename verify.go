@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/pipeline"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/rerank"
 )
@@ -128,7 +129,7 @@ func (e *Engine) verifyIn(ctx context.Context, st *state.State, p *evidence.Pack
 	// ledger replays recorded scores under the pack's own reranker name, so
 	// without this check any reranker's pack (a forger's) would verify.
 	own := e.opts.Reranker
-	identity := map[string]string{"reranker": own.Name(), "reranker_bit_stable": strconv.FormatBool(bitStable(own))}
+	identity := map[string]string{"reranker": own.Name(), "reranker_bit_stable": strconv.FormatBool(pipeline.BitStable(own))}
 	if got := p.Fingerprint.Get("reranker"); got != identity["reranker"] {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("reranker: pack says %q, this engine runs %q", got, identity["reranker"]))
 	}
@@ -138,7 +139,7 @@ func (e *Engine) verifyIn(ctx context.Context, st *state.State, p *evidence.Pack
 	rr := own
 	// Replay the recorded scores, never calling the model; a bit-stable
 	// reranker is always run again, so a ledger cannot stand in for it.
-	if len(p.Ledger) > 0 && !bitStable(own) {
+	if len(p.Ledger) > 0 && !pipeline.BitStable(own) {
 		rr = rerank.NewLedger(p.Fingerprint.Get("reranker"), p.Ledger)
 	}
 	now := e.fingerprintFor(h, sc, rr)

@@ -15,16 +15,16 @@ import (
 // The checkpoint's bytes are internal/checkpoint's; here the state is
 // handed to its encoder and built back from what its decoder reads.
 
-// checkpointFormat is the checkpoint's magic (internal/checkpoint).
+// CheckpointFormat is the checkpoint's magic (internal/checkpoint).
 const CheckpointFormat = checkpoint.Format
 
-// olderCheckpoints are the magics Open passes over (internal/checkpoint).
+// OlderCheckpoints are the magics Open passes over (internal/checkpoint).
 var OlderCheckpoints = checkpoint.Older
 
-// checkpointSum returns the checksum the manifest records of a checkpoint.
+// CheckpointSum returns the checksum the manifest records of a checkpoint.
 func CheckpointSum(raw []byte) (string, error) { return checkpoint.Sum(raw) }
 
-// encodeCheckpoint returns the sealed checkpoint of st for analyzers
+// EncodeCheckpoint returns the sealed checkpoint of st for analyzers
 // identity and the lexical catalog catalog returns (see checkpointOf), which
 // is asked for once the rest is encoded.
 func EncodeCheckpoint(st *State, identity string, catalog func() ([]byte, error)) (checkpoint.File, error) {
@@ -132,7 +132,7 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 	return st, true, nil
 }
 
-// lexDocs yields the lexical document of each chunk of st (every chunk in
+// LexDocs yields the lexical document of each chunk of st (every chunk in
 // memory), in row order, with whether the lexical index holds it: a purge
 // deleted the documents of the chunks it took.
 func (st *State) LexDocs() iter.Seq2[retrieve.Doc, bool] {
@@ -151,7 +151,7 @@ func (st *State) LexDocs() iter.Seq2[retrieve.Doc, bool] {
 	}
 }
 
-// rowTable is the chunks' half of a state read from a checkpoint: the
+// RowTable is the chunks' half of a state read from a checkpoint: the
 // checkpoint's rows (checkpoint.Table), and the batch files its chunks are
 // read from. It is read-only once made (but for its caches and checks,
 // which are safe for concurrent use), so any number of queries read it at

@@ -78,7 +78,7 @@ func (sc Scope) entityNamesIn(filter string) []string {
 	return out
 }
 
-// rankingText removes from question the names declared for any entity a
+// RankingText removes from question the names declared for any entity a
 // filter restricts to, and says what it removed.
 func (sc Scope) RankingText(question string, filters []evidence.Filter) (string, []string) {
 	var steps []string

@@ -36,7 +36,7 @@ type factAt struct {
 	Fact *evidence.Fact
 }
 
-// retiredAt returns the first as-of day on which facts committed by
+// RetiredAt returns the first as-of day on which facts committed by
 // generation g exclude chunk id, or never.
 func (s *State) RetiredAt(id string, g int64) int64 {
 	r := int64(never)
@@ -48,7 +48,7 @@ func (s *State) RetiredAt(id string, g int64) int64 {
 	return r
 }
 
-// retiredBy returns the fact committed by generation g that retires chunk
+// RetiredBy returns the fact committed by generation g that retires chunk
 // id earliest, if one retires it on or before day d.
 func (s *State) RetiredBy(id string, g int64, d asof.Date) (factAt, bool) {
 	var best factAt
@@ -83,7 +83,7 @@ func (s *State) knownEnd(id string, g int64, d asof.Date, hindsight bool) asof.D
 	return end
 }
 
-// lexDoc returns chunk id's lexical document at the state's generation.
+// LexDoc returns chunk id's lexical document at the state's generation.
 func (s *State) LexDoc(id string) (retrieve.Doc, error) {
 	c, ok := s.Chunks[id]
 	if !ok {
@@ -111,7 +111,7 @@ func (sc Scope) Entry(id string, d asof.Date) (e evidence.Entry, ok bool, err er
 	return sc.EntryFor(id, d, false)
 }
 
-// entryFor is entry; with hindsight the citation's end follows the rule of
+// EntryFor is entry; with hindsight the citation's end follows the rule of
 // packs made before issue 31 (see knownEnd), for Verify to replay them.
 func (sc Scope) EntryFor(id string, d asof.Date, hindsight bool) (e evidence.Entry, ok bool, err error) {
 	c, held, err := sc.State.ChunkUpTo(id, sc.Gen) // admits and reads in one lookup
@@ -156,7 +156,7 @@ func (sc Scope) readmit(d asof.Date) []string {
 	return slices.Compact(ids)
 }
 
-// newFacts checks the facts one ingest brings against the committed state
+// NewFacts checks the facts one ingest brings against the committed state
 // st and the chunks of the batch, and returns those to commit (a fact
 // already committed, or earlier in the batch, is left out and counted in
 // unchanged). A fact that names no chunk of either, whose replacing chunk
@@ -213,7 +213,7 @@ func (st *State) NewFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fa
 	return out, unchanged, nil
 }
 
-// checkArrivals checks the chunks a batch adds (add, read from where)
+// CheckArrivals checks the chunks a batch adds (add, read from where)
 // against the supersessions committed before they arrived: a chunk that a
 // committed fact names as the replacement must belong to that fact's tenant
 // (its chunk's), else the batch fails with evidence.ErrBadFact naming the
@@ -247,7 +247,7 @@ func (st *State) CheckArrivals(add []*evidence.Chunk, where []string) error {
 	return nil
 }
 
-// mayName reports whether a report of scope sc may show chunk ID id: a
+// MayName reports whether a report of scope sc may show chunk ID id: a
 // committed chunk of a tenant of the scope, or an ID not committed at all
 // (a replacement the scope's own fact announced). Another tenant's ID never
 // leaves its tenant, even through a fact an older index let in.
@@ -256,7 +256,7 @@ func (sc Scope) MayName(id string) bool {
 	return !ok || slices.Contains(sc.Names, tenant)
 }
 
-// endFact turns a record that repeats stored chunk prev but for an earlier
+// EndFact turns a record that repeats stored chunk prev but for an earlier
 // (or newly set) validity end into the fact that says so, anchored at the
 // end day (the source could not say it earlier). pending are the facts the
 // batch brings so far. It returns nil when the end is already known, and

@@ -25,22 +25,22 @@ import (
 // read every chunk. The first write after such an Open builds the full
 // state (Engine.writable). The query path reads chunks through one
 // interface, chunkReader, with an implementation for each (memChunks and
-// rowTable), which answer the same either way; the state's methods below
+// RowTable), which answer the same either way; the state's methods below
 // hand each call to the one its state has (state.reader).
 
 // chunkReader is how a query reads a state's chunks. Every method answers
 // for committed chunks only; a reader over a checkpoint answers false after
 // a failed check, and the query fails (rowTable.Err).
 type chunkReader interface {
-	// committedGen returns the generation that committed chunk id.
+	// CommittedGen returns the generation that committed chunk id.
 	CommittedGen(id string) (int64, bool)
-	// tenantOf returns the tenant of chunk id.
+	// TenantOf returns the tenant of chunk id.
 	TenantOf(id string) (string, bool)
-	// readUpTo returns chunk id when generation gen holds it (ok false, and
+	// ReadUpTo returns chunk id when generation gen holds it (ok false, and
 	// nothing read, when it does not), through the cache of checked chunks
 	// when cached (see state.chunkUpTo).
 	ReadUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error)
-	// docOf returns chunk id's document and the generation that committed
+	// DocOf returns chunk id's document and the generation that committed
 	// it (see state.docOf).
 	DocOf(id string) (docView, int64, bool)
 }
@@ -54,7 +54,7 @@ func (s *State) Reader() chunkReader {
 	return MemChunks{s}
 }
 
-// memChunks reads the chunks of a state built from batches: every chunk
+// MemChunks reads the chunks of a state built from batches: every chunk
 // in memory, in its maps (chunks, committed, docPlace, docOrder).
 type MemChunks struct{ s *State }
 
@@ -88,7 +88,7 @@ func (m MemChunks) DocOf(id string) (docView, int64, bool) {
 	return docView{IDs: l.IDs, Nums: l.Nums, Pos: p.Pos, Gens: func(k int) int64 { return s.DocPlace[l.IDs[k]].Gen }}, p.Gen, true
 }
 
-// setLines records where chunks lie in their batch file (lines[i] is
+// SetLines records where chunks lie in their batch file (lines[i] is
 // chunks[i]'s). s must own its docPlace: a state being built.
 func (s *State) SetLines(chunks []*evidence.Chunk, lines []storage.Span) {
 	for i, c := range chunks {
@@ -98,9 +98,9 @@ func (s *State) SetLines(chunks []*evidence.Chunk, lines []storage.Span) {
 	}
 }
 
-// committedGen returns the generation that committed chunk id. (From a
+// CommittedGen returns the generation that committed chunk id. (From a
 // row table, a failed check answers false, and fails the query: see
-// rowTable.err.)
+// RowTable.err.)
 func (s *State) committedGen(id string) (int64, bool) { return s.Reader().CommittedGen(id) }
 
 func (t *RowTable) CommittedGen(id string) (int64, bool) {
@@ -108,7 +108,7 @@ func (t *RowTable) CommittedGen(id string) (int64, bool) {
 	return int64(w.Gen), ok
 }
 
-// tenantOf returns the tenant of committed chunk id.
+// TenantOf returns the tenant of committed chunk id.
 func (s *State) TenantOf(id string) (string, bool) { return s.Reader().TenantOf(id) }
 
 func (t *RowTable) TenantOf(id string) (string, bool) {
@@ -119,24 +119,24 @@ func (t *RowTable) TenantOf(id string) (string, bool) {
 	return t.Tenant(w), true
 }
 
-// errMismatch is a stored chunk line that reads, but not as the chunk the
+// ErrMismatch is a stored chunk line that reads, but not as the chunk the
 // checkpoint committed: the gate drops such a chunk (contract 5), where a
 // line that cannot be read at all fails the request.
 var ErrMismatch = fmt.Errorf("%w: stored chunk differs from its content hash", storage.ErrCorrupt)
 
-// chunkOf returns committed chunk id, nil when there is none. From a row
+// ChunkOf returns committed chunk id, nil when there is none. From a row
 // table it reads the chunk's line and checks it against the content hash
 // the row holds, which covers every field (a purged chunk's line, its text
 // gone, must name the row's hash). An error is storage.ErrCorrupt naming the file
 // and the chunk; errMismatch when the line reads as another chunk. It
-// reads the file at every call (Verify's read); a request reads through
-// chunkUpTo.
+// Reads the file at every call (Verify's read); a request reads through
+// ChunkUpTo.
 func (s *State) ChunkOf(id string) (*evidence.Chunk, error) {
 	c, _, err := s.Reader().ReadUpTo(id, math.MaxInt64, false)
 	return c, err
 }
 
-// chunkUpTo is chunkOf for a chunk committed by generation gen, in one
+// ChunkUpTo is chunkOf for a chunk committed by generation gen, in one
 // lookup: ok is false, and nothing is read, for a chunk gen does not hold.
 // A chunk read and checked lately is answered from rowTable.checked, not
 // read and hashed again: what a request cites, as a state in memory does.
@@ -144,7 +144,7 @@ func (s *State) ChunkUpTo(id string, gen int64) (c *evidence.Chunk, ok bool, err
 	return s.Reader().ReadUpTo(id, gen, true)
 }
 
-// readUpTo is chunkUpTo from a checkpoint's rows, through the cache of
+// ReadUpTo is chunkUpTo from a checkpoint's rows, through the cache of
 // checked chunks when cached.
 func (t *RowTable) ReadUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error) {
 	i, w, ok := t.Find(id)
@@ -209,7 +209,7 @@ func (t *RowTable) read(id string, w checkpoint.Row) (*evidence.Chunk, error) {
 // docView is a chunk's document version: its chunks' IDs in document order,
 // their reranker terms as numbers, and the chunk's position. Read from a
 // checkpoint (rows not nil), it holds only the chunks read so far: fill
-// reads the ones a caller needs first.
+// Reads the ones a caller needs first.
 type docView struct {
 	IDs  []string
 	Nums [][]uint32
@@ -226,7 +226,7 @@ func (d docView) Fill(lo, hi int) bool {
 
 // docRows is a document version in a checkpoint's rows, read chunk by
 // chunk as requests need them and shared by every view of it: a request
-// reads the chunks around its candidates (scope.place), and the rest of a
+// Reads the chunks around its candidates (scope.place), and the rest of a
 // long document is never read nor checked for it. Reading it whole at its
 // first request was most of a tenant's first request at a million chunks.
 type docRows struct {
@@ -327,7 +327,7 @@ func (t *RowTable) Close() error {
 	return errors.Join(errs...)
 }
 
-// docOf returns the document of committed chunk id, and the generation
+// DocOf returns the document of committed chunk id, and the generation
 // that committed it. From a checkpoint, the view has none of its chunks
 // read (docView.fill).
 func (s *State) docOf(id string) (docView, int64, bool) { return s.Reader().DocOf(id) }
@@ -346,7 +346,7 @@ func (t *RowTable) DocOf(id string) (docView, int64, bool) {
 	return docView{IDs: d.ids, Nums: d.nums, Pos: i - start, Gens: d.gens, rows: d}, int64(w.Gen), true
 }
 
-// openState returns the committed state of the index in d: from its
+// OpenState returns the committed state of the index in d: from its
 // checkpoint when it has one made by these analyzers and the engine has no
 // dense leg (a dense leg's vectors are built over every chunk), else from
 // every batch file.

@@ -10,7 +10,7 @@ import (
 	"github.com/evpack/evpack/retrieve"
 )
 
-// purge returns a new state: s with the text of chunks ids (sorted,
+// Purge returns a new state: s with the text of chunks ids (sorted,
 // committed, not purged) deleted as generation gen, committed at at. Their
 // terms leave every statistic at every generation; their token and term
 // counts stay. s is not changed.
@@ -71,7 +71,7 @@ func dropOne(df map[string]Series, t string, g int64) {
 	}
 }
 
-// without returns s less one count from generation g on, dropping points
+// Without returns s less one count from generation g on, dropping points
 // that no longer change the count (so that it equals the series a recount
 // without that one gives). s is not changed.
 func (s Series) Without(g int64) Series {

@@ -36,7 +36,7 @@ import (
 // (the checkpoint's type: a series is written and read back without a copy).
 type point = checkpoint.Point
 
-// series is a count's history: points in ascending generation order.
+// Series is a count's history: points in ascending generation order.
 type Series []point
 
 // at returns the count as of generation g.
@@ -118,7 +118,7 @@ func (ts *tenantStats) add(gen int64, c *evidence.Chunk, lexTerms, rrTerms []str
 	}
 }
 
-// addFact counts fact f, committed at generation gen, on one of the
+// AddFact counts fact f, committed at generation gen, on one of the
 // tenant's chunks: it moves the tenant's generation and digest like a chunk.
 func (ts *tenantStats) addFact(gen int64, f *evidence.Fact) {
 	ts.Facts = ts.Facts.add(gen, 1)
@@ -158,7 +158,7 @@ func newTenantStats() *tenantStats {
 	return &tenantStats{LexDF: map[string]Series{}, RerankDF: map[string]Series{}}
 }
 
-// scope is what one request reads: the tenants it sees, as of the scope's
+// Scope is what one request reads: the tenants it sees, as of the scope's
 // generation. It implements rerank.Stats.
 type Scope struct {
 	State   *State
@@ -212,8 +212,8 @@ func (s Scope) sum(f func(ts *tenantStats) int64) int64 {
 	return n
 }
 
-// bm25 returns the lexical statistics of the scope for a question whose
-// analyzed terms are terms.
+// BM25 returns the lexical statistics of the scope for a question whose
+// Analyzed terms are terms.
 func (s Scope) BM25(terms []string) retrieve.BM25Stats {
 	df := make(map[string]uint64, len(terms))
 	for _, t := range terms {
@@ -344,13 +344,13 @@ func (s Scope) digest() string {
 	return evidence.HashPrefix + fmt.Sprintf("%x", h.Sum(nil))
 }
 
-// admits reports whether chunk id was committed by the scope's generation.
+// Admits reports whether chunk id was committed by the scope's generation.
 func (s Scope) Admits(id string) bool {
 	g, ok := s.State.committedGen(id)
 	return ok && g <= s.Gen
 }
 
-// eligibility returns the lexical leg's restriction for h in this scope:
+// Eligibility returns the lexical leg's restriction for h in this scope:
 // a generation clause only when some chunk of the scope is newer than the
 // scope's generation.
 func (s Scope) Eligibility(h evidence.Header) retrieve.Eligibility {
@@ -374,7 +374,7 @@ func (st *State) countUpTo(g int64) int64 {
 	return n
 }
 
-// tenantNames lists the tenants with chunks, sorted: Check walks them.
+// TenantNames lists the tenants with chunks, sorted: Check walks them.
 func (st *State) TenantNames() []string {
 	names := slices.Collect(maps.Keys(st.Tenants))
 	slices.Sort(names)
@@ -390,14 +390,14 @@ type Commit struct {
 	Tenants []TenantCommit
 }
 
-// reads is the state of the index a request reads: a generation, an
+// Reads is the state of the index a request reads: a generation, an
 // instant, or (both zero) the latest.
 type Reads struct {
 	Gen     int64
 	KnownAt time.Time
 }
 
-// resolve returns the index generation r names in st.
+// Resolve returns the index generation r names in st.
 func (st *State) Resolve(r Reads) (int64, error) {
 	switch {
 	case r.Gen > st.Gen:
@@ -424,7 +424,7 @@ func (st *State) Resolve(r Reads) (int64, error) {
 	return g, nil
 }
 
-// scopeOf resolves what h reads in st: the index generation at names, then
+// ScopeOf resolves what h reads in st: the index generation at names, then
 // the scope's generation there, which becomes h's Generation.
 func (st *State) ScopeOf(h *evidence.Header, at Reads) (Scope, error) {
 	upTo, err := st.Resolve(at)
@@ -436,7 +436,7 @@ func (st *State) ScopeOf(h *evidence.Header, at Reads) (Scope, error) {
 	return sc, nil
 }
 
-// commitsByTenant returns, for each generation in (from, to] of st, what
+// CommitsByTenant returns, for each generation in (from, to] of st, what
 // it did per tenant: out[g-from-1] lists the tenants it touched, sorted by
 // name. Chunks, facts and purges are read from the full state (st.rows
 // nil).
@@ -552,7 +552,7 @@ func (t TenantCommit) Summary(names int) string {
 	return strings.Join(parts, ", ")
 }
 
-// chunkIDs returns the IDs of the chunks of scope sc at its generation,
+// ChunkIDs returns the IDs of the chunks of scope sc at its generation,
 // sorted.
 func (sc Scope) ChunkIDs() []string {
 	var ids []string
@@ -566,7 +566,7 @@ func (sc Scope) ChunkIDs() []string {
 	return ids
 }
 
-// holdsIndex reports whether no tenant outside scope sc has a chunk in its
+// HoldsIndex reports whether no tenant outside scope sc has a chunk in its
 // state: the view of every vector then holds no other tenant's.
 func (sc Scope) HoldsIndex() bool {
 	for name, ts := range sc.State.Tenants { // a yes or no over all: the order cannot matter
@@ -577,7 +577,7 @@ func (sc Scope) HoldsIndex() bool {
 	return true
 }
 
-// admitter returns the in-memory eligibility predicate of a request of the
+// Admitter returns the in-memory eligibility predicate of a request of the
 // scope as of day asOf with lexical restriction elig: the chunk's own fields
 // (elig.Admits, evidence.Header's predicate), committed by the scope's
 // generation when the request is pinned, and retired by no fact that
@@ -600,7 +600,7 @@ func (sc Scope) Admitter(elig retrieve.Eligibility, asOf asof.Date) func(c *evid
 	return admit
 }
 
-// purgedIn lists the purged chunks the scope held at its generation, in
+// PurgedIn lists the purged chunks the scope held at its generation, in
 // purge order.
 func (sc Scope) PurgedIn() []string {
 	var out []string

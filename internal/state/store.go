@@ -16,7 +16,7 @@ import (
 	"github.com/evpack/evpack/retrieve"
 )
 
-// graphBuild names the settings that shape a graph's links. The build is
+// GraphBuild names the settings that shape a graph's links. The build is
 // named only when it is not the sequential one, which every manifest written
 // before builds had names holds.
 func GraphBuild(o retrieve.GraphOptions) string {
@@ -27,13 +27,13 @@ func GraphBuild(o retrieve.GraphOptions) string {
 	return s
 }
 
-// corpusFree reports whether emb's vectors are independent of the corpus.
+// CorpusFree reports whether emb's vectors are independent of the corpus.
 func CorpusFree(emb retrieve.Embedder) bool {
 	f, ok := emb.(retrieve.CorpusFree)
 	return ok && f.CorpusFree()
 }
 
-// state is everything a query reads besides the bleve index.
+// State is everything a query reads besides the bleve index.
 //
 // Invariant: a state is never changed once an Engine holds it. A commit
 // builds the next state from a copy (extend) and swaps it in, so a query
@@ -53,7 +53,7 @@ type State struct {
 	// IDs in purge order (purge.go).
 	Purged   map[string]PurgeAt
 	PurgeLog []string
-	// tenants holds each tenant's corpus figures over generations (scope.go).
+	// Tenants holds each tenant's corpus figures over generations (scope.go).
 	Tenants map[string]*tenantStats
 	Stats   retrieve.BM25Stats // the whole index's totals (the manifest's)
 	Bounds  retrieve.Bounds
@@ -89,7 +89,7 @@ type State struct {
 	DocOrder map[string]*DocList
 	DocPlace map[string]docPlace
 	// rows, when set, holds the chunks instead of chunks, committed,
-	// docOrder and docPlace (all empty then): the state was read from a
+	// DocOrder and docPlace (all empty then): the state was read from a
 	// checkpoint, and answers queries only (see lazy.go).
 	Rows *RowTable
 }
@@ -99,7 +99,7 @@ type State struct {
 // already sort in document order.
 const MetaPosition = "position"
 
-// docList is one document version's chunks in document order: IDs and
+// DocList is one document version's chunks in document order: IDs and
 // their reranker terms as numbers (state.intern), side by side.
 type DocList struct {
 	IDs  []string
@@ -126,7 +126,7 @@ func (d *DocList) packNums() {
 	}
 }
 
-// termsOf returns the reranker terms numbered nums (nil for nil: a purged
+// TermsOf returns the reranker terms numbered nums (nil for nil: a purged
 // chunk's).
 func (s *State) TermsOf(nums []uint32) []string {
 	if nums == nil {
@@ -139,7 +139,7 @@ func (s *State) TermsOf(nums []uint32) []string {
 	return ts
 }
 
-// docPlace is a chunk's document version and its order key there.
+// DocPlace is a chunk's document version and its order key there.
 type docPlace struct {
 	Line storage.Span // the chunk's line in its batch file (a checkpoint's rows hold it)
 	Key  string       // Tenant + "\x00" + DocID + "\x00" + Version
@@ -205,7 +205,7 @@ func cmpInt(a, b int) int {
 	return 0
 }
 
-// newState returns the state of an empty index.
+// NewState returns the state of an empty index.
 func NewState() *State { return newStateFor(0) }
 
 // newStateFor is newState with room for n chunks in the maps kept per
@@ -219,7 +219,7 @@ func newStateFor(n int) *State {
 		DocOrder: map[string]*DocList{}, DocPlace: make(map[string]docPlace, n)}
 }
 
-// analyzed is what a commit computes of a chunk before it is added: its
+// Analyzed is what a commit computes of a chunk before it is added: its
 // distinct lexical terms and token count (the lexical index's analyzer) and
 // its dense features (nil without a dense leg). Read from an analysis file
 // at Open, the terms are indices into the file's table instead (tab set,
@@ -241,7 +241,7 @@ type Analyzed struct {
 	Redacted *storage.Redaction
 }
 
-// extend returns a new state: s plus the chunks add (analyzed as an) and
+// Extend returns a new state: s plus the chunks add (analyzed as an) and
 // then the facts as generation gen, committed at at. s is not changed.
 func (s *State) Extend(gen int64, at time.Time, add []*evidence.Chunk, an []Analyzed, facts []*evidence.Fact) *State {
 	n := &State{
@@ -288,7 +288,7 @@ func cloneFor[K comparable, V any](m map[K]V, extra int) map[K]V {
 	return n
 }
 
-// addFact records fact f, committed at generation gen, of a chunk s holds.
+// AddFact records fact f, committed at generation gen, of a chunk s holds.
 // s.facts must be a copy owned by s (see extend); a chunk's list is copied
 // before it grows.
 func (s *State) AddFact(gen int64, f *evidence.Fact, own map[string]bool) {
@@ -299,7 +299,7 @@ func (s *State) AddFact(gen int64, f *evidence.Fact, own map[string]bool) {
 	s.OwnTenant(s.Chunks[f.ChunkID].Tenant, own).addFact(gen, f)
 }
 
-// ownTenant returns the figures of tenant for s to change: new, or copied
+// OwnTenant returns the figures of tenant for s to change: new, or copied
 // from the state s extends unless own says s already copied them.
 func (s *State) OwnTenant(name string, own map[string]bool) *tenantStats {
 	ts := s.Tenants[name]
@@ -454,7 +454,7 @@ func (s *State) placeInDocument(gen int64, c *evidence.Chunk, nums []uint32, lin
 	}
 }
 
-// analyze computes what state.add needs of a chunk's text. The reranker's
+// Analyze computes what state.add needs of a chunk's text. The reranker's
 // terms (rerank.Terms) come from sp when it is not nil: the same terms, with
 // the words a batch repeats stemmed once. (Check passes nil, to recount with
 // the plain splitter.)
@@ -483,7 +483,7 @@ func analyzeChunk(emb retrieve.Embedder, text string) []int32 {
 	return []int32{}
 }
 
-// buildDense returns the dense index of a corpus-free embedder over every
+// BuildDense returns the dense index of a corpus-free embedder over every
 // chunk of s plus add (with features addFeats), without changing s: the
 // vectors s already has are kept, the new chunks' embedded. (A
 // corpus-dependent embedder's vectors are built per scope: denseview.go.)
@@ -526,7 +526,7 @@ func (s *State) BuildDense(ctx context.Context, emb retrieve.Embedder, add []*ev
 	return retrieve.NewDense(ids, vecs), nil
 }
 
-// setDense installs d, its graph g (nil for none) and the chunks of its
+// SetDense installs d, its graph g (nil for none) and the chunks of its
 // rows. The chunks must already be in s (buildDense embeds exactly s's chunks
 // plus those being committed).
 func (s *State) SetDense(d *retrieve.Dense, g *retrieve.Graph) {
@@ -537,7 +537,7 @@ func (s *State) SetDense(d *retrieve.Dense, g *retrieve.Graph) {
 	}
 }
 
-// loadState rebuilds the in-memory state from the batch files the manifest
+// LoadState rebuilds the in-memory state from the batch files the manifest
 // names, each checked against the manifest before a byte is used.
 func LoadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, graph *retrieve.GraphOptions) (*State, error) {
 	m := d.Manifest()
@@ -681,7 +681,7 @@ func LoadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 	return st, nil
 }
 
-// purgeAt is what the index keeps of a purged chunk besides its fields.
+// PurgeAt is what the index keeps of a purged chunk besides its fields.
 type PurgeAt struct {
 	Gen       int64
 	Reason    string
@@ -689,7 +689,7 @@ type PurgeAt struct {
 	Redaction storage.Redaction
 }
 
-// addPurge counts the purge of chunk id at generation gen: like a fact, it
+// AddPurge counts the purge of chunk id at generation gen: like a fact, it
 // moves the tenant's generation and digest.
 func (ts *tenantStats) AddPurge(gen int64, id string) {
 	ts.Purges = ts.Purges.add(gen, 1)
@@ -705,7 +705,7 @@ func (s *State) purgedWhy(id string) string {
 	return fmt.Sprintf("purged at generation %d: %s", p.Gen, p.Reason)
 }
 
-// buildGraph builds the HNSW graph over d when the index keeps one.
+// BuildGraph builds the HNSW graph over d when the index keeps one.
 func BuildGraph(ctx context.Context, d *retrieve.Dense, opts *retrieve.GraphOptions) (*retrieve.Graph, error) {
 	if opts == nil {
 		return nil, nil
@@ -717,7 +717,7 @@ func BuildGraph(ctx context.Context, d *retrieve.Dense, opts *retrieve.GraphOpti
 	return g, nil
 }
 
-// analysisIdentity names the analyzers whose output an analysis file holds:
+// AnalysisIdentity names the analyzers whose output an analysis file holds:
 // the lexical index's analyzer and the reranker's term splitter.
 func AnalysisIdentity(lex *retrieve.Lexical) string {
 	return "lexical=" + lex.Analyzer() + " rerank=" + terms.Version

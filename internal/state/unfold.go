@@ -35,12 +35,12 @@ import (
 // has them (sealed in the manifest, and what every query reads), and
 // Check recounts them.
 
-// errUnfold is a checkpoint that does not match the batch files row for
+// ErrUnfold is a checkpoint that does not match the batch files row for
 // row: the caller builds the state from the batch files instead (loadState),
 // which are the record, and the next commit writes a checkpoint of them.
 var ErrUnfold = errors.New("evpack: the checkpoint disagrees with the batch files")
 
-// unfold returns the state s, read from a checkpoint (s.rows set), holds,
+// Unfold returns the state s, read from a checkpoint (s.rows set), holds,
 // with every chunk read from the batch files of d into memory. An error
 // wrapping errUnfold says a row and the batch files disagree; any other
 // is a batch file that cannot be read.

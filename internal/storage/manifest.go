@@ -89,6 +89,12 @@ type Dense struct {
 	GraphBuild string `json:"graph_build,omitempty"`
 }
 
+// DenseName is the file name of the vectors stored with generation gen.
+func DenseName(gen int64) string { return fmt.Sprintf("dense-%08d.bin", gen) }
+
+// GraphName is the file name of the HNSW graph stored with generation gen.
+func GraphName(gen int64) string { return fmt.Sprintf("graph-%08d.bin", gen) }
+
 // BatchName is the file name of generation gen's batch.
 func BatchName(gen int64) string { return fmt.Sprintf("%08d.jsonl", gen) }
 

@@ -1,0 +1,227 @@
+// Package commit is the one way a generation reaches an index directory:
+// ingest, a commit of facts alone and a purge all describe what they write
+// as Files and go through Write and Publish.
+//
+// Why a package of its own: the order of the steps is what makes a crash at
+// any point recoverable (files first, announced in storage's PENDING record;
+// then the lexical index; then the manifest, the commit point; then the
+// swap of the in-memory state), so it is written once, here, and every
+// caller gets the same rollback.
+//
+// Entry points: [Write] (announce and write a generation's files) and
+// [Publish] (change the lexical index and publish the manifest, undoing the
+// lexical change when either fails).
+//
+// Invariant: storage.Dir.Begin is called from this package only.
+package commit
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/evpack/evpack/internal/checkpoint"
+	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/retrieve"
+)
+
+// DenseMode says what a generation does with the stored vectors of a
+// corpus-free embedder.
+type DenseMode int
+
+const (
+	// DenseKeep leaves the stored vectors and graph as they are (a commit
+	// of facts alone changes no vector).
+	DenseKeep DenseMode = iota
+	// DenseReplace stores Dense (and Graph, when set) under the
+	// generation's names and makes the previous files obsolete.
+	DenseReplace
+	// DenseDrop removes the stored vectors from the manifest (an index
+	// written without a corpus-free embedder keeps none).
+	DenseDrop
+)
+
+// Rewrite is an earlier batch file written again (a purge redacts the text
+// of its chunks): Batch is its new manifest record, File named by
+// storage.RedactedName; Body its bytes.
+type Rewrite struct {
+	Batch storage.Batch
+	Body  []byte
+}
+
+// Files is everything one generation writes, as plain data.
+type Files struct {
+	// Batch is the generation's manifest record; Write fills in Sum (and
+	// AnalysisSum).
+	Batch storage.Batch
+	// Body is the sealed batch file (storage.EncodeBatch).
+	Body []byte
+	// Analysis, when set, returns the batch's analysis file, which names
+	// the batch's checksum; Batch.Analysis names the file.
+	Analysis func(batchSum string) []byte
+	// Rewrites are earlier batch files written again without purged text.
+	Rewrites []Rewrite
+	// Checkpoint is the state as of the generation (storage.CheckpointName).
+	Checkpoint checkpoint.File
+	// Dense says what becomes of the stored vectors; Dense, Graph, Embedder
+	// and GraphBuild describe them for DenseReplace.
+	DenseMode  DenseMode
+	Dense      *retrieve.Dense
+	Graph      *retrieve.Graph
+	Embedder   string
+	GraphBuild string
+	// AddDocs, AddTokens and AddPurged are what the generation adds to the
+	// manifest's totals.
+	AddDocs, AddTokens, AddPurged int64
+}
+
+// Commit is a generation whose files are written and whose manifest waits
+// for Publish.
+type Commit struct {
+	c *storage.Commit
+	m *storage.Manifest
+}
+
+// Manifest returns the manifest Publish will write.
+func (c *Commit) Manifest() *storage.Manifest { return c.m.Clone() }
+
+// Write announces and writes generation f.Batch.Generation's files in d:
+// the batch, its analysis, the rewritten batches, the checkpoint, then the
+// vectors and graph. On error nothing of it stays.
+func Write(d *storage.Dir, f Files) (*Commit, error) {
+	prev := d.Manifest()
+	gen := f.Batch.Generation
+	m := prev.Clone()
+	m.Generation = gen
+	m.Docs, m.Tokens, m.Purged = prev.Docs+f.AddDocs, prev.Tokens+f.AddTokens, prev.Purged+f.AddPurged
+	b := f.Batch
+	batchPath := storage.ChunksDir + "/" + b.File
+	writes := []string{batchPath}
+	var obsolete []string
+	if f.Analysis != nil {
+		writes = append(writes, storage.ChunksDir+"/"+b.Analysis)
+	}
+	for _, r := range f.Rewrites {
+		old := prev.Batches[r.Batch.Generation-1]
+		writes = append(writes, storage.ChunksDir+"/"+r.Batch.File)
+		obsolete = append(obsolete, storage.ChunksDir+"/"+old.File)
+		if old.Analysis != "" {
+			obsolete = append(obsolete, storage.ChunksDir+"/"+old.Analysis)
+		}
+	}
+	m.Checkpoint = storage.CheckpointName(gen)
+	writes = append(writes, m.Checkpoint)
+	if prev.Checkpoint != "" {
+		obsolete = append(obsolete, prev.Checkpoint)
+	}
+	switch f.DenseMode {
+	case DenseReplace, DenseDrop:
+		m.Dense = nil
+		if f.DenseMode == DenseReplace && f.Dense != nil {
+			m.Dense = &storage.Dense{File: storage.DenseName(gen), Embedder: f.Embedder}
+			writes = append(writes, m.Dense.File)
+			if f.Graph != nil {
+				m.Dense.Graph, m.Dense.GraphBuild = storage.GraphName(gen), f.GraphBuild
+				writes = append(writes, m.Dense.Graph)
+			}
+		}
+		if prev.Dense != nil {
+			obsolete = append(obsolete, prev.Dense.File)
+			if prev.Dense.Graph != "" {
+				obsolete = append(obsolete, prev.Dense.Graph)
+			}
+		}
+	}
+	c, err := d.Begin(gen, writes, obsolete)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Commit, error) {
+		return nil, errors.Join(fmt.Errorf("evpack: commit of generation %d: %w", gen, err), c.Abort())
+	}
+	if b.Sum, err = c.Write(batchPath, f.Body); err != nil {
+		return fail(err)
+	}
+	if f.Analysis != nil {
+		if b.AnalysisSum, err = c.Write(storage.ChunksDir+"/"+b.Analysis, f.Analysis(b.Sum)); err != nil {
+			return fail(err)
+		}
+	}
+	for _, r := range f.Rewrites {
+		nb := r.Batch
+		if nb.Sum, err = c.Write(storage.ChunksDir+"/"+nb.File, r.Body); err != nil {
+			return fail(err)
+		}
+		m.Batches[nb.Generation-1] = nb
+	}
+	if err := c.WriteSealed(m.Checkpoint, f.Checkpoint...); err != nil {
+		return fail(err)
+	}
+	if m.CheckpointSum, err = checkpoint.Sum(f.Checkpoint.Head()); err != nil { // its head's: Open reads no more
+		return fail(err)
+	}
+	if m.Dense != nil {
+		if m.Dense.Sum, err = c.Write(m.Dense.File, f.Dense.Encode()); err != nil {
+			return fail(err)
+		}
+		if m.Dense.Graph != "" {
+			if m.Dense.GraphSum, err = c.Write(m.Dense.Graph, f.Graph.Encode()); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	m.Batches = append(m.Batches, b)
+	return &Commit{c: c, m: m}, nil
+}
+
+// UndoError is Publish's error when the lexical change could not be undone:
+// the files stay, with their PENDING record, for the next Open to roll the
+// commit back, and the caller must stop serving (its lexical index holds a
+// generation that never committed).
+type UndoError struct {
+	Cause error // why the commit failed
+	Err   error // why undoing its lexical change failed
+}
+
+func (e *UndoError) Error() string {
+	return fmt.Sprintf("commit failed (%v) and could not be rolled back: %v", e.Cause, e.Err)
+}
+
+// Unwrap returns both errors.
+func (e *UndoError) Unwrap() []error { return []error{e.Cause, e.Err} }
+
+// Publish finishes c (nil for an index in memory): apply changes the
+// lexical index, then the manifest is written, the commit point. When
+// either fails, undo puts the lexical index back and c's files are removed;
+// when undo fails too, the error is an *UndoError and the files stay.
+// The caller holds its write lock and swaps its state after a nil return.
+func Publish(c *Commit, apply, undo func() error) error {
+	fail := func(cause error) error {
+		if err := undo(); err != nil {
+			return &UndoError{Cause: cause, Err: err}
+		}
+		return errors.Join(cause, Abort(c))
+	}
+	if err := apply(); err != nil {
+		return fail(err)
+	}
+	if c != nil {
+		if err := c.c.Publish(c.m); err != nil {
+			return fail(fmt.Errorf("evpack: commit: %w", err))
+		}
+	}
+	return nil
+}
+
+// Abort removes the files of c (nil: nothing) when its lexical change never
+// happened.
+func Abort(c *Commit) error {
+	if c == nil {
+		return nil
+	}
+	return c.c.Abort()
+}
+
+// Time returns the commit time of a generation prepared at now: UTC, whole
+// seconds, as the manifest records it.
+func Time(now time.Time) time.Time { return now.UTC().Truncate(time.Second) }

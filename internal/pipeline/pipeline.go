@@ -1,0 +1,182 @@
+// Package pipeline is the ranking stage of a query: the legs' ranked lists
+// in, an evidence pack out. It fuses the lists (fuse.RRF), cuts the pool,
+// hands the candidates with their documents to the reranker, checks that
+// the reranker returned a permutation of them, and assembles the pack
+// through the citation gate (evidence.Assemble).
+//
+// Why a package of its own: this is where "a chunk nobody can check never
+// reaches the reasoner" is decided, and it must be testable without an
+// index. Everything it reads of the index comes through [State], so a test
+// hands it a fake and asserts the exact pack.
+//
+// Entry point: [Rank].
+//
+// Invariant: the pack's citations are a subset of the fused pool, in the
+// reranker's order; a reranker that adds, repeats or loses a candidate
+// yields an error, never a pack.
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/fuse"
+	"github.com/evpack/evpack/rerank"
+)
+
+// State is what the pipeline reads of the scope a request reads at its
+// generation. Contract: answers depend only on the scope and generation
+// (never on time or on other requests), and an error is a failed read of
+// stored data, which Rank returns wrapped in a *ReadError.
+type State interface {
+	// Stats is what the reranker is handed as the scope's corpus
+	// statistics (it may implement rerank.Documents and
+	// rerank.TermNumbers too).
+	Stats() rerank.Stats
+	// Place returns chunk id's place in its document, with the reranker
+	// terms of the window around it as numbers.
+	Place(id string) (rerank.DocumentPlace, bool)
+	// Terms returns the terms numbered nums.
+	Terms(nums []uint32) []string
+	// Text returns chunk id's stored text; ok is false for a chunk the
+	// scope does not hold. A text that fails its hash may be returned: the
+	// gate drops its chunk.
+	Text(id string) (text string, ok bool, err error)
+	// Entry returns what the citation gate needs to know of chunk id as of
+	// day d (endsKnownLater: ends learned after d count too).
+	Entry(id string, d asof.Date, endsKnownLater bool) (evidence.Entry, bool, error)
+	// Err returns an error that a read met after it returned (a block of a
+	// checkpoint that failed its check), or nil.
+	Err() error
+}
+
+// Input is one request's ranking stage, as plain data.
+type Input struct {
+	Header evidence.Header
+	// Text is the ranking text (the question, entity names removed unless
+	// kept).
+	Text string
+	// Lists are the legs' ranked lists, in leg order; Steps the trace lines
+	// so far.
+	Lists []fuse.List
+	Steps []string
+	// RRFK is fusion's k; Fusion the setting the trace names.
+	RRFK   int
+	Fusion string
+	// Boost, when set, may reorder the fused list before the pool is cut
+	// and returns its trace line ("" for none).
+	Boost func(fused []fuse.Item) (string, error)
+	// Pool is how many fused candidates the reranker sees.
+	Pool int
+	// Reranker orders the pool; Fingerprint is the configuration the pack
+	// names.
+	Reranker    rerank.Reranker
+	Fingerprint evidence.Fingerprint
+}
+
+// ReadError is a failed read of stored data during ranking.
+type ReadError struct{ Err error }
+
+func (e *ReadError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the read's error.
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// Rank fuses in's lists, reranks the pool and assembles the pack.
+func Rank(ctx context.Context, in Input, st State) (*evidence.Pack, error) {
+	steps := slices.Clone(in.Steps)
+	fused, err := fuse.RRF(in.RRFK, in.Lists...)
+	if err != nil {
+		return nil, err
+	}
+	boosted := ""
+	if in.Boost != nil { // before the pool is cut: the boost decides what enters it
+		if boosted, err = in.Boost(fused); err != nil {
+			return nil, err
+		}
+	}
+	if len(fused) > in.Pool {
+		fused = fused[:in.Pool]
+	}
+	steps = append(steps, fmt.Sprintf("fused %d (%s)", len(fused), in.Fusion))
+	if boosted != "" {
+		steps = append(steps, boosted)
+	}
+	steps = append(steps, fmt.Sprintf("pool %d", len(fused)))
+	rr := in.Reranker
+	cands, err := candidates(fused, rr, st)
+	if err != nil {
+		return nil, err
+	}
+	ranked, err := rr.Rerank(ctx, in.Text, cands, st.Stats())
+	if err != nil {
+		return nil, fmt.Errorf("evpack: rerank: %w", err)
+	}
+	// A reranker orders its pool and adds nothing to it: an output that is
+	// not a permutation of the candidates (another tenant's chunk, a repeat,
+	// a lost candidate) is an error, never a pack.
+	if err := rerank.CheckPermutation(cands, ranked); err != nil {
+		return nil, fmt.Errorf("evpack: rerank: reranker %q: %w", rr.Name(), err)
+	}
+	steps = append(steps, fmt.Sprintf("reranked %d", len(ranked)))
+	if f, ok := rr.(*rerank.Fallback); ok { // never silent: the trace says a model was not used
+		steps = append(steps, "reranker: the learned model could not be loaded ("+f.Why()+"); the arithmetic reranker ranked the pool")
+	}
+	h := in.Header
+	var readErr error
+	lookup := func(id string) (evidence.Entry, bool) {
+		en, ok, err := st.Entry(id, h.AsOf, h.EndsKnownLater)
+		readErr = cmp.Or(readErr, err)
+		return en, ok
+	}
+	p := evidence.Assemble(h, ranked, lookup, steps, in.Fingerprint)
+	if err := cmp.Or(readErr, st.Err()); err != nil {
+		return nil, &ReadError{Err: err}
+	}
+	if !BitStable(rr) {
+		p.Ledger = slices.Clone(ranked) // not the reranker's slice
+	}
+	return p, nil
+}
+
+// candidates returns the pool as the reranker reads it: each chunk's
+// document place (its terms as numbers, as terms only when the reranker
+// asks for them) and its text unless the reranker declares it reads none.
+func candidates(fused []fuse.Item, rr rerank.Reranker, st State) ([]rerank.Candidate, error) {
+	cands := make([]rerank.Candidate, len(fused))
+	places := make([]rerank.DocumentPlace, len(fused))
+	tf, _ := rr.(rerank.TextFree)
+	readText := tf == nil || !tf.TextFree() // else the texts stay where they are stored
+	dt, _ := rr.(rerank.DocumentTerms)
+	makeTerms := dt == nil || !dt.DocumentTerms() // else the numbers are enough
+	for i, f := range fused {
+		cands[i] = rerank.Candidate{ID: f.ID, Rank: i + 1}
+		if pl, ok := st.Place(f.ID); ok {
+			places[i] = pl
+			cands[i].Doc = &places[i]
+			if makeTerms {
+				cands[i].Terms = st.Terms(pl.Nums[pl.Pos-pl.Start])
+			}
+		}
+		if readText {
+			text, ok, err := st.Text(f.ID)
+			if err != nil {
+				return nil, &ReadError{Err: err}
+			}
+			if ok { // one that does not verify goes without: the gate drops it
+				cands[i].Text = text
+			}
+		}
+	}
+	return cands, nil
+}
+
+// BitStable reports whether rr promises identical scores on every machine.
+func BitStable(rr rerank.Reranker) bool {
+	b, ok := rr.(rerank.BitStable)
+	return ok && b.BitStable()
+}
