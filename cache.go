@@ -29,7 +29,7 @@ type Cache interface {
 // reflection, so a field added to Request or Options later is in the key
 // without anyone remembering to add it; a field of a kind it cannot encode is
 // an error, not a silent omission. Tenant is part of the request, so two
-// Tenants can never share an entry.
+// tenants can never share an entry.
 func (e *Engine) cacheKey(h evidence.Header, sc state.Scope) (string, error) {
 	var b bytes.Buffer
 	b.WriteString("evpack-cache/2\n")

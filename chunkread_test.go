@@ -12,7 +12,7 @@ import (
 
 // TestChunkReadersAgree: the two chunkReaders, over the maps of a state
 // built from the batch files and over the rows of the checkpoint Open
-// Reads, answer every chunk of lazyHistory's index the same (generation,
+// reads, answer every chunk of lazyHistory's index the same (generation,
 // tenant, the chunk up to each generation, its document), and neither
 // knows a chunk that is not there.
 func TestChunkReadersAgree(t *testing.T) {

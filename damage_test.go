@@ -23,7 +23,7 @@ func truncateHalf(t *testing.T, name string) {
 
 // TestTruncatedBoltFile: one partition's bleve root file (store/root.bolt)
 // cut to half its size. bbolt asserts (panics) on such a file; a query that
-// Reads the partition gets ErrCorrupt naming its directory instead of the
+// reads the partition gets ErrCorrupt naming its directory instead of the
 // process dying, a query of another tenant is still answered as before,
 // and Check fails with ErrCorrupt naming the partition.
 func TestTruncatedBoltFile(t *testing.T) {

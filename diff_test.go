@@ -17,6 +17,7 @@ import (
 	"github.com/evpack/evpack/connectors/edgar"
 	"github.com/evpack/evpack/connectors/fred"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/audit"
 	"github.com/evpack/evpack/internal/storagetest"
 	"github.com/evpack/evpack/rerank"
 )
@@ -75,22 +76,22 @@ func TestDiffALFRED(t *testing.T) {
 	require.EqualValues(t, 1, rep.Generation)
 	require.EqualValues(t, 2, rep.LatestGeneration)
 	const name = "FRED series A191RL1Q225SBEA, observation "
-	require.Equal(t, []CitationDiff{
-		{Index: 1, ChunkID: q4, Status: DiffUnchanged, Now: 1, Source: name + "2019-10-01, vintage 2020-01-30"},
+	require.Equal(t, []audit.CitationDiff{
+		{Index: 1, ChunkID: q4, Status: audit.DiffUnchanged, Now: 1, Source: name + "2019-10-01, vintage 2020-01-30"},
 		// The -5.0 vintage came already ended (2020-06-25) and naming -5.1:
 		// ingest records that supersession as a fact of its batch too, so
 		// the chain runs -4.8 -> -5.0 -> -5.1, in force on 2020-07-15 and
 		// cited now as [2].
-		{Index: 2, ChunkID: adv, Status: DiffSuperseded, Fact: superseded(adv, "2020-05-28", sec), FactGeneration: 2,
+		{Index: 2, ChunkID: adv, Status: audit.DiffSuperseded, Fact: superseded(adv, "2020-05-28", sec), FactGeneration: 2,
 			Chain: []string{sec, "fred/A191RL1Q225SBEA/2020-01-01@2020-06-25"}, Replacement: "fred/A191RL1Q225SBEA/2020-01-01@2020-06-25", ReplacementNow: 2,
 			Source: name + "2020-01-01, vintage 2020-04-29",
-			Cause: &DiffCause{Kind: CauseFact, Generations: []int64{2},
+			Cause: &audit.DiffCause{Kind: audit.CauseFact, Generations: []int64{2},
 				Why: genAt(t, e, 2) + " recorded that it is superseded by " + sec + " (" + name + "2020-01-01, vintage 2020-05-28) from 2020-05-28"}},
 	}, rep.Citations)
 	// -5.1 is a backfill: published 2020-06-25, on or before the pack's
 	// as-of day 2020-07-15, but committed in generation 2, after the pack's
 	// generation 1 (the 2020-05-15 fetch could not hold it).
-	require.Equal(t, []NewCitation{{Index: 2, ChunkID: thrd, Committed: 2, Backfill: true, Source: name + "2020-01-01, vintage 2020-06-25",
+	require.Equal(t, []audit.NewCitation{{Index: 2, ChunkID: thrd, Committed: 2, Backfill: true, Source: name + "2020-01-01, vintage 2020-06-25",
 		CommittedAt: committedAt(t, e, 2)}}, rep.New)
 	require.False(t, rep.Unchanged())
 	require.Equal(t, "[2] "+adv+" ("+name+"2020-01-01, vintage 2020-04-29): superseded by "+sec+" from 2020-05-28 (fact of generation 2); now replaced by "+thrd+" [2]",
@@ -131,19 +132,19 @@ func TestDiffEDGAR(t *testing.T) {
 	require.True(t, rep.Verify.OK(), "%v", rep.Verify.Problems)
 	require.EqualValues(t, 1, rep.Generation)
 	require.EqualValues(t, 2, rep.LatestGeneration)
-	var want []CitationDiff
+	var want []audit.CitationDiff
 	for i, item := range []string{"item-7/1", "item-cover/1", "item-8/1"} {
 		name := strings.TrimSuffix(strings.Replace(item, "-", " ", 1), "/1")
-		want = append(want, CitationDiff{Index: i + 1, ChunkID: k + item, Status: DiffSuperseded,
+		want = append(want, audit.CitationDiff{Index: i + 1, ChunkID: k + item, Status: audit.DiffSuperseded,
 			Fact: superseded(k+item, "2025-04-20", ka+item), FactGeneration: 2,
 			Chain: []string{ka + item}, Replacement: ka + item, ReplacementNow: i + 1,
 			Source: "Northwind Robotics Inc. 10-K " + name + ", filed 2025-02-14",
-			Cause: &DiffCause{Kind: CauseFact, Generations: []int64{2}, Why: genAt(t, e, 2) + " recorded that it is superseded by " + ka + item +
+			Cause: &audit.DiffCause{Kind: audit.CauseFact, Generations: []int64{2}, Why: genAt(t, e, 2) + " recorded that it is superseded by " + ka + item +
 				" (Northwind Robotics Inc. 10-K/A " + name + ", filed 2025-04-20) from 2025-04-20"}})
 	}
 	require.Equal(t, want, rep.Citations)
 	at2 := committedAt(t, e, 2)
-	require.Equal(t, []NewCitation{
+	require.Equal(t, []audit.NewCitation{
 		{Index: 1, ChunkID: ka + "item-7/1", Committed: 2, Backfill: true, Source: "Northwind Robotics Inc. 10-K/A item 7, filed 2025-04-20", CommittedAt: at2},
 		{Index: 2, ChunkID: ka + "item-cover/1", Committed: 2, Backfill: true, Source: "Northwind Robotics Inc. 10-K/A item cover, filed 2025-04-20", CommittedAt: at2},
 		{Index: 3, ChunkID: ka + "item-8/1", Committed: 2, Backfill: true, Source: "Northwind Robotics Inc. 10-K/A item 8, filed 2025-04-20", CommittedAt: at2},
@@ -177,7 +178,7 @@ func TestDiffUnchanged(t *testing.T) {
 		require.Empty(t, rep.New, why)
 		require.Len(t, rep.Citations, len(p.Citations), why)
 		for i, c := range rep.Citations {
-			require.Equal(t, CitationDiff{Index: i + 1, ChunkID: p.Citations[i].ChunkID, Status: DiffUnchanged, Now: i + 1, Source: c.Source}, c, why)
+			require.Equal(t, audit.CitationDiff{Index: i + 1, ChunkID: p.Citations[i].ChunkID, Status: audit.DiffUnchanged, Now: i + 1, Source: c.Source}, c, why)
 			require.NotEmpty(t, c.Source, why)
 		}
 		require.True(t, strings.HasSuffix(rep.String(), "unchanged: all "+strconv.Itoa(len(p.Citations))+" citations, nothing new\n"), why)
@@ -207,31 +208,31 @@ func TestDiffRanking(t *testing.T) {
 		k     int
 		later []connectors.Record
 		cited []string // by the pack, made before the later commit
-		want  []CitationDiff
-		new   []NewCitation
+		want  []audit.CitationDiff
+		new   []audit.NewCitation
 	}{
 		{"a better chunk arrives", 2, []connectors.Record{c}, []string{"a", "b"},
-			[]CitationDiff{{Index: 1, ChunkID: "a", Status: DiffMoved, Now: 2, Source: "series/GDP, version 2020-04-29", Cause: &DiffCause{Kind: CauseNewEvidence,
+			[]audit.CitationDiff{{Index: 1, ChunkID: "a", Status: audit.DiffMoved, Now: 2, Source: "series/GDP, version 2020-04-29", Cause: &audit.DiffCause{Kind: audit.CauseNewEvidence,
 				Chunks: []string{"c"}, Generations: []int64{2}, Why: "outranked by 1 chunk committed since the pack: [1] c (series/GDP, version 2020-05-01; {g2})"}},
-				{Index: 2, ChunkID: "b", Status: DiffOutranked, Source: "series/GDP, version 2020-04-15", Cause: &DiffCause{Kind: CauseNewEvidence,
+				{Index: 2, ChunkID: "b", Status: audit.DiffOutranked, Source: "series/GDP, version 2020-04-15", Cause: &audit.DiffCause{Kind: audit.CauseNewEvidence,
 					Chunks: []string{"c"}, Generations: []int64{2}, Why: "outranked by 1 chunk committed since the pack: [1] c (series/GDP, version 2020-05-01; {g2})"}}},
 			// c was published on 2020-05-01, before the as-of day, and
 			// committed after the pack: a backfill.
-			[]NewCitation{{Index: 1, ChunkID: "c", Committed: 2, Backfill: true, Source: "series/GDP, version 2020-05-01"}}},
+			[]audit.NewCitation{{Index: 1, ChunkID: "c", Committed: 2, Backfill: true, Source: "series/GDP, version 2020-05-01"}}},
 		{"a retraction lets a held chunk in", 1, []connectors.Record{fact(evidence.FactRetracted, "a", "2020-05-01", "2020-05-10")}, []string{"a"},
-			[]CitationDiff{{Index: 1, ChunkID: "a", Status: DiffRetracted,
+			[]audit.CitationDiff{{Index: 1, ChunkID: "a", Status: audit.DiffRetracted,
 				Fact:           &evidence.Fact{Kind: evidence.FactRetracted, ChunkID: "a", End: asof.MustDate("2020-05-01"), Anchor: asof.MustDate("2020-05-10").Start()},
-				FactGeneration: 2, Source: "series/GDP, version 2020-04-29", Cause: &DiffCause{Kind: CauseFact, Generations: []int64{2},
+				FactGeneration: 2, Source: "series/GDP, version 2020-04-29", Cause: &audit.DiffCause{Kind: audit.CauseFact, Generations: []int64{2},
 					Why: "{g2} recorded that it is retracted from 2020-05-01, published 2020-05-10T00:00:00Z"}}},
 			// b was committed with the pack's generation: the ranking, not
 			// the index's holdings, changed.
-			[]NewCitation{{Index: 1, ChunkID: "b", Committed: 1, Source: "series/GDP, version 2020-04-15"}}},
+			[]audit.NewCitation{{Index: 1, ChunkID: "b", Committed: 1, Source: "series/GDP, version 2020-04-15"}}},
 		{"an end published later", 1, []connectors.Record{fact(evidence.FactEnded, "a", "2020-06-01", "2020-06-10")}, []string{"a"},
-			[]CitationDiff{{Index: 1, ChunkID: "a", Status: DiffEnded,
+			[]audit.CitationDiff{{Index: 1, ChunkID: "a", Status: audit.DiffEnded,
 				Fact:           &evidence.Fact{Kind: evidence.FactEnded, ChunkID: "a", End: asof.MustDate("2020-06-01"), Anchor: asof.MustDate("2020-06-10").Start()},
-				FactGeneration: 2, Source: "series/GDP, version 2020-04-29", Cause: &DiffCause{Kind: CauseFact, Generations: []int64{2},
+				FactGeneration: 2, Source: "series/GDP, version 2020-04-29", Cause: &audit.DiffCause{Kind: audit.CauseFact, Generations: []int64{2},
 					Why: "{g2} recorded that it is no longer in force from 2020-06-01, published 2020-06-10T00:00:00Z"}}},
-			[]NewCitation{{Index: 1, ChunkID: "b", Committed: 1, Source: "series/GDP, version 2020-04-15"}}},
+			[]audit.NewCitation{{Index: 1, ChunkID: "b", Committed: 1, Source: "series/GDP, version 2020-04-15"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := memEngine(t, Options{})
@@ -280,13 +281,13 @@ func TestDiffFollowsTheChain(t *testing.T) {
 		name  string
 		later [][]connectors.Record
 		asOf  string
-		want  CitationDiff
+		want  audit.CitationDiff
 	}{
-		{"two links", [][]connectors.Record{fetch2, fetch3}, "2020-07-15", CitationDiff{Index: 1, ChunkID: "v1", Status: DiffSuperseded,
+		{"two links", [][]connectors.Record{fetch2, fetch3}, "2020-07-15", audit.CitationDiff{Index: 1, ChunkID: "v1", Status: audit.DiffSuperseded,
 			Fact: superseded("v1", "2020-05-28", "v2"), FactGeneration: 2, Chain: []string{"v2", "v3"}, Replacement: "v3", ReplacementNow: 1}},
-		{"the first link still in force on the day", [][]connectors.Record{fetch2, fetch3}, "2020-06-10", CitationDiff{Index: 1, ChunkID: "v1", Status: DiffSuperseded,
+		{"the first link still in force on the day", [][]connectors.Record{fetch2, fetch3}, "2020-06-10", audit.CitationDiff{Index: 1, ChunkID: "v1", Status: audit.DiffSuperseded,
 			Fact: superseded("v1", "2020-05-28", "v2"), FactGeneration: 2, Chain: []string{"v2"}, Replacement: "v2", ReplacementNow: 1}},
-		{"a loop", [][]connectors.Record{fetch2, {loop}}, "2020-07-15", CitationDiff{Index: 1, ChunkID: "v1", Status: DiffSuperseded,
+		{"a loop", [][]connectors.Record{fetch2, {loop}}, "2020-07-15", audit.CitationDiff{Index: 1, ChunkID: "v1", Status: audit.DiffSuperseded,
 			Fact: superseded("v1", "2020-05-28", "v2"), FactGeneration: 2, Chain: []string{"v2", "v1"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -303,9 +304,9 @@ func TestDiffFollowsTheChain(t *testing.T) {
 			rep, err := e.Diff(ctx, p.Bytes())
 			require.NoError(t, err)
 			tc.want.Source = "series/GDP, version 2020-04-29"
-			tc.want.Cause = &DiffCause{Kind: CauseFact, Generations: []int64{2},
+			tc.want.Cause = &audit.DiffCause{Kind: audit.CauseFact, Generations: []int64{2},
 				Why: genAt(t, e, 2) + " recorded that it is superseded by v2 (series/GDP, version 2020-05-28) from 2020-05-28"}
-			require.Equal(t, []CitationDiff{tc.want}, rep.Citations)
+			require.Equal(t, []audit.CitationDiff{tc.want}, rep.Citations)
 		})
 	}
 }
@@ -335,8 +336,8 @@ func TestDiffTextChanged(t *testing.T) {
 	require.False(t, rep.Unchanged())
 	const detail = "stored chunk no longer hashes to its content hash (edited after ingest)"
 	src := rep.Citations[0].Source
-	require.Equal(t, CitationDiff{Index: 1, ChunkID: "records-act/art-2@2025", Status: DiffTextChanged, Detail: detail, Source: src,
-		Cause: &DiffCause{Kind: CauseText, Why: "the index does not hold the text the pack cites (" + detail + "): a corrupted index, or a pack of another index"}},
+	require.Equal(t, audit.CitationDiff{Index: 1, ChunkID: "records-act/art-2@2025", Status: audit.DiffTextChanged, Detail: detail, Source: src,
+		Cause: &audit.DiffCause{Kind: audit.CauseText, Why: "the index does not hold the text the pack cites (" + detail + "): a corrupted index, or a pack of another index"}},
 		rep.Citations[0])
 	require.Contains(t, rep.String(), "[1] records-act/art-2@2025 ("+src+"): text changed: "+detail+"\n")
 }
@@ -420,12 +421,12 @@ func TestDiffStartsAgainWhenACommitLands(t *testing.T) {
 	require.Equal(t, 1, fired)
 	require.True(t, rep.Verify.OK(), "%v", rep.Verify.Problems)
 	require.EqualValues(t, 2, rep.LatestGeneration)
-	require.Equal(t, []CitationDiff{{Index: 1, ChunkID: "gdp@2020-04-29", Status: DiffSuperseded,
+	require.Equal(t, []audit.CitationDiff{{Index: 1, ChunkID: "gdp@2020-04-29", Status: audit.DiffSuperseded,
 		Fact: superseded("gdp@2020-04-29", "2020-05-28", "gdp@2020-05-28"), FactGeneration: 2,
 		Chain: []string{"gdp@2020-05-28", "gdp@2020-06-25"}, Replacement: "gdp@2020-06-25", ReplacementNow: 1,
-		Source: "series/GDP, version 2020-04-29", Cause: &DiffCause{Kind: CauseFact, Generations: []int64{2},
+		Source: "series/GDP, version 2020-04-29", Cause: &audit.DiffCause{Kind: audit.CauseFact, Generations: []int64{2},
 			Why: genAt(t, e, 2) + " recorded that it is superseded by gdp@2020-05-28 (series/GDP, version 2020-05-28) from 2020-05-28"}}}, rep.Citations)
-	require.Equal(t, []NewCitation{{Index: 1, ChunkID: "gdp@2020-06-25", Committed: 2, Backfill: true, Source: "series/GDP, version 2020-06-25",
+	require.Equal(t, []audit.NewCitation{{Index: 1, ChunkID: "gdp@2020-06-25", Committed: 2, Backfill: true, Source: "series/GDP, version 2020-06-25",
 		CommittedAt: committedAt(t, e, 2)}}, rep.New)
 
 	cancelled, cancel := context.WithCancel(ctx)

@@ -15,6 +15,7 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/fuse"
+	"github.com/evpack/evpack/internal/audit"
 	"github.com/evpack/evpack/internal/commit"
 	"github.com/evpack/evpack/internal/pipeline"
 	"github.com/evpack/evpack/internal/state"
@@ -123,7 +124,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	fail := func(err error) (*Engine, error) {
 		d.Close()
 		if d.Manifest().Generation > 0 { // a lexical index that held committed documents is damaged, not bad input
-			err = corruptLexical(context.Background(), err)
+			err = audit.CorruptLexical(context.Background(), err)
 		}
 		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
 	}

@@ -28,7 +28,7 @@ var (
 	// file). Nothing is deleted when it is returned.
 	ErrCorrupt = storage.ErrCorrupt
 	// ErrOldFormat: the index was written in a format this evpack no longer
-	// Reads; the error says how to rebuild it.
+	// reads; the error says how to rebuild it.
 	ErrOldFormat = storage.ErrOldFormat
 	// ErrLocked: another process, or another Open in this one, has the index
 	// open; Open waited Options.LockWait. The error names the holder.

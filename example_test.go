@@ -284,5 +284,5 @@ func ExampleNewMemoryCache() {
 	fmt.Println("tenants share a key:", k1 == k2)
 	// Output:
 	// cached packs: 1 same bytes: true size matches: true
-	// Tenants share a key: false
+	// tenants share a key: false
 }

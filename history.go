@@ -3,7 +3,7 @@ package evpack
 import "github.com/evpack/evpack/internal/state"
 
 // What each commit did, tenant by tenant: the index's history as a person
-// Reads it (evpack history), and the commits Diff names as the causes of a
+// reads it (evpack history), and the commits Diff names as the causes of a
 // change.
 
 // inScope reports whether a commit's tenants touch the scope of tenant (its

@@ -44,7 +44,7 @@ import (
 // Each test generates histories from a seeded PCG and places them in
 // groups (see historyGroups); each history of a group is its own tenant
 // (chunk IDs are unique per history), so that engines are shared between
-// Tenants, which are sealed. Per group:
+// tenants, which are sealed. Per group:
 //
 //   - engine A ingests every fetch of every history, each fetch one Ingest,
 //     the histories interleaved at random (each in its own order);

@@ -25,7 +25,7 @@ import (
 )
 
 // lazyHistory commits, to the index in dir, the golden corpus, two
-// Tenants' chunks, an ALFRED series fetched twice (its second fetch ends a
+// tenants' chunks, an ALFRED series fetched twice (its second fetch ends a
 // vintage: a fact) and a purge, and returns the requests to ask of it:
 // the golden ones, each tenant's, and pinned to every generation.
 func lazyHistory(t *testing.T, dir string) []Request {

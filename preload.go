@@ -14,7 +14,7 @@ import (
 )
 
 // Preload reads into the operating system's page cache the files a query
-// Reads here and there, and returns how many bytes it read: the current
+// reads here and there, and returns how many bytes it read: the current
 // checkpoint, the dense vectors and graph when the index keeps them, and
 // every file of the lexical index. It returns once they are read.
 //

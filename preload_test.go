@@ -138,7 +138,7 @@ func TestPreloadRefuses(t *testing.T) {
 // have listed) and beside queries: it never fails, and another tenant's
 // pack does not move. (The first version of this test found that one did,
 // through the HNSW graph the corpus-free embedder's vectors shared across
-// Tenants: see denseview.go.)
+// tenants: see denseview.go.)
 // Run under -race in .ci/run.
 func TestPreloadDuringWrites(t *testing.T) {
 	_, e := preloadIndex(t)

@@ -16,6 +16,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/audit"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/rerank"
@@ -122,7 +123,7 @@ func TestPurge(t *testing.T) {
 		t.Helper()
 		v, err := e.Verify(ctx, citing.Bytes())
 		require.NoError(t, err)
-		require.Equal(t, []PurgedCitation{{Index: 1, ChunkID: "memo-roe", Generation: gen + 1, Reason: "erasure request 2026-117"}}, v.Purged)
+		require.Equal(t, []audit.PurgedCitation{{Index: 1, ChunkID: "memo-roe", Generation: gen + 1, Reason: "erasure request 2026-117"}}, v.Purged)
 		require.Len(t, v.Problems, 1)
 		require.Contains(t, v.Problems[0], "purged at generation")
 		require.NotContains(t, strings.Join(v.Problems, "\n"), "differs")
@@ -140,7 +141,7 @@ func TestPurge(t *testing.T) {
 		}
 		d, err := e.Diff(ctx, citing.Bytes())
 		require.NoError(t, err)
-		require.Equal(t, DiffPurged, d.Citations[0].Status)
+		require.Equal(t, audit.DiffPurged, d.Citations[0].Status)
 		require.Equal(t, "purged at generation 4: erasure request 2026-117", d.Citations[0].Detail)
 	}
 	check(e)

@@ -11,6 +11,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/audit"
 )
 
 // tenantVintage is vintage's record owned by tenant.
@@ -60,7 +61,7 @@ func TestFactReplacementOfAnotherTenantArrivingLater(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rep.Citations, 1)
 	// acme's own fact names the ID; no chunk of globex stands behind it.
-	require.Equal(t, DiffSuperseded, rep.Citations[0].Status)
+	require.Equal(t, audit.DiffSuperseded, rep.Citations[0].Status)
 	require.Equal(t, "", rep.Citations[0].Replacement)
 	require.NotContains(t, rep.String(), "now replaced by")
 
@@ -71,7 +72,7 @@ func TestFactReplacementOfAnotherTenantArrivingLater(t *testing.T) {
 	rep, err = e.Diff(ctx, p.Bytes())
 	require.NoError(t, err)
 	require.Len(t, rep.Citations, 1)
-	require.Equal(t, DiffSuperseded, rep.Citations[0].Status)
+	require.Equal(t, audit.DiffSuperseded, rep.Citations[0].Status)
 	require.Equal(t, "globex-merger-secret", rep.Citations[0].Replacement)
 }
 
@@ -156,7 +157,7 @@ func TestDiffHidesAnotherTenantsReplacement(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rep.Citations, 1)
 	c := rep.Citations[0]
-	require.Equal(t, DiffSuperseded, c.Status)
+	require.Equal(t, audit.DiffSuperseded, c.Status)
 	require.Empty(t, c.Chain)
 	require.Empty(t, c.Replacement)
 	require.Empty(t, c.Fact.By)

@@ -129,7 +129,7 @@ var ErrMismatch = fmt.Errorf("%w: stored chunk differs from its content hash", s
 // the row holds, which covers every field (a purged chunk's line, its text
 // gone, must name the row's hash). An error is storage.ErrCorrupt naming the file
 // and the chunk; errMismatch when the line reads as another chunk. It
-// Reads the file at every call (Verify's read); a request reads through
+// reads the file at every call (Verify's read); a request reads through
 // ChunkUpTo.
 func (s *State) ChunkOf(id string) (*evidence.Chunk, error) {
 	c, _, err := s.Reader().ReadUpTo(id, math.MaxInt64, false)
@@ -209,7 +209,7 @@ func (t *RowTable) read(id string, w checkpoint.Row) (*evidence.Chunk, error) {
 // docView is a chunk's document version: its chunks' IDs in document order,
 // their reranker terms as numbers, and the chunk's position. Read from a
 // checkpoint (rows not nil), it holds only the chunks read so far: fill
-// Reads the ones a caller needs first.
+// reads the ones a caller needs first.
 type docView struct {
 	IDs  []string
 	Nums [][]uint32
@@ -226,7 +226,7 @@ func (d docView) Fill(lo, hi int) bool {
 
 // docRows is a document version in a checkpoint's rows, read chunk by
 // chunk as requests need them and shared by every view of it: a request
-// Reads the chunks around its candidates (scope.place), and the rest of a
+// reads the chunks around its candidates (scope.place), and the rest of a
 // long document is never read nor checked for it. Reading it whole at its
 // first request was most of a tenant's first request at a million chunks.
 type docRows struct {

@@ -1,4 +1,4 @@
-package evpack
+package audit
 
 import (
 	"fmt"
@@ -48,7 +48,7 @@ func SourceName(c *evidence.Chunk) string {
 }
 
 // sourceName is SourceName of chunk id, or "" when st does not hold it.
-func sourceName(st *state.State, id string) string {
+func ChunkSource(st *state.State, id string) string {
 	if c, ok := st.Chunks[id]; ok {
 		return SourceName(c)
 	}
@@ -57,7 +57,7 @@ func sourceName(st *state.State, id string) string {
 
 // commitTime returns generation g's commit time, or the zero time for a
 // generation st has not committed.
-func commitTime(st *state.State, g int64) time.Time {
+func CommitTime(st *state.State, g int64) time.Time {
 	if g < 1 || g > int64(len(st.Commits)) {
 		return time.Time{}
 	}
@@ -66,7 +66,7 @@ func commitTime(st *state.State, g int64) time.Time {
 
 // generationAt renders "generation 3 (committed 2026-01-10T12:00:00Z)".
 func generationAt(st *state.State, g int64) string {
-	return fmt.Sprintf("generation %d (committed %s)", g, asof.FormatInstant(commitTime(st, g)))
+	return fmt.Sprintf("generation %d (committed %s)", g, asof.FormatInstant(CommitTime(st, g)))
 }
 
 // generations renders a list of generations, oldest first, with their
@@ -91,13 +91,13 @@ func generations(st *state.State, gs []int64) string {
 		}
 		s = "generations " + strings.Join(parts, ", ")
 	}
-	return s + fmt.Sprintf(" (committed %s to %s)", asof.FormatInstant(commitTime(st, first)), asof.FormatInstant(commitTime(st, last)))
+	return s + fmt.Sprintf(" (committed %s to %s)", asof.FormatInstant(CommitTime(st, first)), asof.FormatInstant(CommitTime(st, last)))
 }
 
 // statisticsWhy renders CauseStatistics's sentence for the scope commits
 // gens of a pack of tenant, of which shared touched the shared corpus and
 // own the tenant's evidence.
-func statisticsWhy(st *state.State, gens []int64, tenant string, shared, own int) string {
+func StatisticsWhy(st *state.State, gens []int64, tenant string, shared, own int) string {
 	n := len(gens)
 	s := fmt.Sprintf("the scope's statistics changed by %d %s since the pack, %s", n, plural(n, "commit", "commits"), generations(st, gens))
 	if tenant != "" {
@@ -110,7 +110,7 @@ func statisticsWhy(st *state.State, gens []int64, tenant string, shared, own int
 // cause says why citation i of rep changed (nil when unchanged); latest is
 // the pack the request gets at rep.LatestGeneration, statsWhy the sentence
 // of CauseStatistics.
-func cause(st *state.State, rep *DiffReport, latest *evidence.Pack, i int, statsWhy string) *DiffCause {
+func Cause(st *state.State, rep *DiffReport, latest *evidence.Pack, i int, statsWhy string) *DiffCause {
 	d := rep.Citations[i]
 	switch d.Status {
 	case DiffUnchanged:
@@ -137,7 +137,7 @@ func cause(st *state.State, rep *DiffReport, latest *evidence.Pack, i int, stats
 				continue
 			}
 			ids, gens = append(ids, c.ChunkID), append(gens, g)
-			parts = append(parts, fmt.Sprintf("[%d] %s (%s; %s)", c.Index, c.ChunkID, sourceName(st, c.ChunkID), generationAt(st, g)))
+			parts = append(parts, fmt.Sprintf("[%d] %s (%s; %s)", c.Index, c.ChunkID, ChunkSource(st, c.ChunkID), generationAt(st, g)))
 		}
 		if len(ids) > 0 {
 			slices.Sort(gens)
@@ -179,7 +179,7 @@ func factWhy(st *state.State, d CitationDiff) string {
 	switch f.Kind {
 	case evidence.FactSuperseded:
 		s = "superseded by " + f.By
-		if name := sourceName(st, f.By); name != "" {
+		if name := ChunkSource(st, f.By); name != "" {
 			s += " (" + name + ")"
 		}
 		s += " from " + f.End.String()

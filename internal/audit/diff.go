@@ -1,9 +1,7 @@
-package evpack
+package audit
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -209,110 +207,16 @@ func (r *DiffReport) Unchanged() bool {
 // maxReplacementChain bounds the walk along a supersession chain.
 const maxReplacementChain = 64
 
-// Diff verifies the pack in raw at its own generation (the report's
-// Verify) and runs its request (question, as-of day, tenant, filters, K)
-// again at the latest generation of its scope, with the engine's
-// configuration, to say what became of each citation and what the index
-// cites now that it did not. Like Verify, it returns an error only when
-// the pack cannot be read or a query cannot run (the engine's reranker
-// must be able to rank: a retired model cannot say what it would cite
-// now); a pack that does not hold at its generation is a Problem of
-// Verify's. The whole report reads one committed state: a commit that lands
-// meanwhile starts it again.
-func (e *Engine) Diff(ctx context.Context, raw []byte) (*DiffReport, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("evpack: diff: %w", err)
-		}
-		rep, err := e.diff(ctx, raw)
-		if !errors.Is(err, errMoved) {
-			return rep, err
-		}
-	}
-}
-
-func (e *Engine) diff(ctx context.Context, raw []byte) (*DiffReport, error) {
-	p, err := evidence.Parse(raw)
-	if err != nil {
-		return nil, err // as Verify: the pack cannot be read
-	}
-	st, err := e.writable()
-	if err != nil {
-		return nil, err
-	}
-	v, err := e.verifyIn(ctx, st, p, raw)
-	if err != nil {
-		return nil, err
-	}
-	rep := &DiffReport{Verify: v, Generation: p.Generation, Citations: []CitationDiff{}, New: []NewCitation{}}
-	if p.Generation > st.Gen {
-		return rep, nil // Verify's problem says so; there is nothing to compare
-	}
-	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K, Period: p.Period, PeriodFrom: p.PeriodFrom}
-	e.askedPeriod(&h) // a question's period parsed again, a request's kept
-	sc, err := st.ScopeOf(&h, state.Reads{})
-	if err != nil {
-		return nil, fmt.Errorf("evpack: diff: %w", err)
-	}
-	latest, err := e.query(ctx, h, sc, e.opts.Reranker)
-	if err != nil {
-		return nil, fmt.Errorf("evpack: diff: the request at generation %d: %w", sc.Gen, err)
-	}
-	rep.Compared, rep.LatestGeneration, rep.LatestHash = true, sc.Gen, evidence.Sum(latest.Bytes())
-	rep.Committed, rep.LatestCommitted = commitTime(st, p.Generation), commitTime(st, sc.Gen)
-	rep.ScopeCommits = []int64{}
-	shared, own := 0, 0 // scope commits to the shared corpus, to the pack's tenant
-	for i, tcs := range st.CommitsByTenant(p.Generation, sc.Gen) {
-		if !inScope(tcs, p.Tenant) {
-			continue
-		}
-		rep.ScopeCommits = append(rep.ScopeCommits, p.Generation+int64(i)+1)
-		for _, tc := range tcs {
-			switch {
-			case tc.Tenant == "":
-				shared++
-			case tc.Tenant == p.Tenant:
-				own++
-			}
-		}
-	}
-	statsWhy := statisticsWhy(st, rep.ScopeCommits, p.Tenant, shared, own)
-
-	now := make(map[string]int, len(latest.Citations)) // chunk ID -> index in latest; lookups only
-	for _, c := range latest.Citations {
-		now[c.ChunkID] = c.Index
-	}
-	cited := make(map[string]bool, len(p.Citations)) // lookups only
-	for _, c := range p.Citations {
-		cited[c.ChunkID] = true
-		rep.Citations = append(rep.Citations, citationDiff(sc, h, c, now))
-	}
-	for _, c := range latest.Citations {
-		if cited[c.ChunkID] {
-			continue
-		}
-		g := st.Committed[c.ChunkID]
-		rep.New = append(rep.New, NewCitation{Index: c.Index, ChunkID: c.ChunkID, Committed: g,
-			Backfill: g > p.Generation && !p.AsOf.Before(c.Anchor.Day()), Source: sourceName(st, c.ChunkID),
-			CommittedAt: commitTime(st, g)})
-	}
-	for i := range rep.Citations {
-		rep.Citations[i].Source = sourceName(st, rep.Citations[i].ChunkID)
-		rep.Citations[i].Cause = cause(st, rep, latest, i, statsWhy)
-	}
-	return rep, nil
-}
-
 // citationDiff decides what became of citation c of a pack with header h,
 // in the latest scope sc whose pack cites the chunks of now (chunk ID ->
 // index).
-func citationDiff(sc state.Scope, h evidence.Header, c evidence.Citation, now map[string]int) CitationDiff {
+func Citation(sc state.Scope, h evidence.Header, c evidence.Citation, now map[string]int) CitationDiff {
 	d := CitationDiff{Index: c.Index, ChunkID: c.ChunkID}
 	if pa, ok := sc.State.Purged[c.ChunkID]; ok {
 		d.Status, d.Detail = DiffPurged, fmt.Sprintf("purged at generation %d: %s", pa.Gen, pa.Reason)
 		return d
 	}
-	if why := citedTextProblem(sc.State, c); why != "" {
+	if why := CitedTextProblem(sc.State, c); why != "" {
 		d.Status, d.Detail = DiffTextChanged, why
 		return d
 	}
