@@ -17,6 +17,7 @@ import (
 	"github.com/evpack/evpack/fuse"
 	"github.com/evpack/evpack/internal/audit"
 	"github.com/evpack/evpack/internal/commit"
+	"github.com/evpack/evpack/internal/ingest"
 	"github.com/evpack/evpack/internal/pipeline"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
@@ -351,10 +352,7 @@ func (e *Engine) snapshot() (*state.State, error) {
 }
 
 // Flag names a chunk that was ingested but can never be cited, and why.
-type Flag struct {
-	ChunkID string
-	Reason  string
-}
+type Flag = ingest.Flag
 
 // IngestReport says what one Ingest did.
 type IngestReport struct {
@@ -421,92 +419,12 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	rep.Generation = st.Gen
 
 	// Validate everything before touching storage.
-	batch := map[string]*evidence.Chunk{}
-	var add []*evidence.Chunk
-	var addWhere []string // each added chunk's record, for checkArrivals
-	var facts []*evidence.Fact
-	var factWhere []string
-	for i := range recs {
-		if i%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return rep, err
-			}
-			progress(i, len(recs))
-		}
-		if recs[i].Fact != nil {
-			f := *recs[i].Fact // copy: the caller's record stays as given
-			if err := f.Prepare(); err != nil {
-				var ce *evidence.ChunkError
-				if errors.As(err, &ce) && ce.Where == "" {
-					ce.Where = recs[i].Where
-				}
-				return rep, err
-			}
-			facts, factWhere = append(facts, &f), append(factWhere, recs[i].Where)
-			continue
-		}
-		ch := recs[i].Chunk // copy: the caller's record stays as given
-		if err := ch.Prepare(); err != nil {
-			var ce *evidence.ChunkError
-			if errors.As(err, &ce) && ce.Where == "" {
-				ce.Where = recs[i].Where
-			}
-			return rep, err
-		}
-		prev, ok := st.Chunks[ch.ID]
-		if !ok {
-			prev, ok = batch[ch.ID]
-		}
-		if ok {
-			switch {
-			case prev.ContentHash == ch.ContentHash || evidence.SameEvidence(prev, &ch):
-				rep.Unchanged++
-			case evidence.SameExceptEnd(prev, &ch):
-				f, err := st.EndFact(prev, &connectors.Record{Chunk: ch, By: recs[i].By, Where: recs[i].Where}, facts)
-				if err != nil {
-					return rep, err
-				}
-				if f == nil {
-					rep.Unchanged++
-				} else {
-					facts, factWhere = append(facts, f), append(factWhere, recs[i].Where)
-				}
-			default:
-				return rep, &evidence.ChunkError{ChunkID: ch.ID, Where: recs[i].Where, Err: evidence.ErrDuplicateChunk}
-			}
-			continue
-		}
-		cp := ch
-		batch[ch.ID] = &cp
-		add, addWhere = append(add, &cp), append(addWhere, recs[i].Where)
-		if recs[i].By != "" && !cp.Valid.To.IsZero() && e.lex.HoldsFacts() {
-			// Already ended, by a chunk the source names: the supersession
-			// is a fact too, so an index that saw the chunk open first holds
-			// the same facts, and Diff can follow the chain. (An index made
-			// before facts existed goes on without it: the chunk's own end
-			// keeps it out all the same.)
-			f := &evidence.Fact{Kind: evidence.FactSuperseded, ChunkID: cp.ID, By: recs[i].By, End: cp.Valid.To, Anchor: cp.Valid.To.Start()}
-			if err := f.Prepare(); err != nil {
-				return rep, &evidence.ChunkError{ChunkID: cp.ID, Where: recs[i].Where, Err: err}
-			}
-			facts, factWhere = append(facts, f), append(factWhere, recs[i].Where)
-		}
-		// Citable, but for the hash: Prepare has just computed it from
-		// these fields.
-		if reason := cp.MissingCitation(); reason != "" {
-			rep.Flagged = append(rep.Flagged, Flag{ChunkID: cp.ID, Reason: reason})
-		} else if cp.Anchor.At.IsZero() {
-			rep.Flagged = append(rep.Flagged, Flag{ChunkID: cp.ID, Reason: "undated: never eligible"})
-		}
-	}
-	facts, same, err := st.NewFacts(batch, facts, factWhere)
+	b, err := ingest.Prepare(ctx, st, recs, e.lex.HoldsFacts(), progress)
+	rep.Unchanged, rep.Flagged = b.Unchanged, b.Flagged
 	if err != nil {
 		return rep, err
 	}
-	rep.Unchanged += same
-	if err := st.CheckArrivals(add, addWhere); err != nil {
-		return rep, err
-	}
+	add, facts := b.Add, b.Facts
 	if len(add) == 0 && len(facts) == 0 {
 		return rep, nil
 	}

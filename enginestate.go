@@ -1,9 +1,7 @@
 package evpack
 
 import (
-	"bytes"
 	"errors"
-	"io"
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/checkpoint"
@@ -37,38 +35,6 @@ func (e *Engine) writable() (*state.State, error) {
 		st.Rows.Close() // a read error only: nothing was written
 	}
 	return e.st, nil
-}
-
-// checkCheckpoint reports, through bad, a checkpoint of st's generation
-// that differs from the one st gives (st holds every chunk).
-func (e *Engine) checkCheckpoint(st *state.State, bad func(string, ...any)) {
-	m := e.store.Manifest()
-	if m.Checkpoint == "" || m.Generation != st.Gen {
-		return
-	}
-	f, err := e.store.OpenData(m.Checkpoint)
-	if err != nil {
-		bad("%v", err)
-		return
-	}
-	defer f.Close()
-	raw, err := io.ReadAll(f)
-	if err != nil {
-		bad("%s: %v", m.Checkpoint, err)
-		return
-	}
-	if checkpoint.IsOlder(raw) {
-		return // an older format's, which Open does not read: the next commit replaces it
-	}
-	want, err := e.checkpointOf(st)
-	if err != nil {
-		bad("%v", err)
-		return
-	}
-	sum, _ := state.CheckpointSum(want.Head())
-	if !bytes.Equal(raw, want.Bytes()) || sum != m.CheckpointSum {
-		bad("%s differs from the checkpoint the batch files give", m.Checkpoint)
-	}
 }
 
 // History returns every committed generation, oldest first, with what it
