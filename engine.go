@@ -17,6 +17,7 @@ import (
 	"github.com/evpack/evpack/fuse"
 	"github.com/evpack/evpack/internal/audit"
 	"github.com/evpack/evpack/internal/commit"
+	"github.com/evpack/evpack/internal/denseleg"
 	"github.com/evpack/evpack/internal/ingest"
 	"github.com/evpack/evpack/internal/pipeline"
 	"github.com/evpack/evpack/internal/state"
@@ -45,7 +46,7 @@ type index struct {
 	graph *retrieve.GraphOptions
 	// views caches the dense views of a corpus-dependent embedder per
 	// scope and generation (denseview.go).
-	views *viewCache
+	views *denseleg.Views
 
 	ingestMu sync.Mutex // one ingest at a time
 	fullMu   sync.Mutex // one build of the full state at a time (writable)
@@ -161,7 +162,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	opts.Analyzer = Analyzer(lex.Analyzer())
 	gen := d.Manifest().Generation
 	engine := func(st *state.State) *Engine {
-		ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts), st: st, views: newViewCache()}
+		ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts), st: st, views: denseleg.NewViews()}
 		return &Engine{index: ix, opts: opts}
 	}
 	if !d.Unfinished() && d.Manifest().Checkpoint != "" && opts.Embedder == nil {
@@ -272,7 +273,7 @@ func OpenMemory(opts Options) (*Engine, error) {
 	}
 	opts.Analyzer = Analyzer(lex.Analyzer())
 	st := state.NewState()
-	ix := &index{lex: lex, emb: opts.Embedder, st: st, graph: graphSettings(opts), views: newViewCache()}
+	ix := &index{lex: lex, emb: opts.Embedder, st: st, graph: graphSettings(opts), views: denseleg.NewViews()}
 	if state.CorpusFree(opts.Embedder) {
 		dense, err := st.BuildDense(context.Background(), opts.Embedder, nil, nil)
 		if err != nil {
@@ -460,7 +461,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 			if graph, err = state.BuildGraph(ctx, dense, e.graph); err != nil {
 				return rep, err
 			}
-		} else if err := checkEmbeds(ctx, e.emb, add, addFeats); err != nil {
+		} else if err := denseleg.CheckEmbeds(ctx, e.emb, add, addFeats); err != nil {
 			return rep, err
 		}
 	}
@@ -838,18 +839,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc state.Scope, r
 		}
 	}
 	if strings.Contains(string(e.opts.Legs), "dense") {
-		view, err := e.denseView(ctx, sc)
-		if err != nil {
-			return nil, err
-		}
-		qs, err := e.emb.Embed(ctx, [][]int32{e.emb.Analyze(text)}, view.counts, true)
-		if err == nil {
-			err = retrieve.CheckVectors(qs, 1, e.emb.Dims(), func(int) string { return "question" })
-		}
-		if err != nil {
-			return nil, fmt.Errorf("evpack: embed question: %w", err)
-		}
-		hits, step, err := e.denseSearch(ctx, sc, view, view.dense.Project(qs[0]), elig, h.AsOf)
+		hits, step, err := e.views.Search(ctx, denseleg.Request{Scope: sc, Text: text, Elig: elig, AsOf: h.AsOf}, e.denseLeg())
 		if err != nil {
 			return nil, err
 		}
@@ -874,6 +864,11 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc state.Scope, r
 		return nil, e.readFailed(st, re.Err)
 	}
 	return p, err
+}
+
+// denseLeg returns the dense leg's settings.
+func (e *Engine) denseLeg() denseleg.Settings {
+	return denseleg.Settings{Embedder: e.emb, Build: e.graph, Pool: e.opts.Pool, HNSW: e.opts.DenseIndex == "hnsw", Graph: e.opts.Graph}
 }
 
 // scopeState is what the ranking stage reads of a scope (pipeline.State).
@@ -949,49 +944,4 @@ func (e *Engine) denseSetting() string {
 		return e.opts.Graph.String() + " (approximate; exact scan when eligible² < exact_factor × indexed), " + e.emb.Identity()
 	}
 	return "exact int8 scan, " + e.emb.Identity()
-}
-
-// denseSearch runs the dense leg for question vector q and returns its hits
-// and the trace line that says which path ran and why. The exact scan is the
-// default; with an HNSW graph, a request whose eligible set is small scans it
-// exactly (faster there, and exact), a larger one walks the graph, and a walk
-// that finds fewer hits than exist (a part of the graph it cannot reach
-// through eligible-poor regions) falls back to the exact scan.
-func (e *Engine) denseSearch(ctx context.Context, sc state.Scope, v *denseView, q []int8, elig retrieve.Eligibility, asOf asof.Date) ([]retrieve.DenseHit, string, error) {
-	admits := sc.Admitter(elig, asOf)
-	admit := func(row int) bool { return admits(v.rows[row]) }
-	if q == nil {
-		return nil, "dense: the question has no known words", nil
-	}
-	exact := func(why string) ([]retrieve.DenseHit, string, error) {
-		hits, scanned, err := v.dense.Search(ctx, q, admit, e.opts.Pool)
-		if err != nil {
-			return nil, "", err
-		}
-		return hits, fmt.Sprintf("dense: exact scan of %d chunks eligible as of %s%s, kept %d", scanned, asOf, why, len(hits)), nil
-	}
-	if e.opts.DenseIndex != "hnsw" || v.graph == nil {
-		return exact("")
-	}
-	// Count eligible rows only as far as the threshold: past it the walk is
-	// decided, and a full count would cost more than the walk at scale.
-	indexed, below := v.dense.Indexed(), e.opts.Graph.ExactBelow(v.dense.Indexed())
-	if eligible := v.dense.CountUpTo(admit, below); eligible < below {
-		return exact(fmt.Sprintf(" (%d² < %d × %d indexed)", eligible, e.opts.Graph.ExactFactor, indexed))
-	}
-	g, err := v.graph.WithEfSearch(e.opts.Graph.EfSearch)
-	if err != nil {
-		return nil, "", err
-	}
-	hits, gs, err := g.Search(ctx, q, admit, e.opts.Pool)
-	if err != nil {
-		return nil, "", err
-	}
-	if len(hits) < e.opts.Pool {
-		if exist := v.dense.CountUpTo(admit, e.opts.Pool); len(hits) < exist {
-			return exact(fmt.Sprintf(" (the hnsw walk found %d of %d)", len(hits), exist))
-		}
-	}
-	return hits, fmt.Sprintf("dense: hnsw walk, at least %d of %d indexed chunks eligible as of %s (%d² >= %d × %d), ef %d, compared %d vectors, kept %d",
-		below, indexed, asOf, below, e.opts.Graph.ExactFactor, indexed, gs.Ef, gs.Visited, len(hits)), nil
 }

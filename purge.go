@@ -118,7 +118,7 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 	if err != nil {
 		return PurgeReport{}, err
 	}
-	e.views.clear() // views of earlier generations held the purged rows
+	e.views.Clear() // views of earlier generations held the purged rows
 	// Deleted documents stay in bleve's segments (their terms in its
 	// dictionaries) until the segments are merged: merge now, so the text
 	// leaves the lexical index's files too.
@@ -203,13 +203,6 @@ func (e *Engine) purgeFiles(next *state.State, ids []string, dense *retrieve.Den
 	}
 	f.Checkpoint, err = e.checkpointOf(next)
 	return f, err
-}
-
-// clear drops every view: a purge changed what earlier generations embed.
-func (c *viewCache) clear() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.views, c.order = map[string]*viewEntry{}, nil
 }
 
 // restoreMissing indexes again every chunk of st that is neither purged nor
