@@ -19,6 +19,7 @@ import (
 	"github.com/evpack/evpack/internal/commit"
 	"github.com/evpack/evpack/internal/denseleg"
 	"github.com/evpack/evpack/internal/ingest"
+	"github.com/evpack/evpack/internal/packcache"
 	"github.com/evpack/evpack/internal/pipeline"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
@@ -725,7 +726,7 @@ func (e *Engine) queryOnce(ctx context.Context, h evidence.Header, at state.Read
 		return nil, err
 	}
 	if raw, ok := e.opts.Cache.Get(key); ok {
-		if p, err := evidence.Parse(raw); err == nil && answers(p, h, e.fingerprintFor(h, sc, e.opts.Reranker)) {
+		if p, err := evidence.Parse(raw); err == nil && packcache.Answers(p, h, e.fingerprintFor(h, sc, e.opts.Reranker)) {
 			return p, nil
 		}
 		// A store that hands back other bytes, or another request's pack, or

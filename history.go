@@ -6,17 +6,6 @@ import "github.com/evpack/evpack/internal/state"
 // reads it (evpack history), and the commits Diff names as the causes of a
 // change.
 
-// inScope reports whether a commit's tenants touch the scope of tenant (its
-// own evidence and the shared corpus).
-func inScope(tcs []state.TenantCommit, tenant string) bool {
-	for _, tc := range tcs {
-		if tc.Tenant == "" || tc.Tenant == tenant {
-			return true
-		}
-	}
-	return false
-}
-
 // Commit describes one committed generation of the index: its commit time
 // and, per tenant, what it did (see Engine.History).
 type Commit = state.Commit

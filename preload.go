@@ -2,13 +2,6 @@ package evpack
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/evpack/evpack/internal/storage"
 )
@@ -42,25 +35,7 @@ func (e *Engine) Preload(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return readPaths(ctx, paths)
-}
-
-// readPaths reads each file of paths through one buffer and returns the
-// bytes read; a file gone since it was listed is skipped.
-func readPaths(ctx context.Context, paths []string) (int64, error) {
-	buf := make([]byte, 1<<20)
-	var n int64
-	for _, path := range paths {
-		m, err := readThrough(ctx, path, buf)
-		n += m
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue // dropped by a commit or a merge since it was listed
-		case err != nil:
-			return n, fmt.Errorf("evpack: preload %s: %w", path, err)
-		}
-	}
-	return n, nil
+	return storage.ReadPaths(ctx, paths)
 }
 
 // preloadPaths lists the files Preload reads, in a fixed order: the
@@ -80,64 +55,5 @@ func (e *Engine) preloadPaths() ([]string, error) {
 	case m == nil: // in memory
 		return nil, nil
 	}
-	var paths []string
-	if m.Checkpoint != "" {
-		paths = append(paths, filepath.Join(e.dir, m.Checkpoint))
-	}
-	if m.Dense != nil {
-		paths = append(paths, filepath.Join(e.dir, m.Dense.File))
-		if m.Dense.Graph != "" {
-			paths = append(paths, filepath.Join(e.dir, m.Dense.Graph))
-		}
-	}
-	lexDir, err := filepath.EvalSymlinks(filepath.Join(e.dir, storage.LexicalDir)) // it may lie on another disk
-	if err != nil {
-		return nil, fmt.Errorf("evpack: preload: %w", err)
-	}
-	err = filepath.WalkDir(lexDir, func(path string, d fs.DirEntry, err error) error {
-		switch {
-		case errors.Is(err, fs.ErrNotExist) && path != lexDir:
-			return nil // a partition's segment merged away while listed
-		case err != nil:
-			return err
-		case path != lexDir && strings.HasPrefix(d.Name(), "."):
-			if d.IsDir() {
-				return fs.SkipDir // a partition half made, or left by a crash: no query reads it
-			}
-		case d.Type().IsRegular():
-			paths = append(paths, path)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("evpack: preload: listing %s: %w", lexDir, err)
-	}
-	return paths, nil
-}
-
-// readThrough reads the file at path to its end through buf, checking ctx
-// between reads, and returns how many bytes it read.
-func readThrough(ctx context.Context, path string, buf []byte) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return 0, errors.Join(err, fs.ErrNotExist) // replaced since it was listed: not the index's file
-	}
-	var n int64
-	for {
-		if err := ctx.Err(); err != nil {
-			return n, err
-		}
-		m, err := f.Read(buf)
-		n += int64(m)
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-	}
+	return storage.PreloadPaths(e.dir, m)
 }

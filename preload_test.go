@@ -101,18 +101,6 @@ func TestPreloadReadsAllButTheBatches(t *testing.T) {
 	require.Equal(t, want, n, "through the link")
 }
 
-// A file gone, or no longer a regular file, since Preload listed it is
-// skipped (a merge drops segment files): the others are read whole.
-func TestPreloadSkipsWhatWentAway(t *testing.T) {
-	dir := t.TempDir()
-	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	require.NoError(t, os.WriteFile(a, make([]byte, 3<<20+5), 0o644)) // more than one buffer
-	require.NoError(t, os.WriteFile(b, make([]byte, 7), 0o644))
-	n, err := readPaths(context.Background(), []string{a, filepath.Join(dir, "gone"), dir, b})
-	require.NoError(t, err)
-	require.Equal(t, int64(3<<20+5+7), n)
-}
-
 // What Preload refuses or has nothing to do for, each with its reason.
 func TestPreloadRefuses(t *testing.T) {
 	_, e := preloadIndex(t)

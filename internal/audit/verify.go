@@ -2,13 +2,19 @@ package audit
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/pipeline"
 	"github.com/evpack/evpack/internal/state"
+	"github.com/evpack/evpack/rerank"
 )
 
 // VerifyReport is the outcome of replaying a pack.
@@ -165,4 +171,187 @@ func FirstDifference(want, got *evidence.Pack) string {
 func citationBytes(p *evidence.Pack, i int) []byte {
 	one := &evidence.Pack{Citations: p.Citations[i : i+1]}
 	return one.Bytes()
+}
+
+// verify replays pack p, parsed from raw, against committed state st (a
+// snapshot: errMoved when a commit lands during the lexical search).
+// Ranker is what Verify and Compare ask of the engine. Contract: Header,
+// Fingerprint and Query are those the engine serves requests with, so that
+// a replay is the engine's own answer.
+type Ranker interface {
+	// Header returns the request header pack p was answered for.
+	Header(p *evidence.Pack) evidence.Header
+	// Reranker returns the reranker the engine runs.
+	Reranker() rerank.Reranker
+	// Fingerprint returns the configuration a pack of h in scope sc
+	// ranked by rr names.
+	Fingerprint(h evidence.Header, sc state.Scope, rr rerank.Reranker) evidence.Fingerprint
+	// Query answers h in scope sc, ranked by rr.
+	Query(ctx context.Context, h evidence.Header, sc state.Scope, rr rerank.Reranker) (*evidence.Pack, error)
+}
+
+// Verify replays pack p (its bytes raw) in st at the pack's own generation
+// and reports every way in which it fails to hold. It returns an error only
+// when the replay cannot run.
+func Verify(ctx context.Context, r Ranker, st *state.State, p *evidence.Pack, raw []byte) (*VerifyReport, error) {
+	rep := &VerifyReport{Hash: evidence.Sum(raw), Format: cmp.Or(p.Format, evidence.FormatVersion)}
+	if p.Format == evidence.FormatV1 {
+		return VerifyUnreplayable(st, rep, p), nil
+	}
+	h := r.Header(p)
+	// Replay at the pack's own generation: later commits, to any scope, do
+	// not change what it read.
+	if p.Generation > st.Gen {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("generation %d: the index has committed only %d (a pack of another index?)", p.Generation, st.Gen))
+		return rep, nil
+	}
+	sc := st.Scope(h.Tenant, p.Generation)
+	h.Generation = sc.Gen
+	var held []string
+	for _, c := range p.Citations {
+		if pa, ok := st.Purged[c.ChunkID]; ok && pa.Hash == c.ContentHash {
+			rep.Purged = append(rep.Purged, PurgedCitation{Index: c.Index, ChunkID: c.ChunkID, Generation: pa.Gen, Reason: pa.Reason})
+			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: purged at generation %d (%s): its text is deleted, so the pack cannot be replayed",
+				c.Index, c.ChunkID, pa.Gen, pa.Reason))
+			continue
+		}
+		if why := CitedTextProblem(st, c); why != "" {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: %s", c.Index, c.ChunkID, why))
+		} else {
+			held = append(held, fmt.Sprintf("citation [%d] %s: its text is the stored chunk's, which hashes to %s", c.Index, c.ChunkID, c.ContentHash))
+		}
+	}
+	// Whatever else fails, say what still holds (a pack made by an older
+	// build whose settings or statistics this one no longer gives).
+	defer func() {
+		if len(rep.Problems) > 0 {
+			rep.Holds = append([]string{fmt.Sprintf("the bytes are a canonical %s pack and hash to %s", rep.Format, rep.Hash)}, held...)
+		}
+	}()
+	if len(rep.Purged) > 0 {
+		return rep, nil // a replay without the purged text would only "differ"
+	}
+	// The pack must have been ranked by the reranker this engine runs: a
+	// ledger replays recorded scores under the pack's own reranker name, so
+	// without this check any reranker's pack (a forger's) would verify.
+	own := r.Reranker()
+	identity := map[string]string{"reranker": own.Name(), "reranker_bit_stable": strconv.FormatBool(pipeline.BitStable(own))}
+	if got := p.Fingerprint.Get("reranker"); got != identity["reranker"] {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("reranker: pack says %q, this engine runs %q", got, identity["reranker"]))
+	}
+	if got := p.Fingerprint.Get("reranker_bit_stable"); got != identity["reranker_bit_stable"] {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("reranker_bit_stable: pack says %q, this engine's reranker gives %q", got, identity["reranker_bit_stable"]))
+	}
+	rr := own
+	// Replay the recorded scores, never calling the model; a bit-stable
+	// reranker is always run again, so a ledger cannot stand in for it.
+	if len(p.Ledger) > 0 && !pipeline.BitStable(own) {
+		rr = rerank.NewLedger(p.Fingerprint.Get("reranker"), p.Ledger)
+	}
+	now := r.Fingerprint(h, sc, rr)
+	for _, s := range p.Fingerprint {
+		if _, checked := identity[s.Key]; checked {
+			continue
+		}
+		if v := now.Get(s.Key); v != s.Value {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("setting %s: pack %q, engine now %q", s.Key, s.Value, v))
+		}
+	}
+	replay, err := r.Query(ctx, h, sc, rr)
+	if err != nil {
+		if errors.Is(err, rerank.ErrLedger) {
+			rep.Problems = append(rep.Problems, "the index no longer returns the pool the ledger scored: "+err.Error())
+			return rep, nil
+		}
+		return nil, err
+	}
+	got := replay.Bytes()
+	rep.ReplayHash, rep.Replayed = evidence.Sum(got), true
+	if !bytes.Equal(got, raw) && ShowsEnds(p) {
+		// A pack made before issue 31 may show an end learned after its
+		// as-of day: replay it under that rule too.
+		h.EndsKnownLater = true
+		if old, err := r.Query(ctx, h, sc, rr); err == nil && bytes.Equal(old.Bytes(), raw) {
+			got, rep.ReplayHash, rep.EndsKnownLater = raw, rep.Hash, true
+		} else if err != nil && !errors.Is(err, rerank.ErrLedger) {
+			return nil, err
+		}
+	}
+	if !bytes.Equal(got, raw) {
+		why := "replay differs: " + FirstDifference(p, replay)
+		if gone := sc.PurgedIn(); len(gone) > 0 {
+			why += fmt.Sprintf(" (the scope held chunks since purged, whose terms no longer count: %s)", strings.Join(gone, ", "))
+		}
+		rep.Problems = append(rep.Problems, why)
+	}
+	return rep, nil
+}
+
+// Compare runs pack p's request again at the latest generation of its
+// scope in st and fills rep (whose Verify is p's) with what became of each
+// citation, why, and what the index cites now that it did not.
+func Compare(ctx context.Context, r Ranker, st *state.State, p *evidence.Pack, rep *DiffReport) (*DiffReport, error) {
+	h := r.Header(p)
+	sc, err := st.ScopeOf(&h, state.Reads{})
+	if err != nil {
+		return nil, fmt.Errorf("evpack: diff: %w", err)
+	}
+	latest, err := r.Query(ctx, h, sc, r.Reranker())
+	if err != nil {
+		return nil, fmt.Errorf("evpack: diff: the request at generation %d: %w", sc.Gen, err)
+	}
+	rep.Compared, rep.LatestGeneration, rep.LatestHash = true, sc.Gen, evidence.Sum(latest.Bytes())
+	rep.Committed, rep.LatestCommitted = CommitTime(st, p.Generation), CommitTime(st, sc.Gen)
+	rep.ScopeCommits = []int64{}
+	shared, own := 0, 0 // scope commits to the shared corpus, to the pack's tenant
+	for i, tcs := range st.CommitsByTenant(p.Generation, sc.Gen) {
+		if !inScope(tcs, p.Tenant) {
+			continue
+		}
+		rep.ScopeCommits = append(rep.ScopeCommits, p.Generation+int64(i)+1)
+		for _, tc := range tcs {
+			switch {
+			case tc.Tenant == "":
+				shared++
+			case tc.Tenant == p.Tenant:
+				own++
+			}
+		}
+	}
+	statsWhy := StatisticsWhy(st, rep.ScopeCommits, p.Tenant, shared, own)
+
+	now := make(map[string]int, len(latest.Citations)) // chunk ID -> index in latest; lookups only
+	for _, c := range latest.Citations {
+		now[c.ChunkID] = c.Index
+	}
+	cited := make(map[string]bool, len(p.Citations)) // lookups only
+	for _, c := range p.Citations {
+		cited[c.ChunkID] = true
+		rep.Citations = append(rep.Citations, Citation(sc, h, c, now))
+	}
+	for _, c := range latest.Citations {
+		if cited[c.ChunkID] {
+			continue
+		}
+		g := st.Committed[c.ChunkID]
+		rep.New = append(rep.New, NewCitation{Index: c.Index, ChunkID: c.ChunkID, Committed: g,
+			Backfill: g > p.Generation && !p.AsOf.Before(c.Anchor.Day()), Source: ChunkSource(st, c.ChunkID),
+			CommittedAt: CommitTime(st, g)})
+	}
+	for i := range rep.Citations {
+		rep.Citations[i].Source = ChunkSource(st, rep.Citations[i].ChunkID)
+		rep.Citations[i].Cause = Cause(st, rep, latest, i, statsWhy)
+	}
+	return rep, nil
+}
+
+// inScope reports whether a commit's tenants touch the scope of tenant (its
+// own evidence and the shared corpus).
+func inScope(tcs []state.TenantCommit, tenant string) bool {
+	for _, tc := range tcs {
+		if tc.Tenant == "" || tc.Tenant == tenant {
+			return true
+		}
+	}
+	return false
 }
