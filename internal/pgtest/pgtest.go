@@ -12,6 +12,7 @@ package pgtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -176,16 +177,30 @@ func (s *Server) StartStandby(t testing.TB, name string) *Server {
 	if _, err := c.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
 		t.Fatalf("pgtest: reload: %v", err)
 	}
-	// Until the standby is streaming and known as synchronous, a commit
-	// would wait; this blocks on the server's own view, not on a clock.
-	if _, err := c.Exec(ctx, "CREATE TABLE IF NOT EXISTS pgtest_sync_probe (x int); INSERT INTO pgtest_sync_probe VALUES (1)"); err != nil {
-		t.Fatalf("pgtest: first synchronous commit: %v", err)
-	}
+	// A commit waits for the standby only once the primary's checkpointer
+	// has read the reloaded setting, and pg_reload_conf does not wait for
+	// that: a CI run's first probe commit returned before the standby had
+	// connected. So ask the server until it names the standby synchronous,
+	// each probe a commit (which blocks once the setting is live) and a
+	// short server-side pause, for at most a minute.
 	var state string
-	if err := c.QueryRow(ctx, "SELECT sync_state FROM pg_stat_replication WHERE application_name = $1", name).Scan(&state); err != nil || state != "sync" {
-		t.Fatalf("pgtest: standby %s: sync_state %q, %v", name, state, err)
+	for i := 0; ; i++ {
+		if _, err := c.Exec(ctx, "CREATE TABLE IF NOT EXISTS pgtest_sync_probe (x int); INSERT INTO pgtest_sync_probe VALUES (1)"); err != nil {
+			t.Fatalf("pgtest: synchronous commit: %v", err)
+		}
+		err := c.QueryRow(ctx, "SELECT sync_state FROM pg_stat_replication WHERE application_name = $1", name).Scan(&state)
+		switch {
+		case err == nil && state == "sync":
+			return sb
+		case err != nil && !errors.Is(err, pgx.ErrNoRows):
+			t.Fatalf("pgtest: standby %s: %v", name, err)
+		case i == 3000:
+			t.Fatalf("pgtest: standby %s not synchronous after a minute: sync_state %q, %v", name, state, err)
+		}
+		if _, err := c.Exec(ctx, "SELECT pg_sleep(0.02)"); err != nil {
+			t.Fatalf("pgtest: %v", err)
+		}
 	}
-	return sb
 }
 
 // Promote makes a standby the primary (pg_ctl promote, waiting until done).
