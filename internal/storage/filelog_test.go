@@ -1,10 +1,12 @@
 package storage
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -567,4 +569,119 @@ func TestFileLogReadAcrossAPurge(t *testing.T) {
 	w2.Body, w2.RedactedBy = rewrite, 4
 	sameEntry(t, "entry 2, purged during the Read", got[1], w2)
 	sameEntry(t, "entry 3", got[2], have[2])
+}
+
+// roundEntry is the entry both racers append at generation g: the same
+// chain, the body naming who wrote it.
+func roundEntry(who string, g, epoch int64) evlog.Entry {
+	sum := func(g int64) string { return fmt.Sprintf("blake3:%064x", g) }
+	e := evlog.Entry{Generation: g, Sum: sum(g), Epoch: epoch,
+		CommittedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(g) * time.Second),
+		Body:        fmt.Appendf(nil, "%s %d\n", who, g)}
+	if g > 1 {
+		e.Prev = sum(g - 1)
+	}
+	return e
+}
+
+// TestFileLogAcrossProcesses races this process and a child (the test
+// binary run again) on one directory, round by round: in each, both append
+// the same generation at once, with different bodies, after a handshake
+// over the child's stdin and stdout. In every round exactly one lands and
+// the other is ErrFork, the log holds the winner's body, and the chain
+// links: only LOG.LOCK's flock stands between the two processes.
+func TestFileLogAcrossProcesses(t *testing.T) {
+	const rounds = 60
+	ctx := context.Background()
+	if dir := os.Getenv("EVPACK_FILELOG_CHILD"); dir != "" {
+		var epoch int64
+		fmt.Sscan(os.Getenv("EVPACK_FILELOG_EPOCH"), &epoch)
+		l := openLog(t, dir, LogOptions{})
+		in := bufio.NewReader(os.Stdin)
+		for {
+			var g int64
+			if _, err := fmt.Fscan(in, &g); err != nil {
+				return // the parent closed stdin: done
+			}
+			fmt.Println("go")
+			switch err := l.Append(ctx, roundEntry("child", g, epoch)); {
+			case err == nil:
+				fmt.Println("landed")
+			case errors.Is(err, evlog.ErrFork):
+				fmt.Println("fork")
+			default:
+				fmt.Printf("error %v\n", strings.ReplaceAll(err.Error(), "\n", " "))
+			}
+		}
+	}
+	dir := t.TempDir()
+	l := openLog(t, dir, LogOptions{})
+	epoch, err := l.Acquire(ctx, "parent", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(os.Args[0], "-test.run=^TestFileLogAcrossProcesses$", "-test.count=1")
+	child.Env = append(os.Environ(), "EVPACK_FILELOG_CHILD="+dir, fmt.Sprintf("EVPACK_FILELOG_EPOCH=%d", epoch))
+	var stderr strings.Builder
+	child.Stderr = &stderr
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close()
+		if err := child.Wait(); err != nil {
+			t.Errorf("the child failed: %v\n%s", err, stderr.String())
+		}
+	}()
+	lines := bufio.NewReader(stdout)
+	line := func() string {
+		s, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the child: %v\n%s", err, stderr.String())
+		}
+		return strings.TrimSuffix(s, "\n")
+	}
+	wins := map[string]int{}
+	for g := int64(1); g <= rounds; g++ {
+		fmt.Fprintln(stdin, g)
+		if got := line(); got != "go" {
+			t.Fatalf("round %d: the child said %q", g, got)
+		}
+		mine := l.Append(ctx, roundEntry("parent", g, epoch))
+		if mine != nil && !errors.Is(mine, evlog.ErrFork) {
+			t.Fatalf("round %d: parent: %v", g, mine)
+		}
+		theirs := line()
+		winner := "parent"
+		switch {
+		case mine == nil && theirs == "fork":
+		case mine != nil && theirs == "landed":
+			winner = "child"
+		default:
+			t.Fatalf("round %d: the parent's append gave %v, the child's %q: want exactly one landed, the other ErrFork", g, mine, theirs)
+		}
+		wins[winner]++
+		got := readLog(t, l, g)
+		if len(got) != 1 || string(got[0].Body) != fmt.Sprintf("%s %d\n", winner, g) {
+			t.Fatalf("round %d: the log holds %+v, want %s's body", g, got, winner)
+		}
+	}
+	t.Logf("of %d rounds the parent won %d, the child %d", rounds, wins["parent"], wins["child"])
+	got := readLog(t, l, 1)
+	if len(got) != rounds {
+		t.Fatalf("the log holds %d entries, want %d", len(got), rounds)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Prev != got[i-1].Sum {
+			t.Errorf("entry %d names prev %q, entry %d is %q", got[i].Generation, got[i].Prev, got[i-1].Generation, got[i-1].Sum)
+		}
+	}
 }
