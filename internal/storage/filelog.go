@@ -110,7 +110,9 @@ type LogOptions struct {
 	// appends through this FileLog wake it at once. 0 means DefaultLogPoll.
 	Poll time.Duration
 	// LockWait bounds the wait for LOG.LOCK (and the context's deadline
-	// too): 0 means DefaultLogLockWait.
+	// too): 0 means DefaultLogLockWait. The lock is polled (lockFile), not
+	// queued, so a process appending back to back can keep another
+	// waiting; under a lease only one process appends.
 	LockWait time.Duration
 }
 
