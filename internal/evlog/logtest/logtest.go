@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"a stale writer is fenced once another takes an expired lease", staleWriter},
 		{"a released lease passes on at once", release},
 		{"a purge redacts earlier bodies atomically and keeps the chain", redaction},
+		{"a later purge rewrites a redacted entry, and a purge entry, again", redactAgain},
 		{"wait returns once the head passes a generation", wait},
 		{"of concurrent appends of one generation exactly one lands", race},
 	}
@@ -309,6 +310,37 @@ func redaction(t *testing.T, h Harness) {
 	if err := h.Log.Append(ctx, e); !errors.Is(err, evlog.ErrBadEntry) {
 		t.Errorf("an append that sets RedactedBy: %v, want ErrBadEntry", err)
 	}
+}
+
+func redactAgain(t *testing.T, h Harness) {
+	ctx := context.Background()
+	epoch, have := appendN(t, h, 2)
+	first := []byte("{\"format\":\"evpack-chunks/3\",\"generation\":1}\n{\"redacted\":\"first\"}\n")
+	p3 := Entry(3, have[1].Sum, epoch)
+	p3.Redactions = []evlog.Redaction{{Generation: 1, Body: first}}
+	if err := h.Log.Append(ctx, p3); err != nil {
+		t.Fatalf("Append of the first purge: %v", err)
+	}
+	second := []byte("{\"format\":\"evpack-chunks/3\",\"generation\":1}\n{\"redacted\":\"second\"}\n")
+	purge := []byte("{\"format\":\"evpack-chunks/3\",\"generation\":3}\n{\"redacted\":\"the purge\"}\n")
+	p4 := Entry(4, p3.Sum, epoch)
+	p4.Redactions = []evlog.Redaction{{Generation: 3, Body: purge}, {Generation: 1, Body: second}}
+	if err := h.Log.Append(ctx, p4); err != nil {
+		t.Fatalf("Append of the second purge: %v", err)
+	}
+	got := readAll(t, h, 1)
+	if len(got) != 4 {
+		t.Fatalf("Read gave %d entries, want 4", len(got))
+	}
+	w1 := have[0]
+	w1.Body, w1.RedactedBy = second, 4
+	same(t, "entry 1, redacted twice", got[0], w1)
+	same(t, "entry 2, never redacted", got[1], have[1])
+	w3 := p3
+	w3.Redactions, w3.Body, w3.RedactedBy = nil, purge, 4
+	same(t, "the first purge, redacted by the second", got[2], w3)
+	p4.Redactions = nil
+	same(t, "the second purge", got[3], p4)
 }
 
 func wait(t *testing.T, h Harness) {
