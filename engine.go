@@ -16,14 +16,12 @@ import (
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/fuse"
 	"github.com/evpack/evpack/internal/audit"
-	"github.com/evpack/evpack/internal/commit"
 	"github.com/evpack/evpack/internal/denseleg"
 	"github.com/evpack/evpack/internal/ingest"
 	"github.com/evpack/evpack/internal/packcache"
 	"github.com/evpack/evpack/internal/pipeline"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
-	"github.com/evpack/evpack/internal/terms"
 	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
 )
@@ -66,6 +64,9 @@ type index struct {
 	// and writes are refused (ErrReadOnly) until an Open with room rolls
 	// the commit back, as its record, kept, asks.
 	readOnly error
+	// now is the clock a writer's commit times come from (time.Now; a test
+	// sets another, to show a replica takes them from the entries).
+	now func() time.Time
 }
 
 // View returns an engine over the same index with other query options (K,
@@ -163,7 +164,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	opts.Analyzer = Analyzer(lex.Analyzer())
 	gen := d.Manifest().Generation
 	engine := func(st *state.State) *Engine {
-		ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts), st: st, views: denseleg.NewViews()}
+		ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts), st: st, views: denseleg.NewViews(), now: time.Now}
 		return &Engine{index: ix, opts: opts}
 	}
 	if !d.Unfinished() && d.Manifest().Checkpoint != "" && opts.Embedder == nil {
@@ -274,7 +275,7 @@ func OpenMemory(opts Options) (*Engine, error) {
 	}
 	opts.Analyzer = Analyzer(lex.Analyzer())
 	st := state.NewState()
-	ix := &index{lex: lex, emb: opts.Embedder, st: st, graph: graphSettings(opts), views: denseleg.NewViews()}
+	ix := &index{lex: lex, emb: opts.Embedder, st: st, graph: graphSettings(opts), views: denseleg.NewViews(), now: time.Now}
 	if state.CorpusFree(opts.Embedder) {
 		dense, err := st.BuildDense(context.Background(), opts.Embedder, nil, nil)
 		if err != nil {
@@ -433,55 +434,17 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	if len(facts) > 0 && !e.lex.HoldsFacts() {
 		return rep, fmt.Errorf("%w: the lexical index was made before facts existed and cannot record them; rebuild the index (evpack ingest into a new directory)", ErrOldFormat)
 	}
-	gen := st.Gen + 1
-	an := make([]state.Analyzed, len(add))
-	var total int64
-	var sp terms.Splitter
-	for i, ch := range add {
-		an[i] = state.Analyze(e.lex, e.emb, &sp, ch.Text)
-		total += int64(an[i].Tokens)
-	}
-
-	// Embed before taking the write lock: a model may be slow, and only
-	// ingest (serialized by ingestMu) ever changes st, so reading it here
-	// races with nothing.
-	var dense *retrieve.Dense
-	var graph *retrieve.Graph
-	// Only a corpus-free embedder's vectors are kept with the state (see
-	// denseView); facts alone leave them as they are.
-	if e.emb != nil && len(add) > 0 {
-		addFeats := make([][]int32, len(add))
-		for i := range add {
-			addFeats[i] = an[i].Feats
-		}
-		if state.CorpusFree(e.emb) {
-			var err error
-			if dense, err = st.BuildDense(ctx, e.emb, add, addFeats); err != nil {
-				return rep, err
-			}
-			if graph, err = state.BuildGraph(ctx, dense, e.graph); err != nil {
-				return rep, err
-			}
-		} else if err := denseleg.CheckEmbeds(ctx, e.emb, add, addFeats); err != nil {
-			return rep, err
-		}
-	}
-
-	// The commit time: whole seconds, UTC, as the manifest records it.
-	at := time.Now().UTC().Truncate(time.Second)
-	w := batchWrite{add: add, an: an, facts: facts, total: total, dense: dense, graph: graph}
-	if e.store != nil {
-		if w.body, w.lines, err = e.seal(gen, at, storage.Contents{Chunks: add, Facts: facts}); err != nil {
-			return rep, err
-		}
-	}
-	next := st.Extend(gen, at, add, an, facts)
-	if dense != nil {
-		next.SetDense(dense, graph)
-	}
-	if err := e.commit(ctx, st, next, w); err != nil {
+	// Prepare the entry (its commit time chosen here, once: applying it
+	// again gives the same generation), then apply it: the one path by
+	// which an index changes.
+	en, err := e.prepare(st, storage.Contents{Chunks: add, Facts: facts})
+	if err != nil {
 		return rep, err
 	}
+	if err := e.apply(ctx, st, en); err != nil {
+		return rep, err
+	}
+	gen := en.gen
 	rep.Added, rep.Facts = len(add), len(facts)
 	for _, f := range facts {
 		rep.NewFacts = append(rep.NewFacts, *f)
@@ -495,137 +458,6 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 	rep.Documents, rep.Versions = len(docs), len(versions)
 	progress(len(recs), len(recs))
 	return rep, nil
-}
-
-// batchWrite is what one commit adds: its chunks (analyzed as an, total
-// tokens over them), its facts, and the dense index and graph over all
-// chunks when the index keeps a corpus-free embedder's.
-type batchWrite struct {
-	add   []*evidence.Chunk
-	an    []state.Analyzed
-	facts []*evidence.Fact
-	total int64
-	dense *retrieve.Dense
-	graph *retrieve.Graph
-	// body is the sealed batch (the log entry), lines where each chunk's
-	// line lies in it; nil for a memory index.
-	body  []byte
-	lines []storage.Span
-}
-
-// commit makes next, which is st plus w, the committed state, through the
-// commit protocol (internal/commit): files first, then, under the write
-// lock, the lexical batch, the manifest and the swap. On any error the
-// batch is rolled back and st stays the state.
-func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite) error {
-	var c *commit.Commit
-	if e.store != nil {
-		var err error
-		f, err := e.filesOf(next, w)
-		if err != nil {
-			return fmt.Errorf("evpack: ingest: %w", err)
-		}
-		if c, err = commit.Write(e.store, f); err != nil {
-			return fmt.Errorf("evpack: ingest: %w", err)
-		}
-	}
-	// The lexical documents the commit writes: its chunks, and the earlier
-	// chunks whose retirement its facts change, as next knows them.
-	docs := make([]retrieve.Doc, 0, len(w.add)+len(w.facts))
-	for i, ch := range w.add {
-		d, _ := next.LexDoc(ch.ID)
-		if an := w.an[i]; an.Freqs != nil { // bleve need not analyze the text again
-			d.Analysis = &retrieve.Analysis{Terms: an.Lex, Freqs: an.Freqs, Tokens: an.Tokens}
-		}
-		docs = append(docs, d)
-	}
-	touched := map[string]bool{} // stored chunks already re-indexed (lookups only)
-	for _, f := range w.facts {
-		if _, gone := st.Purged[f.ChunkID]; gone {
-			continue // a purged chunk has no document: its text must not come back
-		}
-		if st.Chunks[f.ChunkID] != nil && !touched[f.ChunkID] { // a new chunk is indexed above
-			touched[f.ChunkID] = true
-			d, _ := next.LexDoc(f.ChunkID)
-			docs = append(docs, d)
-		}
-	}
-	return e.publish(ctx, c, next, func() error { return e.lex.Index(ctx, docs) }, func() error {
-		_, err := e.lex.RollBack(context.WithoutCancel(ctx), st.Gen, st.LexDoc)
-		return err
-	})
-}
-
-// publish finishes commit c (nil for a memory index) under the write lock:
-// apply changes the lexical index, the manifest is published and next
-// becomes the state. When the lexical change cannot be undone, the engine
-// stops serving (ErrBroken) and the next Open rolls the commit back from
-// its record.
-func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.State, apply, undo func() error) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed || e.broken != nil { // nothing reached bleve: only the files go
-		err := ErrClosed
-		if !e.closed {
-			err = e.broken
-		}
-		return errors.Join(err, commit.Abort(c))
-	}
-	err := commit.Publish(c, apply, undo)
-	var ue *commit.UndoError
-	if errors.As(err, &ue) {
-		e.broken = fmt.Errorf("%w: commit of generation %d failed (%v) and could not be rolled back: %v", ErrBroken, next.Gen, ue.Cause, ue.Err)
-		return errors.Join(ue.Cause, e.broken)
-	}
-	if err != nil {
-		return err
-	}
-	e.st = next
-	return nil
-}
-
-// filesOf returns what next's generation writes: the batch, its analysis
-// file, next's checkpoint (after the batch, so that next knows where its
-// new chunks lie) and a corpus-free embedder's vectors and graph.
-func (e *Engine) filesOf(next *state.State, w batchWrite) (commit.Files, error) {
-	gen, at := next.Gen, next.Commits[next.Gen-1]
-	b := storage.Batch{Generation: gen, File: storage.BatchName(gen), Chunks: len(w.add), Facts: len(w.facts),
-		CommittedAt: at.Format(time.RFC3339)}
-	f := commit.Files{Batch: b, Body: w.body, AddDocs: int64(len(w.add)), AddTokens: w.total}
-	next.SetLines(w.add, w.lines)
-	if len(w.add) > 0 {
-		f.Batch.Analysis = storage.AnalysisName(gen)
-		f.Analysis = func(sum string) []byte { return storage.EncodeAnalysis(e.analysisOf(sum, w.add, w.an)) }
-	}
-	switch {
-	case state.CorpusFree(e.emb) && len(w.add) == 0: // a commit of facts alone: the stored vectors stay
-		f.DenseMode = commit.DenseKeep
-	case w.dense != nil && state.CorpusFree(e.emb):
-		// A model's vectors are costly: store them with the generation so
-		// that Open loads them instead of embedding the corpus again (and
-		// so is the graph over them).
-		f.DenseMode, f.Dense, f.Graph, f.Embedder = commit.DenseReplace, w.dense, w.graph, e.emb.Identity()
-		if w.graph != nil {
-			f.GraphBuild = state.GraphBuild(*e.graph)
-		}
-	default:
-		f.DenseMode = commit.DenseDrop
-	}
-	var err error
-	f.Checkpoint, err = e.checkpointOf(next)
-	return f, err
-}
-
-// seal returns the batch file of generation gen committed at at holding
-// cont, linked to the directory's last batch, and where each chunk's line
-// lies in it: the log entry the commit writes.
-func (e *Engine) seal(gen int64, at time.Time, cont storage.Contents) ([]byte, []storage.Span, error) {
-	prev := e.store.Manifest()
-	hdr := storage.BatchHeader{Generation: gen, CommittedAt: at.Format(time.RFC3339)}
-	if len(prev.Batches) > 0 {
-		hdr.Prev = prev.Batches[len(prev.Batches)-1].ChainSum()
-	}
-	return storage.EncodeBatchLines(hdr, cont)
 }
 
 // Request asks for evidence. It is plain data; its canonical form (question

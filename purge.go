@@ -77,48 +77,19 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 			return PurgeReport{}, fmt.Errorf("%w: purge: chunk %q was purged at generation %d", state.ErrBadRequest, id, p.Gen)
 		}
 	}
-	gen := st.Gen + 1
-	at := time.Now().UTC().Truncate(time.Second)
-	next := st.Purge(gen, at, ids, reason, e.lex)
-	var dense *retrieve.Dense
-	var graph *retrieve.Graph
-	if st.Dense != nil { // a corpus-free embedder's vectors: the purged rows lose theirs
-		dense = withoutVectors(st.Dense, ids)
-		if graph, err = state.BuildGraph(ctx, dense, e.graph); err != nil {
-			return PurgeReport{}, err
-		}
-		next.SetDense(dense, graph)
-	}
-	rep := PurgeReport{Purged: ids, Generation: gen}
-	var c *commit.Commit
-	if e.store != nil {
-		f, err := e.purgeFiles(next, ids, dense, graph)
-		if err != nil {
-			return PurgeReport{}, fmt.Errorf("evpack: purge: %w", err)
-		}
-		if c, err = commit.Write(e.store, f); err != nil {
-			return PurgeReport{}, fmt.Errorf("evpack: purge: %w", err)
-		}
-		for _, r := range f.Rewrites {
-			rep.Rewritten = append(rep.Rewritten, storage.ChunksDir+"/"+r.Batch.File)
-		}
-	}
-	gone := make([]*evidence.Chunk, len(ids))
+	purges := make([]storage.Purge, len(ids))
 	for i, id := range ids {
-		gone[i] = st.Chunks[id]
+		purges[i] = storage.Purge{ChunkID: id, ContentHash: st.Chunks[id].ContentHash, Reason: reason}
 	}
-	err = e.publish(ctx, c, next, func() error { return e.lex.Delete(ctx, gone) }, func() error {
-		// Put the documents back as st has them.
-		docs := make([]retrieve.Doc, len(ids))
-		for i, id := range ids {
-			docs[i], _ = st.LexDoc(id)
-		}
-		return e.lex.Index(context.WithoutCancel(ctx), docs)
-	})
+	en, err := e.prepare(st, storage.Contents{Purges: purges})
 	if err != nil {
 		return PurgeReport{}, err
 	}
-	e.views.Clear() // views of earlier generations held the purged rows
+	gen := en.gen
+	rep := PurgeReport{Purged: ids, Generation: gen}
+	if rep.Rewritten, err = e.applyPurge(ctx, st, en, ids, reason); err != nil {
+		return PurgeReport{}, err
+	}
 	// Deleted documents stay in bleve's segments (their terms in its
 	// dictionaries) until the segments are merged: merge now, so the text
 	// leaves the lexical index's files too.
@@ -129,6 +100,54 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 		return rep, fmt.Errorf("evpack: purge committed at generation %d, but merging the lexical index failed (run Merge again): %w", gen, err)
 	}
 	return rep, nil
+}
+
+// applyPurge commits en, a purge of ids (sorted, committed, not purged)
+// for reason, as the generation after st, the latest state, and returns
+// the batch files it rewrote. The caller holds ingestMu.
+func (e *Engine) applyPurge(ctx context.Context, st *state.State, en entry, ids []string, reason string) ([]string, error) {
+	next := st.Purge(en.gen, en.at, ids, reason, e.lex)
+	var dense *retrieve.Dense
+	var graph *retrieve.Graph
+	if st.Dense != nil { // a corpus-free embedder's vectors: the purged rows lose theirs
+		dense = withoutVectors(st.Dense, ids)
+		var err error
+		if graph, err = state.BuildGraph(ctx, dense, e.graph); err != nil {
+			return nil, err
+		}
+		next.SetDense(dense, graph)
+	}
+	var c *commit.Commit
+	var rewritten []string
+	if e.store != nil {
+		f, err := e.purgeFiles(next, en, ids, dense, graph)
+		if err != nil {
+			return nil, fmt.Errorf("evpack: purge: %w", err)
+		}
+		if c, err = commit.Write(e.store, f); err != nil {
+			return nil, fmt.Errorf("evpack: purge: %w", err)
+		}
+		for _, r := range f.Rewrites {
+			rewritten = append(rewritten, storage.ChunksDir+"/"+r.Batch.File)
+		}
+	}
+	gone := make([]*evidence.Chunk, len(ids))
+	for i, id := range ids {
+		gone[i] = st.Chunks[id]
+	}
+	err := e.publish(ctx, c, next, func() error { return e.lex.Delete(ctx, gone) }, func() error {
+		// Put the documents back as st has them.
+		docs := make([]retrieve.Doc, len(ids))
+		for i, id := range ids {
+			docs[i], _ = st.LexDoc(id)
+		}
+		return e.lex.Index(context.WithoutCancel(ctx), docs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.views.Clear() // views of earlier generations held the purged rows
+	return rewritten, nil
 }
 
 // withoutVectors returns d with the rows of ids holding no vector.
@@ -147,23 +166,19 @@ func withoutVectors(d *retrieve.Dense, ids []string) *retrieve.Dense {
 // batch that records it, each batch file that held a purged chunk
 // rewritten without its text, next's checkpoint, and a corpus-free
 // embedder's vectors and graph.
-func (e *Engine) purgeFiles(next *state.State, ids []string, dense *retrieve.Dense, graph *retrieve.Graph) (commit.Files, error) {
+func (e *Engine) purgeFiles(next *state.State, en entry, ids []string, dense *retrieve.Dense, graph *retrieve.Graph) (commit.Files, error) {
 	gen := next.Gen
 	prev := e.store.Manifest()
 	at := next.Commits[gen-1]
 	f := commit.Files{Batch: storage.Batch{Generation: gen, File: storage.BatchName(gen), Purges: len(ids), CommittedAt: at.Format(time.RFC3339)},
 		AddPurged: int64(len(ids))}
-	var purges []storage.Purge
+	f.Body = en.body
 	byBatch := map[int64][]string{}
 	for _, id := range ids {
-		purges = append(purges, storage.Purge{ChunkID: id, ContentHash: next.Chunks[id].ContentHash, Reason: next.Purged[id].Reason})
 		g := next.Committed[id]
 		byBatch[g] = append(byBatch[g], id)
 	}
 	var err error
-	if f.Body, _, err = e.seal(gen, at, storage.Contents{Purges: purges}); err != nil {
-		return f, err
-	}
 	for _, g := range slices.Sorted(maps.Keys(byBatch)) {
 		old := prev.Batches[g-1]
 		cont, err := e.store.ReadBatch(old)

@@ -1,0 +1,278 @@
+package evpack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/commit"
+	"github.com/evpack/evpack/internal/denseleg"
+	"github.com/evpack/evpack/internal/evlog"
+	"github.com/evpack/evpack/internal/state"
+	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/internal/terms"
+	"github.com/evpack/evpack/retrieve"
+)
+
+// An index changes one way: a log entry (a sealed batch: its generation,
+// commit time, link to the generation before, and its chunks, facts or
+// purges) is prepared, then applied. Ingest and Purge prepare entries from
+// what a caller hands them; applyEntry takes one a writer already sealed
+// (a replica's path, and the test that rebuilds an index from another's
+// entries). Applying the same entries in order gives the same MANIFEST,
+// batch files and checkpoint, byte for byte.
+
+// entry is one generation on its way to being applied: its contents, its
+// commit time, and (on disk) the sealed batch and where each chunk's line
+// lies in it.
+type entry struct {
+	gen   int64
+	at    time.Time
+	cont  storage.Contents
+	body  []byte // nil for an index in memory
+	lines []storage.Span
+}
+
+// prepare seals cont as the generation after st's, committed now: UTC whole
+// seconds, never before st's last commit (a clock set back is clamped).
+func (e *Engine) prepare(st *state.State, cont storage.Contents) (entry, error) {
+	var last evlog.Head
+	if n := len(st.Commits); n > 0 {
+		last.CommittedAt = st.Commits[n-1]
+	}
+	at, _ := evlog.CommitTime(last, e.now())
+	en := entry{gen: st.Gen + 1, at: at, cont: cont}
+	if e.store == nil {
+		return en, nil
+	}
+	prev := e.store.Manifest()
+	hdr := storage.BatchHeader{Generation: en.gen, CommittedAt: at.Format(time.RFC3339)}
+	if len(prev.Batches) > 0 {
+		hdr.Prev = prev.Batches[len(prev.Batches)-1].ChainSum()
+	}
+	var err error
+	en.body, en.lines, err = storage.EncodeBatchLines(hdr, cont)
+	return en, err
+}
+
+// applyEntry applies body, a batch another index of the same options
+// sealed, as the next generation: the entry is checked against this
+// index's head (generation and chain) before anything is written.
+func (e *Engine) applyEntry(ctx context.Context, body []byte) error {
+	e.ingestMu.Lock()
+	defer e.ingestMu.Unlock()
+	if e.readOnly != nil {
+		return e.readOnly
+	}
+	if e.store == nil {
+		return fmt.Errorf("%w: an index in memory keeps no log to apply entries to", ErrBadOptions)
+	}
+	st, err := e.writable()
+	if err != nil {
+		return err
+	}
+	name := "entry " + storage.BatchName(st.Gen+1)
+	hdr, cont, err := storage.DecodeBatch(name, body)
+	if err != nil {
+		return err
+	}
+	prev := e.store.Manifest()
+	var chain string
+	if len(prev.Batches) > 0 {
+		chain = prev.Batches[len(prev.Batches)-1].ChainSum()
+	}
+	at, terr := time.Parse(time.RFC3339, hdr.CommittedAt)
+	switch {
+	case hdr.Generation != st.Gen+1:
+		return fmt.Errorf("%w: %s is generation %d, the index is at %d", evlog.ErrGap, name, hdr.Generation, st.Gen)
+	case hdr.Prev != chain:
+		return fmt.Errorf("%w: %w: %s names prev %q, the index's head is %q", ErrCorrupt, evlog.ErrChain, name, hdr.Prev, chain)
+	case terr != nil:
+		return fmt.Errorf("%w: %s: commit time: %w", ErrCorrupt, name, terr)
+	case len(cont.Redacted) > 0:
+		return fmt.Errorf("%w: %s: a batch a later purge rewrote: apply entries as they were committed", ErrBadRequest, name)
+	}
+	en := entry{gen: hdr.Generation, at: at.UTC(), cont: cont, body: body, lines: cont.Lines}
+	if len(cont.Purges) == 0 {
+		return e.apply(ctx, st, en)
+	}
+	ids := make([]string, len(cont.Purges))
+	for i, p := range cont.Purges {
+		c, ok := st.Chunks[p.ChunkID]
+		switch {
+		case !ok || c.ContentHash != p.ContentHash:
+			return fmt.Errorf("%w: %s purges chunk %q, which this index does not hold as %s", ErrCorrupt, name, p.ChunkID, p.ContentHash)
+		case st.Purged[p.ChunkID].Gen > 0:
+			return fmt.Errorf("%w: %s purges chunk %q again", ErrCorrupt, name, p.ChunkID)
+		case p.Reason != cont.Purges[0].Reason || i > 0 && ids[i-1] >= p.ChunkID:
+			return fmt.Errorf("%w: %s: a purge is of sorted, distinct chunks, for one reason", ErrCorrupt, name)
+		}
+		ids[i] = p.ChunkID
+	}
+	_, err = e.applyPurge(ctx, st, en, ids, cont.Purges[0].Reason)
+	return err
+}
+
+// apply commits en's chunks and facts as the generation after st, the
+// latest state: analysis, a corpus-free embedder's vectors and graph, the
+// next state, then the commit protocol. The caller holds ingestMu.
+func (e *Engine) apply(ctx context.Context, st *state.State, en entry) error {
+	add, facts := en.cont.Chunks, en.cont.Facts
+	an := make([]state.Analyzed, len(add))
+	var total int64
+	var sp terms.Splitter
+	for i, ch := range add {
+		an[i] = state.Analyze(e.lex, e.emb, &sp, ch.Text)
+		total += int64(an[i].Tokens)
+	}
+	// Embed before taking the write lock: a model may be slow, and only
+	// ingest (serialized by ingestMu) ever changes st, so reading it here
+	// races with nothing. Only a corpus-free embedder's vectors are kept
+	// with the state (see internal/denseleg); facts alone leave them as
+	// they are.
+	var dense *retrieve.Dense
+	var graph *retrieve.Graph
+	if e.emb != nil && len(add) > 0 {
+		addFeats := make([][]int32, len(add))
+		for i := range add {
+			addFeats[i] = an[i].Feats
+		}
+		if state.CorpusFree(e.emb) {
+			var err error
+			if dense, err = st.BuildDense(ctx, e.emb, add, addFeats); err != nil {
+				return err
+			}
+			if graph, err = state.BuildGraph(ctx, dense, e.graph); err != nil {
+				return err
+			}
+		} else if err := denseleg.CheckEmbeds(ctx, e.emb, add, addFeats); err != nil {
+			return err
+		}
+	}
+	next := st.Extend(en.gen, en.at, add, an, facts)
+	if dense != nil {
+		next.SetDense(dense, graph)
+	}
+	return e.commit(ctx, st, next, batchWrite{add: add, an: an, facts: facts, total: total, dense: dense, graph: graph, body: en.body, lines: en.lines})
+}
+
+// batchWrite is what one commit adds: its chunks (analyzed as an, total
+// tokens over them), its facts, and the dense index and graph over all
+// chunks when the index keeps a corpus-free embedder's.
+type batchWrite struct {
+	add   []*evidence.Chunk
+	an    []state.Analyzed
+	facts []*evidence.Fact
+	total int64
+	dense *retrieve.Dense
+	graph *retrieve.Graph
+	// body is the sealed batch (the log entry), lines where each chunk's
+	// line lies in it; nil for a memory index.
+	body  []byte
+	lines []storage.Span
+}
+
+// commit makes next, which is st plus w, the committed state, through the
+// commit protocol (internal/commit): files first, then, under the write
+// lock, the lexical batch, the manifest and the swap. On any error the
+// batch is rolled back and st stays the state.
+func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite) error {
+	var c *commit.Commit
+	if e.store != nil {
+		var err error
+		f, err := e.filesOf(next, w)
+		if err != nil {
+			return fmt.Errorf("evpack: ingest: %w", err)
+		}
+		if c, err = commit.Write(e.store, f); err != nil {
+			return fmt.Errorf("evpack: ingest: %w", err)
+		}
+	}
+	// The lexical documents the commit writes: its chunks, and the earlier
+	// chunks whose retirement its facts change, as next knows them.
+	docs := make([]retrieve.Doc, 0, len(w.add)+len(w.facts))
+	for i, ch := range w.add {
+		d, _ := next.LexDoc(ch.ID)
+		if an := w.an[i]; an.Freqs != nil { // bleve need not analyze the text again
+			d.Analysis = &retrieve.Analysis{Terms: an.Lex, Freqs: an.Freqs, Tokens: an.Tokens}
+		}
+		docs = append(docs, d)
+	}
+	touched := map[string]bool{} // stored chunks already re-indexed (lookups only)
+	for _, f := range w.facts {
+		if _, gone := st.Purged[f.ChunkID]; gone {
+			continue // a purged chunk has no document: its text must not come back
+		}
+		if st.Chunks[f.ChunkID] != nil && !touched[f.ChunkID] { // a new chunk is indexed above
+			touched[f.ChunkID] = true
+			d, _ := next.LexDoc(f.ChunkID)
+			docs = append(docs, d)
+		}
+	}
+	return e.publish(ctx, c, next, func() error { return e.lex.Index(ctx, docs) }, func() error {
+		_, err := e.lex.RollBack(context.WithoutCancel(ctx), st.Gen, st.LexDoc)
+		return err
+	})
+}
+
+// publish finishes commit c (nil for a memory index) under the write lock:
+// apply changes the lexical index, the manifest is published and next
+// becomes the state. When the lexical change cannot be undone, the engine
+// stops serving (ErrBroken) and the next Open rolls the commit back from
+// its record.
+func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.State, apply, undo func() error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed || e.broken != nil { // nothing reached bleve: only the files go
+		err := ErrClosed
+		if !e.closed {
+			err = e.broken
+		}
+		return errors.Join(err, commit.Abort(c))
+	}
+	err := commit.Publish(c, apply, undo)
+	var ue *commit.UndoError
+	if errors.As(err, &ue) {
+		e.broken = fmt.Errorf("%w: commit of generation %d failed (%v) and could not be rolled back: %v", ErrBroken, next.Gen, ue.Cause, ue.Err)
+		return errors.Join(ue.Cause, e.broken)
+	}
+	if err != nil {
+		return err
+	}
+	e.st = next
+	return nil
+}
+
+// filesOf returns what next's generation writes: the batch, its analysis
+// file, next's checkpoint (after the batch, so that next knows where its
+// new chunks lie) and a corpus-free embedder's vectors and graph.
+func (e *Engine) filesOf(next *state.State, w batchWrite) (commit.Files, error) {
+	gen, at := next.Gen, next.Commits[next.Gen-1]
+	b := storage.Batch{Generation: gen, File: storage.BatchName(gen), Chunks: len(w.add), Facts: len(w.facts),
+		CommittedAt: at.Format(time.RFC3339)}
+	f := commit.Files{Batch: b, Body: w.body, AddDocs: int64(len(w.add)), AddTokens: w.total}
+	next.SetLines(w.add, w.lines)
+	if len(w.add) > 0 {
+		f.Batch.Analysis = storage.AnalysisName(gen)
+		f.Analysis = func(sum string) []byte { return storage.EncodeAnalysis(e.analysisOf(sum, w.add, w.an)) }
+	}
+	switch {
+	case state.CorpusFree(e.emb) && len(w.add) == 0: // a commit of facts alone: the stored vectors stay
+		f.DenseMode = commit.DenseKeep
+	case w.dense != nil && state.CorpusFree(e.emb):
+		// A model's vectors are costly: store them with the generation so
+		// that Open loads them instead of embedding the corpus again (and
+		// so is the graph over them).
+		f.DenseMode, f.Dense, f.Graph, f.Embedder = commit.DenseReplace, w.dense, w.graph, e.emb.Identity()
+		if w.graph != nil {
+			f.GraphBuild = state.GraphBuild(*e.graph)
+		}
+	default:
+		f.DenseMode = commit.DenseDrop
+	}
+	var err error
+	f.Checkpoint, err = e.checkpointOf(next)
+	return f, err
+}
