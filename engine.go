@@ -692,7 +692,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc state.Scope, r
 	if !asked.IsZero() && e.opts.PeriodBoost > 0 {
 		in.Boost = func(fused []fuse.Item) (string, error) { return e.periodBoost(ctx, sc, fused, asked, elig) }
 	}
-	p, err := pipeline.Rank(ctx, in, scopeState{sc})
+	p, err := pipeline.Rank(ctx, in, state.RankView{Scope: sc})
 	if re := (*pipeline.ReadError)(nil); errors.As(err, &re) {
 		return nil, e.readFailed(st, re.Err)
 	}
@@ -702,37 +702,6 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc state.Scope, r
 // denseLeg returns the dense leg's settings.
 func (e *Engine) denseLeg() denseleg.Settings {
 	return denseleg.Settings{Embedder: e.emb, Build: e.graph, Pool: e.opts.Pool, HNSW: e.opts.DenseIndex == "hnsw", Graph: e.opts.Graph}
-}
-
-// scopeState is what the ranking stage reads of a scope (pipeline.State).
-type scopeState struct{ sc state.Scope }
-
-func (s scopeState) Stats() rerank.Stats { return s.sc }
-
-func (s scopeState) Place(id string) (rerank.DocumentPlace, bool) { return s.sc.Place(id) }
-
-func (s scopeState) Terms(nums []uint32) []string { return s.sc.State.TermsOf(nums) }
-
-func (s scopeState) Text(id string) (string, bool, error) {
-	c, _, err := s.sc.State.ChunkUpTo(id, s.sc.Gen)
-	if err != nil && !errors.Is(err, state.ErrMismatch) {
-		return "", false, err
-	}
-	if c == nil {
-		return "", false, nil
-	}
-	return c.Text, true, nil // as stored, even when it fails its hash: the gate drops it
-}
-
-func (s scopeState) Entry(id string, d asof.Date, endsKnownLater bool) (evidence.Entry, bool, error) {
-	return s.sc.EntryFor(id, d, endsKnownLater)
-}
-
-func (s scopeState) Err() error {
-	if rows := s.sc.State.Rows; rows != nil {
-		return rows.Err() // a block of the checkpoint failed its check, or a commit closed it: no answer from it
-	}
-	return nil
 }
 
 // fingerprint lists every setting that shaped a pack from state st with
