@@ -193,18 +193,22 @@ func (e *Engine) Replay(ctx context.Context, raw []byte, checkModel bool) (*audi
 // engineRanker is what Verify and Diff ask of the engine (audit.Ranker).
 type engineRanker struct{ e *Engine }
 
+// Header returns the request header pack p answered, its period parsed again.
 func (r engineRanker) Header(p *evidence.Pack) evidence.Header {
 	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K, Period: p.Period, PeriodFrom: p.PeriodFrom}
 	r.e.askedPeriod(&h) // a question's period parsed again, a request's kept
 	return h
 }
 
+// Reranker returns the engine's reranker.
 func (r engineRanker) Reranker() rerank.Reranker { return r.e.opts.Reranker }
 
+// Fingerprint returns the configuration a pack of h names on this engine.
 func (r engineRanker) Fingerprint(h evidence.Header, sc state.Scope, rr rerank.Reranker) evidence.Fingerprint {
 	return r.e.fingerprintFor(h, sc, rr)
 }
 
+// Query answers h in scope sc, ranked by rr.
 func (r engineRanker) Query(ctx context.Context, h evidence.Header, sc state.Scope, rr rerank.Reranker) (*evidence.Pack, error) {
 	return r.e.query(ctx, h, sc, rr)
 }

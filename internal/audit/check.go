@@ -38,7 +38,7 @@ type CheckedFile struct {
 // OK reports whether no problem was found.
 func (r *CheckReport) OK() bool { return len(r.Problems) == 0 }
 
-// checkTenants compares the per-tenant figures of st with a recount.
+// CheckTenants compares the per-tenant figures of st with a recount.
 func CheckTenants(st, fresh *state.State, bad func(string, ...any)) {
 	if got, want := st.TenantNames(), fresh.TenantNames(); !slices.Equal(got, want) {
 		bad("tenants %q, recount gives %q", got, want)
@@ -60,7 +60,7 @@ func CheckTenants(st, fresh *state.State, bad func(string, ...any)) {
 	}
 }
 
-// corruptLexical marks err, a failure to read the lexical index of an
+// CorruptLexical marks err, a failure to read the lexical index of an
 // existing index, as storage.ErrCorrupt: a partition bleve refuses or panics on, a
 // damaged layout file, a partition the catalog does not name. Those are
 // damage to be rebuilt (evpack rebuild-lexical), not bad input. A

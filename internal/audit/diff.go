@@ -207,7 +207,7 @@ func (r *DiffReport) Unchanged() bool {
 // maxReplacementChain bounds the walk along a supersession chain.
 const maxReplacementChain = 64
 
-// citationDiff decides what became of citation c of a pack with header h,
+// Citation decides what became of citation c of a pack with header h,
 // in the latest scope sc whose pack cites the chunks of now (chunk ID ->
 // index).
 func Citation(sc state.Scope, h evidence.Header, c evidence.Citation, now map[string]int) CitationDiff {

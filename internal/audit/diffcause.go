@@ -47,7 +47,7 @@ func SourceName(c *evidence.Chunk) string {
 	return c.DocID + ", version " + c.Version
 }
 
-// sourceName is SourceName of chunk id, or "" when st does not hold it.
+// ChunkSource is SourceName of chunk id, or "" when st does not hold it.
 func ChunkSource(st *state.State, id string) string {
 	if c, ok := st.Chunks[id]; ok {
 		return SourceName(c)
@@ -55,7 +55,7 @@ func ChunkSource(st *state.State, id string) string {
 	return ""
 }
 
-// commitTime returns generation g's commit time, or the zero time for a
+// CommitTime returns generation g's commit time, or the zero time for a
 // generation st has not committed.
 func CommitTime(st *state.State, g int64) time.Time {
 	if g < 1 || g > int64(len(st.Commits)) {
@@ -94,7 +94,7 @@ func generations(st *state.State, gs []int64) string {
 	return s + fmt.Sprintf(" (committed %s to %s)", asof.FormatInstant(CommitTime(st, first)), asof.FormatInstant(CommitTime(st, last)))
 }
 
-// statisticsWhy renders CauseStatistics's sentence for the scope commits
+// StatisticsWhy renders CauseStatistics's sentence for the scope commits
 // gens of a pack of tenant, of which shared touched the shared corpus and
 // own the tenant's evidence.
 func StatisticsWhy(st *state.State, gens []int64, tenant string, shared, own int) string {
@@ -107,7 +107,7 @@ func StatisticsWhy(st *state.State, gens []int64, tenant string, shared, own int
 		"BM25 figures (document counts, term frequencies, lengths) that those commits moved"
 }
 
-// cause says why citation i of rep changed (nil when unchanged); latest is
+// Cause says why citation i of rep changed (nil when unchanged); latest is
 // the pack the request gets at rep.LatestGeneration, statsWhy the sentence
 // of CauseStatistics.
 func Cause(st *state.State, rep *DiffReport, latest *evidence.Pack, i int, statsWhy string) *DiffCause {

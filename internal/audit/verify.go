@@ -59,12 +59,12 @@ type PurgedCitation struct {
 // be checked holds.
 func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
 
-// showsEnds reports whether a citation of p shows a validity end.
+// ShowsEnds reports whether a citation of p shows a validity end.
 func ShowsEnds(p *evidence.Pack) bool {
 	return slices.ContainsFunc(p.Citations, func(c evidence.Citation) bool { return !c.Valid.To.IsZero() })
 }
 
-// verifyUnreplayable checks what still holds of pack p, which names no
+// VerifyUnreplayable checks what still holds of pack p, which names no
 // generation to replay at (evidence.FormatV1: its scope and statistics were
 // the whole index's when it was made): Parse has checked its bytes are
 // canonical, so they hash to rep.Hash; each citation must still be the
@@ -118,7 +118,7 @@ func citedFieldsProblem(st *state.State, c evidence.Citation) string {
 	return ""
 }
 
-// citedTextProblem says how the index fails to hold the text citation c
+// CitedTextProblem says how the index fails to hold the text citation c
 // cites, or "" when it holds it: the chunk is missing, stored under another
 // content hash, no longer hashes to its own (edited after ingest), or holds
 // other text.
@@ -151,7 +151,7 @@ type ReplayReport struct {
 	ModelOrder   []string // the chunk IDs a fresh run would cite, when checked
 }
 
-// firstDifference describes where two packs part, for a person.
+// FirstDifference describes where two packs part, for a person.
 func FirstDifference(want, got *evidence.Pack) string {
 	for i := 0; i < len(want.Citations) || i < len(got.Citations); i++ {
 		switch {
@@ -173,8 +173,6 @@ func citationBytes(p *evidence.Pack, i int) []byte {
 	return one.Bytes()
 }
 
-// verify replays pack p, parsed from raw, against committed state st (a
-// snapshot: errMoved when a commit lands during the lexical search).
 // Ranker is what Verify and Compare ask of the engine. Contract: Header,
 // Fingerprint and Query are those the engine serves requests with, so that
 // a replay is the engine's own answer.

@@ -183,6 +183,7 @@ type UndoError struct {
 	Err   error // why undoing its lexical change failed
 }
 
+// Error says what failed.
 func (e *UndoError) Error() string {
 	return fmt.Sprintf("commit failed (%v) and could not be rolled back: %v", e.Cause, e.Err)
 }

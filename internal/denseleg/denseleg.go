@@ -37,6 +37,7 @@ import (
 // scope's generation on the first request that needs it, and cached: a
 // commit to another scope leaves it valid, and nothing is embedded at
 // commit or at Open.
+//
 // View is what the dense leg reads: vectors, the graph over them, each
 // row's chunk and the word counts the vectors were weighed with.
 type View struct {

@@ -81,6 +81,7 @@ type Input struct {
 // ReadError is a failed read of stored data during ranking.
 type ReadError struct{ Err error }
 
+// Error says what failed.
 func (e *ReadError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the read's error.

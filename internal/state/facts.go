@@ -102,7 +102,7 @@ func (s *State) LexDoc(id string) (retrieve.Doc, error) {
 	return d, nil
 }
 
-// entry is what the citation gate sees of chunk id for a request as of day
+// Entry is what the citation gate sees of chunk id for a request as of day
 // d in scope sc. A stored chunk that reads back as another (errMismatch)
 // is there without its Chunk, excluded for a content hash mismatch (as
 // Citable says of one edited in memory); a failure to read it at all is

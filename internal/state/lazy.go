@@ -45,7 +45,7 @@ type chunkReader interface {
 	DocOf(id string) (docView, int64, bool)
 }
 
-// reader returns the chunkReader of s: its row table when it was read
+// Reader returns the chunkReader of s: its row table when it was read
 // from a checkpoint, else its maps.
 func (s *State) Reader() chunkReader {
 	if s.Rows != nil {
@@ -58,11 +58,13 @@ func (s *State) Reader() chunkReader {
 // in memory, in its maps (chunks, committed, docPlace, docOrder).
 type MemChunks struct{ s *State }
 
+// CommittedGen implements chunkReader.
 func (m MemChunks) CommittedGen(id string) (int64, bool) {
 	g, ok := m.s.Committed[id]
 	return g, ok
 }
 
+// TenantOf implements chunkReader.
 func (m MemChunks) TenantOf(id string) (string, bool) {
 	c, ok := m.s.Chunks[id]
 	if !ok {
@@ -71,6 +73,7 @@ func (m MemChunks) TenantOf(id string) (string, bool) {
 	return c.Tenant, true
 }
 
+// ReadUpTo implements chunkReader.
 func (m MemChunks) ReadUpTo(id string, gen int64, _ bool) (*evidence.Chunk, bool, error) {
 	if g, ok := m.s.Committed[id]; !ok || g > gen {
 		return nil, false, nil
@@ -78,6 +81,7 @@ func (m MemChunks) ReadUpTo(id string, gen int64, _ bool) (*evidence.Chunk, bool
 	return m.s.Chunks[id], true, nil
 }
 
+// DocOf implements chunkReader.
 func (m MemChunks) DocOf(id string) (docView, int64, bool) {
 	s := m.s
 	p, ok := s.DocPlace[id]
@@ -103,6 +107,7 @@ func (s *State) SetLines(chunks []*evidence.Chunk, lines []storage.Span) {
 // RowTable.err.)
 func (s *State) committedGen(id string) (int64, bool) { return s.Reader().CommittedGen(id) }
 
+// CommittedGen implements chunkReader.
 func (t *RowTable) CommittedGen(id string) (int64, bool) {
 	w, ok := t.lookup(id)
 	return int64(w.Gen), ok
@@ -111,6 +116,7 @@ func (t *RowTable) CommittedGen(id string) (int64, bool) {
 // TenantOf returns the tenant of committed chunk id.
 func (s *State) TenantOf(id string) (string, bool) { return s.Reader().TenantOf(id) }
 
+// TenantOf implements chunkReader.
 func (t *RowTable) TenantOf(id string) (string, bool) {
 	w, ok := t.lookup(id)
 	if !ok {
@@ -146,6 +152,7 @@ func (s *State) ChunkUpTo(id string, gen int64) (c *evidence.Chunk, ok bool, err
 
 // ReadUpTo is chunkUpTo from a checkpoint's rows, through the cache of
 // checked chunks when cached.
+// ReadUpTo implements chunkReader.
 func (t *RowTable) ReadUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error) {
 	i, w, ok := t.Find(id)
 	if !ok {
@@ -218,7 +225,7 @@ type docView struct {
 	rows *docRows
 }
 
-// fill makes sure chunks [lo, hi) of the view are read; false when a read
+// Fill makes sure chunks [lo, hi) of the view are read; false when a read
 // failed (and the query fails: rowTable.err).
 func (d docView) Fill(lo, hi int) bool {
 	return d.rows == nil || d.rows.fill(lo, hi)
@@ -309,7 +316,7 @@ func (t *RowTable) batch(file string) (*os.File, error) {
 	return f, nil
 }
 
-// close closes the batch files t opened and unmaps its checkpoint: once
+// Close closes the batch files t opened and unmaps its checkpoint: once
 // the engine holds another state, or closes. A query still reading t then
 // fails to read, and starts again on the new state (Engine.readFailed).
 // What queries took from t stays valid: the table hands out copies
@@ -332,6 +339,7 @@ func (t *RowTable) Close() error {
 // read (docView.fill).
 func (s *State) docOf(id string) (docView, int64, bool) { return s.Reader().DocOf(id) }
 
+// DocOf implements chunkReader.
 func (t *RowTable) DocOf(id string) (docView, int64, bool) {
 	i, w, ok := t.Find(id)
 	if !ok {

@@ -177,7 +177,7 @@ func scopeTenants(tenant string) []string {
 	return []string{tenant, ""}
 }
 
-// scope returns the scope of a request of tenant reading index generation
+// Scope returns the scope of a request of tenant reading index generation
 // upTo (which must not exceed st.gen).
 func (st *State) Scope(tenant string, upTo int64) Scope {
 	sc := Scope{State: st, Names: scopeTenants(tenant), Latest: true}
@@ -307,7 +307,7 @@ func (s Scope) document(id string) ([]string, [][]uint32, int) {
 	return ids, nums, pos
 }
 
-// place returns id's document at the scope's generation as the engine
+// Place returns id's document at the scope's generation as the engine
 // hands it to its reranker with the candidate: for a request of the latest
 // generation, the window around id the rerankers read
 // (rerank.WindowBefore, rerank.WindowAfter) and the document's first

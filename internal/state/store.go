@@ -346,9 +346,11 @@ func newTermTable(terms []string) *termTable {
 	return t
 }
 
+// NewBuilding returns what a state being built from chunks one by one
+// keeps beside it (the copies it owns).
 func NewBuilding() *building { return &building{Own: map[string]bool{}} }
 
-// add counts chunk c, committed at generation gen, into the state b builds.
+// Add counts chunk c, committed at generation gen, into the state b builds.
 func (s *State) Add(gen int64, c *evidence.Chunk, an Analyzed, b *building) {
 	if an.Feats != nil {
 		s.Feats[c.ID] = an.Feats
