@@ -152,7 +152,6 @@ func (s *State) ChunkUpTo(id string, gen int64) (c *evidence.Chunk, ok bool, err
 
 // ReadUpTo is chunkUpTo from a checkpoint's rows, through the cache of
 // checked chunks when cached.
-// ReadUpTo implements chunkReader.
 func (t *RowTable) ReadUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error) {
 	i, w, ok := t.Find(id)
 	if !ok {
