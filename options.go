@@ -64,8 +64,11 @@ const (
 )
 
 // Options configure an engine. The zero value is the default configuration;
-// Open validates it and fills the defaults. Options are plain values: print
-// them with String, compare them with ==.
+// Open validates it and fills the defaults. Options are plain values, printed
+// with String. == compares the plug-ins (Reranker, Embedder, Cache) by
+// identity: two Options holding separately made rerankers of one kind are
+// unequal under ==; compare their String forms, which name each plug-in by
+// its identity, to ask whether two configurations rank alike.
 type Options struct {
 	// K is the default number of citations per pack (Request.K overrides).
 	K int
