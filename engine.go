@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,139 +119,21 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := storage.Open(dir, storage.Options{Create: create, LockWait: opts.LockWait})
+	o, err := state.OpenDir(dir, state.DirOptions{Create: create, LockWait: opts.LockWait, Lexical: opts.lexicalOptions(),
+		Embedder: opts.Embedder, Graph: graphSettings(opts), Damaged: func(err error) error { return audit.CorruptLexical(context.Background(), err) },
+		Check: func(lex *retrieve.Lexical) error {
+			if opts.Analyzer != "" && string(opts.Analyzer) != lex.Analyzer() {
+				return fmt.Errorf("%w: index %s was made with analyzer %q, options ask %q", ErrBadOptions, dir, lex.Analyzer(), opts.Analyzer)
+			}
+			return nil
+		}})
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*Engine, error) {
-		d.Close()
-		if d.Manifest().Generation > 0 { // a lexical index that held committed documents is damaged, not bad input
-			err = audit.CorruptLexical(context.Background(), err)
-		}
-		return nil, fmt.Errorf("evpack: open %s: %w", dir, err)
-	}
-	lexDir := filepath.Join(dir, storage.LexicalDir)
-	lexOpts := opts.lexicalOptions()
-	lexOpts.Deferred = true // the checkpoint's catalog settles them, or OpenAll below
-	lex, err := retrieve.OpenLexical(lexDir, lexOpts)
-	if err != nil && d.Manifest().Generation == 0 {
-		// Nothing was ever committed, so the lexical directory holds at most
-		// the empty index a crash interrupted while creating it: make it
-		// again rather than refuse a new index forever.
-		if rerr := os.RemoveAll(lexDir); rerr != nil {
-			return fail(errors.Join(err, rerr))
-		}
-		lex, err = retrieve.OpenLexical(lexDir, lexOpts)
-	}
-	if err != nil {
-		return fail(err)
-	}
-	var st *state.State
-	failLex := func(err error) (*Engine, error) {
-		lex.Close()
-		if st != nil && st.Rows != nil {
-			st.Rows.Close() // its checkpoint's mapping with it
-		}
-		return fail(err)
-	}
-	if opts.Analyzer != "" && string(opts.Analyzer) != lex.Analyzer() {
-		lex.Close()
-		d.Close()
-		return nil, fmt.Errorf("%w: index %s was made with analyzer %q, options ask %q", ErrBadOptions, dir, lex.Analyzer(), opts.Analyzer)
-	}
-	opts.Analyzer = Analyzer(lex.Analyzer())
-	gen := d.Manifest().Generation
-	engine := func(st *state.State) *Engine {
-		ix := &index{dir: dir, store: d, lex: lex, emb: opts.Embedder, graph: graphSettings(opts), st: st, views: denseleg.NewViews(), now: time.Now}
-		return &Engine{index: ix, opts: opts}
-	}
-	if !d.Unfinished() && d.Manifest().Checkpoint != "" && opts.Embedder == nil {
-		// The committed state first: a checkpoint's catalog of the lexical
-		// partitions lets each be opened, and checked against it, when a
-		// request first reads it (retrieve.Lexical.Adopt), so that a
-		// process maps only what its requests read.
-		if st, err = state.OpenState(d, lex, opts.Embedder, graphSettings(opts)); err != nil {
-			return failLex(err)
-		}
-		if st.Rows != nil && len(st.Rows.Catalog()) > 0 {
-			n, err := lex.Adopt(st.Rows.Catalog(), gen)
-			if errors.Is(err, retrieve.ErrCatalogMismatch) {
-				err = fmt.Errorf("%w: %s: %w", ErrCorrupt, d.Manifest().Checkpoint, err)
-			}
-			if err != nil {
-				return failLex(err)
-			}
-			if m := d.Manifest(); n != uint64(m.Docs-m.Purged) {
-				return failLex(fmt.Errorf("%w: %s catalogs %d lexical documents, the manifest (generation %d) %d chunks, %d of them purged",
-					ErrCorrupt, m.Checkpoint, n, m.Generation, m.Docs, m.Purged))
-			}
-			return engine(st), nil
-		}
-	}
-	if err := lex.OpenAll(); err != nil {
-		return failLex(err)
-	}
-	above := func(g int64) (uint64, error) { return lex.CountAbove(context.Background(), g) }
-	load := func() (err error) {
-		if st == nil || st.Rows != nil {
-			if st != nil {
-				st.Rows.Close() // its checkpoint's mapping with it: a read error only
-			}
-			st, err = state.LoadState(d, lex, opts.Embedder, graphSettings(opts))
-		}
-		return err
-	}
-	var rollbackErr error
-	if _, err := d.Recover(above, func() error {
-		// The committed state comes from the batch files the manifest
-		// names, which an unfinished commit never touches: the lexical
-		// documents its facts re-indexed are put back as that state has
-		// them.
-		if err := load(); err != nil {
-			return err
-		}
-		if _, err := lex.RollBack(context.Background(), gen, st.LexDoc); err != nil {
-			rollbackErr = err
-			return err
-		}
-		if err := restoreMissing(context.Background(), lex, st); err != nil {
-			rollbackErr = err
-			return err
-		}
-		return nil
-	}); err != nil {
-		if rollbackErr == nil || errors.Is(rollbackErr, ErrCorrupt) {
-			return failLex(err)
-		}
-		// The rollback could not be written (a full disk): the index opens
-		// read-only at its last generation, its lexical index reopened as
-		// bleve last persisted it, the record kept for a later Open.
-		lex.Close()
-		if lex, err = retrieve.OpenLexical(lexDir, lexOpts); err == nil {
-			if err = lex.OpenAll(); err != nil {
-				lex.Close()
-			}
-		}
-		if err != nil {
-			return fail(errors.Join(rollbackErr, err))
-		}
-		e := engine(st)
-		e.readOnly = fmt.Errorf("%w: %s records an unfinished commit of generation %d that could not be rolled back (%v); free space and reopen the index",
-			ErrReadOnly, filepath.Join(dir, storage.PendingName), gen+1, rollbackErr)
-		return e, nil
-	}
-	if n, err := lex.DocCount(); err != nil {
-		return failLex(err)
-	} else if m := d.Manifest(); n != uint64(m.Docs-m.Purged) {
-		return failLex(fmt.Errorf("%w: %s holds %d documents, the manifest (generation %d) %d chunks, %d of them purged",
-			ErrCorrupt, filepath.Join(dir, storage.LexicalDir), n, m.Generation, m.Docs, m.Purged))
-	}
-	if st == nil {
-		if st, err = state.OpenState(d, lex, opts.Embedder, graphSettings(opts)); err != nil {
-			return failLex(err)
-		}
-	}
-	return engine(st), nil
+	opts.Analyzer = Analyzer(o.Lex.Analyzer())
+	ix := &index{dir: dir, store: o.Store, lex: o.Lex, emb: opts.Embedder, graph: graphSettings(opts), st: o.State,
+		views: denseleg.NewViews(), now: time.Now, readOnly: o.ReadOnly}
+	return &Engine{index: ix, opts: opts}, nil
 }
 
 // OpenExisting is Open for a directory that must already hold an index: a

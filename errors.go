@@ -49,7 +49,7 @@ var (
 	// because the rollback of a commit a crash interrupted could not be
 	// written (a full disk): queries and Check are answered, writes
 	// refused until it is reopened with room.
-	ErrReadOnly = errors.New("evpack: index opened read-only")
+	ErrReadOnly = state.ErrReadOnly
 	// ErrCheck: Engine.Check found a broken invariant.
 	ErrCheck = errors.New("evpack: check failed")
 )

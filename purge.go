@@ -219,27 +219,3 @@ func (e *Engine) purgeFiles(next *state.State, en entry, ids []string, dense *re
 	f.Checkpoint, err = e.checkpointOf(next)
 	return f, err
 }
-
-// restoreMissing indexes again every chunk of st that is neither purged nor
-// in lex: what an unfinished purge had deleted.
-func restoreMissing(ctx context.Context, lex *retrieve.Lexical, st *state.State) error {
-	n, err := lex.DocCount()
-	if err != nil || n == uint64(len(st.Chunks)-len(st.Purged)) {
-		return err
-	}
-	have := map[string]bool{}
-	if err := lex.Docs(ctx, func(d retrieve.StoredDoc) error { have[d.ID] = true; return nil }); err != nil {
-		return err
-	}
-	var docs []retrieve.Doc
-	for _, id := range evidence.SortedKeys(st.Chunks) {
-		if _, purged := st.Purged[id]; !purged && !have[id] {
-			d, err := st.LexDoc(id)
-			if err != nil {
-				return err
-			}
-			docs = append(docs, d)
-		}
-	}
-	return lex.Index(ctx, docs)
-}
