@@ -33,6 +33,10 @@ type entry struct {
 	cont  storage.Contents
 	body  []byte // nil for an index in memory
 	lines []storage.Span
+	// lead says this engine prepared the entry: when it leads a log, the
+	// entry is appended there before it is applied (a replica's entries
+	// came from the log).
+	lead bool
 }
 
 // prepare seals cont as the generation after st's, committed now: UTC whole
@@ -43,7 +47,7 @@ func (e *Engine) prepare(st *state.State, cont storage.Contents) (entry, error) 
 		last.CommittedAt = st.Commits[n-1]
 	}
 	at, _ := evlog.CommitTime(last, e.now())
-	en := entry{gen: st.Gen + 1, at: at, cont: cont}
+	en := entry{gen: st.Gen + 1, at: at, cont: cont, lead: true}
 	if e.store == nil {
 		return en, nil
 	}
@@ -155,7 +159,28 @@ func (e *Engine) apply(ctx context.Context, st *state.State, en entry) error {
 	if dense != nil {
 		next.SetDense(dense, graph)
 	}
-	return e.commit(ctx, st, next, batchWrite{add: add, an: an, facts: facts, total: total, dense: dense, graph: graph, body: en.body, lines: en.lines})
+	if en.lead {
+		if err := e.appendEntry(ctx, st, en, nil); err != nil {
+			return err
+		}
+	}
+	err := e.commit(ctx, st, next, batchWrite{add: add, an: an, facts: facts, total: total, dense: dense, graph: graph, body: en.body, lines: en.lines})
+	return e.appliedOrBroken(en, err)
+}
+
+// appliedOrBroken passes err on; when en was appended to the log e leads
+// and could not be applied, the log is ahead of e, which then refuses work
+// (ErrBroken) until it is reopened and follows the log.
+func (e *Engine) appliedOrBroken(en entry, err error) error {
+	if err == nil || !en.lead || e.writer == nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.broken == nil {
+		e.broken = fmt.Errorf("%w: generation %d is in the log but was not applied here (%v); reopen the index and follow the log", ErrBroken, en.gen, err)
+	}
+	return errors.Join(err, e.broken)
 }
 
 // batchWrite is what one commit adds: its chunks (analyzed as an, total
@@ -242,6 +267,8 @@ func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.Stat
 		return err
 	}
 	e.st = next
+	close(e.advanced) // wakes requests waiting for a generation
+	e.advanced = make(chan struct{})
 	return nil
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
-	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
 )
@@ -62,7 +61,7 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 			e := memEngine(t, base)
 			ingestCorpus(t, e)
 			_, err := e.CacheKey(r)
-			require.ErrorIs(t, err, state.ErrBeforeFirstCommit)
+			require.ErrorIs(t, err, ErrBeforeFirstCommit)
 			continue
 		case "Period":
 			r.Period = "FY2024"

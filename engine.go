@@ -15,8 +15,10 @@ import (
 	"github.com/evpack/evpack/fuse"
 	"github.com/evpack/evpack/internal/audit"
 	"github.com/evpack/evpack/internal/denseleg"
+	"github.com/evpack/evpack/internal/evlog"
 	"github.com/evpack/evpack/internal/ingest"
 	"github.com/evpack/evpack/internal/packcache"
+	"github.com/evpack/evpack/internal/periodleg"
 	"github.com/evpack/evpack/internal/pipeline"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
@@ -65,6 +67,11 @@ type index struct {
 	// now is the clock a writer's commit times come from (time.Now; a test
 	// sets another, to show a replica takes them from the entries).
 	now func() time.Time
+	// writer, when set (Lead), is the shared log every commit is appended
+	// to before it is applied; advanced is closed, and replaced, each time
+	// st moves (a request's MinGeneration waits on it).
+	writer   *evlog.Writer
+	advanced chan struct{}
 }
 
 // View returns an engine over the same index with other query options (K,
@@ -132,7 +139,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	}
 	opts.Analyzer = Analyzer(o.Lex.Analyzer())
 	ix := &index{dir: dir, store: o.Store, lex: o.Lex, emb: opts.Embedder, graph: graphSettings(opts), st: o.State,
-		views: denseleg.NewViews(), now: time.Now, readOnly: o.ReadOnly}
+		views: denseleg.NewViews(), now: time.Now, readOnly: o.ReadOnly, advanced: make(chan struct{})}
 	return &Engine{index: ix, opts: opts}, nil
 }
 
@@ -155,7 +162,7 @@ func OpenMemory(opts Options) (*Engine, error) {
 	}
 	opts.Analyzer = Analyzer(lex.Analyzer())
 	st := state.NewState()
-	ix := &index{lex: lex, emb: opts.Embedder, st: st, graph: graphSettings(opts), views: denseleg.NewViews(), now: time.Now}
+	ix := &index{lex: lex, emb: opts.Embedder, st: st, graph: graphSettings(opts), views: denseleg.NewViews(), now: time.Now, advanced: make(chan struct{})}
 	if state.CorpusFree(opts.Embedder) {
 		dense, err := st.BuildDense(context.Background(), opts.Embedder, nil, nil)
 		if err != nil {
@@ -361,6 +368,10 @@ type Request struct {
 	// period ("2019", "FY2018", "2021-Q3", "2020-12-31"), or PeriodNone;
 	// "" means the one the question names, if any (see period.go).
 	Period string
+	// MinGeneration, when set, waits until this engine has applied that
+	// generation (a replica following a log: a client reads its own writes
+	// on any replica), up to ctx's deadline; then ErrBehind.
+	MinGeneration int64
 }
 
 // canonical validates r and returns the pack header it asks for.
@@ -371,21 +382,21 @@ func (r Request) canonical(defaultK int) (evidence.Header, error) {
 	}
 	switch {
 	case h.Question == "":
-		return h, fmt.Errorf("%w: question is empty", state.ErrBadRequest)
+		return h, fmt.Errorf("%w: question is empty", ErrBadRequest)
 	case r.AsOf.IsZero():
-		return h, fmt.Errorf("%w: as-of date is not set", state.ErrBadRequest)
+		return h, fmt.Errorf("%w: as-of date is not set", ErrBadRequest)
 	case h.K < 1 || h.K > MaxK:
-		return h, fmt.Errorf("%w: k %d not in [1, %d]", state.ErrBadRequest, h.K, MaxK)
-	case r.Generation < 0:
-		return h, fmt.Errorf("%w: generation %d < 0", state.ErrBadRequest, r.Generation)
+		return h, fmt.Errorf("%w: k %d not in [1, %d]", ErrBadRequest, h.K, MaxK)
+	case r.Generation < 0 || r.MinGeneration < 0:
+		return h, fmt.Errorf("%w: generation %d or minimum generation %d < 0", ErrBadRequest, r.Generation, r.MinGeneration)
 	case r.Generation > 0 && !r.KnownAt.IsZero():
-		return h, fmt.Errorf("%w: set a generation or a known-at instant, not both", state.ErrBadRequest)
+		return h, fmt.Errorf("%w: set a generation or a known-at instant, not both", ErrBadRequest)
 	}
 	// Names obey the ingest rules (evidence.CheckTenant, CheckMetaKey,
 	// CheckMetaValue): a request can name anything stored, nothing else, and
 	// its pack always parses back.
 	if err := evidence.CheckTenant(r.Tenant); err != nil {
-		return h, fmt.Errorf("%w: tenant: %w", state.ErrBadRequest, err)
+		return h, fmt.Errorf("%w: tenant: %w", ErrBadRequest, err)
 	}
 	for _, k := range evidence.SortedKeys(r.Filters) {
 		err := evidence.CheckMetaKey(k)
@@ -393,7 +404,7 @@ func (r Request) canonical(defaultK int) (evidence.Header, error) {
 			err = evidence.CheckMetaValue(k, r.Filters[k])
 		}
 		if err != nil {
-			return h, fmt.Errorf("%w: filter: %w", state.ErrBadRequest, err)
+			return h, fmt.Errorf("%w: filter: %w", ErrBadRequest, err)
 		}
 		h.Filters = append(h.Filters, evidence.Filter{Key: k, Value: r.Filters[k]})
 	}
@@ -408,6 +419,9 @@ func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 		return nil, err
 	}
 	e.askedPeriod(&h)
+	if err := e.awaitGeneration(ctx, r.MinGeneration); err != nil {
+		return nil, err
+	}
 	for {
 		p, err := e.queryOnce(ctx, h, state.Reads{Gen: r.Generation, KnownAt: r.KnownAt})
 		if !errors.Is(err, errMoved) {
@@ -521,9 +535,10 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc state.Scope, r
 		text, steps = sc.RankingText(h.Question, h.Filters)
 	}
 	var lists []fuse.List
-	asked := periodOf(h)
+	asked := periodleg.Of(h)
+	guard := func(read func() error) error { return e.whileCommitted(st, read) }
 	if h.Period != "" {
-		steps = append(steps, periodStep(h))
+		steps = append(steps, periodleg.Step(h))
 	}
 	if strings.Contains(string(e.opts.Legs), "lexical") {
 		terms, _ := e.lex.Terms(text)
@@ -544,7 +559,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc state.Scope, r
 		}
 		lists = append(lists, fuse.List{Name: "lexical", Weight: e.opts.LexicalWeight, IDs: ids})
 		if !asked.IsZero() && e.opts.PeriodList > 0 {
-			l, step, err := e.periodList(ctx, sc, text, asked, elig, sc.BM25(terms))
+			l, step, err := periodleg.List(ctx, e.lex, guard, text, asked, elig, sc.State.Bounds, sc.BM25(terms), e.periodSettings())
 			if err != nil {
 				return nil, err
 			}
@@ -570,7 +585,9 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc state.Scope, r
 	in := pipeline.Input{Header: h, Text: text, Lists: lists, Steps: steps, RRFK: e.opts.RRFK, Fusion: fusion,
 		Pool: e.opts.Pool, Reranker: rr, Fingerprint: e.fingerprintFor(h, sc, rr)}
 	if !asked.IsZero() && e.opts.PeriodBoost > 0 {
-		in.Boost = func(fused []fuse.Item) (string, error) { return e.periodBoost(ctx, sc, fused, asked, elig) }
+		in.Boost = func(fused []fuse.Item) (string, error) {
+			return periodleg.Boost(ctx, e.lex, guard, fused, asked, elig, sc.State.Bounds, e.periodSettings())
+		}
 	}
 	p, err := pipeline.Rank(ctx, in, state.RankView{Scope: sc})
 	if re := (*pipeline.ReadError)(nil); errors.As(err, &re) {

@@ -3,6 +3,7 @@ package evpack
 import (
 	"errors"
 
+	"github.com/evpack/evpack/internal/evlog"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 )
@@ -52,4 +53,13 @@ var (
 	ErrReadOnly = state.ErrReadOnly
 	// ErrCheck: Engine.Check found a broken invariant.
 	ErrCheck = errors.New("evpack: check failed")
+	// ErrFenced: this engine led a log (Engine.Lead) and its lease passed
+	// to another writer, or ran out: the append was refused and nothing was
+	// written, anywhere.
+	ErrFenced = evlog.ErrStaleEpoch
+	// ErrLeaseHeld: another writer holds the log's lease (Engine.Lead).
+	ErrLeaseHeld = evlog.ErrLeaseHeld
+	// ErrBehind: a request's MinGeneration was not applied by its
+	// context's deadline.
+	ErrBehind = errors.New("evpack: replica behind the generation asked")
 )

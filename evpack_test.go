@@ -582,7 +582,7 @@ func TestBadRequests(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.Query(context.Background(), tc.req)
-			require.ErrorIs(t, err, state.ErrBadRequest)
+			require.ErrorIs(t, err, ErrBadRequest)
 		})
 	}
 	_, err := asof.ParseDate("15/01/2026")

@@ -12,7 +12,6 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
-	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/rerank"
 )
 
@@ -88,7 +87,7 @@ func TestSharedTenantCannotBeImpersonated(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, citedIDs(p), "impostor-1")
 	_, err = e.Query(ctx, Request{Question: "retain records", AsOf: asof.MustDate("2026-02-01"), Tenant: "\x00shared"})
-	require.ErrorIs(t, err, state.ErrBadRequest)
+	require.ErrorIs(t, err, ErrBadRequest)
 	require.ErrorIs(t, err, evidence.ErrBadTenant)
 }
 
@@ -123,7 +122,7 @@ func TestRequestNamesAreValidated(t *testing.T) {
 			r := tc.req
 			r.Question, r.AsOf = q, day
 			_, err := e.Query(ctx, r)
-			require.ErrorIs(t, err, state.ErrBadRequest, tc.reason)
+			require.ErrorIs(t, err, ErrBadRequest, tc.reason)
 			require.ErrorIs(t, err, tc.want, tc.reason)
 			require.Contains(t, err.Error(), fmt.Sprintf("%q", tc.value))
 		})

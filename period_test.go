@@ -17,6 +17,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/periodleg"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/period"
 	"github.com/evpack/evpack/rerank"
@@ -159,7 +160,7 @@ func TestBadPeriodRequests(t *testing.T) {
 	e := periodEngine(t, Options{QuestionPeriods: true})
 	for _, bad := range []string{"fy2021", "2021-Q5", "FY21", "2021-02-30", "None"} {
 		_, err := e.Query(context.Background(), Request{Question: "capex", AsOf: asof.MustDate("2025-01-01"), Period: bad})
-		require.ErrorIs(t, err, state.ErrBadRequest, bad)
+		require.ErrorIs(t, err, ErrBadRequest, bad)
 		require.ErrorIs(t, err, period.ErrBadPeriod, bad)
 	}
 	for _, o := range []Options{{PeriodList: -2}, {PeriodList: MaxPeriodList + 1}, {PeriodBoost: 101}, {PeriodBoost: -2}, {PeriodWeight: -1}} {
@@ -242,7 +243,8 @@ func TestYearLegNeverAdmitsAnIneligibleChunk(t *testing.T) {
 			require.NoError(t, err)
 			text, _ := sc.RankingText(h.Question, h.Filters)
 			terms, _ := e.lex.Terms(text)
-			l, _, err := e.periodList(ctx, sc, text, periodOf(h), sc.Eligibility(h), sc.BM25(terms))
+			guard := func(read func() error) error { return e.whileCommitted(sc.State, read) }
+			l, _, err := periodleg.List(ctx, e.lex, guard, text, periodleg.Of(h), sc.Eligibility(h), sc.State.Bounds, sc.BM25(terms), e.periodSettings())
 			require.NoError(t, err)
 			asked++
 			for _, id := range l.IDs {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/commit"
+	"github.com/evpack/evpack/internal/evlog"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/retrieve"
@@ -55,9 +56,9 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 	switch {
 	case strings.TrimSpace(reason) == "" || len(reason) > MaxPurgeReason || !utf8.ValidString(reason) ||
 		strings.ContainsFunc(reason, unicode.IsControl):
-		return PurgeReport{}, fmt.Errorf("%w: purge reason %q: want 1 to %d bytes of UTF-8 text without control characters", state.ErrBadRequest, reason, MaxPurgeReason)
+		return PurgeReport{}, fmt.Errorf("%w: purge reason %q: want 1 to %d bytes of UTF-8 text without control characters", ErrBadRequest, reason, MaxPurgeReason)
 	case len(ids) == 0:
-		return PurgeReport{}, fmt.Errorf("%w: purge names no chunk", state.ErrBadRequest)
+		return PurgeReport{}, fmt.Errorf("%w: purge names no chunk", ErrBadRequest)
 	}
 	e.ingestMu.Lock()
 	defer e.ingestMu.Unlock()
@@ -71,10 +72,10 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	for _, id := range ids {
 		if _, ok := st.Chunks[id]; !ok {
-			return PurgeReport{}, fmt.Errorf("%w: purge: chunk %q is not committed", state.ErrBadRequest, id)
+			return PurgeReport{}, fmt.Errorf("%w: purge: chunk %q is not committed", ErrBadRequest, id)
 		}
 		if p, ok := st.Purged[id]; ok {
-			return PurgeReport{}, fmt.Errorf("%w: purge: chunk %q was purged at generation %d", state.ErrBadRequest, id, p.Gen)
+			return PurgeReport{}, fmt.Errorf("%w: purge: chunk %q was purged at generation %d", ErrBadRequest, id, p.Gen)
 		}
 	}
 	purges := make([]storage.Purge, len(ids))
@@ -124,8 +125,17 @@ func (e *Engine) applyPurge(ctx context.Context, st *state.State, en entry, ids 
 		if err != nil {
 			return nil, fmt.Errorf("evpack: purge: %w", err)
 		}
+		if en.lead {
+			redactions := make([]evlog.Redaction, len(f.Rewrites))
+			for i, r := range f.Rewrites {
+				redactions[i] = evlog.Redaction{Generation: r.Batch.Generation, Body: r.Body}
+			}
+			if err := e.appendEntry(ctx, st, en, redactions); err != nil {
+				return nil, err
+			}
+		}
 		if c, err = commit.Write(e.store, f); err != nil {
-			return nil, fmt.Errorf("evpack: purge: %w", err)
+			return nil, e.appliedOrBroken(en, fmt.Errorf("evpack: purge: %w", err))
 		}
 		for _, r := range f.Rewrites {
 			rewritten = append(rewritten, storage.ChunksDir+"/"+r.Batch.File)
@@ -144,7 +154,7 @@ func (e *Engine) applyPurge(ctx context.Context, st *state.State, en entry, ids 
 		return e.lex.Index(context.WithoutCancel(ctx), docs)
 	})
 	if err != nil {
-		return nil, err
+		return nil, e.appliedOrBroken(en, err)
 	}
 	e.views.Clear() // views of earlier generations held the purged rows
 	return rewritten, nil

@@ -101,7 +101,7 @@ func TestPurge(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.Purge(ctx, tc.ids, tc.reason)
-			require.ErrorIs(t, err, state.ErrBadRequest)
+			require.ErrorIs(t, err, ErrBadRequest)
 			require.ErrorContains(t, err, tc.why)
 			require.Equal(t, gen, e.st.Gen, "nothing purged")
 		})
@@ -116,7 +116,7 @@ func TestPurge(t *testing.T) {
 		require.Empty(t, grepDir(t, dir, word), "%q is still on disk", word)
 	}
 	_, err = e.Purge(ctx, []string{"memo-roe"}, "again")
-	require.ErrorIs(t, err, state.ErrBadRequest)
+	require.ErrorIs(t, err, ErrBadRequest)
 	require.ErrorContains(t, err, "was purged at generation")
 
 	check := func(e *Engine) {

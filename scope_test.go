@@ -13,7 +13,6 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
-	"github.com/evpack/evpack/internal/state"
 )
 
 // scopeRequests are requests of the shared tenant and of acme, over the
@@ -222,14 +221,14 @@ func TestKnownAtReadsTheStateOfThen(t *testing.T) {
 	}
 	for _, tc := range bad {
 		_, err := e.Query(ctx, tc.r)
-		require.ErrorIs(t, err, state.ErrBadRequest, tc.name)
+		require.ErrorIs(t, err, ErrBadRequest, tc.name)
 		require.Contains(t, err.Error(), tc.want, tc.name)
 	}
 	_, err = e.Query(ctx, bad[len(bad)-1].r)
-	require.ErrorIs(t, err, state.ErrBeforeFirstCommit)
+	require.ErrorIs(t, err, ErrBeforeFirstCommit)
 	empty := memEngine(t, Options{})
 	_, err = empty.Query(ctx, Request{Question: "q", AsOf: r.AsOf, KnownAt: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)})
-	require.ErrorIs(t, err, state.ErrBeforeFirstCommit)
+	require.ErrorIs(t, err, ErrBeforeFirstCommit)
 	require.Contains(t, err.Error(), "(no commit yet)")
 }
 
@@ -253,5 +252,5 @@ func TestHistoryAndScope(t *testing.T) {
 	require.EqualValues(t, 1, gen1)
 	require.NotEqual(t, digest, digest1)
 	_, _, err = e.Scope("acme", 3)
-	require.ErrorIs(t, err, state.ErrBadRequest)
+	require.ErrorIs(t, err, ErrBadRequest)
 }

@@ -1,6 +1,9 @@
 package evlog_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -43,5 +46,74 @@ func TestCommitTime(t *testing.T) {
 				t.Errorf("CommitTime = %s (%s), %t; want %s, %t", got, got.Location(), clamped, tc.want, tc.wantClamped)
 			}
 		})
+	}
+}
+
+// TestFollowAppliesInOrderAndStops: Follow applies each entry once, in
+// order, from where the follower stands, returns at its target, wakes for
+// an append after it has caught up, and stops on the first apply error.
+func TestFollowAppliesInOrderAndStops(t *testing.T) {
+	ctx := context.Background()
+	m := evlog.NewMemory(time.Now)
+	epoch, err := m.Acquire(ctx, "w", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &evlog.Writer{Log: m, Fence: m, Holder: "w", Epoch: epoch, Lease: time.Hour}
+	prev := ""
+	appendN := func(g int64) {
+		sum := fmt.Sprintf("s%d", g)
+		if err := w.Append(ctx, evlog.Entry{Generation: g, Prev: prev, Sum: sum, Body: []byte{byte(g)}, CommittedAt: time.Unix(g, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		prev = sum
+	}
+	for g := int64(1); g <= 3; g++ {
+		appendN(g)
+	}
+	var got []int64
+	at := int64(1) // the follower already holds generation 1
+	apply := func(e evlog.Entry) error { got = append(got, e.Generation); at = e.Generation; return nil }
+	if err := evlog.Follow(ctx, m, func() int64 { return at }, 3, apply); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[2 3]" {
+		t.Fatalf("applied %v, want [2 3]", got)
+	}
+	done := make(chan error, 1)
+	go func() { done <- evlog.Follow(ctx, m, func() int64 { return at }, 5, apply) }()
+	appendN(4) // evlog.Follow may be reading or waiting: either way it sees 4 and 5
+	appendN(5)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[2 3 4 5]" {
+		t.Fatalf("applied %v, want [2 3 4 5]", got)
+	}
+	boom := errors.New("disk full")
+	at = 3
+	err = evlog.Follow(ctx, m, func() int64 { return at }, 0, func(e evlog.Entry) error { return boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("evlog.Follow returned %v, want the apply error", err)
+	}
+	at = 9
+	if err := evlog.Follow(ctx, m, func() int64 { return at }, 0, apply); !errors.Is(err, evlog.ErrGap) {
+		t.Fatalf("a follower ahead of the log: %v, want evlog.ErrGap", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	at = 5
+	if err := evlog.Follow(cctx, m, func() int64 { return at }, 0, apply); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a done context: %v", err)
+	}
+	// A writer whose lease passed to another is refused before the log changes.
+	if err := m.Release(ctx, epoch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Acquire(ctx, "v", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(ctx, evlog.Entry{Generation: 6, Prev: prev, Sum: "s6", Body: []byte{6}, CommittedAt: time.Unix(6, 0)}); !errors.Is(err, evlog.ErrStaleEpoch) {
+		t.Fatalf("a fenced writer's append: %v, want evlog.ErrStaleEpoch", err)
 	}
 }

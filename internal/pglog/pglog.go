@@ -339,3 +339,36 @@ func (l *Log) Release(ctx context.Context, epoch int64) error {
 		return err
 	})
 }
+
+// RecordApplied records a replica's audit row of a generation, replacing
+// an earlier one (evlog.Auditor).
+func (l *Log) RecordApplied(ctx context.Context, a evlog.Applied) error {
+	_, err := l.pool.Exec(ctx, `INSERT INTO evpack_replicas (replica, generation, manifest_sum, checkpoint_sum) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (replica, generation) DO UPDATE SET manifest_sum = $3, checkpoint_sum = $4, applied_at = now()`,
+		a.Replica, a.Generation, a.ManifestSum, a.CheckpointSum)
+	if err != nil {
+		return fmt.Errorf("pglog: record replica %q at generation %d: %w", a.Replica, a.Generation, err)
+	}
+	return nil
+}
+
+// AppliedAt returns every replica's audit row of generation g, by replica
+// name (evlog.Auditor).
+func (l *Log) AppliedAt(ctx context.Context, g int64) ([]evlog.Applied, error) {
+	rows, err := l.pool.Query(ctx, `SELECT replica, generation, manifest_sum, checkpoint_sum FROM evpack_replicas
+		WHERE generation = $1 ORDER BY replica`, g)
+	if err != nil {
+		return nil, fmt.Errorf("pglog: replicas at generation %d: %w", g, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (evlog.Applied, error) {
+		var a evlog.Applied
+		err := r.Scan(&a.Replica, &a.Generation, &a.ManifestSum, &a.CheckpointSum)
+		return a, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pglog: replicas at generation %d: %w", g, err)
+	}
+	return out, nil
+}
+
+var _ evlog.Auditor = (*Log)(nil)

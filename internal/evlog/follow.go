@@ -1,0 +1,79 @@
+package evlog
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Applied is a replica's audit row: what it held after applying a
+// generation (the checksums of its MANIFEST.json and of its checkpoint).
+type Applied struct {
+	Replica       string
+	Generation    int64
+	ManifestSum   string
+	CheckpointSum string
+}
+
+// Auditor is a log that keeps replicas' audit rows (the PostgreSQL log
+// does). Contract: RecordApplied replaces a replica's row of a generation.
+type Auditor interface {
+	RecordApplied(ctx context.Context, a Applied) error
+	// AppliedAt returns every replica's row of generation g, by replica.
+	AppliedAt(ctx context.Context, g int64) ([]Applied, error)
+}
+
+// errDone stops a Read once the follower reached its target.
+var errDone = errors.New("evlog: follow target reached")
+
+// Follow calls apply with each entry of l after the follower's generation
+// (applied, asked before every read: the follower may have moved), in
+// order, and waits for more once it has applied the head. It returns nil
+// once generation until (> 0) is applied, ctx's error when ctx is done
+// (until 0: follow until stopped), and apply's first error otherwise.
+func Follow(ctx context.Context, l Log, applied func() int64, until int64, apply func(Entry) error) error {
+	for {
+		at := applied()
+		if until > 0 && at >= until {
+			return nil
+		}
+		err := l.Read(ctx, at+1, func(e Entry) error {
+			if until > 0 && e.Generation > until {
+				return errDone
+			}
+			return apply(e)
+		})
+		switch {
+		case errors.Is(err, errDone):
+			return nil
+		case err != nil: // ErrGap among them: a follower ahead of the log holds what the log does not
+			return err
+		}
+		if at = applied(); until > 0 && at >= until {
+			return nil
+		}
+		if _, err := l.Wait(ctx, at); err != nil {
+			return err
+		}
+	}
+}
+
+// Writer appends under a lease it holds: each append first renews the
+// lease, so a writer whose lease passed to another (or lapsed) is refused
+// with ErrStaleEpoch before the log changes.
+type Writer struct {
+	Log    Log
+	Fence  Fence
+	Holder string
+	Epoch  int64
+	Lease  time.Duration
+}
+
+// Append appends e under w's epoch.
+func (w *Writer) Append(ctx context.Context, e Entry) error {
+	if err := w.Fence.Renew(ctx, w.Epoch, w.Lease); err != nil {
+		return err
+	}
+	e.Epoch = w.Epoch
+	return w.Log.Append(ctx, e)
+}

@@ -1,0 +1,167 @@
+package evpack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/evlog"
+	"github.com/evpack/evpack/internal/pglog"
+	"github.com/evpack/evpack/internal/state"
+	"github.com/evpack/evpack/internal/storage"
+)
+
+// Past one machine, an index's history is kept in a shared log (PostgreSQL:
+// OpenPostgresLog). One engine leads (Lead): each commit is appended to the
+// log under its lease, then applied. Any number of engines follow (Follow):
+// each applies the log's entries through the same path, so their
+// MANIFEST.json, batch files, checkpoints and packs equal the writer's.
+
+// Log is a shared history of an index: its entries and the writer's lease.
+type Log interface {
+	evlog.Log
+	evlog.Fence
+}
+
+// PostgresLog is the log kept in PostgreSQL (schema evpack-pglog/1; see
+// docs/design.md §9 for the server settings that make an append durable on a
+// standby too).
+type PostgresLog = pglog.Log
+
+// OpenPostgresLog connects to the database dsn names and creates the log's
+// tables there when it has none.
+func OpenPostgresLog(ctx context.Context, dsn string) (*PostgresLog, error) {
+	return pglog.Open(ctx, dsn)
+}
+
+// Lead makes e the writer of log: it takes holder's lease (ErrLeaseHeld
+// while another writer's is live), applies the entries e lacks, and from
+// then on each Ingest and Purge appends its entry to log, under the lease,
+// before applying it. A writer whose lease passed to another gets ErrFenced
+// and writes nothing, anywhere.
+func (e *Engine) Lead(ctx context.Context, log Log, holder string, lease time.Duration) error {
+	if e.store == nil {
+		return fmt.Errorf("%w: an index in memory cannot lead a log", ErrBadOptions)
+	}
+	epoch, err := log.Acquire(ctx, holder, lease)
+	if err != nil {
+		return fmt.Errorf("evpack: lead %s: %w", holder, err)
+	}
+	head, err := log.Head(ctx)
+	if err == nil {
+		err = e.Follow(ctx, log, FollowOptions{Until: head.Generation})
+	}
+	if err != nil {
+		return fmt.Errorf("evpack: lead %s: catching up to the log: %w", holder, err)
+	}
+	e.ingestMu.Lock()
+	defer e.ingestMu.Unlock()
+	e.writer = &evlog.Writer{Log: log, Fence: log, Holder: holder, Epoch: epoch, Lease: lease}
+	return nil
+}
+
+// FollowOptions say how far Follow goes and how it signs its work.
+type FollowOptions struct {
+	// Until, when > 0, returns once generation Until is applied; 0 follows
+	// until ctx is done.
+	Until int64
+	// Replica names this replica in the log's audit rows after each
+	// generation it applies ("": none recorded).
+	Replica string
+}
+
+// Follow applies log's entries after e's generation, in order, through the
+// path the writer applied them by, and waits for more (see FollowOptions).
+// An entry that does not link to e's history (another index's log, or a
+// history rewritten) stops it with ErrCorrupt: nothing is repaired. It
+// returns ctx's error when ctx ends it.
+func (e *Engine) Follow(ctx context.Context, log Log, o FollowOptions) error {
+	auditor, _ := log.(evlog.Auditor)
+	return evlog.Follow(ctx, log, e.AppliedGeneration, o.Until, func(en evlog.Entry) error {
+		if en.RedactedBy == 0 && evidence.Sum(en.Body) != en.Sum {
+			return fmt.Errorf("%w: log entry %d does not hash to its sum %s", ErrCorrupt, en.Generation, en.Sum)
+		}
+		if err := e.applyEntry(ctx, en.Body); err != nil {
+			return fmt.Errorf("evpack: follow: generation %d: %w", en.Generation, err)
+		}
+		if auditor == nil || o.Replica == "" {
+			return nil
+		}
+		raw, err := os.ReadFile(filepath.Join(e.dir, storage.ManifestName))
+		if err != nil {
+			return err
+		}
+		return auditor.RecordApplied(ctx, evlog.Applied{Replica: o.Replica, Generation: en.Generation,
+			ManifestSum: evidence.Sum(raw), CheckpointSum: e.store.Manifest().CheckpointSum})
+	})
+}
+
+// AppliedGeneration returns the latest generation e has applied.
+func (e *Engine) AppliedGeneration() int64 {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.st.Gen
+}
+
+// awaitGeneration waits until e has applied generation min, or ctx is done
+// (ErrBehind).
+func (e *Engine) awaitGeneration(ctx context.Context, min int64) error {
+	for {
+		e.mu.RLock()
+		gen, advanced, closed := e.st.Gen, e.advanced, e.closed
+		e.mu.RUnlock()
+		switch {
+		case closed:
+			return ErrClosed
+		case gen >= min:
+			return nil
+		}
+		select {
+		case <-advanced:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: generation %d asked, %d applied: %w", ErrBehind, min, gen, ctx.Err())
+		}
+	}
+}
+
+// appendEntry appends en, prepared after st, to the log e leads (none: no
+// log), with the rewritten bodies of a purge's earlier generations. Once it
+// is appended, the entry is committed whatever happens here: a failure to
+// apply it stops e (ErrBroken) until it is reopened and follows the log.
+func (e *Engine) appendEntry(ctx context.Context, st *state.State, en entry, redactions []evlog.Redaction) error {
+	if e.writer == nil {
+		return nil
+	}
+	var prev string
+	if m := e.store.Manifest(); len(m.Batches) > 0 {
+		prev = m.Batches[len(m.Batches)-1].ChainSum()
+	}
+	var tenants []string
+	for _, c := range en.cont.Chunks {
+		tenants = append(tenants, c.Tenant)
+	}
+	for _, f := range en.cont.Facts {
+		if c := st.Chunks[f.ChunkID]; c != nil {
+			tenants = append(tenants, c.Tenant)
+		}
+		for _, c := range en.cont.Chunks {
+			if c.ID == f.ChunkID {
+				tenants = append(tenants, c.Tenant)
+			}
+		}
+	}
+	for _, p := range en.cont.Purges {
+		tenants = append(tenants, st.Chunks[p.ChunkID].Tenant)
+	}
+	slices.Sort(tenants)
+	err := e.writer.Append(ctx, evlog.Entry{Generation: en.gen, Prev: prev, Sum: evidence.Sum(en.body), CommittedAt: en.at,
+		Tenants: slices.Compact(tenants), Body: en.body, Redactions: redactions})
+	if err != nil {
+		return fmt.Errorf("evpack: append generation %d to the log: %w", en.gen, err)
+	}
+	return nil
+}
