@@ -96,7 +96,7 @@ func (e *Engine) applyEntry(ctx context.Context, body []byte) error {
 	case terr != nil:
 		return fmt.Errorf("%w: %s: commit time: %w", ErrCorrupt, name, terr)
 	case len(cont.Redacted) > 0:
-		return fmt.Errorf("%w: %s: a batch a later purge rewrote: apply entries as they were committed", ErrBadRequest, name)
+		return fmt.Errorf("%w: %s", ErrRedactedEntry, name)
 	}
 	en := entry{gen: hdr.Generation, at: at.UTC(), cont: cont, body: body, lines: cont.Lines}
 	if len(cont.Purges) == 0 {

@@ -149,7 +149,7 @@ func TestApplyEntryRefusals(t *testing.T) {
 	require.NoError(t, err)
 	redacted, err := os.ReadFile(filepath.Join(wdir, storage.ChunksDir, storage.RedactedName(3, 4)))
 	require.NoError(t, err)
-	require.ErrorIs(t, r.applyEntry(ctx, redacted), ErrBadRequest, "generation 3 as the purge rewrote it")
+	require.ErrorIs(t, r.applyEntry(ctx, redacted), ErrRedactedEntry, "generation 3 as the purge rewrote it")
 	require.NoError(t, r.applyEntry(ctx, e3))
 	require.NoError(t, r.applyEntry(ctx, committedEntry(t, wdir, 4)))
 	requireSameFiles(t, wdir, rdir, "after the purge")

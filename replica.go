@@ -52,7 +52,7 @@ func (e *Engine) Lead(ctx context.Context, log Log, holder string, lease time.Du
 		return fmt.Errorf("evpack: lead %s: %w", holder, err)
 	}
 	head, err := log.Head(ctx)
-	if err == nil {
+	if err == nil && head.Generation > e.AppliedGeneration() {
 		err = e.Follow(ctx, log, FollowOptions{Until: head.Generation})
 	}
 	if err != nil {

@@ -1,0 +1,189 @@
+package evpack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/evlog"
+	"github.com/evpack/evpack/internal/pgtest"
+	"github.com/evpack/evpack/internal/testsize"
+	"github.com/stretchr/testify/require"
+)
+
+// replicaRecords returns generation g's batch of the replication test: a
+// chunk of a tenant that turns with g ("" is the shared corpus), its text
+// drawn from a small vocabulary so that commits move each other's
+// statistics; every 7th generation a second version of an earlier chunk
+// that ends it (a fact).
+func replicaRecords(g int) []connectors.Record {
+	tenants := []string{"", "acme", "globex"}
+	words := []string{"retention", "records", "capital", "liquidity", "audit", "ledger", "filing", "revenue"}
+	day := asof.MustDate("2023-01-01").Days() + int64(g)*3
+	mk := func(id, tenant, text string, from int64, to int64) connectors.Record {
+		c := evidence.Chunk{ID: id, DocID: "doc-" + tenant, Version: id, Text: text, Tenant: tenant,
+			SourceURL: "https://example.test/" + id, Connector: "test", RetrievedAt: asof.DateFromDays(day).Start(),
+			Anchor: asof.Anchor{At: asof.DateFromDays(from).Start(), Field: "published"}, Valid: asof.Interval{From: asof.DateFromDays(from)}}
+		if to > 0 {
+			c.Valid.To = asof.DateFromDays(to)
+		}
+		return connectors.Record{Chunk: c, Where: fmt.Sprintf("generation %d: %s", g, id)}
+	}
+	tenant := tenants[g%3]
+	text := fmt.Sprintf("%s of %s and %s, item %d", words[g%8], words[(g*3)%8], words[(g*5+1)%8], g)
+	recs := []connectors.Record{mk(fmt.Sprintf("c%03d", g), tenant, text, day, 0)}
+	if g%7 == 0 && g > 7 {
+		old := g - 7
+		prev := mk(fmt.Sprintf("c%03d", old), tenants[old%3], fmt.Sprintf("%s of %s and %s, item %d", words[old%8], words[(old*3)%8], words[(old*5+1)%8], old),
+			asof.MustDate("2023-01-01").Days()+int64(old)*3, day)
+		prev.Chunk.RetrievedAt = asof.MustDate("2023-01-01").Start().AddDate(0, 0, 3*old)
+		recs = append(recs, prev)
+	}
+	return recs
+}
+
+// TestReplicasFollowTheWriter: a writer leads a PostgreSQL log and two
+// replicas follow it, one at every generation, the other in jumps, over
+// generations mixing tenants, the shared corpus, facts and a purge. At every
+// generation the first replica's MANIFEST.json, batch files and checkpoint
+// are the writer's, byte for byte, and its packs (latest and pinned) are the
+// writer's; the second catches up and ends the same; every writer's pack
+// verifies on both replicas; both record audit rows that match. Then the
+// lease passes to another writer and the first is fenced, having written
+// nothing; a replica asked for a generation it lacks says ErrBehind, and one
+// whose history differs from the log stops with ErrCorrupt.
+func TestReplicasFollowTheWriter(t *testing.T) {
+	if pgtest.Bin() == "" {
+		if os.Getenv("EVPACK_REQUIRE_PG") == "1" {
+			t.Fatal("needs PostgreSQL (PG_BIN or pg_config), and .ci/run installs it")
+		}
+		t.Skip("needs PostgreSQL 15 (apt-get install postgresql-15; PG_BIN=/usr/lib/postgresql/15/bin)")
+	}
+	ctx := context.Background()
+	srv := pgtest.Start(t, pgtest.Options{})
+	openLog := func() *PostgresLog {
+		l, err := OpenPostgresLog(ctx, srv.DSN)
+		require.NoError(t, err)
+		t.Cleanup(l.Close)
+		return l
+	}
+	wdir, r1dir, r2dir := t.TempDir(), t.TempDir(), t.TempDir()
+	w := checked(t, mustOpen(t, wdir))
+	wlog := openLog()
+	require.NoError(t, w.Lead(ctx, wlog, "writer-a", time.Hour))
+	r1, r2 := checked(t, mustOpen(t, r1dir)), checked(t, mustOpen(t, r2dir))
+	log1, log2 := openLog(), openLog()
+
+	n := 20
+	if testsize.Long() {
+		n = 60
+	}
+	purgeAt := n / 2
+	requests := func(gen int64) []Request {
+		var out []Request
+		for i, tenant := range []string{"", "acme", "globex"} {
+			for _, q := range []string{"retention records", "capital liquidity audit"} {
+				r := Request{Question: q, AsOf: asof.MustDate("2023-06-01"), Tenant: tenant, K: 4}
+				out = append(out, r)
+				r.Generation = 1 + (gen+int64(i))%gen // pinned to an earlier generation
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	for g := 1; g <= n; g++ {
+		if g == purgeAt {
+			_, err := w.Purge(ctx, []string{fmt.Sprintf("c%03d", purgeAt-2)}, "erasure request")
+			require.NoError(t, err)
+		} else {
+			_, err := w.Ingest(ctx, connectors.Records(replicaRecords(g)), IngestOptions{})
+			require.NoError(t, err, "generation %d", g)
+		}
+		gen := w.AppliedGeneration()
+		require.Equal(t, int64(g), gen)
+		require.NoError(t, r1.Follow(ctx, log1, FollowOptions{Until: gen, Replica: "r1"}))
+		require.Equal(t, gen, r1.AppliedGeneration())
+		when := fmt.Sprintf("generation %d", g)
+		requireSameFiles(t, wdir, r1dir, when)
+		for _, r := range requests(gen) {
+			pw, err := w.Query(ctx, r)
+			require.NoError(t, err)
+			pr, err := r1.Query(ctx, r)
+			require.NoError(t, err)
+			require.Equal(t, pw.Hash(), pr.Hash(), "%s: %+v", when, r)
+		}
+		// The second replica follows in jumps, but applies every generation
+		// before the purge rewrites it (see ErrRedactedEntry).
+		if g%6 == 0 || g == purgeAt-1 || g == n {
+			require.NoError(t, r2.Follow(ctx, log2, FollowOptions{Until: gen, Replica: "r2"}), "r2 catches up to %d", gen)
+		}
+	}
+	requireSameFiles(t, wdir, r2dir, "the second replica at the end")
+	for _, r := range requests(int64(n)) {
+		p, err := w.Query(ctx, r)
+		require.NoError(t, err)
+		for name, rep := range map[string]*Engine{"r1": r1, "r2": r2} {
+			v, err := rep.Verify(ctx, p.Bytes())
+			require.NoError(t, err)
+			require.True(t, v.OK(), "%s verifies the writer's pack %+v: %v", name, r, v.Problems)
+		}
+	}
+	rows, err := wlog.AppliedAt(ctx, int64(n))
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	manifest, err := os.ReadFile(filepath.Join(wdir, "MANIFEST.json"))
+	require.NoError(t, err)
+	for _, row := range rows {
+		require.Equal(t, evidence.Sum(manifest), row.ManifestSum, "%s's audit row", row.Replica)
+	}
+
+	// The lease passes: writer-a gives it up (as one whose lease ran out)
+	// and the first replica leads in its place; writer-a is then fenced,
+	// having written nothing.
+	require.ErrorIs(t, r1.Lead(ctx, log1, "writer-b", time.Hour), ErrLeaseHeld)
+	require.NoError(t, wlog.Release(ctx, w.writer.Epoch))
+	require.NoError(t, r1.Lead(ctx, log1, "writer-b", time.Hour))
+	_, err = w.Ingest(ctx, connectors.Records(replicaRecords(n+1)), IngestOptions{})
+	require.ErrorIs(t, err, ErrFenced)
+	require.Equal(t, int64(n), w.AppliedGeneration(), "the fenced writer applied nothing")
+	_, err = os.Stat(filepath.Join(wdir, "chunks", fmt.Sprintf("%08d.jsonl", n+1)))
+	require.ErrorIs(t, err, os.ErrNotExist, "nor wrote its batch")
+	_, err = r1.Ingest(ctx, connectors.Records(replicaRecords(n+1)), IngestOptions{})
+	require.NoError(t, err)
+
+	// A replica behind: a request that must see generation n+1 waits for
+	// it, or says ErrBehind when its context ends first.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = r2.Query(done, Request{Question: "retention", AsOf: asof.MustDate("2023-06-01"), MinGeneration: int64(n + 1)})
+	require.ErrorIs(t, err, ErrBehind)
+	follow := make(chan error, 1)
+	go func() { follow <- r2.Follow(ctx, log2, FollowOptions{Until: int64(n + 1), Replica: "r2"}) }()
+	p, err := r2.Query(ctx, Request{Question: "retention", AsOf: asof.MustDate("2023-06-01"), MinGeneration: int64(n + 1)})
+	require.NoError(t, err)
+	require.NoError(t, <-follow)
+	require.Equal(t, int64(n+1), r2.AppliedGeneration())
+	require.NotNil(t, p)
+
+	// A replica whose history is not the log's stops, and repairs nothing.
+	stray := checked(t, mustOpen(t, t.TempDir()))
+	_, err = stray.Ingest(ctx, connectors.Records(replicaRecords(1)), IngestOptions{})
+	require.NoError(t, err)
+	err = stray.Follow(ctx, openLog(), FollowOptions{Until: 2})
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, err, evlog.ErrChain)
+	require.Equal(t, int64(1), stray.AppliedGeneration())
+
+	// A new replica after the purge meets a generation the purge rewrote:
+	// refused, as designed today, at the first such entry.
+	late := checked(t, mustOpen(t, t.TempDir()))
+	err = late.Follow(ctx, openLog(), FollowOptions{Until: int64(n)})
+	require.ErrorIs(t, err, ErrRedactedEntry)
+	require.Equal(t, int64(purgeAt-2-1), late.AppliedGeneration(), "it applied every generation before the first rewritten one")
+}
