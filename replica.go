@@ -165,3 +165,16 @@ func (e *Engine) appendEntry(ctx context.Context, st *state.State, en entry, red
 	}
 	return nil
 }
+
+// Resign gives up the lease Lead took, so that another writer need not wait
+// for it to run out; e then commits on its own again (no log).
+func (e *Engine) Resign(ctx context.Context) error {
+	e.ingestMu.Lock()
+	defer e.ingestMu.Unlock()
+	if e.writer == nil {
+		return nil
+	}
+	w := e.writer
+	e.writer = nil
+	return w.Fence.Release(ctx, w.Epoch)
+}

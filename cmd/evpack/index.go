@@ -29,6 +29,9 @@ func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	dir := fs.String("index", "", "index directory (created if absent)")
 	conn := fs.String("connector", "", "jsonl, statute, edgar, fred or files")
 	retrievedAt := fs.String("retrieved-at", "", "retrieval time stamped on edgar and fred chunks (RFC 3339; default now)")
+	logDSN := fs.String("log", "", "PostgreSQL DSN of a shared log: append the commit there first, as its fenced writer")
+	holder := fs.String("holder", defaultHolder(), "with --log: this writer's name in the lease")
+	lease := fs.Duration("lease", 30*time.Second, "with --log: how long the lease lasts without renewal")
 	dense := denseFlags(fs)
 	paths, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -72,6 +75,17 @@ func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer eng.Close()
+	if *logDSN != "" {
+		log, err := evpack.OpenPostgresLog(ctx, *logDSN)
+		if err != nil {
+			return err
+		}
+		defer log.Close()
+		if err := eng.Lead(ctx, log, *holder, *lease); err != nil {
+			return err
+		}
+		defer eng.Resign(context.WithoutCancel(ctx))
+	}
 	var bar *progressbar.ProgressBar
 	rep, err := eng.Ingest(ctx, c, evpack.IngestOptions{Progress: func(done, total int) {
 		if total < 1000 { // a bar only on long runs
@@ -458,4 +472,49 @@ func cmdPurge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "rewrote %s without their text\n", f)
 	}
 	return nil
+}
+
+// defaultHolder names this process in a log's lease: host and pid.
+func defaultHolder() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "localhost"
+	}
+	return fmt.Sprintf("evpack@%s:%d", host, os.Getpid())
+}
+
+func cmdFollow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("follow", stderr)
+	dir := fs.String("index", "", "the replica's index directory (created if absent)")
+	logDSN := fs.String("log", "", "PostgreSQL DSN of the shared log to follow")
+	until := fs.Int64("until", 0, "stop once this generation is applied (0: follow until interrupted)")
+	name := fs.String("name", "", "this replica's name in the log's audit rows (default: none recorded)")
+	dense := denseFlags(fs)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if *dir == "" || *logDSN == "" || len(pos) > 0 || *until < 0 {
+		return usageErr("need --index DIR and --log DSN, no arguments, and --until GEN >= 0")
+	}
+	opts, err := dense()
+	if err != nil {
+		return err
+	}
+	eng, err := evpack.Open(*dir, opts)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	log, err := evpack.OpenPostgresLog(ctx, *logDSN)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	err = eng.Follow(ctx, log, evpack.FollowOptions{Until: *until, Replica: *name})
+	if errors.Is(err, context.Canceled) && *until == 0 {
+		err = nil // interrupted: a follower without --until stops so
+	}
+	fmt.Fprintf(stdout, "applied through generation %d\n", eng.AppliedGeneration())
+	return err
 }

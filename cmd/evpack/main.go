@@ -2,7 +2,8 @@
 // evidence packs, verifies packs by replay, says what changed since a pack
 // was made, and evaluates rankings.
 //
-//	evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] PATH...
+//	evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] [--log DSN [--holder NAME] [--lease 30s]] PATH...
+//	evpack follow --index DIR --log DSN [--until GEN] [--name NAME]
 //	evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--period P] [--question-periods] [--format json|text] [--cross-encoder MODEL_DIR [--cuda]] QUESTION
 //	evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
 //	evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
@@ -52,7 +53,8 @@ func main() {
 }
 
 const usage = `usage:
-  evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] PATH...
+  evpack ingest --index DIR --connector jsonl|statute|edgar|fred|files [--retrieved-at RFC3339] [--log DSN [--holder NAME] [--lease 30s]] PATH...
+  evpack follow --index DIR --log DSN [--until GEN] [--name NAME]   (a replica: apply the shared log's generations)
   evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--period P] [--question-periods] [--format json|text] [--cross-encoder MODEL_DIR [--cuda]] QUESTION
   evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
   evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
@@ -88,6 +90,10 @@ today every generation is committed today, so pin --generation N (found with evp
 Commands that open an index take --lock-wait DURATION, read as Options.LockWait: 0 (the default) waits 2s
 for another process that has the index open, a negative duration (-1s) fails at once.
 
+ingest --log appends each commit to a shared PostgreSQL log first, as the log's one fenced writer (another
+writer's live lease: exit 3); follow applies the log's generations to a replica, byte for byte the writer's
+index, recording its audit row under --name; query, verify, diff and check work on any replica.
+
 exit status: 0 success; 1 a pack or index that does not verify, or (diff) a pack whose citations changed;
 2 bad usage or input (a path that holds no index included); 3 an index that is corrupt, locked by another
 process, or unreadable.
@@ -114,6 +120,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "ingest":
 		err = cmdIngest(ctx, args[1:], stdout, stderr)
+	case "follow":
+		err = cmdFollow(ctx, args[1:], stdout, stderr)
 	case "query":
 		err = cmdQuery(ctx, args[1:], stdout, stderr)
 	case "verify":
@@ -156,7 +164,8 @@ func exitCode(err error) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, evpack.ErrCorrupt), errors.Is(err, evpack.ErrOldFormat), errors.Is(err, evpack.ErrLocked),
-		errors.Is(err, evpack.ErrBroken), errors.Is(err, fs.ErrPermission), errors.Is(err, retrieve.ErrLexical):
+		errors.Is(err, evpack.ErrBroken), errors.Is(err, fs.ErrPermission), errors.Is(err, retrieve.ErrLexical),
+		errors.Is(err, evpack.ErrFenced), errors.Is(err, evpack.ErrLeaseHeld), errors.Is(err, evpack.ErrRedactedEntry):
 		// A lexical index that cannot be read is damage (rebuild-lexical
 		// mends it), never bad usage.
 		return 3
