@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/audit"
 	"github.com/evpack/evpack/internal/evlog"
 	"github.com/evpack/evpack/internal/pglog"
 	"github.com/evpack/evpack/internal/state"
@@ -177,4 +178,14 @@ func (e *Engine) Resign(ctx context.Context) error {
 	w := e.writer
 	e.writer = nil
 	return w.Fence.Release(ctx, w.Epoch)
+}
+
+// CheckLog compares e's history with log's, generation by generation (the
+// chain sums, links and commit times), and returns the problems found:
+// none on a replica that follows log faithfully.
+func (e *Engine) CheckLog(ctx context.Context, log Log) ([]string, error) {
+	if e.store == nil {
+		return nil, fmt.Errorf("%w: an index in memory has no history to compare", ErrBadOptions)
+	}
+	return audit.CheckLog(ctx, log, e.store.Manifest())
 }

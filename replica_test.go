@@ -134,6 +134,11 @@ func TestReplicasFollowTheWriter(t *testing.T) {
 			require.True(t, v.OK(), "%s verifies the writer's pack %+v: %v", name, r, v.Problems)
 		}
 	}
+	for _, rep := range []*Engine{r1, r2} {
+		problems, err := rep.CheckLog(ctx, wlog)
+		require.NoError(t, err)
+		require.Empty(t, problems, "a replica's history is the log's")
+	}
 	rows, err := wlog.AppliedAt(ctx, int64(n))
 	require.NoError(t, err)
 	require.Len(t, rows, 2)
@@ -179,6 +184,10 @@ func TestReplicasFollowTheWriter(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.ErrorIs(t, err, evlog.ErrChain)
 	require.Equal(t, int64(1), stray.AppliedGeneration())
+	problems, err := stray.CheckLog(ctx, wlog)
+	require.NoError(t, err)
+	require.Len(t, problems, 1)
+	require.Contains(t, problems[0], "generation 1: the log's entry sums to ")
 
 	// A new replica after the purge meets a generation the purge rewrote:
 	// refused, as designed today, at the first such entry.

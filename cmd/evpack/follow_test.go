@@ -45,8 +45,9 @@ func TestFollowCommand(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, a, b, name)
 	}
-	code, _, errs = runCLI(t, "check", "--index", r)
+	code, out, errs = runCLI(t, "check", "--index", r, "--log", srv.DSN)
 	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "log: generations 1 to 2 are the log's, sum for sum\n")
 
 	other := filepath.Join(t.TempDir(), "other")
 	code, _, errs = runCLI(t, "ingest", "--index", other, "--connector", "jsonl", corpus("guidance.jsonl"))
@@ -54,6 +55,9 @@ func TestFollowCommand(t *testing.T) {
 	code, _, errs = runCLI(t, "follow", "--index", other, "--log", srv.DSN, "--until", "2")
 	require.Equal(t, 3, code, "a replica whose history is not the log's: %s", errs)
 	require.Contains(t, errs, "chain")
+	code, out, _ = runCLI(t, "check", "--index", other, "--log", srv.DSN)
+	require.Equal(t, 1, code, "check --log finds the stray history")
+	require.Contains(t, out, "problem: generation 1: the log's entry sums to ")
 	code, _, _ = runCLI(t, "follow", "--index", r)
 	require.Equal(t, 2, code, "no --log")
 }

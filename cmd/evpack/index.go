@@ -378,6 +378,7 @@ func openExisting(dir string, dense func() (evpack.Options, error)) (*evpack.Eng
 func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("check", stderr)
 	dir := fs.String("index", "", "index directory")
+	logDSN := fs.String("log", "", "PostgreSQL DSN of the log this index follows: compare their histories too")
 	dense := denseFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -414,6 +415,21 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	for _, s := range rep.Strays {
 		fmt.Fprintf(stdout, "stray %s (not named by the manifest; left alone)\n", s)
+	}
+	if *logDSN != "" {
+		log, err := evpack.OpenPostgresLog(ctx, *logDSN)
+		if err != nil {
+			return err
+		}
+		defer log.Close()
+		problems, err := eng.CheckLog(ctx, log)
+		if err != nil {
+			return err
+		}
+		if len(problems) == 0 {
+			fmt.Fprintf(stdout, "log: generations 1 to %d are the log's, sum for sum\n", rep.Generation)
+		}
+		rep.Problems = append(rep.Problems, problems...)
 	}
 	if rep.OK() {
 		fmt.Fprintln(stdout, "ok: every file matches its checksum, every chunk its content hash, the lexical index the chunks")

@@ -7,7 +7,7 @@
 //	evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--period P] [--question-periods] [--format json|text] [--cross-encoder MODEL_DIR [--cuda]] QUESTION
 //	evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
 //	evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
-//	evpack check  --index DIR
+//	evpack check  --index DIR [--log DSN]
 //	evpack rebuild-lexical --index DIR
 //	evpack history --index DIR [--tenant T] [--json]
 //	evpack purge  --index DIR --reason TEXT CHUNK_ID...
@@ -58,7 +58,7 @@ const usage = `usage:
   evpack query  --index DIR --as-of YYYY-MM-DD [--tenant T] [--filter KEY=VALUE]... [--k N] [--generation G | --known-at RFC3339] [--period P] [--question-periods] [--format json|text] [--cross-encoder MODEL_DIR [--cuda]] QUESTION
   evpack verify --index DIR [--cross-encoder MODEL_DIR [--cuda]] PACK.json
   evpack diff   --index DIR [--format text|json] [--cross-encoder MODEL_DIR [--cuda]] PACK.json
-  evpack check  --index DIR
+  evpack check  --index DIR [--log DSN]
   evpack rebuild-lexical --index DIR   (rebuild the lexical index from the batch files, when check finds it damaged)
   evpack history --index DIR [--tenant T] [--json]
   evpack purge  --index DIR --reason TEXT CHUNK_ID...
