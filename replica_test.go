@@ -196,3 +196,63 @@ func TestReplicasFollowTheWriter(t *testing.T) {
 	require.ErrorIs(t, err, ErrRedactedEntry)
 	require.Equal(t, int64(purgeAt-2), late.AppliedGeneration(), "it applied every generation before the first rewritten one")
 }
+
+// TestFailoverKeepsTheIndex: a writer leads a log on a primary with a
+// synchronous standby; the primary is killed (SIGKILL) mid-stream and the
+// standby promoted. Every generation the writer acknowledged is on the
+// standby; a replica follows it there to the writer's files, byte for byte;
+// once the old lease runs out (set in the past, as time would) the replica
+// leads, and the old writer, reaching the new primary with its old epoch, is
+// fenced and writes nothing.
+func TestFailoverKeepsTheIndex(t *testing.T) {
+	if pgtest.Bin() == "" {
+		if os.Getenv("EVPACK_REQUIRE_PG") == "1" {
+			t.Fatal("needs PostgreSQL (PG_BIN or pg_config), and .ci/run installs it")
+		}
+		t.Skip("needs PostgreSQL 15 (apt-get install postgresql-15; PG_BIN=/usr/lib/postgresql/15/bin)")
+	}
+	ctx := context.Background()
+	primary := pgtest.Start(t, pgtest.Options{Durable: true})
+	plog, err := OpenPostgresLog(ctx, primary.DSN) // the schema exists before the standby copies it
+	require.NoError(t, err)
+	standby := primary.StartStandby(t, "s1")
+	wdir, rdir := t.TempDir(), t.TempDir()
+	w := checked(t, mustOpen(t, wdir))
+	require.NoError(t, w.Lead(ctx, plog, "writer-a", time.Hour))
+	r := checked(t, mustOpen(t, rdir))
+	const k = 8
+	for g := 1; g <= k; g++ {
+		_, err := w.Ingest(ctx, connectors.Records(replicaRecords(g)), IngestOptions{})
+		require.NoError(t, err, "generation %d acknowledged", g)
+		if g == k/2 {
+			require.NoError(t, r.Follow(ctx, plog, FollowOptions{Until: int64(g)}))
+		}
+	}
+	primary.Kill(t)
+	plog.Close()
+	standby.Promote(t)
+
+	slog, err := OpenPostgresLog(ctx, standby.DSN)
+	require.NoError(t, err)
+	t.Cleanup(slog.Close)
+	head, err := slog.Head(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(k), head.Generation, "every acknowledged generation is on the standby")
+	require.NoError(t, r.Follow(ctx, slog, FollowOptions{Until: k}))
+	requireSameFiles(t, wdir, rdir, "after the failover")
+
+	require.ErrorIs(t, r.Lead(ctx, slog, "writer-b", time.Hour), ErrLeaseHeld, "the old lease came over with the standby")
+	c := standby.Conn(t)
+	_, err = c.Exec(ctx, "UPDATE evpack_writer SET expires_at = now() - interval '1 second'") // its hour has passed
+	require.NoError(t, err)
+	require.NoError(t, r.Lead(ctx, slog, "writer-b", time.Hour))
+	w.writer.Log, w.writer.Fence = slog, slog // the old writer reaches the new primary, with its old epoch
+	_, err = w.Ingest(ctx, connectors.Records(replicaRecords(k+1)), IngestOptions{})
+	require.ErrorIs(t, err, ErrFenced)
+	require.Equal(t, int64(k), w.AppliedGeneration())
+	_, err = r.Ingest(ctx, connectors.Records(replicaRecords(k+1)), IngestOptions{})
+	require.NoError(t, err)
+	head, err = slog.Head(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(k+1), head.Generation)
+}

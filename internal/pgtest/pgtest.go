@@ -151,7 +151,7 @@ func (s *Server) StartStandby(t testing.TB, name string) *Server {
 	}
 	sb.Port = freePort(t)
 	sb.DSN = fmt.Sprintf("postgres://evpack@127.0.0.1:%d/evpack?sslmode=disable", sb.Port)
-	sb.run(t, "pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-U", "evpack", "-D", sb.data(), "-X", "stream", "--no-sync")
+	sb.run(t, "pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-U", "evpack", "-D", sb.data(), "-X", "stream", "--no-sync", "--checkpoint=fast")
 	conf := fmt.Sprintf("port = %d\nunix_socket_directories = '%s'\nprimary_conninfo = 'host=127.0.0.1 port=%d user=evpack application_name=%s'\n",
 		sb.Port, sb.base, s.Port, name)
 	if err := appendFile(filepath.Join(sb.data(), "postgresql.conf"), conf); err != nil {
