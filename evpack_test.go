@@ -45,6 +45,10 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if dir := os.Getenv(writerChildEnv); dir != "" {
+		fmt.Fprintln(os.Stderr, writerChild(dir))
+		os.Exit(3)
+	}
 	if dir := os.Getenv(powerCutEnv); dir != "" {
 		if err := powerCutChild(dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)

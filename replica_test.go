@@ -1,9 +1,14 @@
 package evpack
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -255,4 +260,103 @@ func TestFailoverKeepsTheIndex(t *testing.T) {
 	head, err = slog.Head(ctx)
 	require.NoError(t, err)
 	require.Equal(t, int64(k+1), head.Generation)
+}
+
+// writerChildEnv names the index directory of a child process that leads
+// the log at EVPACK_WRITER_DSN with a lease of childLease, commits one
+// generation after another, and prints "acked G" after each, until killed.
+const writerChildEnv = "EVPACK_WRITER_CHILD"
+
+// childLease is long enough for a commit under the race detector on a busy
+// machine (the lease must be live at each renewal), short enough to wait.
+const childLease = 3 * time.Second
+
+func writerChild(dir string) error {
+	ctx := context.Background()
+	e, err := Open(dir, Options{})
+	if err != nil {
+		return err
+	}
+	log, err := OpenPostgresLog(ctx, os.Getenv("EVPACK_WRITER_DSN"))
+	if err != nil {
+		return err
+	}
+	if err := e.Lead(ctx, log, "child", childLease); err != nil {
+		return err
+	}
+	for g := 1; ; g++ {
+		if _, err := e.Ingest(ctx, connectors.Records(replicaRecords(g)), IngestOptions{}); err != nil {
+			return err
+		}
+		fmt.Printf("acked %d\n", g)
+	}
+}
+
+// TestSecondWriterTakesOver: a writer process leads with a short lease; a second writer is refused while it lives; once it is killed
+// (SIGKILL, mid-stream), the second takes over within two lease periods,
+// holding every generation the first acknowledged, and the log never forks.
+// The wait for the lease to run out is the one clock this test reads: a
+// lease is time by definition.
+func TestSecondWriterTakesOver(t *testing.T) {
+	if pgtest.Bin() == "" {
+		if os.Getenv("EVPACK_REQUIRE_PG") == "1" {
+			t.Fatal("needs PostgreSQL (PG_BIN or pg_config), and .ci/run installs it")
+		}
+		t.Skip("needs PostgreSQL 15 (apt-get install postgresql-15; PG_BIN=/usr/lib/postgresql/15/bin)")
+	}
+	ctx := context.Background()
+	srv := pgtest.Start(t, pgtest.Options{})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), writerChildEnv+"="+t.TempDir(), "EVPACK_WRITER_DSN="+srv.DSN)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	acked := 0
+	for acked < 3 && lines.Scan() {
+		_, err := fmt.Sscanf(lines.Text(), "acked %d", &acked)
+		require.NoError(t, err, lines.Text())
+	}
+	require.Equal(t, 3, acked, "the child acknowledged 3 generations: %s", stderr.String())
+
+	b := checked(t, mustOpen(t, t.TempDir()))
+	log, err := OpenPostgresLog(ctx, srv.DSN)
+	require.NoError(t, err)
+	t.Cleanup(log.Close)
+	require.ErrorIs(t, b.Lead(ctx, log, "second", time.Minute), ErrLeaseHeld, "while the first lives")
+
+	require.NoError(t, cmd.Process.Kill()) // mid-stream: it may be inside a commit
+	go io.Copy(io.Discard, stdout)
+	killed := time.Now()
+	for {
+		_, err = log.Acquire(ctx, "second", time.Minute)
+		if !errors.Is(err, ErrLeaseHeld) {
+			break
+		}
+		require.Less(t, time.Since(killed), 2*childLease, "taken over within two lease periods")
+		<-time.After(50 * time.Millisecond) // the lease runs on the server's clock
+	}
+	require.NoError(t, err)
+	took := time.Since(killed)
+	require.Less(t, took, 2*childLease, "taken over within two lease periods")
+	t.Logf("lease taken over %v after the kill", took)
+	require.NoError(t, b.Lead(ctx, log, "second", time.Minute), "its own lease: catch up and lead")
+	head, err := log.Head(ctx)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, head.Generation, int64(acked), "every acknowledged generation is in the log")
+	require.Equal(t, head.Generation, b.AppliedGeneration(), "the new writer caught up before leading")
+	_, err = b.Ingest(ctx, connectors.Records(replicaRecords(int(head.Generation)+1)), IngestOptions{})
+	require.NoError(t, err)
+	prev, n := "", int64(0)
+	require.NoError(t, log.Read(ctx, 1, func(e evlog.Entry) error {
+		n++
+		require.Equal(t, n, e.Generation)
+		require.Equal(t, prev, e.Prev, "generation %d links to the one before", e.Generation)
+		prev = e.Sum
+		return nil
+	}))
+	require.Equal(t, head.Generation+1, n, "one chain, no fork")
 }
