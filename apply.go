@@ -1,6 +1,7 @@
 package evpack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,6 +38,9 @@ type entry struct {
 	// entry is appended there before it is applied (a replica's entries
 	// came from the log).
 	lead bool
+	// file and chain, for a batch a later purge rewrote, are its file name
+	// and its checksum as committed ("": a batch as committed).
+	file, chain string
 }
 
 // prepare seals cont as the generation after st's, committed now: UTC whole
@@ -63,8 +67,11 @@ func (e *Engine) prepare(st *state.State, cont storage.Contents) (entry, error) 
 
 // applyEntry applies body, a batch another index of the same options
 // sealed, as the next generation: the entry is checked against this
-// index's head (generation and chain) before anything is written.
-func (e *Engine) applyEntry(ctx context.Context, body []byte) error {
+// index's head (generation and chain) before anything is written. sum is
+// the entry's checksum as committed: the body's own, or, for a body a
+// later purge rewrote (the log hands out the rewritten one), the original
+// body's, which the next generation links to.
+func (e *Engine) applyEntry(ctx context.Context, body []byte, sum string) error {
 	e.ingestMu.Lock()
 	defer e.ingestMu.Unlock()
 	if e.readOnly != nil {
@@ -95,10 +102,22 @@ func (e *Engine) applyEntry(ctx context.Context, body []byte) error {
 		return fmt.Errorf("%w: %w: %s names prev %q, the index's head is %q", ErrCorrupt, evlog.ErrChain, name, hdr.Prev, chain)
 	case terr != nil:
 		return fmt.Errorf("%w: %s: commit time: %w", ErrCorrupt, name, terr)
-	case len(cont.Redacted) > 0:
-		return fmt.Errorf("%w: %s", ErrRedactedEntry, name)
 	}
 	en := entry{gen: hdr.Generation, at: at.UTC(), cont: cont, body: body, lines: cont.Lines}
+	if len(cont.Redacted) > 0 {
+		// Rewritten by a purge this index has yet to apply: stored as the
+		// purge left it on the writer (its name, the original checksum as
+		// its link, no analysis file), its chunks' counts those the purge
+		// recorded; the purge then finds it already rewritten.
+		var by int64
+		for _, r := range cont.Redacted {
+			by = max(by, r.Generation)
+		}
+		if by <= hdr.Generation || sum == evidence.Sum(body) {
+			return fmt.Errorf("%w: %s: redacted by generation %d, with checksum %s as committed", ErrCorrupt, name, by, sum)
+		}
+		en.file, en.chain = storage.RedactedName(hdr.Generation, by), sum
+	}
 	if len(cont.Purges) == 0 {
 		return e.apply(ctx, st, en)
 	}
@@ -129,6 +148,9 @@ func (e *Engine) apply(ctx context.Context, st *state.State, en entry) error {
 	var sp terms.Splitter
 	for i, ch := range add {
 		an[i] = state.Analyze(e.lex, e.emb, &sp, ch.Text)
+		if r, ok := en.cont.Redacted[ch.ID]; ok { // its text is gone: the counts it gave
+			an[i].Tokens, an[i].Redacted = r.Tokens, &r
+		}
 		total += int64(an[i].Tokens)
 	}
 	// Embed before taking the write lock: a model may be slow, and only
@@ -164,7 +186,8 @@ func (e *Engine) apply(ctx context.Context, st *state.State, en entry) error {
 			return err
 		}
 	}
-	err := e.commit(ctx, st, next, batchWrite{add: add, an: an, facts: facts, total: total, dense: dense, graph: graph, body: en.body, lines: en.lines})
+	err := e.commit(ctx, st, next, batchWrite{add: add, an: an, facts: facts, total: total, dense: dense, graph: graph,
+		body: en.body, lines: en.lines, file: en.file, chain: en.chain})
 	return e.appliedOrBroken(en, err)
 }
 
@@ -197,6 +220,8 @@ type batchWrite struct {
 	// line lies in it; nil for a memory index.
 	body  []byte
 	lines []storage.Span
+	// file and chain name a batch a later purge rewrote (entry.file).
+	file, chain string
 }
 
 // commit makes next, which is st plus w, the committed state, through the
@@ -277,11 +302,11 @@ func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.Stat
 // new chunks lie) and a corpus-free embedder's vectors and graph.
 func (e *Engine) filesOf(next *state.State, w batchWrite) (commit.Files, error) {
 	gen, at := next.Gen, next.Commits[next.Gen-1]
-	b := storage.Batch{Generation: gen, File: storage.BatchName(gen), Chunks: len(w.add), Facts: len(w.facts),
+	b := storage.Batch{Generation: gen, File: cmp.Or(w.file, storage.BatchName(gen)), Chain: w.chain, Chunks: len(w.add), Facts: len(w.facts),
 		CommittedAt: at.Format(time.RFC3339)}
 	f := commit.Files{Batch: b, Body: w.body, AddDocs: int64(len(w.add)), AddTokens: w.total}
 	next.SetLines(w.add, w.lines)
-	if len(w.add) > 0 {
+	if len(w.add) > 0 && w.file == "" { // a rewritten batch's analysis went with the purged text
 		f.Batch.Analysis = storage.AnalysisName(gen)
 		f.Analysis = func(sum string) []byte { return storage.EncodeAnalysis(e.analysisOf(sum, w.add, w.an)) }
 	}

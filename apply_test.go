@@ -11,6 +11,7 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/evlog"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/stretchr/testify/require"
@@ -86,7 +87,7 @@ func TestApplyEntriesToAnEmptyDirectory(t *testing.T) {
 	for i, step := range steps {
 		gen := int64(i + 1)
 		require.NoError(t, step(), "writer, generation %d", gen)
-		require.NoError(t, r.applyEntry(ctx, committedEntry(t, wdir, gen)), "replica, generation %d", gen)
+		require.NoError(t, applyBody(ctx, r, committedEntry(t, wdir, gen)), "replica, generation %d", gen)
 		when := fmt.Sprintf("after generation %d", gen)
 		requireSameFiles(t, wdir, rdir, when)
 		for g := int64(1); g <= gen; g++ {
@@ -113,8 +114,9 @@ func TestApplyEntriesToAnEmptyDirectory(t *testing.T) {
 }
 
 // TestApplyEntryRefusals: an entry that does not follow the index's head
-// (a gap, the same generation again, a broken chain), an edited one, and a
-// batch a later purge rewrote are refused, and change nothing.
+// (a gap, the same generation again, a broken chain) and an edited one are
+// refused, and change nothing; a batch a later purge rewrote is applied as
+// the purge left it, and the purge then gives the writer's files.
 func TestApplyEntryRefusals(t *testing.T) {
 	ctx := context.Background()
 	wdir, rdir := t.TempDir(), t.TempDir()
@@ -128,19 +130,19 @@ func TestApplyEntryRefusals(t *testing.T) {
 	require.NoError(t, err)
 
 	e1, e2 := committedEntry(t, wdir, 1), committedEntry(t, wdir, 2)
-	require.ErrorIs(t, r.applyEntry(ctx, e2), evlog.ErrGap, "generation 2 before 1")
-	require.NoError(t, r.applyEntry(ctx, e1))
-	require.ErrorIs(t, r.applyEntry(ctx, e1), evlog.ErrGap, "generation 1 again")
-	err = r.applyEntry(ctx, committedEntry(t, other.dir, 2))
+	require.ErrorIs(t, applyBody(ctx, r, e2), evlog.ErrGap, "generation 2 before 1")
+	require.NoError(t, applyBody(ctx, r, e1))
+	require.ErrorIs(t, applyBody(ctx, r, e1), evlog.ErrGap, "generation 1 again")
+	err = applyBody(ctx, r, committedEntry(t, other.dir, 2))
 	require.ErrorIs(t, err, evlog.ErrChain, "another index's generation 2 links to another generation 1")
 	require.ErrorIs(t, err, ErrCorrupt)
 	edited := slices.Clone(e2)
 	edited[len(edited)/2] ^= 1
-	require.ErrorIs(t, r.applyEntry(ctx, edited), ErrCorrupt, "a flipped byte breaks the batch's seal")
+	require.ErrorIs(t, applyBody(ctx, r, edited), ErrCorrupt, "a flipped byte breaks the batch's seal")
 	h, err := r.History()
 	require.NoError(t, err)
 	require.Len(t, h, 1, "nothing refused was committed")
-	require.NoError(t, r.applyEntry(ctx, e2))
+	require.NoError(t, applyBody(ctx, r, e2))
 
 	_, err = w.Ingest(ctx, connectors.Records([]connectors.Record{secretRecord(t)}), IngestOptions{})
 	require.NoError(t, err)
@@ -149,13 +151,13 @@ func TestApplyEntryRefusals(t *testing.T) {
 	require.NoError(t, err)
 	redacted, err := os.ReadFile(filepath.Join(wdir, storage.ChunksDir, storage.RedactedName(3, 4)))
 	require.NoError(t, err)
-	require.ErrorIs(t, r.applyEntry(ctx, redacted), ErrRedactedEntry, "generation 3 as the purge rewrote it")
-	require.NoError(t, r.applyEntry(ctx, e3))
-	require.NoError(t, r.applyEntry(ctx, committedEntry(t, wdir, 4)))
-	requireSameFiles(t, wdir, rdir, "after the purge")
+	require.ErrorIs(t, applyBody(ctx, r, redacted), ErrCorrupt, "a rewritten batch under its own checksum: the next generation would not link")
+	require.NoError(t, r.applyEntry(ctx, redacted, evidence.Sum(e3)), "generation 3 as the purge rewrote it, under its checksum as committed")
+	require.NoError(t, applyBody(ctx, r, committedEntry(t, wdir, 4)))
+	requireSameFiles(t, wdir, rdir, "after the purge, applied to a replica that got generation 3 rewritten")
 
 	mem := memEngine(t, Options{})
-	require.ErrorIs(t, mem.applyEntry(ctx, e1), ErrBadOptions, "an index in memory keeps no log")
+	require.ErrorIs(t, applyBody(ctx, mem, e1), ErrBadOptions, "an index in memory keeps no log")
 }
 
 func mustOpen(t *testing.T, dir string) *Engine {
@@ -163,4 +165,9 @@ func mustOpen(t *testing.T, dir string) *Engine {
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	return e
+}
+
+// applyBody applies a batch as committed: its checksum is its own.
+func applyBody(ctx context.Context, e *Engine, body []byte) error {
+	return e.applyEntry(ctx, body, evidence.Sum(body))
 }

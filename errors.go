@@ -62,9 +62,4 @@ var (
 	// ErrBehind: a request's MinGeneration was not applied by its
 	// context's deadline.
 	ErrBehind = errors.New("evpack: replica behind the generation asked")
-	// ErrRedactedEntry: a replica was handed a generation as a later purge
-	// rewrote it. A replica applies each generation before a purge
-	// rewrites it; one that starts, or falls, further behind cannot follow
-	// across the purge yet (docs/design.md §9).
-	ErrRedactedEntry = errors.New("evpack: the log holds this generation as a later purge rewrote it")
 )

@@ -107,12 +107,15 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 // for reason, as the generation after st, the latest state, and returns
 // the batch files it rewrote. The caller holds ingestMu.
 func (e *Engine) applyPurge(ctx context.Context, st *state.State, en entry, ids []string, reason string) ([]string, error) {
-	next := st.Purge(en.gen, en.at, ids, reason, e.lex)
+	known, err := e.redactedAlready(st, en.gen, ids)
+	if err != nil {
+		return nil, err
+	}
+	next := st.Purge(en.gen, en.at, ids, reason, e.lex, known)
 	var dense *retrieve.Dense
 	var graph *retrieve.Graph
 	if st.Dense != nil { // a corpus-free embedder's vectors: the purged rows lose theirs
 		dense = withoutVectors(st.Dense, ids)
-		var err error
 		if graph, err = state.BuildGraph(ctx, dense, e.graph); err != nil {
 			return nil, err
 		}
@@ -145,7 +148,7 @@ func (e *Engine) applyPurge(ctx context.Context, st *state.State, en entry, ids 
 	for i, id := range ids {
 		gone[i] = st.Chunks[id]
 	}
-	err := e.publish(ctx, c, next, func() error { return e.lex.Delete(ctx, gone) }, func() error {
+	err = e.publish(ctx, c, next, func() error { return e.lex.Delete(ctx, gone) }, func() error {
 		// Put the documents back as st has them.
 		docs := make([]retrieve.Doc, len(ids))
 		for i, id := range ids {
@@ -191,6 +194,9 @@ func (e *Engine) purgeFiles(next *state.State, en entry, ids []string, dense *re
 	var err error
 	for _, g := range slices.Sorted(maps.Keys(byBatch)) {
 		old := prev.Batches[g-1]
+		if old.File == storage.RedactedName(g, gen) {
+			continue // applied as this purge rewrote it (redactedAlready)
+		}
 		cont, err := e.store.ReadBatch(old)
 		if err != nil {
 			return f, err
@@ -228,4 +234,29 @@ func (e *Engine) purgeFiles(next *state.State, en entry, ids []string, dense *re
 	}
 	f.Checkpoint, err = e.checkpointOf(next)
 	return f, err
+}
+
+// redactedAlready returns the chunks of ids whose batch file this index
+// holds as purge gen rewrote it (a replica that applied the batch after the
+// purge redacted it in the log), with the counts the file records.
+func (e *Engine) redactedAlready(st *state.State, gen int64, ids []string) (map[string]storage.Redaction, error) {
+	if e.store == nil {
+		return nil, nil
+	}
+	m := e.store.Manifest()
+	known := map[string]storage.Redaction{}
+	for _, id := range ids {
+		b := m.Batches[st.Committed[id]-1]
+		if b.File != storage.RedactedName(b.Generation, gen) {
+			continue
+		}
+		cont, err := e.store.ReadBatch(b)
+		if err != nil {
+			return nil, err
+		}
+		if r, ok := cont.Redacted[id]; ok {
+			known[id] = r
+		}
+	}
+	return known, nil
 }

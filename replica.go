@@ -86,7 +86,7 @@ func (e *Engine) Follow(ctx context.Context, log Log, o FollowOptions) error {
 		if en.RedactedBy == 0 && evidence.Sum(en.Body) != en.Sum {
 			return fmt.Errorf("%w: log entry %d does not hash to its sum %s", ErrCorrupt, en.Generation, en.Sum)
 		}
-		if err := e.applyEntry(ctx, en.Body); err != nil {
+		if err := e.applyEntry(ctx, en.Body, en.Sum); err != nil {
 			return fmt.Errorf("evpack: follow: generation %d: %w", en.Generation, err)
 		}
 		if auditor == nil || o.Replica == "" {

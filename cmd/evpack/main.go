@@ -165,7 +165,7 @@ func exitCode(err error) int {
 		return 0
 	case errors.Is(err, evpack.ErrCorrupt), errors.Is(err, evpack.ErrOldFormat), errors.Is(err, evpack.ErrLocked),
 		errors.Is(err, evpack.ErrBroken), errors.Is(err, fs.ErrPermission), errors.Is(err, retrieve.ErrLexical),
-		errors.Is(err, evpack.ErrFenced), errors.Is(err, evpack.ErrLeaseHeld), errors.Is(err, evpack.ErrRedactedEntry):
+		errors.Is(err, evpack.ErrFenced), errors.Is(err, evpack.ErrLeaseHeld):
 		// A lexical index that cannot be read is damage (rebuild-lexical
 		// mends it), never bad usage.
 		return 3

@@ -13,8 +13,11 @@ import (
 // Purge returns a new state: s with the text of chunks ids (sorted,
 // committed, not purged) deleted as generation gen, committed at at. Their
 // terms leave every statistic at every generation; their token and term
-// counts stay. s is not changed.
-func (s *State) Purge(gen int64, at time.Time, ids []string, reason string, lex *retrieve.Lexical) *State {
+// counts stay. s is not changed. known holds the chunks whose batch file
+// arrived already redacted by this purge (a replica that applied their
+// generation after the purge rewrote it): their counts are the file's,
+// and their text gave the statistics no terms to take back.
+func (s *State) Purge(gen int64, at time.Time, ids []string, reason string, lex *retrieve.Lexical, known map[string]storage.Redaction) *State {
 	n := *s
 	n.Gen, n.Commits = gen, append(s.Commits, at)
 	n.Chunks, n.Feats, n.Purged = maps.Clone(s.Chunks), maps.Clone(s.Feats), maps.Clone(s.Purged)
@@ -36,7 +39,11 @@ func (s *State) Purge(gen int64, at time.Time, ids []string, reason string, lex 
 			dropOne(ts.RerankDF, t, committed)
 		}
 		ts.AddPurge(gen, id)
-		n.Purged[id] = PurgeAt{Gen: gen, Reason: reason, Hash: c.ContentHash, Redaction: storage.Redaction{Generation: gen, Tokens: tokens, Terms: len(rr)}}
+		r := storage.Redaction{Generation: gen, Tokens: tokens, Terms: len(rr)}
+		if k, ok := known[id]; ok {
+			r = k
+		}
+		n.Purged[id] = PurgeAt{Gen: gen, Reason: reason, Hash: c.ContentHash, Redaction: r}
 		if f := s.Feats[id]; f != nil {
 			n.Counts.Sub(f)
 			n.Feats[id] = []int32{}

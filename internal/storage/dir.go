@@ -267,9 +267,14 @@ func (d *Dir) ReadBatch(b Batch) (Contents, error) {
 	case b.Chain == "" && len(c.Redacted) > 0:
 		return Contents{}, fmt.Errorf("%w: %s holds redacted chunks but the manifest records no purge of it", ErrCorrupt, name)
 	}
+	// Each redaction is by a purge after the batch and no later than the
+	// one the file's name says rewrote it last (a replica may hold a batch
+	// as a purge it has yet to apply rewrote it: that purge may be after
+	// the manifest's generation).
+	by, _ := RedactingPurge(b)
 	for _, id := range evidence.SortedKeys(c.Redacted) {
-		if r := c.Redacted[id]; r.Generation > d.m.Generation {
-			return Contents{}, fmt.Errorf("%w: %s: a redaction by generation %d, after the manifest's %d", ErrCorrupt, name, r.Generation, d.m.Generation)
+		if r := c.Redacted[id]; r.Generation <= b.Generation || r.Generation > by {
+			return Contents{}, fmt.Errorf("%w: %s: a redaction by generation %d, not after the batch's %d and by the %d its name says", ErrCorrupt, name, r.Generation, b.Generation, by)
 		}
 	}
 	return c, nil

@@ -229,12 +229,19 @@ func (m *Manifest) validate() error {
 // redactedBy reports whether b's file is the rewrite of its batch by a purge
 // of a later generation, at most latest.
 func redactedBy(b Batch, latest int64) bool {
-	for p := b.Generation + 1; p <= latest; p++ {
-		if b.File == RedactedName(b.Generation, p) {
-			return true
-		}
+	_ = latest // a replica may hold a batch as a purge it has yet to apply rewrote it
+	p, ok := RedactingPurge(b)
+	return ok && p > b.Generation
+}
+
+// RedactingPurge returns the purge generation b's file name says rewrote
+// it (RedactedName), and false for a batch as committed.
+func RedactingPurge(b Batch) (int64, bool) {
+	var g, p int64
+	if n, err := fmt.Sscanf(b.File, "%08d.p%08d.jsonl", &g, &p); err != nil || n != 2 || g != b.Generation || b.File != RedactedName(g, p) {
+		return 0, false
 	}
-	return false
+	return p, true
 }
 
 func plainName(s string) bool {
