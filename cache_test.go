@@ -65,6 +65,12 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 			continue
 		case "Period":
 			r.Period = "FY2024"
+		case "MinGeneration":
+			// A wait, not a ranking: the pack of the generation it reads
+			// is the same whoever waited for it, so the key stays.
+			r.MinGeneration = 2
+			require.Equal(t, want, keyFor(base, r), "MinGeneration must not change the key")
+			continue
 		default:
 			t.Fatalf("Request.%s has no mutation here: add one", f.Name)
 		}

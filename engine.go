@@ -387,8 +387,10 @@ func (r Request) canonical(defaultK int) (evidence.Header, error) {
 		return h, fmt.Errorf("%w: as-of date is not set", ErrBadRequest)
 	case h.K < 1 || h.K > MaxK:
 		return h, fmt.Errorf("%w: k %d not in [1, %d]", ErrBadRequest, h.K, MaxK)
-	case r.Generation < 0 || r.MinGeneration < 0:
-		return h, fmt.Errorf("%w: generation %d or minimum generation %d < 0", ErrBadRequest, r.Generation, r.MinGeneration)
+	case r.Generation < 0:
+		return h, fmt.Errorf("%w: generation %d < 0", ErrBadRequest, r.Generation)
+	case r.MinGeneration < 0:
+		return h, fmt.Errorf("%w: minimum generation %d < 0", ErrBadRequest, r.MinGeneration)
 	case r.Generation > 0 && !r.KnownAt.IsZero():
 		return h, fmt.Errorf("%w: set a generation or a known-at instant, not both", ErrBadRequest)
 	}

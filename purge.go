@@ -107,7 +107,7 @@ func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeR
 // for reason, as the generation after st, the latest state, and returns
 // the batch files it rewrote. The caller holds ingestMu.
 func (e *Engine) applyPurge(ctx context.Context, st *state.State, en entry, ids []string, reason string) ([]string, error) {
-	known, err := e.redactedAlready(st, en.gen, ids)
+	known, err := st.RedactedAlready(e.store, en.gen, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -234,29 +234,4 @@ func (e *Engine) purgeFiles(next *state.State, en entry, ids []string, dense *re
 	}
 	f.Checkpoint, err = e.checkpointOf(next)
 	return f, err
-}
-
-// redactedAlready returns the chunks of ids whose batch file this index
-// holds as purge gen rewrote it (a replica that applied the batch after the
-// purge redacted it in the log), with the counts the file records.
-func (e *Engine) redactedAlready(st *state.State, gen int64, ids []string) (map[string]storage.Redaction, error) {
-	if e.store == nil {
-		return nil, nil
-	}
-	m := e.store.Manifest()
-	known := map[string]storage.Redaction{}
-	for _, id := range ids {
-		b := m.Batches[st.Committed[id]-1]
-		if b.File != storage.RedactedName(b.Generation, gen) {
-			continue
-		}
-		cont, err := e.store.ReadBatch(b)
-		if err != nil {
-			return nil, err
-		}
-		if r, ok := cont.Redacted[id]; ok {
-			known[id] = r
-		}
-	}
-	return known, nil
 }

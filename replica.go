@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/evpack/evpack/evidence"
@@ -141,26 +140,8 @@ func (e *Engine) appendEntry(ctx context.Context, st *state.State, en entry, red
 	if m := e.store.Manifest(); len(m.Batches) > 0 {
 		prev = m.Batches[len(m.Batches)-1].ChainSum()
 	}
-	var tenants []string
-	for _, c := range en.cont.Chunks {
-		tenants = append(tenants, c.Tenant)
-	}
-	for _, f := range en.cont.Facts {
-		if c := st.Chunks[f.ChunkID]; c != nil {
-			tenants = append(tenants, c.Tenant)
-		}
-		for _, c := range en.cont.Chunks {
-			if c.ID == f.ChunkID {
-				tenants = append(tenants, c.Tenant)
-			}
-		}
-	}
-	for _, p := range en.cont.Purges {
-		tenants = append(tenants, st.Chunks[p.ChunkID].Tenant)
-	}
-	slices.Sort(tenants)
 	err := e.writer.Append(ctx, evlog.Entry{Generation: en.gen, Prev: prev, Sum: evidence.Sum(en.body), CommittedAt: en.at,
-		Tenants: slices.Compact(tenants), Body: en.body, Redactions: redactions})
+		Tenants: st.TenantsOf(en.cont), Body: en.body, Redactions: redactions})
 	if err != nil {
 		return fmt.Errorf("evpack: append generation %d to the log: %w", en.gen, err)
 	}

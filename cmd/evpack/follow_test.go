@@ -16,12 +16,6 @@ import (
 // exited (its lease given back); a replica of another history exits 3,
 // and follow without --log is bad usage.
 func TestFollowCommand(t *testing.T) {
-	if pgtest.Bin() == "" {
-		if os.Getenv("EVPACK_REQUIRE_PG") == "1" {
-			t.Fatal("needs PostgreSQL (PG_BIN or pg_config), and .ci/run installs it")
-		}
-		t.Skip("needs PostgreSQL 15 (apt-get install postgresql-15; PG_BIN=/usr/lib/postgresql/15/bin)")
-	}
 	srv := pgtest.Start(t, pgtest.Options{})
 	w, r := filepath.Join(t.TempDir(), "writer"), filepath.Join(t.TempDir(), "replica")
 	code, _, errs := runCLI(t, "ingest", "--index", w, "--log", srv.DSN, "--holder", "w1", "--connector", "statute", corpus("records-act.json"))

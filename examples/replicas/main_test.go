@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,12 +15,6 @@ import (
 // own: three lines with one pack hash, and both replicas verifying the
 // writer's pack.
 func TestReplicasExample(t *testing.T) {
-	if pgtest.Bin() == "" {
-		if os.Getenv("EVPACK_REQUIRE_PG") == "1" {
-			t.Fatal("needs PostgreSQL (PG_BIN or pg_config), and .ci/run installs it")
-		}
-		t.Skip("needs PostgreSQL 15 (apt-get install postgresql-15; PG_BIN=/usr/lib/postgresql/15/bin)")
-	}
 	srv := pgtest.Start(t, pgtest.Options{})
 	var out bytes.Buffer
 	if err := run(context.Background(), srv.DSN, t.TempDir(), filepath.Join("..", "..", "testdata", "corpus"), &out); err != nil {

@@ -97,3 +97,55 @@ func (s Series) Without(g int64) Series {
 	}
 	return out
 }
+
+// RedactedAlready returns the chunks of ids whose batch file the index in d
+// holds as purge gen rewrote it (a replica that applied the batch after the
+// purge redacted it in the log), with the counts the file records.
+func (st *State) RedactedAlready(d *storage.Dir, gen int64, ids []string) (map[string]storage.Redaction, error) {
+	if d == nil {
+		return nil, nil
+	}
+	m := d.Manifest()
+	known := map[string]storage.Redaction{}
+	for _, id := range ids {
+		b := m.Batches[st.Committed[id]-1]
+		if b.File != storage.RedactedName(b.Generation, gen) {
+			continue
+		}
+		cont, err := d.ReadBatch(b)
+		if err != nil {
+			return nil, err
+		}
+		if r, ok := cont.Redacted[id]; ok {
+			known[id] = r
+		}
+	}
+	return known, nil
+}
+
+// TenantsOf returns the tenants whose chunks cont adds, or whose chunks its
+// facts and purges name (as st or cont holds them), sorted and distinct: a
+// log entry's Tenants.
+func (st *State) TenantsOf(cont storage.Contents) []string {
+	var tenants []string
+	added := make(map[string]string, len(cont.Chunks)) // chunk ID -> tenant, lookups only
+	for _, c := range cont.Chunks {
+		tenants = append(tenants, c.Tenant)
+		added[c.ID] = c.Tenant
+	}
+	tenantOf := func(id string) {
+		if c := st.Chunks[id]; c != nil {
+			tenants = append(tenants, c.Tenant)
+		} else if t, ok := added[id]; ok {
+			tenants = append(tenants, t)
+		}
+	}
+	for _, f := range cont.Facts {
+		tenantOf(f.ChunkID)
+	}
+	for _, p := range cont.Purges {
+		tenantOf(p.ChunkID)
+	}
+	slices.Sort(tenants)
+	return slices.Compact(tenants)
+}
