@@ -1,0 +1,540 @@
+package evpack
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/evlog"
+	"github.com/evpack/evpack/internal/pgtest"
+	"github.com/evpack/evpack/internal/storage"
+)
+
+// The figures issue 29 asks for (docs/benchmarks.md, "Replication through
+// PostgreSQL"): append latency on a primary alone and with a synchronous
+// standby, a replica's catch-up, a new replica from the log alone, and a
+// replica's query cost while it follows against a plain engine. Each
+// starts its own PostgreSQL servers (internal/pgtest) and skips where
+// PostgreSQL is absent. Sizes can be lowered by environment variables so
+// that a loaded machine can still run them; the doc names the sizes it ran.
+
+// benchNeedsPG skips b where PostgreSQL is absent.
+func benchNeedsPG(b *testing.B) {
+	if pgtest.Bin() == "" {
+		b.Skip("needs PostgreSQL 15 (apt-get install postgresql-15; PG_BIN=/usr/lib/postgresql/15/bin)")
+	}
+}
+
+// envInt reads a size from the environment, def when unset.
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// benchVocab is the corpus vocabulary: 2,000 made-up words.
+func benchVocab() []string {
+	v := make([]string, 2000)
+	for i := range v {
+		v[i] = fmt.Sprintf("w%03x", i)
+	}
+	return v
+}
+
+// benchBatch returns generation g's batch of n chunks: 60 words each drawn
+// from a Zipf law over benchVocab (seeded by g), three tenants and the
+// shared corpus in turn, each chunk valid from its generation's day.
+func benchBatch(g, n int) []connectors.Record {
+	vocab := benchVocab()
+	rng := rand.New(rand.NewPCG(uint64(g), 29))
+	zipf := rand.NewZipf(rng, 1.1, 2, uint64(len(vocab)-1))
+	day := asof.MustDate("2020-01-01").Days() + int64(g)
+	recs := make([]connectors.Record, n)
+	for i := range recs {
+		ws := make([]string, 60)
+		for j := range ws {
+			ws[j] = vocab[zipf.Uint64()]
+		}
+		id := fmt.Sprintf("g%05d-%04d", g, i)
+		tenant := []string{"", "acme", "globex", "initech"}[i%4]
+		c := evidence.Chunk{ID: id, DocID: fmt.Sprintf("doc-%05d-%02d", g, i/10), Version: "1", Text: strings.Join(ws, " "), Tenant: tenant,
+			SourceURL: "https://example.test/" + id, Connector: "bench", RetrievedAt: asof.DateFromDays(day).Start(),
+			Anchor: asof.Anchor{At: asof.DateFromDays(day).Start(), Field: "published"}, Valid: asof.Interval{From: asof.DateFromDays(day)}}
+		recs[i] = connectors.Record{Chunk: c, Where: fmt.Sprintf("generation %d: %s", g, id)}
+	}
+	return recs
+}
+
+// benchQuestions returns n questions of 2 to 4 corpus words (seeded), each
+// for one of the tenants or the shared corpus.
+func benchQuestions(n int) []Request {
+	vocab := benchVocab()
+	rng := rand.New(rand.NewPCG(7, 29))
+	zipf := rand.NewZipf(rng, 1.1, 2, uint64(len(vocab)-1))
+	out := make([]Request, n)
+	for i := range out {
+		ws := make([]string, 2+rng.IntN(3))
+		for j := range ws {
+			ws[j] = vocab[zipf.Uint64()]
+		}
+		out[i] = Request{Question: strings.Join(ws, " "), AsOf: asof.MustDate("2030-01-01"),
+			Tenant: []string{"", "acme", "globex", "initech"}[i%4], K: 10}
+	}
+	return out
+}
+
+// pct returns the p-th percentile (nearest rank) of ds, in milliseconds.
+func pct(ds []time.Duration, p float64) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(p/100*float64(len(s))+0.5) - 1
+	i = max(0, min(i, len(s)-1))
+	return float64(s[i]) / float64(time.Millisecond)
+}
+
+func benchOpen(b *testing.B, dir string) *Engine {
+	b.Helper()
+	e, err := Open(dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e.Close() })
+	return e
+}
+
+func benchLog(b *testing.B, dsn string) *PostgresLog {
+	b.Helper()
+	l, err := OpenPostgresLog(context.Background(), dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(l.Close)
+	return l
+}
+
+// sameManifest fails b unless the two index directories hold the same
+// MANIFEST.json (which names every batch's and the checkpoint's sum).
+func sameManifest(b *testing.B, a, c string) {
+	b.Helper()
+	ra, err := os.ReadFile(filepath.Join(a, storage.ManifestName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc, err := os.ReadFile(filepath.Join(c, storage.ManifestName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !bytes.Equal(ra, rc) {
+		b.Fatalf("MANIFEST.json of %s and %s differ", a, c)
+	}
+}
+
+// BenchmarkPGAppend appends one real sealed batch (the batch file of a
+// commit of 100 chunks) to two PostgreSQL logs taking turns append by
+// append: one on a primary alone, one on a primary with a synchronous
+// standby (synchronous_commit on, FIRST 1 (s1)), both with fsync on. It
+// reports each one's p50 and p99 (ms) over EVPACK_BENCH_APPENDS appends
+// (200) and the body's size. An append is pglog's one transaction (lock
+// the writer row, check the epoch and chain, insert, notify), without the
+// lease renewal a writer makes before it.
+//
+//	PG_BIN=/usr/lib/postgresql/15/bin go test -run '^$' -bench BenchmarkPGAppend -benchtime 1x .
+func BenchmarkPGAppend(b *testing.B) {
+	benchNeedsPG(b)
+	ctx := context.Background()
+	n := envInt(b, "EVPACK_BENCH_APPENDS", 200)
+	// A real body: the batch file a commit of 100 chunks writes.
+	dir := b.TempDir()
+	e := benchOpen(b, dir)
+	if _, err := e.Ingest(ctx, connectors.Records(benchBatch(1, 100)), IngestOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	body, err := os.ReadFile(filepath.Join(dir, storage.ChunksDir, storage.BatchName(1)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sum := evidence.Sum(body)
+
+	alone := pgtest.Start(b, pgtest.Options{Durable: true})
+	primary := pgtest.Start(b, pgtest.Options{Durable: true})
+	primary.StartStandby(b, "s1")
+	type side struct {
+		name  string
+		log   *PostgresLog
+		epoch int64
+		prev  string
+		lat   []time.Duration
+	}
+	sides := []*side{{name: "alone", log: benchLog(b, alone.DSN)}, {name: "standby", log: benchLog(b, primary.DSN)}}
+	for _, s := range sides {
+		if s.epoch, err = s.log.Acquire(ctx, "bench", time.Hour); err != nil {
+			b.Fatal(err)
+		}
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for b.Loop() {
+		base := make([]int64, len(sides))
+		for i, s := range sides {
+			s.lat = s.lat[:0]
+			h, err := s.log.Head(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			base[i], s.prev = h.Generation, h.Sum
+		}
+		for g := 1; g <= n; g++ {
+			for k := range sides {
+				// Take turns, and swap who goes first each round.
+				i := k
+				if g%2 == 0 {
+					i = len(sides) - 1 - k
+				}
+				s := sides[i]
+				en := evlog.Entry{Generation: base[i] + int64(g), Prev: s.prev, Sum: sum, CommittedAt: at, Epoch: s.epoch, Body: body}
+				t0 := time.Now()
+				if err := s.log.Append(ctx, en); err != nil {
+					b.Fatalf("%s: %v", s.name, err)
+				}
+				s.lat = append(s.lat, time.Since(t0))
+				s.prev = sum
+			}
+		}
+	}
+	for _, s := range sides {
+		b.ReportMetric(pct(s.lat, 50), s.name+"-p50-ms")
+		b.ReportMetric(pct(s.lat, 99), s.name+"-p99-ms")
+	}
+	b.ReportMetric(float64(len(body)), "body-bytes")
+	b.ReportMetric(float64(n), "appends-each")
+}
+
+// replayRun is what benchWriterThenReplica measured.
+type replayRun struct {
+	commit    time.Duration // the writer's commits, all of them
+	follow    time.Duration // the new replica's follow to the head
+	logBytes  int64         // the bodies appended
+	chunks    int
+	gens      int
+	batchSize int
+}
+
+// benchWriterThenReplica has a writer lead a log on a durable server and
+// commit gens generations of size chunks each, then an engine on an empty
+// directory (generation 0) follows the log to its head. Both indexes end
+// with the same MANIFEST.json.
+func benchWriterThenReplica(b *testing.B, gens, size int) replayRun {
+	ctx := context.Background()
+	srv := pgtest.Start(b, pgtest.Options{Durable: true})
+	wdir, rdir := b.TempDir(), b.TempDir()
+	w := benchOpen(b, wdir)
+	if err := w.Lead(ctx, benchLog(b, srv.DSN), "writer", time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	batches := make([][]connectors.Record, gens)
+	for g := range batches {
+		batches[g] = benchBatch(g+1, size)
+	}
+	run := replayRun{gens: gens, batchSize: size, chunks: gens * size}
+	t0 := time.Now()
+	for g, recs := range batches {
+		if _, err := w.Ingest(ctx, connectors.Records(recs), IngestOptions{}); err != nil {
+			b.Fatalf("generation %d: %v", g+1, err)
+		}
+	}
+	run.commit = time.Since(t0)
+	if got := w.AppliedGeneration(); got != int64(gens) {
+		b.Fatalf("writer at generation %d, want %d", got, gens)
+	}
+	rlog := benchLog(b, srv.DSN)
+	if err := rlog.Read(ctx, 1, func(en evlog.Entry) error { run.logBytes += int64(len(en.Body)); return nil }); err != nil {
+		b.Fatal(err)
+	}
+	r := benchOpen(b, rdir)
+	t0 = time.Now()
+	if err := r.Follow(ctx, rlog, FollowOptions{Until: int64(gens)}); err != nil {
+		b.Fatal(err)
+	}
+	run.follow = time.Since(t0)
+	sameManifest(b, wdir, rdir)
+	return run
+}
+
+func (r replayRun) report(b *testing.B) {
+	b.ReportMetric(r.follow.Seconds(), "follow-s")
+	b.ReportMetric(float64(r.follow.Milliseconds())/float64(r.gens), "follow-ms/gen")
+	b.ReportMetric(r.commit.Seconds(), "writer-s")
+	b.ReportMetric(float64(r.commit.Milliseconds())/float64(r.gens), "writer-ms/commit")
+	b.ReportMetric(float64(r.chunks)/r.follow.Seconds(), "follow-chunks/s")
+	b.ReportMetric(float64(r.gens), "generations")
+	b.ReportMetric(float64(r.chunks), "chunks")
+	b.ReportMetric(float64(r.logBytes), "log-bytes")
+	b.Logf("%d generations of %d chunks (%d bytes in the log): writer %s (%.1f ms a commit), replica from generation 0 %s (%.1f ms a generation)",
+		r.gens, r.batchSize, r.logBytes, r.commit.Round(time.Millisecond), float64(r.commit.Microseconds())/1e3/float64(r.gens),
+		r.follow.Round(time.Millisecond), float64(r.follow.Microseconds())/1e3/float64(r.gens))
+}
+
+// BenchmarkReplicaCatchUp: a writer commits EVPACK_BENCH_GENS generations
+// (500) of 100 chunks, appending each to a PostgreSQL log (fsync on); a
+// replica stopped at generation 0 then follows to the head. It reports the
+// replica's wall time and time per generation beside the writer's own time
+// per commit (which applies each entry through the same path, plus the
+// append and the preparation of the batch).
+//
+//	PG_BIN=/usr/lib/postgresql/15/bin go test -run '^$' -bench BenchmarkReplicaCatchUp -benchtime 1x -timeout 30m .
+func BenchmarkReplicaCatchUp(b *testing.B) {
+	benchNeedsPG(b)
+	gens := envInt(b, "EVPACK_BENCH_GENS", 500)
+	var run replayRun
+	for b.Loop() {
+		run = benchWriterThenReplica(b, gens, 100)
+	}
+	run.report(b)
+}
+
+// BenchmarkReplicaFromLog: a new replica built from the log alone at
+// EVPACK_BENCH_CHUNKS chunks (100,000) committed in batches of 1,000, against
+// the writer's ingest of the same batches.
+//
+//	PG_BIN=/usr/lib/postgresql/15/bin go test -run '^$' -bench BenchmarkReplicaFromLog -benchtime 1x -timeout 30m .
+func BenchmarkReplicaFromLog(b *testing.B) {
+	benchNeedsPG(b)
+	chunks := envInt(b, "EVPACK_BENCH_CHUNKS", 100_000)
+	if chunks%1000 != 0 {
+		b.Fatalf("EVPACK_BENCH_CHUNKS=%d: want a multiple of 1,000", chunks)
+	}
+	var run replayRun
+	for b.Loop() {
+		run = benchWriterThenReplica(b, chunks/1000, 1000)
+	}
+	run.report(b)
+}
+
+// copyDir copies the regular files under src to dst (an index directory:
+// MANIFEST.json, chunks/, the checkpoint, the lexical index).
+func copyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(to)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+}
+
+// BenchmarkReplicaQueries: a replica that keeps following a log while its
+// writer commits a batch of 10 chunks every 100 ms, against a plain engine
+// opened on a copy of the writer's directory at the same generation (it
+// follows nothing). Both answer the same EVPACK_BENCH_QUESTIONS questions
+// (200), EVPACK_BENCH_ROUNDS times over (20), pinned to that generation,
+// taking turns question by question (who goes first alternates; the rounds
+// make the run last long enough for the writer to commit and the replica to
+// apply while it does; no result cache is set); it reports each one's throughput and p50/p99, the
+// ratio of the replica's throughput to the plain engine's, the pack hashes
+// that differ (want 0), and the generations the replica applied meanwhile.
+// The corpus: EVPACK_BENCH_GENS generations (50) of 100 chunks.
+//
+//	PG_BIN=/usr/lib/postgresql/15/bin go test -run '^$' -bench BenchmarkReplicaQueries -benchtime 1x .
+func BenchmarkReplicaQueries(b *testing.B) {
+	benchNeedsPG(b)
+	ctx := context.Background()
+	gens := envInt(b, "EVPACK_BENCH_GENS", 50)
+	nq := envInt(b, "EVPACK_BENCH_QUESTIONS", 200)
+	rounds := envInt(b, "EVPACK_BENCH_ROUNDS", 20)
+	srv := pgtest.Start(b, pgtest.Options{Durable: true})
+	wdir, rdir, pdir := b.TempDir(), b.TempDir(), b.TempDir()
+	w := benchOpen(b, wdir)
+	if err := w.Lead(ctx, benchLog(b, srv.DSN), "writer", time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	for g := 1; g <= gens; g++ {
+		if _, err := w.Ingest(ctx, connectors.Records(benchBatch(g, 100)), IngestOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The plain engine's directory is a copy of the writer's, taken while
+	// the writer is idle, so it is the index at generation gens.
+	if err := copyDir(wdir, pdir); err != nil {
+		b.Fatal(err)
+	}
+	plain := benchOpen(b, pdir)
+	r := benchOpen(b, rdir)
+	rlog := benchLog(b, srv.DSN)
+	if err := r.Follow(ctx, rlog, FollowOptions{Until: int64(gens)}); err != nil {
+		b.Fatal(err)
+	}
+	// Pinned requests name the generation before the plain engine's head,
+	// so that both engines answer through the same path (a request pinned
+	// to an engine's head is answered as its latest).
+	pin := int64(gens - 1)
+	qs := benchQuestions(nq)
+	// Warm both: each answers every question once, latest and pinned,
+	// before the timed turns (first touches of the index files are not the
+	// cost measured here).
+	for _, q := range qs {
+		for _, e := range []*Engine{r, plain} {
+			for _, g := range []int64{0, pin} {
+				q.Generation = g
+				if _, err := e.Query(ctx, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+
+	// The background: the writer commits, the replica follows.
+	bg, stop := context.WithCancel(ctx)
+	writerDone, followDone := make(chan error, 1), make(chan error, 1)
+	commits := 0
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for g := gens + 1; ; g++ {
+			select {
+			case <-bg.Done():
+				writerDone <- nil
+				return
+			case <-tick.C:
+			}
+			if _, err := w.Ingest(bg, connectors.Records(benchBatch(g, 10)), IngestOptions{}); err != nil {
+				if bg.Err() != nil {
+					writerDone <- nil
+				} else {
+					writerDone <- err
+				}
+				return
+			}
+			commits++
+		}
+	}()
+	go func() { followDone <- r.Follow(bg, rlog, FollowOptions{}) }()
+
+	startGen := r.AppliedGeneration()
+	var latest, pinned turnStats
+	for b.Loop() {
+		latest = turns(b, qs, rounds, r, plain, 0)
+		pinned = turns(b, qs, rounds, r, plain, pin)
+	}
+	applied := r.AppliedGeneration() - startGen
+	stop()
+	if err := <-writerDone; err != nil {
+		b.Fatalf("background writer: %v", err)
+	}
+	if err := <-followDone; err != nil && bg.Err() == nil {
+		b.Fatalf("replica follow: %v", err)
+	}
+	// The same turns once more with the writer stopped: the replica is
+	// still ahead of the pin, but applies nothing. What it loses here is the
+	// cost of answering at an earlier generation; what it loses only above
+	// is the cost of applying while it answers.
+	idleLatest := turns(b, qs, rounds, r, plain, 0)
+	idlePinned := turns(b, qs, rounds, r, plain, pin)
+	for _, t := range []turnStats{pinned, idlePinned} {
+		if t.mismatches != 0 {
+			b.Errorf("%d of %d packs differ between the replica and the plain engine at generation %d", t.mismatches, len(t.latR), pin)
+		}
+	}
+	latest.report(b, "latest-")
+	pinned.report(b, "pinned-")
+	idleLatest.report(b, "idle-latest-")
+	idlePinned.report(b, "idle-pinned-")
+	b.ReportMetric(float64(applied), "gens-applied")
+	b.ReportMetric(float64(len(latest.latR)), "queries-each")
+	b.Logf("corpus %d chunks, the plain engine at generation %d, pins at %d; %d questions %d times each, latest then pinned; the writer committed %d batches of 10 and the replica applied %d generations meanwhile (head %d)",
+		gens*100, gens, pin, nq, rounds, commits, applied, r.AppliedGeneration())
+}
+
+// turnStats is what turns measured: each engine's latencies (r the
+// replica, p the plain engine) and the pairs whose packs differ.
+type turnStats struct {
+	latR, latP []time.Duration
+	totR, totP time.Duration
+	mismatches int
+}
+
+// turns asks r and plain each question of qs, rounds times over, pinned
+// to generation pin (0: latest), taking turns question by question (who
+// goes first alternates). Pinned, it compares their packs' hashes (latest,
+// the replica's head has moved on and the packs may differ).
+func turns(b *testing.B, qs []Request, rounds int, r, plain *Engine, pin int64) turnStats {
+	ctx := context.Background()
+	var t turnStats
+	for i := range rounds * len(qs) {
+		q := qs[i%len(qs)]
+		q.Generation = pin
+		order := []*Engine{r, plain}
+		if i%2 == 1 {
+			order = []*Engine{plain, r}
+		}
+		var hashes [2]string
+		for _, e := range order {
+			t0 := time.Now()
+			p, err := e.Query(ctx, q)
+			d := time.Since(t0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if e == r {
+				t.latR, t.totR, hashes[0] = append(t.latR, d), t.totR+d, p.Hash()
+			} else {
+				t.latP, t.totP, hashes[1] = append(t.latP, d), t.totP+d, p.Hash()
+			}
+		}
+		if pin > 0 && hashes[0] != hashes[1] {
+			t.mismatches++
+		}
+	}
+	return t
+}
+
+func (t turnStats) report(b *testing.B, prefix string) {
+	qpsR, qpsP := float64(len(t.latR))/t.totR.Seconds(), float64(len(t.latP))/t.totP.Seconds()
+	b.ReportMetric(qpsR, prefix+"replica-q/s")
+	b.ReportMetric(qpsP, prefix+"plain-q/s")
+	b.ReportMetric(qpsR/qpsP, prefix+"ratio")
+	b.ReportMetric(pct(t.latR, 50), prefix+"replica-p50-ms")
+	b.ReportMetric(pct(t.latR, 99), prefix+"replica-p99-ms")
+	b.ReportMetric(pct(t.latP, 50), prefix+"plain-p50-ms")
+	b.ReportMetric(pct(t.latP, 99), prefix+"plain-p99-ms")
+	b.ReportMetric(float64(t.mismatches), prefix+"mismatches")
+}
