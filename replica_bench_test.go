@@ -30,15 +30,15 @@ import (
 // PostgreSQL is absent. Sizes can be lowered by environment variables so
 // that a loaded machine can still run them; the doc names the sizes it ran.
 
-// benchNeedsPG skips b where PostgreSQL is absent.
-func benchNeedsPG(b *testing.B) {
+// replNeedsPG skips b where PostgreSQL is absent.
+func replNeedsPG(b *testing.B) {
 	if pgtest.Bin() == "" {
 		b.Skip("needs PostgreSQL 15 (apt-get install postgresql-15; PG_BIN=/usr/lib/postgresql/15/bin)")
 	}
 }
 
-// envInt reads a size from the environment, def when unset.
-func envInt(b *testing.B, name string, def int) int {
+// replEnvInt reads a size from the environment, def when unset.
+func replEnvInt(b *testing.B, name string, def int) int {
 	v := os.Getenv(name)
 	if v == "" {
 		return def
@@ -50,8 +50,8 @@ func envInt(b *testing.B, name string, def int) int {
 	return n
 }
 
-// benchVocab is the corpus vocabulary: 2,000 made-up words.
-func benchVocab() []string {
+// replVocab is the corpus vocabulary: 2,000 made-up words.
+func replVocab() []string {
 	v := make([]string, 2000)
 	for i := range v {
 		v[i] = fmt.Sprintf("w%03x", i)
@@ -59,11 +59,11 @@ func benchVocab() []string {
 	return v
 }
 
-// benchBatch returns generation g's batch of n chunks: 60 words each drawn
-// from a Zipf law over benchVocab (seeded by g), three tenants and the
+// replBatch returns generation g's batch of n chunks: 60 words each drawn
+// from a Zipf law over replVocab (seeded by g), three tenants and the
 // shared corpus in turn, each chunk valid from its generation's day.
-func benchBatch(g, n int) []connectors.Record {
-	vocab := benchVocab()
+func replBatch(g, n int) []connectors.Record {
+	vocab := replVocab()
 	rng := rand.New(rand.NewPCG(uint64(g), 29))
 	zipf := rand.NewZipf(rng, 1.1, 2, uint64(len(vocab)-1))
 	day := asof.MustDate("2020-01-01").Days() + int64(g)
@@ -83,10 +83,10 @@ func benchBatch(g, n int) []connectors.Record {
 	return recs
 }
 
-// benchQuestions returns n questions of 2 to 4 corpus words (seeded), each
+// replQuestions returns n questions of 2 to 4 corpus words (seeded), each
 // for one of the tenants or the shared corpus.
-func benchQuestions(n int) []Request {
-	vocab := benchVocab()
+func replQuestions(n int) []Request {
+	vocab := replVocab()
 	rng := rand.New(rand.NewPCG(7, 29))
 	zipf := rand.NewZipf(rng, 1.1, 2, uint64(len(vocab)-1))
 	out := make([]Request, n)
@@ -101,8 +101,8 @@ func benchQuestions(n int) []Request {
 	return out
 }
 
-// pct returns the p-th percentile (nearest rank) of ds, in milliseconds.
-func pct(ds []time.Duration, p float64) float64 {
+// replPct returns the p-th percentile (nearest rank) of ds, in milliseconds.
+func replPct(ds []time.Duration, p float64) float64 {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	i := int(p/100*float64(len(s))+0.5) - 1
@@ -110,7 +110,7 @@ func pct(ds []time.Duration, p float64) float64 {
 	return float64(s[i]) / float64(time.Millisecond)
 }
 
-func benchOpen(b *testing.B, dir string) *Engine {
+func replOpen(b *testing.B, dir string) *Engine {
 	b.Helper()
 	e, err := Open(dir, Options{})
 	if err != nil {
@@ -120,7 +120,7 @@ func benchOpen(b *testing.B, dir string) *Engine {
 	return e
 }
 
-func benchLog(b *testing.B, dsn string) *PostgresLog {
+func replLog(b *testing.B, dsn string) *PostgresLog {
 	b.Helper()
 	l, err := OpenPostgresLog(context.Background(), dsn)
 	if err != nil {
@@ -130,9 +130,9 @@ func benchLog(b *testing.B, dsn string) *PostgresLog {
 	return l
 }
 
-// sameManifest fails b unless the two index directories hold the same
+// replSameManifest fails b unless the two index directories hold the same
 // MANIFEST.json (which names every batch's and the checkpoint's sum).
-func sameManifest(b *testing.B, a, c string) {
+func replSameManifest(b *testing.B, a, c string) {
 	b.Helper()
 	ra, err := os.ReadFile(filepath.Join(a, storage.ManifestName))
 	if err != nil {
@@ -158,13 +158,13 @@ func sameManifest(b *testing.B, a, c string) {
 //
 //	PG_BIN=/usr/lib/postgresql/15/bin go test -run '^$' -bench BenchmarkPGAppend -benchtime 1x .
 func BenchmarkPGAppend(b *testing.B) {
-	benchNeedsPG(b)
+	replNeedsPG(b)
 	ctx := context.Background()
-	n := envInt(b, "EVPACK_BENCH_APPENDS", 200)
+	n := replEnvInt(b, "EVPACK_BENCH_APPENDS", 200)
 	// A real body: the batch file a commit of 100 chunks writes.
 	dir := b.TempDir()
-	e := benchOpen(b, dir)
-	if _, err := e.Ingest(ctx, connectors.Records(benchBatch(1, 100)), IngestOptions{}); err != nil {
+	e := replOpen(b, dir)
+	if _, err := e.Ingest(ctx, connectors.Records(replBatch(1, 100)), IngestOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	body, err := os.ReadFile(filepath.Join(dir, storage.ChunksDir, storage.BatchName(1)))
@@ -183,7 +183,7 @@ func BenchmarkPGAppend(b *testing.B) {
 		prev  string
 		lat   []time.Duration
 	}
-	sides := []*side{{name: "alone", log: benchLog(b, alone.DSN)}, {name: "standby", log: benchLog(b, primary.DSN)}}
+	sides := []*side{{name: "alone", log: replLog(b, alone.DSN)}, {name: "standby", log: replLog(b, primary.DSN)}}
 	for _, s := range sides {
 		if s.epoch, err = s.log.Acquire(ctx, "bench", time.Hour); err != nil {
 			b.Fatal(err)
@@ -219,15 +219,15 @@ func BenchmarkPGAppend(b *testing.B) {
 		}
 	}
 	for _, s := range sides {
-		b.ReportMetric(pct(s.lat, 50), s.name+"-p50-ms")
-		b.ReportMetric(pct(s.lat, 99), s.name+"-p99-ms")
+		b.ReportMetric(replPct(s.lat, 50), s.name+"-p50-ms")
+		b.ReportMetric(replPct(s.lat, 99), s.name+"-p99-ms")
 	}
 	b.ReportMetric(float64(len(body)), "body-bytes")
 	b.ReportMetric(float64(n), "appends-each")
 }
 
-// replayRun is what benchWriterThenReplica measured.
-type replayRun struct {
+// replRun is what replWriterThenReplica measured.
+type replRun struct {
 	commit    time.Duration // the writer's commits, all of them
 	follow    time.Duration // the new replica's follow to the head
 	logBytes  int64         // the bodies appended
@@ -236,23 +236,23 @@ type replayRun struct {
 	batchSize int
 }
 
-// benchWriterThenReplica has a writer lead a log on a durable server and
+// replWriterThenReplica has a writer lead a log on a durable server and
 // commit gens generations of size chunks each, then an engine on an empty
 // directory (generation 0) follows the log to its head. Both indexes end
 // with the same MANIFEST.json.
-func benchWriterThenReplica(b *testing.B, gens, size int) replayRun {
+func replWriterThenReplica(b *testing.B, gens, size int) replRun {
 	ctx := context.Background()
 	srv := pgtest.Start(b, pgtest.Options{Durable: true})
 	wdir, rdir := b.TempDir(), b.TempDir()
-	w := benchOpen(b, wdir)
-	if err := w.Lead(ctx, benchLog(b, srv.DSN), "writer", time.Hour); err != nil {
+	w := replOpen(b, wdir)
+	if err := w.Lead(ctx, replLog(b, srv.DSN), "writer", time.Hour); err != nil {
 		b.Fatal(err)
 	}
 	batches := make([][]connectors.Record, gens)
 	for g := range batches {
-		batches[g] = benchBatch(g+1, size)
+		batches[g] = replBatch(g+1, size)
 	}
-	run := replayRun{gens: gens, batchSize: size, chunks: gens * size}
+	run := replRun{gens: gens, batchSize: size, chunks: gens * size}
 	t0 := time.Now()
 	for g, recs := range batches {
 		if _, err := w.Ingest(ctx, connectors.Records(recs), IngestOptions{}); err != nil {
@@ -263,21 +263,21 @@ func benchWriterThenReplica(b *testing.B, gens, size int) replayRun {
 	if got := w.AppliedGeneration(); got != int64(gens) {
 		b.Fatalf("writer at generation %d, want %d", got, gens)
 	}
-	rlog := benchLog(b, srv.DSN)
+	rlog := replLog(b, srv.DSN)
 	if err := rlog.Read(ctx, 1, func(en evlog.Entry) error { run.logBytes += int64(len(en.Body)); return nil }); err != nil {
 		b.Fatal(err)
 	}
-	r := benchOpen(b, rdir)
+	r := replOpen(b, rdir)
 	t0 = time.Now()
 	if err := r.Follow(ctx, rlog, FollowOptions{Until: int64(gens)}); err != nil {
 		b.Fatal(err)
 	}
 	run.follow = time.Since(t0)
-	sameManifest(b, wdir, rdir)
+	replSameManifest(b, wdir, rdir)
 	return run
 }
 
-func (r replayRun) report(b *testing.B) {
+func (r replRun) report(b *testing.B) {
 	b.ReportMetric(r.follow.Seconds(), "follow-s")
 	b.ReportMetric(float64(r.follow.Milliseconds())/float64(r.gens), "follow-ms/gen")
 	b.ReportMetric(r.commit.Seconds(), "writer-s")
@@ -300,11 +300,11 @@ func (r replayRun) report(b *testing.B) {
 //
 //	PG_BIN=/usr/lib/postgresql/15/bin go test -run '^$' -bench BenchmarkReplicaCatchUp -benchtime 1x -timeout 30m .
 func BenchmarkReplicaCatchUp(b *testing.B) {
-	benchNeedsPG(b)
-	gens := envInt(b, "EVPACK_BENCH_GENS", 500)
-	var run replayRun
+	replNeedsPG(b)
+	gens := replEnvInt(b, "EVPACK_BENCH_GENS", 500)
+	var run replRun
 	for b.Loop() {
-		run = benchWriterThenReplica(b, gens, 100)
+		run = replWriterThenReplica(b, gens, 100)
 	}
 	run.report(b)
 }
@@ -315,21 +315,21 @@ func BenchmarkReplicaCatchUp(b *testing.B) {
 //
 //	PG_BIN=/usr/lib/postgresql/15/bin go test -run '^$' -bench BenchmarkReplicaFromLog -benchtime 1x -timeout 30m .
 func BenchmarkReplicaFromLog(b *testing.B) {
-	benchNeedsPG(b)
-	chunks := envInt(b, "EVPACK_BENCH_CHUNKS", 100_000)
+	replNeedsPG(b)
+	chunks := replEnvInt(b, "EVPACK_BENCH_CHUNKS", 100_000)
 	if chunks%1000 != 0 {
 		b.Fatalf("EVPACK_BENCH_CHUNKS=%d: want a multiple of 1,000", chunks)
 	}
-	var run replayRun
+	var run replRun
 	for b.Loop() {
-		run = benchWriterThenReplica(b, chunks/1000, 1000)
+		run = replWriterThenReplica(b, chunks/1000, 1000)
 	}
 	run.report(b)
 }
 
-// copyDir copies the regular files under src to dst (an index directory:
+// replCopyDir copies the regular files under src to dst (an index directory:
 // MANIFEST.json, chunks/, the checkpoint, the lexical index).
-func copyDir(src, dst string) error {
+func replCopyDir(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -381,31 +381,31 @@ func copyDir(src, dst string) error {
 //
 //	PG_BIN=/usr/lib/postgresql/15/bin go test -run '^$' -bench BenchmarkReplicaQueries -benchtime 1x .
 func BenchmarkReplicaQueries(b *testing.B) {
-	benchNeedsPG(b)
+	replNeedsPG(b)
 	ctx := context.Background()
-	gens := envInt(b, "EVPACK_BENCH_GENS", 100)
-	nq := envInt(b, "EVPACK_BENCH_QUESTIONS", 200)
-	rounds := envInt(b, "EVPACK_BENCH_ROUNDS", 20)
-	every := time.Duration(envInt(b, "EVPACK_BENCH_COMMIT_MS", 1000)) * time.Millisecond
+	gens := replEnvInt(b, "EVPACK_BENCH_GENS", 100)
+	nq := replEnvInt(b, "EVPACK_BENCH_QUESTIONS", 200)
+	rounds := replEnvInt(b, "EVPACK_BENCH_ROUNDS", 20)
+	every := time.Duration(replEnvInt(b, "EVPACK_BENCH_COMMIT_MS", 1000)) * time.Millisecond
 	srv := pgtest.Start(b, pgtest.Options{Durable: true})
 	wdir, rdir, pdir := b.TempDir(), b.TempDir(), b.TempDir()
-	w := benchOpen(b, wdir)
-	if err := w.Lead(ctx, benchLog(b, srv.DSN), "writer", time.Hour); err != nil {
+	w := replOpen(b, wdir)
+	if err := w.Lead(ctx, replLog(b, srv.DSN), "writer", time.Hour); err != nil {
 		b.Fatal(err)
 	}
 	for g := 1; g <= gens; g++ {
-		if _, err := w.Ingest(ctx, connectors.Records(benchBatch(g, 100)), IngestOptions{}); err != nil {
+		if _, err := w.Ingest(ctx, connectors.Records(replBatch(g, 100)), IngestOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	// The plain engine's directory is a copy of the writer's, taken while
 	// the writer is idle, so it is the index at generation gens.
-	if err := copyDir(wdir, pdir); err != nil {
+	if err := replCopyDir(wdir, pdir); err != nil {
 		b.Fatal(err)
 	}
-	plain := benchOpen(b, pdir)
-	r := benchOpen(b, rdir)
-	rlog := benchLog(b, srv.DSN)
+	plain := replOpen(b, pdir)
+	r := replOpen(b, rdir)
+	rlog := replLog(b, srv.DSN)
 	if err := r.Follow(ctx, rlog, FollowOptions{Until: int64(gens)}); err != nil {
 		b.Fatal(err)
 	}
@@ -413,7 +413,7 @@ func BenchmarkReplicaQueries(b *testing.B) {
 	// so that both engines answer through the same path (a request pinned
 	// to an engine's head is answered as its latest).
 	pin := int64(gens - 1)
-	qs := benchQuestions(nq)
+	qs := replQuestions(nq)
 	// Warm both: each answers every question once, latest and pinned,
 	// before the timed turns (first touches of the index files are not the
 	// cost measured here).
@@ -442,7 +442,7 @@ func BenchmarkReplicaQueries(b *testing.B) {
 				return
 			case <-tick.C:
 			}
-			if _, err := w.Ingest(bg, connectors.Records(benchBatch(g, 10)), IngestOptions{}); err != nil {
+			if _, err := w.Ingest(bg, connectors.Records(replBatch(g, 10)), IngestOptions{}); err != nil {
 				if bg.Err() != nil {
 					writerDone <- nil
 				} else {
@@ -456,10 +456,10 @@ func BenchmarkReplicaQueries(b *testing.B) {
 	go func() { followDone <- r.Follow(bg, rlog, FollowOptions{}) }()
 
 	startGen := r.AppliedGeneration()
-	var latest, pinned turnStats
+	var latest, pinned replTurns
 	for b.Loop() {
-		latest = turns(b, qs, rounds, r, plain, 0, false)
-		pinned = turns(b, qs, rounds, r, plain, pin, true)
+		latest = replTurnsOf(b, qs, rounds, r, plain, 0, false)
+		pinned = replTurnsOf(b, qs, rounds, r, plain, pin, true)
 	}
 	applied := r.AppliedGeneration() - startGen
 	stop()
@@ -484,15 +484,15 @@ func BenchmarkReplicaQueries(b *testing.B) {
 		b.Fatal(err)
 	}
 	pdir2 := b.TempDir()
-	if err := copyDir(wdir, pdir2); err != nil {
+	if err := replCopyDir(wdir, pdir2); err != nil {
 		b.Fatal(err)
 	}
-	plain2 := benchOpen(b, pdir2)
-	turns(b, qs, 1, r, plain2, 0, true) // warm the new engine
-	turns(b, qs, 1, r, plain2, pin, true)
-	idleLatest := turns(b, qs, rounds, r, plain2, 0, true)
-	idlePinned := turns(b, qs, rounds, r, plain2, pin, true)
-	for _, t := range []turnStats{pinned, idleLatest, idlePinned} {
+	plain2 := replOpen(b, pdir2)
+	replTurnsOf(b, qs, 1, r, plain2, 0, true) // warm the new engine
+	replTurnsOf(b, qs, 1, r, plain2, pin, true)
+	idleLatest := replTurnsOf(b, qs, rounds, r, plain2, 0, true)
+	idlePinned := replTurnsOf(b, qs, rounds, r, plain2, pin, true)
+	for _, t := range []replTurns{pinned, idleLatest, idlePinned} {
 		if t.mismatches != 0 {
 			b.Errorf("%d of %d packs differ between the replica and the plain engine", t.mismatches, len(t.latR))
 		}
@@ -507,21 +507,21 @@ func BenchmarkReplicaQueries(b *testing.B) {
 		gens*100, gens, pin, nq, rounds, commits, every, applied, head)
 }
 
-// turnStats is what turns measured: each engine's latencies (r the
+// replTurns is what replTurnsOf measured: each engine's latencies (r the
 // replica, p the plain engine) and the pairs whose packs differ.
-type turnStats struct {
+type replTurns struct {
 	latR, latP []time.Duration
 	totR, totP time.Duration
 	mismatches int
 }
 
-// turns asks r and plain each question of qs, rounds times over, pinned
+// replTurnsOf asks r and plain each question of qs, rounds times over, pinned
 // to generation pin (0: latest), taking turns question by question (who
 // goes first alternates). With compare it counts the questions whose packs'
 // hashes differ (the engines must then answer at the same generation).
-func turns(b *testing.B, qs []Request, rounds int, r, plain *Engine, pin int64, compare bool) turnStats {
+func replTurnsOf(b *testing.B, qs []Request, rounds int, r, plain *Engine, pin int64, compare bool) replTurns {
 	ctx := context.Background()
-	var t turnStats
+	var t replTurns
 	for i := range rounds * len(qs) {
 		q := qs[i%len(qs)]
 		q.Generation = pin
@@ -550,14 +550,14 @@ func turns(b *testing.B, qs []Request, rounds int, r, plain *Engine, pin int64, 
 	return t
 }
 
-func (t turnStats) report(b *testing.B, prefix string) {
+func (t replTurns) report(b *testing.B, prefix string) {
 	qpsR, qpsP := float64(len(t.latR))/t.totR.Seconds(), float64(len(t.latP))/t.totP.Seconds()
 	b.ReportMetric(qpsR, prefix+"replica-q/s")
 	b.ReportMetric(qpsP, prefix+"plain-q/s")
 	b.ReportMetric(qpsR/qpsP, prefix+"ratio")
-	b.ReportMetric(pct(t.latR, 50), prefix+"replica-p50-ms")
-	b.ReportMetric(pct(t.latR, 99), prefix+"replica-p99-ms")
-	b.ReportMetric(pct(t.latP, 50), prefix+"plain-p50-ms")
-	b.ReportMetric(pct(t.latP, 99), prefix+"plain-p99-ms")
+	b.ReportMetric(replPct(t.latR, 50), prefix+"replica-p50-ms")
+	b.ReportMetric(replPct(t.latR, 99), prefix+"replica-p99-ms")
+	b.ReportMetric(replPct(t.latP, 50), prefix+"plain-p50-ms")
+	b.ReportMetric(replPct(t.latP, 99), prefix+"plain-p99-ms")
 	b.ReportMetric(float64(t.mismatches), prefix+"mismatches")
 }
