@@ -36,8 +36,9 @@ type entry struct {
 	lines []storage.Span
 	// lead says this engine prepared the entry: when it leads a log, the
 	// entry is appended there before it is applied (a replica's entries
-	// came from the log).
-	lead bool
+	// came from the log). clamped says its commit time was raised to the
+	// last commit's (this machine's clock was behind).
+	lead, clamped bool
 	// file and chain, for a batch a later purge rewrote, are its file name
 	// and its checksum as committed ("": a batch as committed).
 	file, chain string
@@ -50,8 +51,8 @@ func (e *Engine) prepare(st *state.State, cont storage.Contents) (entry, error) 
 	if n := len(st.Commits); n > 0 {
 		last.CommittedAt = st.Commits[n-1]
 	}
-	at, _ := evlog.CommitTime(last, e.now())
-	en := entry{gen: st.Gen + 1, at: at, cont: cont, lead: true}
+	at, clamped := evlog.CommitTime(last, e.now())
+	en := entry{gen: st.Gen + 1, at: at, cont: cont, lead: true, clamped: clamped}
 	if e.store == nil {
 		return en, nil
 	}

@@ -341,15 +341,22 @@ func TestSecondWriterTakesOver(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, head.Generation, int64(acked), "every acknowledged generation is in the log")
 	require.Equal(t, head.Generation, b.AppliedGeneration(), "the new writer caught up before leading")
+	// The new writer's clock is a year behind the log: its commit time is
+	// clamped to the head's, and its entry says so.
+	b.now = func() time.Time { return time.Now().AddDate(-1, 0, 0) }
 	_, err = b.Ingest(ctx, connectors.Records(replicaRecords(int(head.Generation)+1)), IngestOptions{})
 	require.NoError(t, err)
 	prev, n := "", int64(0)
+	var last evlog.Entry
 	require.NoError(t, log.Read(ctx, 1, func(e evlog.Entry) error {
 		n++
 		require.Equal(t, n, e.Generation)
 		require.Equal(t, prev, e.Prev, "generation %d links to the one before", e.Generation)
-		prev = e.Sum
+		require.False(t, e.CommittedAt.Before(last.CommittedAt), "commit times never go backwards")
+		require.Equal(t, e.Generation == head.Generation+1, e.Clamped, "generation %d clamped", e.Generation)
+		prev, last = e.Sum, e
 		return nil
 	}))
 	require.Equal(t, head.Generation+1, n, "one chain, no fork")
+	require.Equal(t, head.CommittedAt, last.CommittedAt, "raised to the head's commit time")
 }
