@@ -42,6 +42,8 @@ type entry struct {
 	// file and chain, for a batch a later purge rewrote, are its file name
 	// and its checksum as committed ("": a batch as committed).
 	file, chain string
+	// prev is the checksum the batch's header links to (prepare's).
+	prev string
 }
 
 // prepare seals cont as the generation after st's, committed now: UTC whole
@@ -56,11 +58,8 @@ func (e *Engine) prepare(st *state.State, cont storage.Contents) (entry, error) 
 	if e.store == nil {
 		return en, nil
 	}
-	prev := e.store.Manifest()
-	hdr := storage.BatchHeader{Generation: en.gen, CommittedAt: at.Format(time.RFC3339)}
-	if len(prev.Batches) > 0 {
-		hdr.Prev = prev.Batches[len(prev.Batches)-1].ChainSum()
-	}
+	hdr := storage.BatchHeader{Generation: en.gen, CommittedAt: at.Format(time.RFC3339), Prev: e.store.Manifest().ChainHead()}
+	en.prev = hdr.Prev
 	var err error
 	en.body, en.lines, err = storage.EncodeBatchLines(hdr, cont)
 	return en, err
@@ -90,11 +89,7 @@ func (e *Engine) applyEntry(ctx context.Context, body []byte, sum string) error 
 	if err != nil {
 		return err
 	}
-	prev := e.store.Manifest()
-	var chain string
-	if len(prev.Batches) > 0 {
-		chain = prev.Batches[len(prev.Batches)-1].ChainSum()
-	}
+	chain := e.store.Manifest().ChainHead()
 	at, terr := time.Parse(time.RFC3339, hdr.CommittedAt)
 	switch {
 	case hdr.Generation != st.Gen+1:

@@ -156,8 +156,7 @@ func (e *Engine) Replay(ctx context.Context, raw []byte, checkModel bool) (*audi
 	if err != nil {
 		return nil, err
 	}
-	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K, Period: p.Period, PeriodFrom: p.PeriodFrom}
-	e.askedPeriod(&h) // a question's period parsed again, a request's kept
+	h := engineRanker{e}.Header(p)
 	var fresh *evidence.Pack
 	for {
 		var st *state.State

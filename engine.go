@@ -473,22 +473,16 @@ func (e *Engine) queryOnce(ctx context.Context, h evidence.Header, at state.Read
 // no clause of st's would keep out: the search runs under the read lock, and
 // only if st is still the committed state (else errMoved).
 func (e *Engine) searchLexical(ctx context.Context, st *state.State, text string, elig retrieve.Eligibility, stats retrieve.BM25Stats) (retrieve.Result, error) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	switch {
-	case e.closed:
-		return retrieve.Result{}, ErrClosed
-	case e.broken != nil:
-		return retrieve.Result{}, e.broken
-	case e.st != st:
-		return retrieve.Result{}, errMoved
-	}
-	if e.readOnly != nil && (!elig.Pinned || elig.UpTo > st.Gen) {
-		// bleve still holds the unfinished commit's documents: keep out
-		// everything after st's generation, as a pinned request does.
-		elig.Pinned, elig.UpTo, elig.FewerAfter = true, st.Gen, true
-	}
-	res, err := e.lex.Search(ctx, text, elig, st.Bounds, e.opts.Pool, stats)
+	var res retrieve.Result
+	err := e.whileCommitted(st, func() (err error) {
+		if e.readOnly != nil && (!elig.Pinned || elig.UpTo > st.Gen) {
+			// bleve still holds the unfinished commit's documents: keep out
+			// everything after st's generation, as a pinned request does.
+			elig.Pinned, elig.UpTo, elig.FewerAfter = true, st.Gen, true
+		}
+		res, err = e.lex.Search(ctx, text, elig, st.Bounds, e.opts.Pool, stats)
+		return err
+	})
 	if errors.Is(err, retrieve.ErrCatalogMismatch) || errors.Is(err, retrieve.ErrDamaged) { // a partition read for the first time
 		err = fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}

@@ -50,8 +50,8 @@ func (e *Engine) askedPeriod(h *evidence.Header) {
 }
 
 // whileCommitted runs fn, a read of the lexical index, under the read lock
-// and only while st is the committed state (else errMoved), as
-// searchLexical does.
+// and only while st is the committed state (else errMoved): every read of
+// the lexical index a query makes.
 func (e *Engine) whileCommitted(st *state.State, fn func() error) error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()

@@ -136,11 +136,7 @@ func (e *Engine) appendEntry(ctx context.Context, st *state.State, en entry, red
 	if e.writer == nil {
 		return nil
 	}
-	var prev string
-	if m := e.store.Manifest(); len(m.Batches) > 0 {
-		prev = m.Batches[len(m.Batches)-1].ChainSum()
-	}
-	err := e.writer.Append(ctx, evlog.Entry{Generation: en.gen, Prev: prev, Sum: evidence.Sum(en.body), CommittedAt: en.at, Clamped: en.clamped,
+	err := e.writer.Append(ctx, evlog.Entry{Generation: en.gen, Prev: en.prev, Sum: evidence.Sum(en.body), CommittedAt: en.at, Clamped: en.clamped,
 		Tenants: st.TenantsOf(en.cont), Body: en.body, Redactions: redactions})
 	if err != nil {
 		return fmt.Errorf("evpack: append generation %d to the log: %w", en.gen, err)

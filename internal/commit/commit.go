@@ -18,7 +18,6 @@ package commit
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/internal/storage"
@@ -81,9 +80,6 @@ type Commit struct {
 	c *storage.Commit
 	m *storage.Manifest
 }
-
-// Manifest returns the manifest Publish will write.
-func (c *Commit) Manifest() *storage.Manifest { return c.m.Clone() }
 
 // Write announces and writes generation f.Batch.Generation's files in d:
 // the batch, its analysis, the rewritten batches, the checkpoint, then the
@@ -222,7 +218,3 @@ func Abort(c *Commit) error {
 	}
 	return c.c.Abort()
 }
-
-// Time returns the commit time of a generation prepared at now: UTC, whole
-// seconds, as the manifest records it.
-func Time(now time.Time) time.Time { return now.UTC().Truncate(time.Second) }

@@ -111,6 +111,15 @@ func (b Batch) ChainSum() string {
 	return b.Sum
 }
 
+// ChainHead returns the checksum the next generation's batch header names
+// as its previous: the last batch's as committed, "" before the first.
+func (m *Manifest) ChainHead() string {
+	if len(m.Batches) == 0 {
+		return ""
+	}
+	return m.Batches[len(m.Batches)-1].ChainSum()
+}
+
 // Clone returns a deep copy of m.
 func (m *Manifest) Clone() *Manifest {
 	cp := *m
