@@ -221,9 +221,9 @@ type batchWrite struct {
 }
 
 // commit makes next, which is st plus w, the committed state, through the
-// commit protocol (internal/commit): files first, then, under the write
-// lock, the lexical batch, the manifest and the swap. On any error the
-// batch is rolled back and st stays the state.
+// commit protocol (internal/commit): files first, then the lexical batch
+// and the manifest (next pending) and, under the write lock, the swap. On
+// any error the batch is rolled back and st stays the state.
 func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite) error {
 	var c *commit.Commit
 	if e.store != nil {
@@ -257,20 +257,33 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 			docs = append(docs, d)
 		}
 	}
-	return e.publish(ctx, c, next, func() error { return e.lex.Index(ctx, docs) }, func() error {
+	return e.publish(ctx, c, next, true, func() error { return e.lex.Index(ctx, docs) }, func() error {
 		_, err := e.lex.RollBack(context.WithoutCancel(ctx), st.Gen, st.LexDoc)
 		return err
 	})
 }
 
-// publish finishes commit c (nil for a memory index) under the write lock:
-// apply changes the lexical index, the manifest is published and next
-// becomes the state. When the lexical change cannot be undone, the engine
-// stops serving (ErrBroken) and the next Open rolls the commit back from
-// its record.
-func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.State, apply, undo func() error) error {
+// publish finishes commit c (nil for a memory index): apply changes the
+// lexical index, the manifest is published and next becomes the state.
+// When the lexical change cannot be undone, the engine stops serving
+// (ErrBroken) and the next Open rolls the commit back from its record.
+//
+// With masked (apply only adds or re-indexes documents), the lexical
+// change and the manifest's fsyncs run outside the write lock, next
+// pending: queries on st meanwhile read bleve as next pinned to their
+// generation (whileCommitted), which keeps the commit's documents out,
+// so a replica applying entries keeps answering at full speed. The lock is
+// taken only to mark next pending and to swap. A purge's deletions are not
+// masked: it holds the lock throughout. The caller holds ingestMu, which
+// keeps Close, Merge and CheckIndex out meanwhile.
+func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.State, masked bool, apply, undo func() error) error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	// Deferred, so that a commit stopped dead (a test's runtime.Goexit)
+	// leaves the lock free and nothing pending.
+	defer func() {
+		e.pending = nil
+		e.mu.Unlock()
+	}()
 	if e.closed || e.broken != nil { // nothing reached bleve: only the files go
 		err := ErrClosed
 		if !e.closed {
@@ -278,7 +291,17 @@ func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.Stat
 		}
 		return errors.Join(err, commit.Abort(c))
 	}
-	err := commit.Publish(c, apply, undo)
+	var err error
+	if masked {
+		e.pending = next
+		e.mu.Unlock()
+		err = func() error {
+			defer e.mu.Lock()
+			return commit.Publish(c, apply, undo)
+		}()
+	} else {
+		err = commit.Publish(c, apply, undo)
+	}
 	var ue *commit.UndoError
 	if errors.As(err, &ue) {
 		e.broken = fmt.Errorf("%w: commit of generation %d failed (%v) and could not be rolled back: %v", ErrBroken, next.Gen, ue.Cause, ue.Err)

@@ -79,6 +79,8 @@ func (e *Engine) Check() error {
 // chunk and generation it was built from. It holds off commits while it
 // runs. It returns an error only when the check cannot run.
 func (e *Engine) CheckIndex(ctx context.Context) (*audit.CheckReport, error) {
+	e.ingestMu.Lock() // a commit's documents go into bleve outside mu (publish)
+	defer e.ingestMu.Unlock()
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.closed {

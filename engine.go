@@ -49,15 +49,20 @@ type index struct {
 
 	ingestMu sync.Mutex // one ingest at a time
 	fullMu   sync.Mutex // one build of the full state at a time (writable)
-	// mu guards st, closed and broken. A query holds it for reading only
-	// while it searches the lexical index (whose statistics must be those
-	// of st); a commit holds it for writing only while it applies its batch
-	// to the lexical index, publishes the manifest and swaps st. No model or
-	// cache call ever runs under it.
-	mu     sync.RWMutex
-	st     *state.State
-	closed bool
-	broken error // why the engine refuses work (see ErrBroken)
+	// mu guards st, pending, closed and broken. A query holds it for
+	// reading only while it searches the lexical index (whose statistics
+	// must be those of st); a commit holds it for writing only to mark
+	// itself pending and to swap st (a purge, whose deletions no clause can
+	// hide, while it applies them too). No model or cache call ever runs
+	// under it.
+	mu sync.RWMutex
+	st *state.State
+	// pending is the state a commit in flight makes (under ingestMu): its
+	// documents are going into bleve, its manifest onto disk, while st is
+	// still the state queries answer from (see whileCommitted).
+	pending *state.State
+	closed  bool
+	broken  error // why the engine refuses work (see ErrBroken)
 	// readOnly is set when Open could not write the rollback of an
 	// unfinished commit (a full disk): the lexical index still holds that
 	// commit's documents, so every search is pinned to st's generation,
@@ -468,19 +473,13 @@ func (e *Engine) queryOnce(ctx context.Context, h evidence.Header, at state.Read
 	return p, nil
 }
 
-// searchLexical runs the lexical leg against st with the scope's statistics.
-// A commit in flight holds documents in bleve that st does not know, which
-// no clause of st's would keep out: the search runs under the read lock, and
-// only if st is still the committed state (else errMoved).
+// searchLexical runs the lexical leg against st with the scope's statistics,
+// through whileCommitted: a commit in flight holds documents in bleve that
+// st does not know.
 func (e *Engine) searchLexical(ctx context.Context, st *state.State, text string, elig retrieve.Eligibility, stats retrieve.BM25Stats) (retrieve.Result, error) {
 	var res retrieve.Result
-	err := e.whileCommitted(st, func() (err error) {
-		if e.readOnly != nil && (!elig.Pinned || elig.UpTo > st.Gen) {
-			// bleve still holds the unfinished commit's documents: keep out
-			// everything after st's generation, as a pinned request does.
-			elig.Pinned, elig.UpTo, elig.FewerAfter = true, st.Gen, true
-		}
-		res, err = e.lex.Search(ctx, text, elig, st.Bounds, e.opts.Pool, stats)
+	err := e.whileCommitted(st, elig, func(elig retrieve.Eligibility, bounds retrieve.Bounds) (err error) {
+		res, err = e.lex.Search(ctx, text, elig, bounds, e.opts.Pool, stats)
 		return err
 	})
 	if errors.Is(err, retrieve.ErrCatalogMismatch) || errors.Is(err, retrieve.ErrDamaged) { // a partition read for the first time
@@ -532,7 +531,9 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc state.Scope, r
 	}
 	var lists []fuse.List
 	asked := periodleg.Of(h)
-	guard := func(read func() error) error { return e.whileCommitted(st, read) }
+	guard := func(read func(retrieve.Eligibility, retrieve.Bounds) error) error {
+		return e.whileCommitted(st, elig, read)
+	}
 	if h.Period != "" {
 		steps = append(steps, periodleg.Step(h))
 	}
@@ -555,7 +556,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc state.Scope, r
 		}
 		lists = append(lists, fuse.List{Name: "lexical", Weight: e.opts.LexicalWeight, IDs: ids})
 		if !asked.IsZero() && e.opts.PeriodList > 0 {
-			l, step, err := periodleg.List(ctx, e.lex, guard, text, asked, elig, sc.State.Bounds, sc.BM25(terms), e.periodSettings())
+			l, step, err := periodleg.List(ctx, e.lex, guard, text, asked, sc.BM25(terms), e.periodSettings())
 			if err != nil {
 				return nil, err
 			}
@@ -582,7 +583,7 @@ func (e *Engine) query(ctx context.Context, h evidence.Header, sc state.Scope, r
 		Pool: e.opts.Pool, Reranker: rr, Fingerprint: e.fingerprintFor(h, sc, rr)}
 	if !asked.IsZero() && e.opts.PeriodBoost > 0 {
 		in.Boost = func(fused []fuse.Item) (string, error) {
-			return periodleg.Boost(ctx, e.lex, guard, fused, asked, elig, sc.State.Bounds, e.periodSettings())
+			return periodleg.Boost(ctx, e.lex, guard, fused, asked, e.periodSettings())
 		}
 	}
 	p, err := pipeline.Rank(ctx, in, state.RankView{Scope: sc})

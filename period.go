@@ -8,6 +8,7 @@ import (
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/period"
 	"github.com/evpack/evpack/rerank"
+	"github.com/evpack/evpack/retrieve"
 )
 
 // The year leg is internal/periodleg's; here, the request's period and the
@@ -49,10 +50,16 @@ func (e *Engine) askedPeriod(h *evidence.Header) {
 	}
 }
 
-// whileCommitted runs fn, a read of the lexical index, under the read lock
-// and only while st is the committed state (else errMoved): every read of
-// the lexical index a query makes.
-func (e *Engine) whileCommitted(st *state.State, fn func() error) error {
+// whileCommitted runs read, one read of the lexical index for a query on
+// st that admits elig, under the read lock and only while st is the
+// committed state (else errMoved): every read of the lexical index a query
+// makes. read gets the eligibility and bounds to search with: elig and st's
+// bounds, unless bleve holds documents st does not know. While a commit is
+// applied (e.pending) they are what a read of the pending state pinned to
+// elig's generation uses, which admits exactly what elig admits in st; on
+// a read-only index (an unfinished commit's documents, and no record of
+// its facts) everything after st's generation is kept out.
+func (e *Engine) whileCommitted(st *state.State, elig retrieve.Eligibility, read func(retrieve.Eligibility, retrieve.Bounds) error) error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	switch {
@@ -63,7 +70,14 @@ func (e *Engine) whileCommitted(st *state.State, fn func() error) error {
 	case e.st != st:
 		return errMoved
 	}
-	return fn()
+	bounds := st.Bounds
+	switch {
+	case e.pending != nil:
+		elig, bounds = e.pending.EligibilityAt(elig), e.pending.Bounds
+	case e.readOnly != nil && (!elig.Pinned || elig.UpTo > st.Gen):
+		elig.Pinned, elig.UpTo, elig.FewerAfter = true, st.Gen, true
+	}
+	return read(elig, bounds)
 }
 
 // fingerprintFor is fingerprint with the period entry h calls for.

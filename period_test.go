@@ -21,6 +21,7 @@ import (
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/period"
 	"github.com/evpack/evpack/rerank"
+	"github.com/evpack/evpack/retrieve"
 )
 
 // periodRequest is one golden request of testdata/periods/requests.json.
@@ -243,8 +244,10 @@ func TestYearLegNeverAdmitsAnIneligibleChunk(t *testing.T) {
 			require.NoError(t, err)
 			text, _ := sc.RankingText(h.Question, h.Filters)
 			terms, _ := e.lex.Terms(text)
-			guard := func(read func() error) error { return e.whileCommitted(sc.State, read) }
-			l, _, err := periodleg.List(ctx, e.lex, guard, text, periodleg.Of(h), sc.Eligibility(h), sc.State.Bounds, sc.BM25(terms), e.periodSettings())
+			guard := func(read func(retrieve.Eligibility, retrieve.Bounds) error) error {
+				return e.whileCommitted(sc.State, sc.Eligibility(h), read)
+			}
+			l, _, err := periodleg.List(ctx, e.lex, guard, text, periodleg.Of(h), sc.BM25(terms), e.periodSettings())
 			require.NoError(t, err)
 			asked++
 			for _, id := range l.IDs {

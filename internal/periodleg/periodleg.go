@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/fuse"
 	"github.com/evpack/evpack/period"
@@ -80,16 +81,18 @@ func naming(lex *retrieve.Lexical, p period.Period) retrieve.Naming {
 	return n
 }
 
-// Search is one read of the lexical index, run by the caller under the
-// guard that keeps it on the request's committed state.
-type Search func(read func() error) error
+// Search runs read, one read of the lexical index, under the guard that
+// keeps it on the request's committed state, with the eligibility (the
+// chunks the request admits) and the bounds read must search with there.
+type Search func(read func(elig retrieve.Eligibility, bounds retrieve.Bounds) error) error
 
 // List runs the year list for p: BM25 for the ranking text over the chunks
-// elig admits (in a state whose bounds are bounds) that name p's year, read
-// s.List deep.
-func List(ctx context.Context, lex *retrieve.Lexical, guard Search, text string, p period.Period, elig retrieve.Eligibility, bounds retrieve.Bounds, stats retrieve.BM25Stats, s Settings) (fuse.List, string, error) {
+// the request admits that name p's year, read s.List deep.
+func List(ctx context.Context, lex *retrieve.Lexical, guard Search, text string, p period.Period, stats retrieve.BM25Stats, s Settings) (fuse.List, string, error) {
 	var res retrieve.Result
-	err := guard(func() (err error) {
+	var asOf asof.Date
+	err := guard(func(elig retrieve.Eligibility, bounds retrieve.Bounds) (err error) {
+		asOf = elig.AsOf
 		res, err = lex.SearchNaming(ctx, text, elig, bounds, s.List, stats, naming(lex, p))
 		return err
 	})
@@ -100,18 +103,18 @@ func List(ctx context.Context, lex *retrieve.Lexical, guard Search, text string,
 	for i, hit := range res.Hits {
 		ids[i] = hit.ID
 	}
-	step := fmt.Sprintf("year list: kept %d of the chunks eligible as of %s that match and name %d (text or metadata), depth %d", len(ids), elig.AsOf, p.Year, s.List)
+	step := fmt.Sprintf("year list: kept %d of the chunks eligible as of %s that match and name %d (text or metadata), depth %d", len(ids), asOf, p.Year, s.List)
 	return fuse.List{Name: "period", Weight: s.Weight, IDs: ids}, step, nil
 }
 
 // Boost boosts the fused items whose metadata declares p's year.
-func Boost(ctx context.Context, lex *retrieve.Lexical, guard Search, fused []fuse.Item, p period.Period, elig retrieve.Eligibility, bounds retrieve.Bounds, s Settings) (string, error) {
+func Boost(ctx context.Context, lex *retrieve.Lexical, guard Search, fused []fuse.Item, p period.Period, s Settings) (string, error) {
 	ids := make([]string, len(fused))
 	for i, f := range fused {
 		ids[i] = f.ID
 	}
 	var named []string
-	err := guard(func() (err error) {
+	err := guard(func(elig retrieve.Eligibility, bounds retrieve.Bounds) (err error) {
 		named, err = lex.NamedIn(ctx, ids, elig, bounds, naming(lex, p).MetaOnly())
 		return err
 	})

@@ -365,6 +365,19 @@ func (s Scope) Eligibility(h evidence.Header) retrieve.Eligibility {
 	return e
 }
 
+// EligibilityAt returns the eligibility with which a lexical index that
+// holds st's documents answers e, the eligibility of a request on an
+// earlier state st extends (e.UpTo: the request's scope generation): the
+// same request pinned to that generation in st, which keeps out what st
+// committed later and readmits what its later facts retire. A commit being
+// applied reads the lexical index so (see Engine.whileCommitted).
+//
+// Invariant: in an index holding st's documents, the result admits exactly
+// the chunks e admitted in the state of generation e.UpTo.
+func (st *State) EligibilityAt(e retrieve.Eligibility) retrieve.Eligibility {
+	return st.Scope(e.Tenant, e.UpTo).Eligibility(evidence.Header{AsOf: e.AsOf, Tenant: e.Tenant, Filters: e.Filters})
+}
+
 // countUpTo counts the chunks of every tenant committed by generation g.
 func (st *State) countUpTo(g int64) int64 {
 	var n int64

@@ -34,7 +34,7 @@ type Commit struct {
 // will write the files in writes and then remove those in obsolete (paths
 // relative to the index directory).
 func (d *Dir) Begin(gen int64, writes, obsolete []string) (*Commit, error) {
-	if d.pending != nil && d.pending.Generation == d.m.Generation {
+	if d.pending != nil && d.pending.Generation == d.cur.Load().Generation {
 		if err := d.finish(d.pending); err != nil {
 			return nil, err
 		}
@@ -42,8 +42,8 @@ func (d *Dir) Begin(gen int64, writes, obsolete []string) (*Commit, error) {
 	if d.pending != nil {
 		return nil, fmt.Errorf("evpack: commit: %s records an unfinished commit of generation %d; reopen the index to recover it", PendingName, d.pending.Generation)
 	}
-	if gen != d.m.Generation+1 {
-		return nil, fmt.Errorf("evpack: commit: generation %d after %d", gen, d.m.Generation)
+	if gen != d.cur.Load().Generation+1 {
+		return nil, fmt.Errorf("evpack: commit: generation %d after %d", gen, d.cur.Load().Generation)
 	}
 	for _, f := range append(slices.Clone(writes), obsolete...) {
 		if !ownFile(f) {
@@ -109,7 +109,7 @@ func (c *Commit) Publish(m *Manifest) error {
 		return fmt.Errorf("evpack: commit: %w", err)
 	}
 	c.done = true
-	c.d.m = m.Clone()
+	c.d.cur.Store(m.Clone())
 	if h := c.d.Hooks.AfterManifest; h != nil {
 		h()
 	}
@@ -141,7 +141,7 @@ func (c *Commit) Abort() error {
 // record, or any of a later generation than the record's, are ErrCorrupt,
 // and nothing is deleted.
 func (d *Dir) Recover(above func(gen int64) (uint64, error), rollback func() error) (string, error) {
-	p, gen := d.pending, d.m.Generation
+	p, gen := d.pending, d.cur.Load().Generation
 	n, err := above(gen)
 	if err != nil {
 		return "", err
@@ -192,7 +192,7 @@ func (d *Dir) Unfinished() bool { return d.pending != nil }
 // next Open remove the files again, or a purged batch file, with its text,
 // could come back with no record of it.
 func (d *Dir) finish(p *pending) error {
-	named := d.m.Files()
+	named := d.cur.Load().Files()
 	for _, f := range p.Obsolete {
 		if !slices.Contains(named, f) {
 			if err := os.Remove(filepath.Join(d.path, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -226,7 +226,7 @@ func (d *Dir) syncDirsOf(files []string) error {
 
 // undo removes what an unpublished commit wrote.
 func (d *Dir) undo(p *pending) error {
-	named := d.m.Files()
+	named := d.cur.Load().Files()
 	var errs []error
 	for _, f := range p.Writes {
 		if !slices.Contains(named, f) {
@@ -262,7 +262,7 @@ func (d *Dir) removePending() error {
 // lexical directory, the record of a commit in progress): leftovers such as
 // a crashed write's temp file. Check reports them; nothing deletes them.
 func (d *Dir) Strays() ([]string, error) {
-	named := d.m.Files()
+	named := d.cur.Load().Files()
 	var out []string
 	for _, sub := range []string{".", ChunksDir} {
 		entries, err := os.ReadDir(filepath.Join(d.path, sub))

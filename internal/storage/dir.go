@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/evpack/evpack/evidence"
@@ -48,12 +49,14 @@ type Hooks struct {
 	BeforeRename func(tmp string) error
 }
 
-// Dir is an open, locked index directory. It is not safe for concurrent
-// use: the engine serializes commits.
+// Dir is an open, locked index directory. Its commits must be serialized
+// (the engine does); the reads of the manifest (Manifest, ReadBatch,
+// OpenData, ReadFile) are safe beside them: each reads the manifest
+// committed when it starts.
 type Dir struct {
 	path    string
 	lock    *os.File
-	m       *Manifest
+	cur     atomic.Pointer[Manifest] // never changed once stored
 	pending *pending
 	// Hooks are for tests; the zero value does nothing.
 	Hooks Hooks
@@ -110,11 +113,11 @@ func Open(path string, opts Options) (*Dir, error) {
 	}
 	if fresh {
 		fsutil.RemoveTemps(path) // an interrupted creation's manifest temp file
-		d.m = &Manifest{Format: Format}
+		d.cur.Store(&Manifest{Format: Format})
 		if err := os.MkdirAll(filepath.Join(path, ChunksDir), 0o755); err != nil {
 			return fail(fmt.Errorf("evpack: create %s: %w", path, err))
 		}
-		if err := d.writeManifest(d.m); err != nil {
+		if err := d.writeManifest(d.cur.Load()); err != nil {
 			return fail(err)
 		}
 		return d, nil
@@ -124,9 +127,11 @@ func Open(path string, opts Options) (*Dir, error) {
 	if err != nil {
 		return fail(fmt.Errorf("%w: %v", ErrCorrupt, err))
 	}
-	if d.m, err = DecodeManifest(name, raw); err != nil {
+	m, err := DecodeManifest(name, raw)
+	if err != nil {
 		return fail(err)
 	}
+	d.cur.Store(m)
 	if d.pending, err = d.readPending(); err != nil {
 		return fail(err)
 	}
@@ -224,7 +229,7 @@ func emptyDir(path string) bool {
 func (d *Dir) Path() string { return d.path }
 
 // Manifest returns a copy of the committed manifest.
-func (d *Dir) Manifest() *Manifest { return d.m.Clone() }
+func (d *Dir) Manifest() *Manifest { return d.cur.Load().Clone() }
 
 // Close releases the lock. The Dir must not be used after.
 func (d *Dir) Close() error {
@@ -240,8 +245,8 @@ func (d *Dir) Close() error {
 // entry: the file's checksum, its seal, its generation, its link to the
 // batch before it, and its counts of chunks, facts and purges.
 func (d *Dir) ReadBatch(b Batch) (Contents, error) {
-	i := int(b.Generation) - 1
-	if i < 0 || i >= len(d.m.Batches) || d.m.Batches[i] != b {
+	i, m := int(b.Generation)-1, d.cur.Load()
+	if i < 0 || i >= len(m.Batches) || m.Batches[i] != b {
 		return Contents{}, fmt.Errorf("%w: batch %s is not in the manifest", ErrCorrupt, b.File)
 	}
 	name := filepath.Join(d.path, ChunksDir, b.File)
@@ -255,7 +260,7 @@ func (d *Dir) ReadBatch(b Batch) (Contents, error) {
 	}
 	prev := ""
 	if i > 0 {
-		prev = d.m.Batches[i-1].ChainSum()
+		prev = m.Batches[i-1].ChainSum()
 	}
 	switch {
 	case h.Generation != b.Generation || h.Prev != prev || h.CommittedAt != b.CommittedAt:
@@ -285,7 +290,7 @@ func (d *Dir) ReadBatch(b Batch) (Contents, error) {
 // head against the manifest's checksum, and each block of the rest as it
 // reads it).
 func (d *Dir) OpenData(name string) (*os.File, error) {
-	if !slices.Contains(d.m.Files(), name) {
+	if !slices.Contains(d.cur.Load().Files(), name) {
 		return nil, fmt.Errorf("%w: %s is not in the manifest", ErrCorrupt, name)
 	}
 	f, err := os.Open(filepath.Join(d.path, name))
@@ -325,7 +330,7 @@ func ReadLine(f *os.File, sp Span) ([]byte, error) {
 // ReadFile reads a data file the manifest names (the dense vectors or the
 // graph) and checks it against the checksum recorded there.
 func (d *Dir) ReadFile(name, sum string) ([]byte, error) {
-	if !slices.Contains(d.m.Files(), name) {
+	if !slices.Contains(d.cur.Load().Files(), name) {
 		return nil, fmt.Errorf("%w: %s is not in the manifest", ErrCorrupt, name)
 	}
 	return d.readSummed(filepath.Join(d.path, name), sum)
