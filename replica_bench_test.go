@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -458,8 +459,8 @@ func BenchmarkReplicaQueries(b *testing.B) {
 	startGen := r.AppliedGeneration()
 	var latest, pinned replTurns
 	for b.Loop() {
-		latest = replTurnsOf(b, qs, rounds, r, plain, 0, false)
-		pinned = replTurnsOf(b, qs, rounds, r, plain, pin, true)
+		latest = replTurnsOf(b, "following-latest", qs, rounds, r, plain, 0, false)
+		pinned = replTurnsOf(b, "following-pinned", qs, rounds, r, plain, pin, true)
 	}
 	applied := r.AppliedGeneration() - startGen
 	stop()
@@ -488,10 +489,10 @@ func BenchmarkReplicaQueries(b *testing.B) {
 		b.Fatal(err)
 	}
 	plain2 := replOpen(b, pdir2)
-	replTurnsOf(b, qs, 1, r, plain2, 0, true) // warm the new engine
-	replTurnsOf(b, qs, 1, r, plain2, pin, true)
-	idleLatest := replTurnsOf(b, qs, rounds, r, plain2, 0, true)
-	idlePinned := replTurnsOf(b, qs, rounds, r, plain2, pin, true)
+	replTurnsOf(b, "warm", qs, 1, r, plain2, 0, true) // warm the new engine
+	replTurnsOf(b, "warm", qs, 1, r, plain2, pin, true)
+	idleLatest := replTurnsOf(b, "idle-latest", qs, rounds, r, plain2, 0, true)
+	idlePinned := replTurnsOf(b, "idle-pinned", qs, rounds, r, plain2, pin, true)
 	for _, t := range []replTurns{pinned, idleLatest, idlePinned} {
 		if t.mismatches != 0 {
 			b.Errorf("%d of %d packs differ between the replica and the plain engine", t.mismatches, len(t.latR))
@@ -517,9 +518,9 @@ type replTurns struct {
 
 // replTurnsOf asks r and plain each question of qs, rounds times over, pinned
 // to generation pin (0: latest), taking turns question by question (who
-// goes first alternates). With compare it counts the questions whose packs'
+// goes first alternates), each query labelled with row and its engine. With compare it counts the questions whose packs'
 // hashes differ (the engines must then answer at the same generation).
-func replTurnsOf(b *testing.B, qs []Request, rounds int, r, plain *Engine, pin int64, compare bool) replTurns {
+func replTurnsOf(b *testing.B, row string, qs []Request, rounds int, r, plain *Engine, pin int64, compare bool) replTurns {
 	ctx := context.Background()
 	var t replTurns
 	for i := range rounds * len(qs) {
@@ -532,7 +533,16 @@ func replTurnsOf(b *testing.B, qs []Request, rounds int, r, plain *Engine, pin i
 		var hashes [2]string
 		for _, e := range order {
 			t0 := time.Now()
-			p, err := e.Query(ctx, q)
+			var p *evidence.Pack
+			var err error
+			who := "plain"
+			if e == r {
+				who = "replica"
+			}
+			// Labelled, so that a CPU profile of the run splits by engine
+			// and row (go tool pprof -tags): what each query cost in CPU,
+			// beside what it took in time.
+			pprof.Do(ctx, pprof.Labels("turns", row, "engine", who), func(ctx context.Context) { p, err = e.Query(ctx, q) })
 			d := time.Since(t0)
 			if err != nil {
 				b.Fatal(err)
