@@ -267,20 +267,15 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 // lexical index, the manifest is published and next becomes the state.
 // When the lexical change cannot be undone, the engine stops serving
 // (ErrBroken) and the next Open rolls the commit back from its record.
-//
-// With masked (apply only adds or re-indexes documents), the lexical
-// change and the manifest's fsyncs run outside the write lock, next
-// pending: queries on st meanwhile read bleve as next pinned to their
-// generation (whileCommitted), which keeps the commit's documents out,
-// so a replica applying entries keeps answering at full speed. The lock is
-// taken only to mark next pending and to swap. A purge's deletions are not
-// masked: it holds the lock throughout. The caller holds ingestMu, which
-// keeps Close, Merge and CheckIndex out meanwhile.
+// With masked (apply only adds or re-indexes documents), apply and the
+// manifest's fsyncs run outside the write lock, next pending: queries
+// meanwhile read bleve as next pinned to their generation (whileCommitted),
+// so a replica applying entries keeps answering. A purge's deletions hold
+// the lock throughout. The caller holds ingestMu (Close, Merge and
+// CheckIndex wait for it).
 func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.State, masked bool, apply, undo func() error) error {
 	e.mu.Lock()
-	// Deferred, so that a commit stopped dead (a test's runtime.Goexit)
-	// leaves the lock free and nothing pending.
-	defer func() {
+	defer func() { // also when a test stops the commit dead (runtime.Goexit)
 		e.pending = nil
 		e.mu.Unlock()
 	}()
@@ -291,17 +286,13 @@ func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.Stat
 		}
 		return errors.Join(err, commit.Abort(c))
 	}
-	var err error
+	publish := func() error { return commit.Publish(c, apply, undo) }
 	if masked {
 		e.pending = next
 		e.mu.Unlock()
-		err = func() error {
-			defer e.mu.Lock()
-			return commit.Publish(c, apply, undo)
-		}()
-	} else {
-		err = commit.Publish(c, apply, undo)
+		publish = func() error { defer e.mu.Lock(); return commit.Publish(c, apply, undo) }
 	}
+	err := publish()
 	var ue *commit.UndoError
 	if errors.As(err, &ue) {
 		e.broken = fmt.Errorf("%w: commit of generation %d failed (%v) and could not be rolled back: %v", ErrBroken, next.Gen, ue.Cause, ue.Err)

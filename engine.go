@@ -57,9 +57,8 @@ type index struct {
 	// under it.
 	mu sync.RWMutex
 	st *state.State
-	// pending is the state a commit in flight makes (under ingestMu): its
-	// documents are going into bleve, its manifest onto disk, while st is
-	// still the state queries answer from (see whileCommitted).
+	// pending is the state of a commit whose documents are going into
+	// bleve while st is still the one queries answer from (whileCommitted).
 	pending *state.State
 	closed  bool
 	broken  error // why the engine refuses work (see ErrBroken)
@@ -473,9 +472,8 @@ func (e *Engine) queryOnce(ctx context.Context, h evidence.Header, at state.Read
 	return p, nil
 }
 
-// searchLexical runs the lexical leg against st with the scope's statistics,
-// through whileCommitted: a commit in flight holds documents in bleve that
-// st does not know.
+// searchLexical runs the lexical leg against st with the scope's statistics
+// (through whileCommitted: bleve may hold documents st does not know).
 func (e *Engine) searchLexical(ctx context.Context, st *state.State, text string, elig retrieve.Eligibility, stats retrieve.BM25Stats) (retrieve.Result, error) {
 	var res retrieve.Result
 	err := e.whileCommitted(st, elig, func(elig retrieve.Eligibility, bounds retrieve.Bounds) (err error) {

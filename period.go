@@ -50,15 +50,13 @@ func (e *Engine) askedPeriod(h *evidence.Header) {
 	}
 }
 
-// whileCommitted runs read, one read of the lexical index for a query on
-// st that admits elig, under the read lock and only while st is the
-// committed state (else errMoved): every read of the lexical index a query
-// makes. read gets the eligibility and bounds to search with: elig and st's
-// bounds, unless bleve holds documents st does not know. While a commit is
-// applied (e.pending) they are what a read of the pending state pinned to
-// elig's generation uses, which admits exactly what elig admits in st; on
-// a read-only index (an unfinished commit's documents, and no record of
-// its facts) everything after st's generation is kept out.
+// whileCommitted runs read, each read of the lexical index a query on st
+// that admits elig makes, under the read lock and only while st is the
+// committed state (else errMoved), with the eligibility and bounds to search
+// with: elig and st's, unless bleve holds documents st does not know. While
+// a commit is applied they are the pending state's, pinned to elig's
+// generation (which admits what elig admits in st); on a read-only index
+// (an unfinished commit's documents) all after st's generation is kept out.
 func (e *Engine) whileCommitted(st *state.State, elig retrieve.Eligibility, read func(retrieve.Eligibility, retrieve.Bounds) error) error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
