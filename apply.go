@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/evpack/evpack/evidence"
@@ -257,23 +258,43 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 			docs = append(docs, d)
 		}
 	}
-	return e.publish(ctx, c, next, true, func() error { return e.lex.Index(ctx, docs) }, func() error {
+	mask := &pendingCommit{next: next, pinned: len(touched) > 0 || len(w.add) > maxMaskedByID}
+	if !mask.pinned {
+		for _, ch := range w.add {
+			mask.added = append(mask.added, ch.ID)
+		}
+		slices.Sort(mask.added)
+	}
+	return e.publish(ctx, c, next, mask, func() error { return e.lex.Index(ctx, docs) }, func() error {
 		_, err := e.lex.RollBack(context.WithoutCancel(ctx), st.Gen, st.LexDoc)
 		return err
 	})
 }
 
+// pendingCommit is a commit whose documents are going into bleve while st
+// is still the state queries answer from. whileCommitted keeps them out of
+// a query's reads by ID (added, sorted), or, when the commit re-indexes
+// stored chunks (its facts change them) or adds many, by next's clauses
+// pinned to the query's generation (pinned), which cost more.
+type pendingCommit struct {
+	next   *state.State
+	added  []string
+	pinned bool
+}
+
+// maxMaskedByID bounds the commits kept out of queries by ID.
+const maxMaskedByID = 256
+
 // publish finishes commit c (nil for a memory index): apply changes the
 // lexical index, the manifest is published and next becomes the state.
 // When the lexical change cannot be undone, the engine stops serving
 // (ErrBroken) and the next Open rolls the commit back from its record.
-// With masked (apply only adds or re-indexes documents), apply and the
-// manifest's fsyncs run outside the write lock, next pending: queries
-// meanwhile read bleve as next pinned to their generation (whileCommitted),
-// so a replica applying entries keeps answering. A purge's deletions hold
-// the lock throughout. The caller holds ingestMu (Close, Merge and
+// With a mask (apply only adds or re-indexes documents), apply and the
+// manifest's fsyncs run outside the write lock, the commit pending, so a
+// replica applying entries keeps answering; without (a purge's deletions)
+// the lock is held throughout. The caller holds ingestMu (Close, Merge and
 // CheckIndex wait for it).
-func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.State, masked bool, apply, undo func() error) error {
+func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.State, mask *pendingCommit, apply, undo func() error) error {
 	e.mu.Lock()
 	defer func() { // also when a test stops the commit dead (runtime.Goexit)
 		e.pending = nil
@@ -287,8 +308,8 @@ func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.Stat
 		return errors.Join(err, commit.Abort(c))
 	}
 	publish := func() error { return commit.Publish(c, apply, undo) }
-	if masked {
-		e.pending = next
+	if mask != nil {
+		e.pending = mask
 		e.mu.Unlock()
 		publish = func() error { defer e.mu.Lock(); return commit.Publish(c, apply, undo) }
 	}
@@ -318,7 +339,7 @@ func (e *Engine) filesOf(next *state.State, w batchWrite) (commit.Files, error) 
 	next.SetLines(w.add, w.lines)
 	if len(w.add) > 0 && w.file == "" { // a rewritten batch's analysis went with the purged text
 		f.Batch.Analysis = storage.AnalysisName(gen)
-		f.Analysis = func(sum string) []byte { return storage.EncodeAnalysis(e.analysisOf(sum, w.add, w.an)) }
+		f.Analysis = func(sum string) []byte { return storage.EncodeAnalysis(state.AnalysisOf(e.lex, sum, w.add, w.an)) }
 	}
 	switch {
 	case state.CorpusFree(e.emb) && len(w.add) == 0: // a commit of facts alone: the stored vectors stay

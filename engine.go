@@ -55,11 +55,9 @@ type index struct {
 	// itself pending and to swap st (a purge, whose deletions no clause can
 	// hide, while it applies them too). No model or cache call ever runs
 	// under it.
-	mu sync.RWMutex
-	st *state.State
-	// pending is the state of a commit whose documents are going into
-	// bleve while st is still the one queries answer from (whileCommitted).
-	pending *state.State
+	mu      sync.RWMutex
+	st      *state.State
+	pending *pendingCommit // see publish
 	closed  bool
 	broken  error // why the engine refuses work (see ErrBroken)
 	// readOnly is set when Open could not write the rollback of an

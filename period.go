@@ -53,10 +53,10 @@ func (e *Engine) askedPeriod(h *evidence.Header) {
 // whileCommitted runs read, each read of the lexical index a query on st
 // that admits elig makes, under the read lock and only while st is the
 // committed state (else errMoved), with the eligibility and bounds to search
-// with: elig and st's, unless bleve holds documents st does not know. While
-// a commit is applied they are the pending state's, pinned to elig's
-// generation (which admits what elig admits in st); on a read-only index
-// (an unfinished commit's documents) all after st's generation is kept out.
+// with: elig and st's, unless bleve holds documents st does not know: a
+// pending commit's, kept out by ID or by the pending state's clauses pinned
+// to elig's generation (see pendingCommit); on a read-only index (an
+// unfinished commit's) all after st's generation.
 func (e *Engine) whileCommitted(st *state.State, elig retrieve.Eligibility, read func(retrieve.Eligibility, retrieve.Bounds) error) error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
@@ -70,8 +70,10 @@ func (e *Engine) whileCommitted(st *state.State, elig retrieve.Eligibility, read
 	}
 	bounds := st.Bounds
 	switch {
+	case e.pending != nil && !e.pending.pinned:
+		elig.Exclude = e.pending.added
 	case e.pending != nil:
-		elig, bounds = e.pending.EligibilityAt(elig), e.pending.Bounds
+		elig, bounds = e.pending.next.EligibilityAt(elig), e.pending.next.Bounds
 	case e.readOnly != nil && (!elig.Pinned || elig.UpTo > st.Gen):
 		elig.Pinned, elig.UpTo, elig.FewerAfter = true, st.Gen, true
 	}

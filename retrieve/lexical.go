@@ -640,6 +640,10 @@ type Eligibility struct {
 	// chunks named in Readmit (sorted): those with facts by UpTo that
 	// generation UpTo still held valid on AsOf but later facts retire.
 	Readmit []string
+	// Exclude names chunks (sorted) kept out whatever else holds: the
+	// documents of a commit that bleve holds before its state is the
+	// committed one.
+	Exclude []string
 	// naming, set only by SearchNaming and NamedIn, further restricts the
 	// set to the chunks that name something (see Naming).
 	naming *Naming
@@ -776,6 +780,9 @@ func (e Eligibility) filter(b Bounds) filter {
 	}
 	if e.Pinned && e.FewerAfter {
 		f.mustNot = append(f.mustNot, afterGeneration(e.UpTo))
+	}
+	if len(e.Exclude) > 0 {
+		f.mustNot = append(f.mustNot, bleve.NewDocIDQuery(e.Exclude))
 	}
 	if e.naming != nil {
 		f.must = append(f.must, e.naming.query())

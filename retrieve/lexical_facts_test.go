@@ -26,7 +26,8 @@ func factsChunk(t *testing.T, id, text string) *evidence.Chunk {
 }
 
 // The retirement clause keeps out a document from its retirement day on;
-// Readmit lets named documents back in; RollBack deletes a later
+// Readmit lets named documents back in, Exclude keeps them out whatever
+// else holds; RollBack deletes a later
 // generation's documents and puts back the ones a later fact re-indexed.
 func TestLexicalRetirement(t *testing.T) {
 	ctx := context.Background()
@@ -47,9 +48,9 @@ func TestLexicalRetirement(t *testing.T) {
 		t.Fatal(err)
 	}
 	bounds.Retire(asof.MustDate("2024-06-01"))
-	ids := func(day string, pinned int64, readmit ...string) []string {
+	ids := func(day string, pinned int64, readmit []string, exclude ...string) []string {
 		t.Helper()
-		e := Eligibility{AsOf: asof.MustDate(day), Readmit: readmit, Pinned: pinned > 0, UpTo: pinned}
+		e := Eligibility{AsOf: asof.MustDate(day), Readmit: readmit, Exclude: exclude, Pinned: pinned > 0, UpTo: pinned}
 		res, err := l.Search(ctx, "records retained", e, bounds, 10, BM25Stats{})
 		if err != nil {
 			t.Fatal(err)
@@ -64,15 +65,18 @@ func TestLexicalRetirement(t *testing.T) {
 		name, day string
 		pinned    int64
 		readmit   []string
+		exclude   []string
 		want      []string
 	}{
-		{"before the retirement day", "2024-05-31", 0, nil, []string{"a", "b"}},
-		{"on it", "2024-06-01", 0, nil, []string{"b"}},
-		{"re-admitted by ID", "2024-06-01", 0, []string{"a"}, []string{"a", "b"}},
-		{"pinned before its first fact", "2024-06-01", 1, nil, []string{"a", "b"}},
-		{"pinned at its first fact", "2024-06-01", 2, nil, []string{"b"}},
+		{"before the retirement day", "2024-05-31", 0, nil, nil, []string{"a", "b"}},
+		{"on it", "2024-06-01", 0, nil, nil, []string{"b"}},
+		{"re-admitted by ID", "2024-06-01", 0, []string{"a"}, nil, []string{"a", "b"}},
+		{"pinned before its first fact", "2024-06-01", 1, nil, nil, []string{"a", "b"}},
+		{"pinned at its first fact", "2024-06-01", 2, nil, nil, []string{"b"}},
+		{"kept out by ID", "2024-05-31", 0, nil, []string{"b"}, []string{"a"}},
+		{"kept out by ID, though re-admitted", "2024-06-01", 0, []string{"a"}, []string{"a"}, []string{"b"}},
 	} {
-		if got := ids(tc.day, tc.pinned, tc.readmit...); !slices.Equal(got, tc.want) {
+		if got := ids(tc.day, tc.pinned, tc.readmit, tc.exclude...); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -86,7 +90,7 @@ func TestLexicalRetirement(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got := ids("2024-06-01", 0); restored != 1 || !slices.Equal(got, []string{"a", "b"}) {
+	if got := ids("2024-06-01", 0, nil); restored != 1 || !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("after the roll back: restored %d, cited %v", restored, got)
 	}
 }

@@ -213,6 +213,13 @@ func (pc *pruneCorpus) eligibility(r *rand.Rand) Eligibility {
 		slices.Sort(e.Readmit)
 		e.Readmit = slices.Compact(e.Readmit)
 	}
+	if r.IntN(4) == 0 {
+		for range 1 + r.IntN(5) {
+			e.Exclude = append(e.Exclude, pc.chunks[r.IntN(len(pc.chunks))].ID)
+		}
+		slices.Sort(e.Exclude)
+		e.Exclude = slices.Compact(e.Exclude)
+	}
 	return e
 }
 

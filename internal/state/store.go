@@ -725,6 +725,21 @@ func BuildGraph(ctx context.Context, d *retrieve.Dense, opts *retrieve.GraphOpti
 	return g, nil
 }
 
+// AnalysisOf returns the analysis file of a batch with checksum sum holding
+// the chunks add, analyzed as an by lex's analyzers. Each commit stores it
+// beside its batch, and Open reads it instead of analyzing every stored text
+// again. It is derived data: used only when it names the batch it was made
+// from and the analyzers the engine runs (their identity), and Check
+// compares it with a fresh analysis. A batch without one (a purge's
+// rewrite, or an index made before analysis files) is analyzed as before.
+func AnalysisOf(lex *retrieve.Lexical, sum string, add []*evidence.Chunk, an []Analyzed) storage.Analysis {
+	a := storage.Analysis{Identity: AnalysisIdentity(lex), Batch: sum, Chunks: make([]storage.Analyzed, len(add))}
+	for i, c := range add {
+		a.Chunks[i] = storage.Analyzed{ID: c.ID, Tokens: an[i].Tokens, Lex: an[i].Lex, Rerank: an[i].Rerank}
+	}
+	return a
+}
+
 // AnalysisIdentity names the analyzers whose output an analysis file holds:
 // the lexical index's analyzer and the reranker's term splitter.
 func AnalysisIdentity(lex *retrieve.Lexical) string {
