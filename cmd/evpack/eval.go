@@ -631,6 +631,7 @@ func shapesCV(ctx context.Context, recs []connectors.Record, qs []learn.Question
 	fmt.Fprintf(stdout, "folds: %s; each fold's model is trained on the other folds' pools of the as-is corpus and ranks its held-out questions on every shape\n", split.Scheme)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "shape\treranker\trecall@10\tmap@10\tΔrecall vs none [95%]\tΔmap vs none [95%]\tverdict")
+	var pairs []shapePair
 	for _, shape := range obliqa.Shapes {
 		if only != "" && shape != only {
 			continue
@@ -639,14 +640,32 @@ func shapesCV(ctx context.Context, recs []connectors.Record, qs []learn.Question
 		if err != nil {
 			return err
 		}
-		err = shapeRowsCV(ctx, eng, shape, heldQs, heldAt, split, models, tw)
+		arith, learned, err := shapeRowsCV(ctx, eng, shape, heldQs, heldAt, split, models, tw)
 		eng.Close()
 		if err != nil {
 			return err
 		}
+		pairs = append(pairs, shapePair{shape, arith, learned})
 	}
 	fmt.Fprintf(tw, "paired bootstrap over the %d held-out questions, %d resamples, seed %d; shuffle seed %d\n", len(heldQs), bootstrapResamples, bootstrapSeed, to.Seed)
+	// The same questions judged once more: the learned row against the
+	// arithmetic reranker (the default's alternative), shape by shape.
+	fmt.Fprintln(tw, "shape\tlearned vs arithmetic: Δrecall [95%]\tΔmap [95%]\tverdict")
+	for _, p := range pairs {
+		var row ledgerRow
+		v, err := judge(p.arith, p.learned, &row)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.shape, row.DRecall, row.DMAP, v)
+	}
 	return tw.Flush()
+}
+
+// shapePair is one shape's arithmetic and cross-validated learned reports.
+type shapePair struct {
+	shape          string
+	arith, learned *obliqa.Report
 }
 
 // shapeEngine indexes recs made into the named shape in memory.
@@ -668,8 +687,9 @@ func shapeEngine(ctx context.Context, shape string, recs []connectors.Record, go
 }
 
 // shapeRowsCV writes one shape's rows: none, the arithmetic reranker, and
-// the fold models each ranking its own held-out questions.
-func shapeRowsCV(ctx context.Context, eng *evpack.Engine, shape string, heldQs []learn.Question, heldAt []int, split learn.Split, models []*rerank.Learned, tw io.Writer) error {
+// the fold models each ranking its own held-out questions. It returns the
+// arithmetic and learned reports.
+func shapeRowsCV(ctx context.Context, eng *evpack.Engine, shape string, heldQs []learn.Question, heldAt []int, split learn.Split, models []*rerank.Learned, tw io.Writer) (arith, learned *obliqa.Report, _ error) {
 	var none *obliqa.Report
 	for _, rr := range []struct {
 		name string
@@ -679,7 +699,7 @@ func shapeRowsCV(ctx context.Context, eng *evpack.Engine, shape string, heldQs [
 		if rr.r != nil {
 			var err error
 			if ranked, err = learn.Ranked(ctx, eng, rr.r, heldQs); err != nil {
-				return err
+				return nil, nil, err
 			}
 		} else {
 			ranked = make([][]string, len(heldQs))
@@ -690,7 +710,7 @@ func shapeRowsCV(ctx context.Context, eng *evpack.Engine, shape string, heldQs [
 				}
 				got, err := learn.Ranked(ctx, eng, models[f], fq)
 				if err != nil {
-					return err
+					return nil, nil, err
 				}
 				for j, i := range held {
 					ranked[heldAt[i]] = got[j]
@@ -704,11 +724,17 @@ func shapeRowsCV(ctx context.Context, eng *evpack.Engine, shape string, heldQs [
 		} else {
 			v, err := judge(none, rep, &row)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			row.Verdict = string(v)
 		}
+		switch rr.name {
+		case "arithmetic":
+			arith = rep
+		case "learned (cross-validated)":
+			learned = rep
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.4f\t%s\t%s\t%s\n", shape, rr.name, row.Recall, row.MAP, row.DRecall, row.DMAP, row.Verdict)
 	}
-	return nil
+	return arith, learned, nil
 }

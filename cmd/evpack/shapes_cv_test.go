@@ -56,7 +56,9 @@ func TestEvalShapesCrossValidated(t *testing.T) {
 			require.Regexp(t, `^ +[+-]\d\.\d{4} \[[+-]\d\.\d{4}, [+-]\d\.\d{4}\] +[+-]\d\.\d{4} \[[+-]\d\.\d{4}, [+-]\d\.\d{4}\] +(won|lost|tied)$`, m[3])
 		}
 	}
-	require.Equal(t, 15, len(regexp.MustCompile(`(?m) (baseline|won|lost|tied)$`).FindAllString(out, -1)), out)
+	// 15 rows against none, then 5 of the learned row against the arithmetic.
+	require.Equal(t, 20, len(regexp.MustCompile(`(?m) (baseline|won|lost|tied)$`).FindAllString(out, -1)), out)
+	require.Contains(t, out, "\nshape                 learned vs arithmetic: Δrecall [95%]  Δmap [95%]")
 	// BM25 reads no document context: only no-headings (which drops short
 	// passages) can move none.
 	for _, shape := range []string{"one-document", "passage-per-document", "shuffled"} {
@@ -69,10 +71,14 @@ func TestEvalShapesCrossValidated(t *testing.T) {
 	code, trained, errs := runCLI(t, "rerank", "train", "--corpus", learnData("corpus.jsonl"), "--questions", learnData("questions.jsonl"),
 		"--out", filepath.Join(t.TempDir(), "m.evm"), "--folds", "2", "--group-by", "gold-passage", "--trees", "10", "--min-leaf", "20", "--seed", "7")
 	require.Equal(t, 0, code, errs)
-	cv := regexp.MustCompile(`(?m)^learned \(2 folds grouped by gold-passage \(124 groups\), seed 7\) +(\d\.\d{4}) +(\d\.\d{4})`).FindStringSubmatch(trained)
+	iv := `([+-]\d\.\d{4} \[[+-]\d\.\d{4}, [+-]\d\.\d{4}\])`
+	cv := regexp.MustCompile(`(?m)^learned \(2 folds grouped by gold-passage \(124 groups\), seed 7\) +(\d\.\d{4}) +(\d\.\d{4}) +` + iv + ` +` + iv + ` +\S+ \S+ +(won|lost|tied)$`).FindStringSubmatch(trained)
 	require.NotNil(t, cv, trained)
 	learned := rowRe("as-is", "learned (cross-validated)").FindStringSubmatch(out)
 	require.Equal(t, cv[1]+" "+cv[2], learned[1]+" "+learned[2], "the as-is learned row is rerank train's cross-validated figure")
+	vsArith := regexp.MustCompile(`(?m)^as-is +` + iv + ` +` + iv + ` +(won|lost|tied)$`).FindStringSubmatch(out)
+	require.NotNil(t, vsArith, out)
+	require.Equal(t, cv[3:], vsArith[1:], "as-is, learned against the arithmetic is rerank train's verdict")
 
 	code, again, errs := runCLI(t, shapesCVArgs(learnData("questions.jsonl"), "--folds", "2", "--group-by", "gold-passage")...)
 	require.Equal(t, 0, code, errs)
