@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -412,14 +413,32 @@ func printJSONLine(w io.Writer, v any) error {
 func cmdEvalShapes(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("eval shapes", stderr)
 	docs := fs.String("docs", "", "ObliQA documents/ directory")
-	questions := fs.String("questions", "", "ObliQA questions file")
+	var corpus multiFlag
+	fs.Var(&corpus, "corpus", "chunk JSONL file (repeatable; JSONL form, with --folds)")
+	questions := fs.String("questions", "", "ObliQA questions file, or labelled questions JSONL (with --folds)")
+	asOf := fs.String("as-of", "", "as-of date of JSONL questions without one (YYYY-MM-DD; with --folds)")
 	only := fs.String("shape", "", "one shape only (default: every shape)")
-	seed := fs.Uint64("seed", 1, "seed of the shuffled shape")
+	seed := fs.Uint64("seed", 1, "seed of the shuffled shape and, with --folds, of the folds and the trainer's subsample")
+	folds := fs.Int("folds", 0, "cross-validate the learned row in this many folds (0: the embedded model, in-sample on ObliQA dev)")
+	groupBy := fs.String("group-by", "", "with --folds: fold by gold-document, gold-passage or field (default: random folds)")
+	splitBy := fs.String("split-by", "", "with --folds: date, each fold's model answering only questions dated after every question it saw")
+	train := trainFlags(sharedSeed{fs, seed})
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
 	if *only != "" && !slices.Contains(obliqa.Shapes, *only) {
 		return usageErr("--shape %q: want one of %s", *only, strings.Join(obliqa.Shapes, ", "))
+	}
+	plan := foldPlan{k: *folds, groupBy: *groupBy, splitBy: *splitBy, seed: *seed}
+	if err := plan.check(fs); err != nil {
+		return err
+	}
+	if plan.k > 0 {
+		recs, qs, err := labelled(ctx, *docs, corpus, *questions, *asOf, stderr)
+		if err != nil {
+			return err
+		}
+		return shapesCV(ctx, recs, qs, plan, train(), *only, stdout, stderr)
 	}
 	o, err := loadObliQA(*docs, *questions)
 	if err != nil {
@@ -488,4 +507,234 @@ func cmdEvalShapes(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	fmt.Fprintf(tw, "paired bootstrap over %d questions, %d resamples, seed %d; shuffle seed %d\n", len(o.Questions), bootstrapResamples, bootstrapSeed, *seed)
 	return tw.Flush()
+}
+
+// sharedSeed hands trainFlags the shapes command's --seed, so one seed
+// orders the shuffled shape, the folds and the trainer's subsample.
+type sharedSeed struct {
+	*flag.FlagSet
+	seed *uint64
+}
+
+func (s sharedSeed) Uint64(name string, value uint64, usage string) *uint64 {
+	if name == "seed" {
+		return s.seed
+	}
+	return s.FlagSet.Uint64(name, value, usage)
+}
+
+// check refuses, before any data is read, a fold scheme the shapes command
+// cannot run: flags of the cross-validated mode without --folds, two
+// schemes at once, or an unknown one.
+func (p foldPlan) check(fs *flag.FlagSet) error {
+	if p.k < 0 || (p.k == 1 && p.splitBy == "") {
+		return usageErr("--folds %d: want 0 (the embedded model, in-sample) or at least 2 (1 only with --split-by date)", p.k)
+	}
+	if p.k == 0 {
+		var cvOnly []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "corpus", "as-of", "group-by", "split-by", "trees", "leaves", "lr", "min-leaf", "l2", "subsample":
+				cvOnly = append(cvOnly, "--"+f.Name)
+			}
+		})
+		if len(cvOnly) > 0 {
+			return usageErr("%s: only with --folds (the in-sample mode ranks with the embedded model)", strings.Join(cvOnly, ", "))
+		}
+		return nil
+	}
+	if p.groupBy != "" && p.splitBy != "" {
+		return usageErr("--group-by and --split-by are two fold schemes: give one")
+	}
+	if p.splitBy != "" && p.splitBy != "date" {
+		return usageErr("--split-by %q: want date", p.splitBy)
+	}
+	if g := p.groupBy; g != "" && g != learn.GroupGoldDocument && g != learn.GroupGoldPassage && g != learn.GroupField {
+		return usageErr("--group-by %q: want %s, %s or %s", g, learn.GroupGoldDocument, learn.GroupGoldPassage, learn.GroupField)
+	}
+	return nil
+}
+
+// shapesCV is the shapes command with the learned row cross-validated: one
+// model per fold, trained on the other folds' pools from the as-is corpus
+// (the shape a model is trained on), ranks that fold's held-out questions
+// on every shape. The rows of all folds are assembled in question order and
+// each reranker is judged against none over the questions some fold held
+// out, so no learned figure comes from a model that saw the question.
+func shapesCV(ctx context.Context, recs []connectors.Record, qs []learn.Question, plan foldPlan, to rerank.TrainOptions, only string, stdout, stderr io.Writer) error {
+	for i := range recs {
+		if recs[i].Chunk.Meta == nil {
+			recs[i].Chunk.Meta = map[string]string{} // a shape writes a chunk's document and position
+		}
+	}
+	gold := map[string]bool{}
+	for _, q := range qs {
+		for _, g := range q.Gold {
+			gold[g] = true
+		}
+	}
+	asIs, err := shapeEngine(ctx, "as-is", recs, gold, to.Seed, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "collecting the pools of %d questions\n", len(qs))
+	pools, err := learn.Collect(ctx, asIs, qs)
+	asIs.Close()
+	if err != nil {
+		return err
+	}
+	docOf := map[string]string{}
+	for _, r := range recs {
+		docOf[r.Chunk.ID] = r.Chunk.DocID
+	}
+	split, err := plan.split(qs, func(id string) string { return docOf[id] })
+	if err != nil {
+		return err
+	}
+	// heldAt[i] is question i's place among the held-out questions (-1:
+	// held by no fold, as a date split's first block).
+	heldAt := make([]int, len(qs))
+	for i := range heldAt {
+		heldAt[i] = -1
+	}
+	for _, held := range split.Held {
+		for _, i := range held {
+			if heldAt[i] >= 0 {
+				return fmt.Errorf("%w: question %s is held out by two folds", rerank.ErrTrain, qs[i].ID)
+			}
+			heldAt[i] = 0
+		}
+	}
+	var heldQs []learn.Question
+	for i, q := range qs {
+		if heldAt[i] >= 0 {
+			heldAt[i] = len(heldQs)
+			heldQs = append(heldQs, q)
+		}
+	}
+	models := make([]*rerank.Learned, len(split.Held))
+	for f := range split.Held {
+		train := make([]rerank.TrainQuery, 0, len(split.Train[f]))
+		for _, i := range split.Train[f] {
+			train = append(train, pools[i])
+		}
+		m, err := rerank.Train(train, to)
+		if err != nil {
+			return fmt.Errorf("eval shapes: fold %d: %w", f, err)
+		}
+		if models[f], err = rerank.NewLearned(m); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "fold %d of %d trained (%s)\n", f+1, len(split.Held), m.Sum())
+	}
+	fmt.Fprintf(stdout, "seed %d, trainer %s, data %s\n", to.Seed, to, rerank.TrainDigest(pools))
+	fmt.Fprintf(stdout, "folds: %s; each fold's model is trained on the other folds' pools of the as-is corpus and ranks its held-out questions on every shape\n", split.Scheme)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "shape\treranker\trecall@10\tmap@10\tΔrecall vs none [95%]\tΔmap vs none [95%]\tverdict")
+	var pairs []shapePair
+	for _, shape := range obliqa.Shapes {
+		if only != "" && shape != only {
+			continue
+		}
+		eng, err := shapeEngine(ctx, shape, recs, gold, to.Seed, stderr)
+		if err != nil {
+			return err
+		}
+		arith, learned, err := shapeRowsCV(ctx, eng, shape, heldQs, heldAt, split, models, tw)
+		eng.Close()
+		if err != nil {
+			return err
+		}
+		pairs = append(pairs, shapePair{shape, arith, learned})
+	}
+	fmt.Fprintf(tw, "paired bootstrap over the %d held-out questions, %d resamples, seed %d; shuffle seed %d\n", len(heldQs), bootstrapResamples, bootstrapSeed, to.Seed)
+	// The same questions judged once more: the learned row against the
+	// arithmetic reranker (the default's alternative), shape by shape.
+	fmt.Fprintln(tw, "shape\tlearned vs arithmetic: Δrecall [95%]\tΔmap [95%]\tverdict")
+	for _, p := range pairs {
+		var row ledgerRow
+		v, err := judge(p.arith, p.learned, &row)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.shape, row.DRecall, row.DMAP, v)
+	}
+	return tw.Flush()
+}
+
+// shapePair is one shape's arithmetic and cross-validated learned reports.
+type shapePair struct {
+	shape          string
+	arith, learned *obliqa.Report
+}
+
+// shapeEngine indexes recs made into the named shape in memory.
+func shapeEngine(ctx context.Context, shape string, recs []connectors.Record, gold map[string]bool, seed uint64, stderr io.Writer) (*evpack.Engine, error) {
+	shaped, err := obliqa.Shape(shape, recs, gold, seed)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	fmt.Fprintf(stderr, "%s: indexing %d passages\n", shape, len(shaped))
+	eng, err := evpack.OpenMemory(evpack.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := eng.Ingest(ctx, connectors.Records(shaped), evpack.IngestOptions{}); err != nil {
+		eng.Close()
+		return nil, err
+	}
+	return eng, nil
+}
+
+// shapeRowsCV writes one shape's rows: none, the arithmetic reranker, and
+// the fold models each ranking its own held-out questions. It returns the
+// arithmetic and learned reports.
+func shapeRowsCV(ctx context.Context, eng *evpack.Engine, shape string, heldQs []learn.Question, heldAt []int, split learn.Split, models []*rerank.Learned, tw io.Writer) (arith, learned *obliqa.Report, _ error) {
+	var none *obliqa.Report
+	for _, rr := range []struct {
+		name string
+		r    rerank.Reranker
+	}{{"none", rerank.None{}}, {"arithmetic", rerank.DefaultArithmetic()}, {"learned (cross-validated)", nil}} {
+		var ranked [][]string
+		if rr.r != nil {
+			var err error
+			if ranked, err = learn.Ranked(ctx, eng, rr.r, heldQs); err != nil {
+				return nil, nil, err
+			}
+		} else {
+			ranked = make([][]string, len(heldQs))
+			for f, held := range split.Held {
+				fq := make([]learn.Question, len(held))
+				for j, i := range held {
+					fq[j] = heldQs[heldAt[i]]
+				}
+				got, err := learn.Ranked(ctx, eng, models[f], fq)
+				if err != nil {
+					return nil, nil, err
+				}
+				for j, i := range held {
+					ranked[heldAt[i]] = got[j]
+				}
+			}
+		}
+		rep := reportOf(learn.Scores(heldQs, ranked))
+		row := ledgerRow{Layer: rr.name, Recall: rep.Summary.Recall, MAP: rep.Summary.MAP, Verdict: "baseline"}
+		if none == nil {
+			none = rep
+		} else {
+			v, err := judge(none, rep, &row)
+			if err != nil {
+				return nil, nil, err
+			}
+			row.Verdict = string(v)
+		}
+		switch rr.name {
+		case "arithmetic":
+			arith = rep
+		case "learned (cross-validated)":
+			learned = rep
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.4f\t%s\t%s\t%s\n", shape, rr.name, row.Recall, row.MAP, row.DRecall, row.DMAP, row.Verdict)
+	}
+	return arith, learned, nil
 }
