@@ -562,11 +562,6 @@ func (p foldPlan) check(fs *flag.FlagSet) error {
 // each reranker is judged against none over the questions some fold held
 // out, so no learned figure comes from a model that saw the question.
 func shapesCV(ctx context.Context, recs []connectors.Record, qs []learn.Question, plan foldPlan, to rerank.TrainOptions, only string, stdout, stderr io.Writer) error {
-	for i := range recs {
-		if recs[i].Chunk.Meta == nil {
-			recs[i].Chunk.Meta = map[string]string{} // a shape writes a chunk's document and position
-		}
-	}
 	gold := map[string]bool{}
 	for _, q := range qs {
 		for _, g := range q.Gold {

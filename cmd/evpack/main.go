@@ -63,7 +63,7 @@ const usage = `usage:
   evpack history --index DIR [--tenant T] [--json]
   evpack purge  --index DIR --reason TEXT CHUNK_ID...
   evpack eval obliqa --docs DIR --questions FILE [--pool N] [--reranker learned|arithmetic|none] [--embedder static:PATH] [--legs L] [--json] [--per-question FILE]
-  evpack eval shapes --docs DIR --questions FILE [--shape NAME] [--seed 1]
+  evpack eval shapes --docs DIR --questions FILE [--shape NAME] [--seed 1] [--folds K [--group-by KEY | --split-by date] [trainer flags]]
   evpack eval ablate --docs DIR --questions FILE [--cross-encoder MODEL_DIR] [--folds 5] [--seed 1] [trainer flags]
   evpack eval asof   --docs DIR --questions FILE [--histories N] [--seed N] [--json]
   evpack eval financebench --dir DIR [--companies CIK,...] [--boost N] [--depth N] [--index DIR] [--json]

@@ -38,6 +38,9 @@ func Shape(name string, recs []connectors.Record, gold map[string]bool, seed uin
 	out := make([]connectors.Record, 0, len(recs))
 	for _, r := range recs {
 		r.Chunk.Meta = maps.Clone(r.Chunk.Meta)
+		if r.Chunk.Meta == nil { // a shape writes the chunk's document and position
+			r.Chunk.Meta = map[string]string{}
+		}
 		out = append(out, r)
 	}
 	setPos := func(r *connectors.Record, doc string, pos int) {

@@ -55,4 +55,11 @@ func TestShapesByHand(t *testing.T) {
 	if _, err := Shape("sideways", shapeInput(), gold, 1); err == nil {
 		t.Error("an unknown shape is accepted")
 	}
+	// A record without metadata (a JSONL corpus's, say) gets its own.
+	bare := shapeInput()
+	bare[0].Chunk.Meta = nil
+	got, err := Shape("one-document", bare, gold, 1)
+	if err != nil || got[0].Chunk.Meta["document"] != "all" || bare[0].Chunk.Meta != nil {
+		t.Errorf("a record without metadata: %v, %v (input %v)", got[0].Chunk.Meta, err, bare[0].Chunk.Meta)
+	}
 }
