@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/retrieve"
 )
 
 // The year leg (internal/periodleg: the year list, SearchNaming, and the
@@ -29,7 +31,19 @@ import (
 // and is rolled back. TestQueriesDuringACommitSeeTheCommittedState asks no
 // year; this asks the year leg's golden requests, latest and pinned, for
 // the shared tenant and for a named one.
-func TestYearQuestionsDuringACommitSeeTheCommittedState(t *testing.T) {
+// yearFixture is the year leg's filings (testdata/periods) as commits can
+// take them: by fiscal year, copied into tenant acme, more chunks naming
+// FY2021 than a commit keeps out by ID, and retractions.
+type yearFixture struct {
+	recs    []connectors.Record
+	many    []connectors.Record
+	year    func(y string) []connectors.Record
+	acme    func(rs []connectors.Record) []connectors.Record
+	retract func(id, day string) connectors.Record
+}
+
+func newYearFixture(t *testing.T) yearFixture {
+	t.Helper()
 	ctx := context.Background()
 	recs, err := connectors.NewJSONL(filepath.Join("testdata", "periods", "filings.jsonl")).Read(ctx)
 	require.NoError(t, err)
@@ -67,6 +81,51 @@ func TestYearQuestionsDuringACommitSeeTheCommittedState(t *testing.T) {
 		return connectors.Record{Where: "retractions:" + id, Fact: &evidence.Fact{Kind: evidence.FactRetracted, ChunkID: id,
 			End: asof.MustDate(day), Anchor: asof.MustDate(day).Start()}}
 	}
+	return yearFixture{recs: recs, many: many, year: year, acme: acme, retract: retract}
+}
+
+// yearAsks is the year leg's golden requests for the shared tenant and
+// acme, on three days, latest and pinned to generations 2 and 4.
+func yearAsks(t *testing.T) (asks []Request, tags []string) {
+	t.Helper()
+	for _, pr := range loadPeriodRequests(t) {
+		for _, tenant := range []string{"", "acme"} {
+			for _, day := range []string{pr.AsOf, "2023-06-30", "2024-06-30"} {
+				for _, gen := range []int64{0, 2, 4} {
+					r := pr.request()
+					r.Tenant, r.AsOf, r.Generation = tenant, asof.MustDate(day), gen
+					asks, tags = append(asks, r), append(tags, fmt.Sprintf("%s tenant %q as of %s at generation %d", pr.Name, tenant, day, gen))
+				}
+			}
+		}
+	}
+	return asks, tags
+}
+
+// yearPacks asks each request of asks and returns its pack's hash ("" where
+// the index has not reached the pin), and how many packs read the year
+// list.
+func yearPacks(t *testing.T, e *Engine, asks []Request, tags []string) (hashes []string, yearList int) {
+	t.Helper()
+	hashes = make([]string, len(asks))
+	for i, r := range asks {
+		if r.Generation > e.AppliedGeneration() {
+			continue
+		}
+		p, err := e.Query(context.Background(), r)
+		require.NoError(t, err, tags[i])
+		hashes[i] = p.Hash()
+		if strings.Contains(strings.Join(p.Trace.Steps, "\n"), "year list: kept ") {
+			yearList++
+		}
+	}
+	return hashes, yearList
+}
+
+func TestYearQuestionsDuringACommitSeeTheCommittedState(t *testing.T) {
+	ctx := context.Background()
+	fx := newYearFixture(t)
+	year, acme, retract, recs, many := fx.year, fx.acme, fx.retract, fx.recs, fx.many
 	steps := []struct {
 		name   string
 		recs   []connectors.Record
@@ -74,7 +133,7 @@ func TestYearQuestionsDuringACommitSeeTheCommittedState(t *testing.T) {
 		failed bool // fails at its manifest first, then is made again
 	}{
 		{"fiscal 2020", year("2020"), true, false},
-		{"fiscal 2021 (the asked year comes in)", year("2021"), true, false},
+		{"fiscal 2021 (the asked year comes in) and the 10-Q of its second quarter", slices.Concat(year("2021"), withPrefix(recs, "northwind-10q")), true, false},
 		{"fiscal 2022, and the FY2021 capex page retracted", append(year("2022"), retract("northwind-10k-fy2021#p1", "2024-01-02")), false, true},
 		{"tenant acme's copy of every filing", acme(recs), true, false},
 		{"tenant acme: more chunks than are kept out by ID", many, false, false},
@@ -82,44 +141,18 @@ func TestYearQuestionsDuringACommitSeeTheCommittedState(t *testing.T) {
 		{"tenant acme: a fact on its copy of the FY2022 capex page", []connectors.Record{retract("northwind-10k-fy2022#p1@acme", "2024-05-01")}, false, true},
 	}
 
-	type ask struct {
-		r   Request
-		tag string
-	}
-	var asks []ask
-	for _, pr := range loadPeriodRequests(t) {
-		for _, tenant := range []string{"", "acme"} {
-			for _, day := range []string{pr.AsOf, "2023-06-30", "2024-06-30"} {
-				for _, gen := range []int64{0, 2, 4} {
-					r := pr.request()
-					r.Tenant, r.AsOf, r.Generation = tenant, asof.MustDate(day), gen
-					asks = append(asks, ask{r, fmt.Sprintf("%s tenant %q as of %s at generation %d", pr.Name, tenant, day, gen)})
-				}
-			}
-		}
-	}
-
+	asks, tags := yearAsks(t)
 	e := checked(t, mustOpenWith(t, t.TempDir(), Options{QuestionPeriods: true}))
 	yearSteps := 0
-	packs := func() []string { // "" where the index has not reached the pin
-		out := make([]string, len(asks))
-		for i, a := range asks {
-			if a.r.Generation > e.AppliedGeneration() {
-				continue
-			}
-			p, err := e.Query(ctx, a.r)
-			require.NoError(t, err, a.tag)
-			out[i] = p.Hash()
-			if strings.Contains(strings.Join(p.Trace.Steps, "\n"), "year list: kept ") {
-				yearSteps++
-			}
-		}
-		return out
+	packs := func() []string {
+		h, n := yearPacks(t, e, asks, tags)
+		yearSteps += n
+		return h
 	}
 	same := func(want []string, when string) {
 		got := packs()
 		for i := range asks {
-			require.Equal(t, want[i], got[i], "%s: %s", when, asks[i].tag)
+			require.Equal(t, want[i], got[i], "%s: %s", when, tags[i])
 		}
 	}
 
@@ -151,7 +184,7 @@ func TestYearQuestionsDuringACommitSeeTheCommittedState(t *testing.T) {
 		require.Equal(t, map[bool]int{true: 2, false: 1}[s.failed], pendings, "%s: the hooks ran", s.name)
 		e.store.Hooks = storage.Hooks{}
 		for i, p := range packs() {
-			if asks[i].r.Generation == 0 && p != before[i] {
+			if asks[i].Generation == 0 && p != before[i] {
 				changed++
 			}
 		}
@@ -167,4 +200,94 @@ func mustOpenWith(t *testing.T, dir string, opts Options) *Engine {
 	require.NoError(t, err)
 	t.Cleanup(func() { e.Close() })
 	return e
+}
+
+// A commit writes bleve one atomic batch per partition, outside the write
+// lock: between two batches bleve holds the pending commit's documents in
+// some partitions and the committed state's in the others, and while a
+// failed commit is rolled back (RollBack, partition by partition) a mix
+// again. TestQueriesDuringACommitSeeTheCommittedState asks only before and
+// after the manifest, when every batch is in. This asks the year leg's
+// requests before every partition's batch (retrieve.LexicalHooks), of the
+// commit and of its rollback: each must give the committed state's pack,
+// kept out by ID or by pinned clauses. Each commit spans partitions (90
+// days, per tenant); the marked ones fail at a later batch on their first
+// try.
+func TestQueriesBetweenACommitsPartitionBatchesSeeTheCommittedState(t *testing.T) {
+	ctx := context.Background()
+	fx := newYearFixture(t)
+	steps := []struct {
+		name   string
+		recs   []connectors.Record
+		byID   bool
+		failAt int // the batch (1-based) that fails on the first try; 0 none
+	}{
+		{"fiscal 2020, northwind's fiscal 2021 10-K", slices.Concat(fx.year("2020"), withPrefix(fx.year("2021"), "northwind-10k")), true, 0},
+		{"contoso's fiscal 2021 10-K, northwind's 10-Q", slices.Concat(withPrefix(fx.year("2021"), "contoso"), withPrefix(fx.recs, "northwind-10q")), true, 2},
+		{"fiscal 2022, the FY2021 capex page retracted, acme's fiscal 2020", slices.Concat(fx.year("2022"),
+			[]connectors.Record{fx.retract("northwind-10k-fy2021#p1", "2024-01-02")}, fx.acme(fx.year("2020"))), false, 3},
+		{"acme's fiscal 2021 and 2022, and its capex notes", slices.Concat(fx.acme(fx.year("2021")), fx.acme(fx.year("2022")), fx.many), false, 2},
+		{"facts alone, in both tenants", []connectors.Record{fx.retract("contoso-10k-fy2021#p1", "2024-03-01"),
+			fx.retract("northwind-10k-fy2020#p1@acme", "2024-03-01"), fx.retract("northwind-10k-fy2022#p1@acme", "2024-05-01")}, false, 2},
+	}
+	asks, tags := yearAsks(t)
+	e := checked(t, mustOpenWith(t, t.TempDir(), Options{QuestionPeriods: true}))
+	same := func(want []string, when string) {
+		got, _ := yearPacks(t, e, asks, tags)
+		for i := range asks {
+			require.Equal(t, want[i], got[i], "%s: %s", when, tags[i])
+		}
+	}
+	errInjected := errors.New("injected: the partition's batch cannot be written")
+	changed, rolledBack := 0, 0
+	for _, s := range steps {
+		before, _ := yearPacks(t, e, asks, tags)
+		failAt, batches, failed := s.failAt, 0, false
+		e.lex.Hooks.BeforeBatch = func(partition string) error {
+			batches++
+			require.NotNil(t, e.pending, "%s: a batch with no commit pending", s.name)
+			require.Equal(t, s.byID, !e.pending.pinned, "%s: kept out by ID", s.name)
+			phase := "commit"
+			if failed {
+				phase, rolledBack = "rollback", rolledBack+1
+			}
+			same(before, fmt.Sprintf("%s: %s, before batch %d (partition %s)", s.name, phase, batches, partition))
+			if batches == failAt && !failed {
+				failed = true
+				return errInjected
+			}
+			return nil
+		}
+		_, err := e.Ingest(ctx, connectors.Records(s.recs), IngestOptions{})
+		if failAt > 0 {
+			require.ErrorIs(t, err, errInjected, s.name)
+			require.True(t, failed, "%s: batch %d never came (%d batches)", s.name, failAt, batches)
+			same(before, s.name+", rolled back")
+			failAt, batches = 0, 0
+			_, err = e.Ingest(ctx, connectors.Records(s.recs), IngestOptions{})
+		}
+		require.NoError(t, err, s.name)
+		require.GreaterOrEqual(t, batches, 2, "%s: the commit wrote one partition: nothing is between batches", s.name)
+		e.lex.Hooks = retrieve.LexicalHooks{}
+		after, _ := yearPacks(t, e, asks, tags)
+		for i := range asks {
+			if asks[i].Generation == 0 && after[i] != before[i] {
+				changed++
+			}
+		}
+	}
+	t.Logf("%d requests asked before each partition's batch of %d commits; %d rollback batches; %d latest packs changed by a commit", len(asks), len(steps), rolledBack, changed)
+	require.Positive(t, rolledBack, "no rollback rewrote a partition")
+	require.Positive(t, changed, "no commit changed a latest pack: the test shows nothing")
+}
+
+// withPrefix returns the records of rs whose chunk ID starts with prefix.
+func withPrefix(rs []connectors.Record, prefix string) []connectors.Record {
+	var out []connectors.Record
+	for _, r := range rs {
+		if strings.HasPrefix(r.Chunk.ID, prefix) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
