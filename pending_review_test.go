@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -290,4 +292,60 @@ func withPrefix(rs []connectors.Record, prefix string) []connectors.Record {
 		}
 	}
 	return out
+}
+
+// An index whose dead commit's rollback cannot be written opens read-only
+// (e.readOnly): bleve still holds that commit's documents, and every read
+// is pinned to the state's generation. Before whileCommitted took the pin
+// over from searchLexical, the year leg (periodleg.List, Boost) read bleve
+// unpinned. Here the dead commit brings in the asked year's filings (their
+// chunks name FY2021, which the year list would take in), bleve's directory
+// is remounted read-only so that the next Open cannot roll them back, and
+// the year leg's requests must give the packs they gave before the commit.
+func TestYearQuestionsOnAReadOnlyIndexSeeItsGeneration(t *testing.T) {
+	ctx := context.Background()
+	fx := newYearFixture(t)
+	mnt := mountTmpfs(t, 64<<20)
+	dir := filepath.Join(mnt, "index")
+	opts := Options{QuestionPeriods: true}
+	e, err := Open(dir, opts)
+	require.NoError(t, err)
+	_, err = e.Ingest(ctx, connectors.Records(fx.year("2020")), IngestOptions{})
+	require.NoError(t, err)
+	asks, tags := yearAsks(t)
+	var latest []Request // pins past generation 1 cannot be asked
+	var latestTags []string
+	for i, r := range asks {
+		if r.Generation == 0 {
+			latest, latestTags = append(latest, r), append(latestTags, tags[i])
+		}
+	}
+	want, yearList := yearPacks(t, e, latest, latestTags)
+	require.Positive(t, yearList, "no pack read the year list: the test shows nothing of the year leg")
+
+	e.store.Hooks.BeforeManifest = func() error { runtime.Goexit(); return nil } // the process dies
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Ingest(ctx, connectors.Records(slices.Concat(fx.year("2021"), fx.year("2022"))), IngestOptions{})
+	}()
+	<-done
+	above, err := e.lex.CountAbove(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, uint64(len(fx.year("2021"))+len(fx.year("2022"))), above, "bleve holds the dead commit's documents")
+	require.NoError(t, e.lex.Close())
+	require.NoError(t, e.store.Close())
+
+	lexDir := filepath.Join(dir, storage.LexicalDir)
+	require.NoError(t, syscall.Mount(lexDir, lexDir, "", syscall.MS_BIND, ""))
+	t.Cleanup(func() { syscall.Unmount(lexDir, syscall.MNT_DETACH) })
+	require.NoError(t, syscall.Mount("", lexDir, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY, ""))
+	e, err = Open(dir, opts)
+	require.NoError(t, err)
+	defer e.Close()
+	require.NotNil(t, e.readOnly, "the rollback was written on a read-only directory")
+	got, _ := yearPacks(t, e, latest, latestTags)
+	for i := range latest {
+		require.Equal(t, want[i], got[i], "read-only: %s", latestTags[i])
+	}
 }
