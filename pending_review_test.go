@@ -2,6 +2,7 @@ package evpack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -158,10 +159,42 @@ func TestYearQuestionsDuringACommitSeeTheCommittedState(t *testing.T) {
 		}
 	}
 
+	// The engine's other readers, asked from inside the commit too: none
+	// may wait for the commit (it would never return) or see it.
+	probe := asks[0] // capex-fy2021, shared tenant, latest
+	readers := func() string {
+		var b strings.Builder
+		hist, err := e.History()
+		require.NoError(t, err)
+		fmt.Fprintf(&b, "generation %d, history of %d\n", e.AppliedGeneration(), len(hist))
+		for _, tenant := range []string{"", "acme"} {
+			g, digest, err := e.Scope(tenant, 0)
+			require.NoError(t, err)
+			fmt.Fprintf(&b, "scope %q: %d %s\n", tenant, g, digest)
+		}
+		key, err := e.CacheKey(probe)
+		require.NoError(t, err)
+		p, err := e.Query(ctx, probe)
+		require.NoError(t, err)
+		v, err := e.Verify(ctx, p.Bytes())
+		require.NoError(t, err)
+		require.True(t, v.OK(), "%v", v.Problems)
+		d, err := e.Diff(ctx, p.Bytes())
+		require.NoError(t, err)
+		raw, err := json.Marshal(d)
+		require.NoError(t, err)
+		n, err := e.Preload(ctx)
+		require.NoError(t, err)
+		require.Positive(t, n)
+		fmt.Fprintf(&b, "cache key %s\ndiff %s\n", key, raw)
+		return b.String()
+	}
+
 	errInjected := errors.New("injected: the manifest cannot be written")
 	changed := 0
 	for _, s := range steps {
 		before := packs()
+		beforeReaders := readers()
 		fail := s.failed
 		pendings := 0
 		e.store.Hooks.BeforeManifest = func() error {
@@ -169,12 +202,16 @@ func TestYearQuestionsDuringACommitSeeTheCommittedState(t *testing.T) {
 			require.NotNil(t, e.pending, "%s: no commit pending at its manifest", s.name)
 			require.Equal(t, s.byID, !e.pending.pinned, "%s: kept out by ID", s.name)
 			same(before, s.name+", before its manifest")
+			require.Equal(t, beforeReaders, readers(), "%s, before its manifest", s.name)
 			if fail {
 				return errInjected
 			}
 			return nil
 		}
-		e.store.Hooks.AfterManifest = func() { same(before, s.name+", after its manifest") }
+		e.store.Hooks.AfterManifest = func() {
+			same(before, s.name+", after its manifest")
+			require.Equal(t, beforeReaders, readers(), "%s, after its manifest", s.name)
+		}
 		_, err := e.Ingest(ctx, connectors.Records(s.recs), IngestOptions{})
 		if fail {
 			require.ErrorIs(t, err, errInjected, s.name)
