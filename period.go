@@ -52,11 +52,11 @@ func (e *Engine) askedPeriod(h *evidence.Header) {
 
 // whileCommitted runs read, each read of the lexical index a query on st
 // that admits elig makes, under the read lock and only while st is the
-// committed state (else errMoved), with the eligibility and bounds to search
-// with: elig and st's, unless bleve holds documents st does not know: a
-// pending commit's, kept out by ID or by the pending state's clauses pinned
-// to elig's generation (see pendingCommit); on a read-only index (an
-// unfinished commit's) all after st's generation.
+// committed state (else errMoved). read searches with elig and st's bounds,
+// or, where bleve holds documents st does not know, with what keeps them
+// out: a pending commit's by ID or by the pending state's clauses pinned to
+// elig's generation (see pendingCommit); an unfinished commit's on a
+// read-only index, by pinning to st's generation.
 func (e *Engine) whileCommitted(st *state.State, elig retrieve.Eligibility, read func(retrieve.Eligibility, retrieve.Bounds) error) error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
