@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/evpack/evpack/evidence"
@@ -260,10 +261,7 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 	}
 	mask := &pendingCommit{next: next, pinned: len(touched) > 0 || len(w.add) > maxMaskedByID}
 	if !mask.pinned {
-		for _, ch := range w.add {
-			mask.added = append(mask.added, ch.ID)
-		}
-		slices.Sort(mask.added)
+		mask.added = slices.SortedFunc(slices.Values(w.add), func(a, b *evidence.Chunk) int { return strings.Compare(a.ID, b.ID) })
 	}
 	return e.publish(ctx, c, next, mask, func() error { return e.lex.Index(ctx, docs) }, func() error {
 		_, err := e.lex.RollBack(context.WithoutCancel(ctx), st.Gen, st.LexDoc)
@@ -273,12 +271,13 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 
 // pendingCommit is a commit whose documents are going into bleve while st
 // is still the state queries answer from. whileCommitted keeps them out of
-// a query's reads by ID (added, sorted), or, when the commit re-indexes
-// stored chunks (its facts change them) or adds many, by next's clauses
-// pinned to the query's generation (pinned), which cost more.
+// a query's reads by ID (those of added, sorted by ID, that the query would
+// admit), or, when the commit re-indexes stored chunks (its facts change
+// them) or adds many, by next's clauses pinned to the query's generation
+// (pinned), which cost more.
 type pendingCommit struct {
 	next   *state.State
-	added  []string
+	added  []*evidence.Chunk
 	pinned bool
 }
 

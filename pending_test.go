@@ -31,7 +31,20 @@ import (
 // rolled back (then made again): the packs after the failure must be the
 // ones before. The check must be able to fail: some latest packs change
 // once the commits land, and some reads pass through readmission.
+//
+// It runs on a lexical index partitioned by tenant and time (the default),
+// where other tenants' partitions are never read, and on one bleve index for
+// everything (PartitionDays -1), where only clauses keep them out.
 func TestQueriesDuringACommitSeeTheCommittedState(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		days int64
+	}{{"partitioned", 0}, {"one index", -1}} {
+		t.Run(tc.name, func(t *testing.T) { queriesDuringACommit(t, Options{PartitionDays: tc.days}) })
+	}
+}
+
+func queriesDuringACommit(t *testing.T, opts Options) {
 	ctx := context.Background()
 	seed := historySeed(t)
 	rng := rand.New(rand.NewPCG(seed, 29))
@@ -58,7 +71,9 @@ func TestQueriesDuringACommitSeeTheCommittedState(t *testing.T) {
 		}
 	}
 
-	e := checked(t, mustOpen(t, t.TempDir()))
+	e, err := Open(t.TempDir(), opts)
+	require.NoError(t, err)
+	checked(t, e)
 	packs := func() []string { // "" where the index has not reached the pin
 		out := make([]string, len(asks))
 		for i, a := range asks {

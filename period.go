@@ -70,8 +70,8 @@ func (e *Engine) whileCommitted(st *state.State, elig retrieve.Eligibility, read
 	}
 	bounds := st.Bounds
 	switch {
-	case e.pending != nil && !e.pending.pinned:
-		elig.Exclude = e.pending.added
+	case e.pending != nil && !e.pending.pinned: // the bounds count the commit's chunks, so that clauses keep out those elig does not admit
+		elig.Exclude, bounds = state.Admitted(e.pending.added, elig), e.pending.next.Bounds
 	case e.pending != nil:
 		elig, bounds = e.pending.next.EligibilityAt(elig), e.pending.next.Bounds
 	case e.readOnly != nil && (!elig.Pinned || elig.UpTo > st.Gen):

@@ -378,6 +378,22 @@ func (st *State) EligibilityAt(e retrieve.Eligibility) retrieve.Eligibility {
 	return st.Scope(e.Tenant, e.UpTo).Eligibility(evidence.Header{AsOf: e.AsOf, Tenant: e.Tenant, Filters: e.Filters})
 }
 
+// Admitted returns the IDs of chunks (sorted by ID) that a read with
+// eligibility e admits by their tenant, dates and metadata: of a commit's
+// chunks still pending in the lexical index, those that e's clauses, under
+// the pending state's bounds, would let through. Only these need keeping
+// out by ID (see Engine.whileCommitted).
+func Admitted(chunks []*evidence.Chunk, e retrieve.Eligibility) []string {
+	h := evidence.Header{Tenant: e.Tenant, AsOf: e.AsOf, Filters: e.Filters}
+	var ids []string
+	for _, c := range chunks {
+		if h.Admits(c) {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
+}
+
 // countUpTo counts the chunks of every tenant committed by generation g.
 func (st *State) countUpTo(g int64) int64 {
 	var n int64
