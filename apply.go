@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -294,7 +295,7 @@ const maxMaskedByID = 256
 // the lock is held throughout. The caller holds ingestMu (Close, Merge and
 // CheckIndex wait for it).
 func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.State, mask *pendingCommit, apply, undo func() error) error {
-	e.mu.Lock()
+	e.lockAside()
 	defer func() { // also when a test stops the commit dead (runtime.Goexit)
 		e.pending = nil
 		e.mu.Unlock()
@@ -310,7 +311,7 @@ func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.Stat
 	if mask != nil {
 		e.pending = mask
 		e.mu.Unlock()
-		publish = func() error { defer e.mu.Lock(); return commit.Publish(c, apply, undo) }
+		publish = func() error { defer e.lockAside(); return commit.Publish(c, apply, undo) }
 	}
 	err := publish()
 	var ue *commit.UndoError
@@ -325,6 +326,21 @@ func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.Stat
 	close(e.advanced) // wakes requests waiting for a generation
 	e.advanced = make(chan struct{})
 	return nil
+}
+
+// lockAside takes the write lock without parking the queries that arrive
+// meanwhile: Lock announces itself, and every reader after it waits, which
+// on a busy machine means waiting for a core once it is let go. TryLock
+// leaves readers alone and succeeds in a moment no query holds the read
+// lock; after a bounded number of tries it waits as Lock does.
+func (e *Engine) lockAside() {
+	for range 1000 {
+		if e.mu.TryLock() {
+			return
+		}
+		runtime.Gosched()
+	}
+	e.mu.Lock()
 }
 
 // filesOf returns what next's generation writes: the batch, its analysis

@@ -281,6 +281,15 @@ func (l *Lexical) writable(p *part) error {
 	if err := l.ensure(p); err != nil {
 		return err
 	}
+	// Most writes find p writable: they must not take swap, whose Lock
+	// parks every search that starts while it waits for those in flight.
+	// Only a write turns an open partition's ro from true to false.
+	l.pmu.RLock()
+	ro := p.ro
+	l.pmu.RUnlock()
+	if !ro {
+		return nil
+	}
 	l.swap.Lock()
 	defer l.swap.Unlock()
 	if !p.ro {
