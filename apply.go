@@ -271,29 +271,25 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 }
 
 // pendingCommit is a commit whose documents are going into bleve while st
-// is still the state queries answer from. whileCommitted keeps them out of
-// a query's reads by ID (those of added, sorted by ID, that the query would
-// admit), or, when the commit re-indexes stored chunks (its facts change
-// them) or adds many, by next's clauses pinned to the query's generation
-// (pinned), which cost more.
+// is still the state queries answer from. whileCommitted keeps them out by
+// ID (of added, sorted, those a query admits), or, when it re-indexes
+// stored chunks (facts) or adds many, by next's clauses pinned (pinned).
 type pendingCommit struct {
 	next   *state.State
 	added  []*evidence.Chunk
 	pinned bool
 }
 
-// maxMaskedByID bounds the commits kept out of queries by ID.
-const maxMaskedByID = 256
+const maxMaskedByID = 256 // the most chunks a commit kept out of queries by ID adds
 
 // publish finishes commit c (nil for a memory index): apply changes the
 // lexical index, the manifest is published and next becomes the state.
 // When the lexical change cannot be undone, the engine stops serving
 // (ErrBroken) and the next Open rolls the commit back from its record.
-// With a mask (apply only adds or re-indexes documents), apply and the
-// manifest's fsyncs run outside the write lock, the commit pending, so a
-// replica applying entries keeps answering; without (a purge's deletions)
-// the lock is held throughout. The caller holds ingestMu (Close, Merge and
-// CheckIndex wait for it).
+// With a mask, apply (adds, re-indexes) and the manifest's fsyncs run
+// outside the write lock, the commit pending, so a replica applying entries
+// keeps answering; a purge's deletions hold it throughout. The caller holds
+// ingestMu (Close, Merge and CheckIndex wait for it).
 func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.State, mask *pendingCommit, apply, undo func() error) error {
 	e.lockAside()
 	defer func() { // also when a test stops the commit dead (runtime.Goexit)
@@ -328,11 +324,9 @@ func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.Stat
 	return nil
 }
 
-// lockAside takes the write lock without parking the queries that arrive
-// meanwhile: Lock announces itself, and every reader after it waits, which
-// on a busy machine means waiting for a core once it is let go. TryLock
-// leaves readers alone and succeeds in a moment no query holds the read
-// lock; after a bounded number of tries it waits as Lock does.
+// lockAside takes the write lock without parking queries (a waiting Lock
+// parks every later reader, which on a busy machine then waits for a core):
+// TryLock, in a moment no query reads, and Lock after 1,000 tries.
 func (e *Engine) lockAside() {
 	for range 1000 {
 		if e.mu.TryLock() {

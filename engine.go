@@ -49,12 +49,10 @@ type index struct {
 
 	ingestMu sync.Mutex // one ingest at a time
 	fullMu   sync.Mutex // one build of the full state at a time (writable)
-	// mu guards st, pending, closed and broken. A query holds it for
-	// reading only while it searches the lexical index (whose statistics
-	// must be those of st); a commit holds it for writing only to mark
-	// itself pending and to swap st (a purge, whose deletions no clause can
-	// hide, while it applies them too). No model or cache call ever runs
-	// under it.
+	// mu guards st, pending, closed and broken. A query reads under it only
+	// while it searches the lexical index; a commit writes only to mark
+	// itself pending and to swap st (a purge: while it deletes from bleve
+	// too). No model or cache call ever runs under it.
 	mu      sync.RWMutex
 	st      *state.State
 	pending *pendingCommit // see publish
