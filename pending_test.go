@@ -71,9 +71,7 @@ func queriesDuringACommit(t *testing.T, opts Options) {
 		}
 	}
 
-	e, err := Open(t.TempDir(), opts)
-	require.NoError(t, err)
-	checked(t, e)
+	e := checked(t, mustOpenWith(t, t.TempDir(), opts))
 	packs := func() []string { // "" where the index has not reached the pin
 		out := make([]string, len(asks))
 		for i, a := range asks {
