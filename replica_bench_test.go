@@ -388,7 +388,10 @@ func replCopyDir(src, dst string) error {
 // generations the replica applied during the turns. With
 // EVPACK_BENCH_FOLLOW_TENANT set, the writer's commits during the turns go
 // to that tenant, which no question asks: the questions' scopes are then
-// the same on both engines, and the latest packs are compared too.
+// the same on both engines, and the latest packs are compared too. With
+// EVPACK_BENCH_PLAIN_INGESTS=1 the plain engine commits each of the
+// writer's batches as well (locally, no log), so that the two differ only
+// in how the commits reach them.
 //
 //	PG_BIN=/usr/lib/postgresql/15/bin go test -run '^$' -bench BenchmarkReplicaQueries -benchtime 1x .
 func BenchmarkReplicaQueries(b *testing.B) {
@@ -408,6 +411,13 @@ func BenchmarkReplicaQueries(b *testing.B) {
 	if t := os.Getenv("EVPACK_BENCH_FOLLOW_TENANT"); t != "" {
 		followTenants = []string{t}
 	}
+	// EVPACK_BENCH_PLAIN_INGESTS=1: the plain engine commits each of the
+	// writer's batches too, on its own directory and no log, as one machine
+	// serving a daily mirror does. Both engines then hold the same chunks
+	// in the same scopes and take a commit as often, so what the replica
+	// pays beyond the plain engine is following a log, not the commits'
+	// data; their latest packs are not compared (one may be a commit ahead).
+	plainIngests := os.Getenv("EVPACK_BENCH_PLAIN_INGESTS") == "1"
 	srv := pgtest.Start(b, pgtest.Options{Durable: true})
 	wdir, rdir, pdir := b.TempDir(), b.TempDir(), b.TempDir()
 	w := replOpen(b, wdir)
@@ -463,7 +473,12 @@ func BenchmarkReplicaQueries(b *testing.B) {
 				return
 			case <-tick.C:
 			}
-			if _, err := w.Ingest(bg, connectors.Records(replBatchOf(g, 10, followTenants)), IngestOptions{}); err != nil {
+			batch := replBatchOf(g, 10, followTenants)
+			_, err := w.Ingest(bg, connectors.Records(batch), IngestOptions{})
+			if err == nil && plainIngests {
+				_, err = plain.Ingest(bg, connectors.Records(batch), IngestOptions{})
+			}
+			if err != nil {
 				if bg.Err() != nil {
 					writerDone <- nil
 				} else {
@@ -479,7 +494,7 @@ func BenchmarkReplicaQueries(b *testing.B) {
 	startGen := r.AppliedGeneration()
 	var latest, pinned replTurns
 	for b.Loop() {
-		latest = replTurnsOf(b, "following-latest", qs, rounds, r, plain, 0, !slices.Equal(followTenants, replTenants))
+		latest = replTurnsOf(b, "following-latest", qs, rounds, r, plain, 0, !plainIngests && !slices.Equal(followTenants, replTenants))
 		pinned = replTurnsOf(b, "following-pinned", qs, rounds, r, plain, pin, true)
 	}
 	applied := r.AppliedGeneration() - startGen
@@ -524,8 +539,8 @@ func BenchmarkReplicaQueries(b *testing.B) {
 	idlePinned.report(b, "idle-pinned-")
 	b.ReportMetric(float64(applied), "gens-applied")
 	b.ReportMetric(float64(len(latest.latR)), "queries-each")
-	b.Logf("corpus %d chunks, the plain engine at generation %d, pins at %d; %d questions %d times each, latest then pinned; the writer committed %d batches of 10 (tenants %q in turn, one every %s) and the replica applied %d generations during the turns; idle: both at generation %d",
-		gens*100, gens, pin, nq, rounds, commits, followTenants, every, applied, head)
+	b.Logf("corpus %d chunks, the plain engine at generation %d (taking the writer's commits too: %t), pins at %d; %d questions %d times each, latest then pinned; the writer committed %d batches of 10 (tenants %q in turn, one every %s) and the replica applied %d generations during the turns; idle: both at generation %d",
+		gens*100, gens, plainIngests, pin, nq, rounds, commits, followTenants, every, applied, head)
 }
 
 // replTurns is what replTurnsOf measured: each engine's latencies (r the
