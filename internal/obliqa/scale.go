@@ -58,8 +58,10 @@ var scaleStart = asof.MustDate("2014-01-01")
 // scaleDay returns the day n days after scaleStart.
 func scaleDay(n int) asof.Date { return asof.DateFromDays(scaleStart.Days() + int64(n)) }
 
-// ScaleAsOf returns the day the cost benchmarks ask on: inside version
-// Versions/2 of every passage.
+// ScaleAsOf returns the day the cost benchmarks ask on in the aligned
+// shape: inside version Versions/2 of every passage. (In the spread shape
+// it is a day with one version of each in force only when it falls in
+// AskWindow; the benchmarks ask on AskDays there.)
 func (s Scale) ScaleAsOf() asof.Date {
 	return scaleDay(365*(s.Versions/2) + 200)
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -246,4 +248,36 @@ func TestScaleSpread(t *testing.T) {
 		t.Logf("%dx%d seed %d: window [%s, %s); on average %.0f%% of passages have versions before and after the one in force",
 			s.Tenants, s.Versions, s.Seed, from, to, 100*inner)
 	}
+}
+
+// Kept indexes never mix shapes: the spread shape's live in the kept
+// directory's subdirectory "spread", under a marker whose name and text
+// name the shape, and a marker of the aligned shape is refused for it.
+func TestScaleKeptShapes(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(EnvScaleDir, dir)
+	base := scaleTestBase()
+	aligned := Scale{Tenants: 2, Versions: 4, Seed: 20261130}
+	spread := aligned
+	spread.Spread = true
+	require.Equal(t, dir, keptRoot(aligned))
+	require.Equal(t, filepath.Join(dir, "spread"), keptRoot(spread))
+	require.Equal(t, filepath.Join(dir, "complete-2x4.txt"), scaleMarker(dir, aligned, ""), "the aligned marker as before shapes")
+	require.Equal(t, filepath.Join(dir, "complete-2x4-spread-one.txt"), scaleMarker(dir, spread, "one"))
+	require.Equal(t, "BenchmarkScale 2x4 seed 20261130: 56 chunks from 7 base records; complete: evpack bleve small\n",
+		scaleMarkerText(aligned, base, ""))
+	require.Equal(t, "BenchmarkScale 2x4 seed 20261130, shape spread: 56 chunks from 7 base records; complete: one\n",
+		scaleMarkerText(spread, base, "one"))
+
+	require.NoError(t, os.WriteFile(scaleMarker(dir, aligned, ""), []byte(scaleMarkerText(aligned, base, "")), 0o644))
+	ok, err := scaleComplete(dir, aligned, base, "")
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = scaleComplete(dir, spread, base, "")
+	require.NoError(t, err)
+	require.False(t, ok, "the aligned marker does not make the spread indexes complete")
+	// An aligned marker under the spread name (a copied directory) is another corpus.
+	require.NoError(t, os.WriteFile(scaleMarker(dir, spread, ""), []byte(scaleMarkerText(aligned, base, "")), 0o644))
+	_, err = scaleComplete(dir, spread, base, "")
+	require.ErrorContains(t, err, "indexes of another corpus")
 }
