@@ -20,13 +20,37 @@ import (
 // one tenant sees as many chunks as ObliQA holds, out of Tenants × Versions
 // times as many.
 //
+// With Spread set (issue 30's shape) each passage's versions change on
+// days of their own instead: version 0 starts on a seeded day of the first
+// year, each later version a seeded 90..540 days after the one before, the
+// last stays open, and each is published 30 days before it is in force.
+// Any day from the end of the first year on has exactly one version of
+// every passage in force, but the days on which passages change are spread
+// over the whole span, so questions ask on days of their own (AskDays).
+//
 // The corpus is a function of the base records and the seed; batches are
 // made one at a time, so a caller holds one batch, never the whole corpus.
 type Scale struct {
 	Tenants  int
 	Versions int
 	Seed     uint64
+	Spread   bool // the spread-version shape (issue 30); false: aligned years
 }
+
+// Shape names the scale's shape: "spread" or "aligned".
+func (s Scale) Shape() string {
+	if s.Spread {
+		return "spread"
+	}
+	return "aligned"
+}
+
+// The spread shape's gaps between one version's first day and the next's,
+// in days, inclusive (issue 30).
+const (
+	spreadMinGap = 90
+	spreadMaxGap = 540
+)
 
 // scaleStart is version 0's first possible day.
 var scaleStart = asof.MustDate("2014-01-01")
@@ -34,8 +58,10 @@ var scaleStart = asof.MustDate("2014-01-01")
 // scaleDay returns the day n days after scaleStart.
 func scaleDay(n int) asof.Date { return asof.DateFromDays(scaleStart.Days() + int64(n)) }
 
-// ScaleAsOf returns the day the cost benchmarks ask on: inside version
-// Versions/2 of every passage.
+// ScaleAsOf returns the day the cost benchmarks ask on in the aligned
+// shape: inside version Versions/2 of every passage. (In the spread shape
+// it is a day with one version of each in force only when it falls in
+// AskWindow; the benchmarks ask on AskDays there.)
 func (s Scale) ScaleAsOf() asof.Date {
 	return scaleDay(365*(s.Versions/2) + 200)
 }
@@ -51,12 +77,12 @@ func (s Scale) Len(base []connectors.Record) int { return len(base) * s.Tenants 
 // tenant by tenant.
 func (s Scale) Batches(base []connectors.Record, size int) iter.Seq[[]connectors.Record] {
 	return func(yield func([]connectors.Record) bool) {
-		shift := s.shifts(len(base))
+		days := s.days(len(base))
 		batch := make([]connectors.Record, 0, size)
 		for v := range s.Versions {
 			for t := range s.Tenants {
 				for i, r := range base {
-					batch = append(batch, s.version(r, shift[i], t, v))
+					batch = append(batch, s.version(r, days[i], t, v))
 					if len(batch) == size {
 						if !yield(batch) {
 							return
@@ -83,21 +109,87 @@ func (s Scale) shifts(n int) []int {
 	return shift
 }
 
-// Next returns the version after the last of the first n base records
-// (n at most len(base)) for the first tenant: a day's few new chunks for
-// an index of the whole scale.
-func (s Scale) Next(base []connectors.Record, n int) []connectors.Record {
-	shift := s.shifts(len(base))
-	out := make([]connectors.Record, n)
+// days returns, for each of n base records, the first day of each of its
+// versions 0..Versions (one more than the corpus holds, for Next), in days
+// after scaleStart. Aligned: a year apart, shifted per record (shifts).
+// Spread: version 0 on a seeded day of the first year, each later one a
+// seeded spreadMinGap..spreadMaxGap days after the one before, drawn record
+// by record, version by version, from a stream of its own.
+func (s Scale) days(n int) [][]int {
+	out := make([][]int, n)
+	if !s.Spread {
+		for i, sh := range s.shifts(n) {
+			out[i] = make([]int, s.Versions+1)
+			for v := range out[i] {
+				out[i][v] = 365*v + sh
+			}
+		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(s.Seed, 0x5b7ead))
 	for i := range out {
-		out[i] = s.version(base[i], shift[i], 0, s.Versions)
+		d := make([]int, s.Versions+1)
+		d[0] = rng.IntN(365)
+		for v := 1; v < len(d); v++ {
+			d[v] = d[v-1] + spreadMinGap + rng.IntN(spreadMaxGap-spreadMinGap+1)
+		}
+		out[i] = d
 	}
 	return out
 }
 
-// version returns version v of base record r for tenant t.
-func (s Scale) version(r connectors.Record, shift, t, v int) connectors.Record {
-	from := scaleDay(365*v + shift)
+// Record returns version v (below Versions) of base record i for tenant t,
+// as Batches makes it: for a benchmark that names a stored chunk.
+func (s Scale) Record(base []connectors.Record, i, t, v int) connectors.Record {
+	return s.version(base[i], s.days(len(base))[i], t, v)
+}
+
+// AskWindow returns the spread shape's ask window [from, to): the year
+// starting at day max(365, 315×(Versions/2)) after the first possible
+// version day. From the end of the first year on every version 0 has
+// started, and the last version stays open, so every passage has exactly
+// one version in force on every day of the window; 315 days is the mean
+// gap, so the window sits around version Versions/2's mean first day,
+// where most passages have versions before and after the one in force
+// (TestScaleSpread measures how many). Aligned: ScaleAsOf alone.
+func (s Scale) AskWindow() (from, to asof.Date) {
+	if !s.Spread {
+		d := s.ScaleAsOf()
+		return d, asof.DateFromDays(d.Days() + 1)
+	}
+	lo := max(365, (spreadMinGap+spreadMaxGap)/2*(s.Versions/2))
+	return scaleDay(lo), scaleDay(lo + 365)
+}
+
+// AskDays returns n days to ask on, drawn uniformly from AskWindow by a
+// stream seeded with the scale's seed and seed: in the aligned shape every
+// one is ScaleAsOf.
+func (s Scale) AskDays(n int, seed uint64) []asof.Date {
+	from, to := s.AskWindow()
+	rng := rand.New(rand.NewPCG(s.Seed, seed))
+	out := make([]asof.Date, n)
+	for i := range out {
+		out[i] = asof.DateFromDays(from.Days() + rng.Int64N(to.Days()-from.Days()))
+	}
+	return out
+}
+
+// Next returns the version after the last of the first n base records
+// (n at most len(base)) for the first tenant: a day's few new chunks for
+// an index of the whole scale.
+func (s Scale) Next(base []connectors.Record, n int) []connectors.Record {
+	days := s.days(len(base))
+	out := make([]connectors.Record, n)
+	for i := range out {
+		out[i] = s.version(base[i], days[i], 0, s.Versions)
+	}
+	return out
+}
+
+// version returns version v of base record r for tenant t, given the
+// first days of its versions (days, in days after scaleStart).
+func (s Scale) version(r connectors.Record, days []int, t, v int) connectors.Record {
+	from := scaleDay(days[v])
 	c := r.Chunk
 	c.ID = fmt.Sprintf("%s/%s/v%d", s.Tenant(t), r.Chunk.ID, v)
 	c.Tenant = s.Tenant(t)
@@ -108,7 +200,7 @@ func (s Scale) version(r connectors.Record, shift, t, v int) connectors.Record {
 	}
 	c.Valid = asof.Interval{From: from}
 	if v+1 < s.Versions {
-		c.Valid.To = scaleDay(365*(v+1) + shift)
+		c.Valid.To = scaleDay(days[v+1])
 	}
 	published := asof.DateFromDays(from.Days() - 30).Start()
 	c.RetrievedAt = published.Add(24 * time.Hour)

@@ -30,7 +30,36 @@ func scaleFromEnv(b testing.TB) Scale {
 			b.Fatalf("EVPACK_SCALE=%q: want TENANTSxVERSIONS, e.g. 8x10", v)
 		}
 	}
+	switch v := os.Getenv(EnvScaleShape); v {
+	case "", "aligned":
+	case "spread":
+		s.Spread = true
+	default:
+		b.Fatalf("%s=%q: want spread or aligned", EnvScaleShape, v)
+	}
 	return s
+}
+
+// EnvScaleShape names the environment variable that picks the scale's
+// shape: "aligned" (the default: versions a year apart, every question as
+// of ScaleAsOf) or "spread" (issue 30: versions on days of their own,
+// every question on a seeded day of its own, Scale.AskDays).
+const EnvScaleShape = "EVPACK_SCALE_SHAPE"
+
+// scaleAskSeed seeds the days BenchmarkScale's questions ask on in the
+// spread shape (Scale.AskDays, with the scale's seed).
+const scaleAskSeed = 30
+
+// keptRoot returns where the indexes of scale s are kept under the
+// directory EnvScaleDir names: that directory for the aligned shape (as
+// before the spread shape existed), its subdirectory "spread" for the
+// spread one, so that a kept directory never mixes shapes.
+func keptRoot(s Scale) string {
+	root := os.Getenv(EnvScaleDir)
+	if root == "" || !s.Spread {
+		return root
+	}
+	return filepath.Join(root, s.Shape())
 }
 
 // heapInUse returns the Go heap in use after a collection.
@@ -69,8 +98,17 @@ func heapInUse() uint64 {
 // (Engine.Preload) before the first question, and it reports how long
 // that took and how many bytes it read.
 //
+// With EVPACK_SCALE_SHAPE=spread (issue 30) the corpus has the spread
+// shape (Scale.Spread: each passage's versions change on days of their
+// own) and question i asks on its own seeded day (Scale.AskDays with
+// scaleAskSeed, logged), evpack and bleve filtered by hand alike; every
+// ask day still has exactly one version of each passage in force, so a
+// request still sees as many chunks as ObliQA holds. The 13k figure is
+// asked the same questions as of the base corpus's day, as before.
+//
 // The indexes live in a temporary directory, or, with EVPACK_SCALE_DIR set,
-// in that directory, where they stay: building a million chunks takes most
+// in that directory (its subdirectory "spread" for the spread shape:
+// keptRoot), where they stay: building a million chunks takes most
 // of an hour, and BenchmarkScaleRSS measures each system in a process of its
 // own on what this benchmark left there. A later run of the same scale
 // finds them complete (openScaleStore) and skips the ingest: it reports no
@@ -88,7 +126,13 @@ func BenchmarkScale(b *testing.B) {
 	st := openScaleStore(b, s, base, oneIndex)
 	dir := st.root
 	const batch = 50_000
-	b.Logf("scale %dx%d: %d chunks, seed %d, as of %s", s.Tenants, s.Versions, s.Len(base), s.Seed, s.ScaleAsOf())
+	if s.Spread {
+		from, to := s.AskWindow()
+		b.Logf("scale %dx%d, spread shape: %d chunks, seed %d; question i asks on AskDays(..., %d)[i], in [%s, %s)",
+			s.Tenants, s.Versions, s.Len(base), s.Seed, scaleAskSeed, from, to)
+	} else {
+		b.Logf("scale %dx%d: %d chunks, seed %d, as of %s", s.Tenants, s.Versions, s.Len(base), s.Seed, s.ScaleAsOf())
+	}
 	if st.kept {
 		b.Logf("indexes kept in %s: evpack, bleve and small %s", dir, st.state(""))
 		if oneIndex {
@@ -160,7 +204,16 @@ func BenchmarkScale(b *testing.B) {
 		preload = time.Since(t0)
 	}
 
-	day := s.ScaleAsOf()
+	// The day question i asks on: ScaleAsOf in the aligned shape, a seeded
+	// day of its own in the spread one. AskDays draws one stream, so a
+	// longer list starts with the shorter one.
+	var askDays []asof.Date
+	dayOf := func(i int) asof.Date {
+		for i >= len(askDays) {
+			askDays = s.AskDays(2*len(askDays)+64, scaleAskSeed)
+		}
+		return askDays[i]
+	}
 	// Each system's turn for question i: evpack's tenant request at scale,
 	// the partitioned and the one index (which must agree), the 13k corpus,
 	// bleve unfiltered and filtered. Each returns the time a caller pays.
@@ -179,7 +232,7 @@ func BenchmarkScale(b *testing.B) {
 	}
 	question := func(i int) string { return o.Questions[i%len(o.Questions)].Text }
 	tenantReq := func(i int) evpack.Request {
-		return evpack.Request{Question: question(i), AsOf: day, Tenant: s.Tenant(i % s.Tenants)}
+		return evpack.Request{Question: question(i), AsOf: dayOf(i), Tenant: s.Tenant(i % s.Tenants)}
 	}
 	evTurn := func(e *evpack.Engine) func(int) time.Duration {
 		return func(i int) time.Duration {
@@ -208,7 +261,7 @@ func BenchmarkScale(b *testing.B) {
 				mq.SetField("text")
 				var q query.Query = mq
 				if filtered {
-					q = scaleFilter(mq, s.Tenant(i%s.Tenants), day)
+					q = scaleFilter(mq, s.Tenant(i%s.Tenants), dayOf(i))
 				}
 				_, err := idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(q, 10, 0, false))
 				return err
@@ -405,7 +458,7 @@ func indexScale(b *testing.B, idx bleve.Index, recs []connectors.Record) {
 // BenchmarkScale keeps at scale s, for a benchmark that measures them: it
 // skips b when none is named, and fails it when they are not complete.
 func keptScaleDir(b *testing.B, s Scale, base []connectors.Record) string {
-	root := os.Getenv(EnvScaleDir)
+	root := keptRoot(s)
 	if root == "" {
 		b.Skipf("measures the indexes BenchmarkScale keeps: set %s (and build them with BenchmarkScale at the same EVPACK_SCALE)", EnvScaleDir)
 	}
@@ -457,6 +510,9 @@ var scaleGroups = map[string][]string{"": {"evpack", "bleve", "small"}, "one": {
 // are complete: written only once they are built, merged and closed.
 func scaleMarker(root string, s Scale, group string) string {
 	name := fmt.Sprintf("complete-%dx%d", s.Tenants, s.Versions)
+	if s.Spread {
+		name += "-" + s.Shape()
+	}
 	if group != "" {
 		name += "-" + group
 	}
@@ -466,8 +522,12 @@ func scaleMarker(root string, s Scale, group string) string {
 // scaleMarkerText is what the marker holds: the scale, the seed and the size
 // of the base corpus, so that a marker of another corpus is refused.
 func scaleMarkerText(s Scale, base []connectors.Record, group string) string {
-	return fmt.Sprintf("BenchmarkScale %dx%d seed %d: %d chunks from %d base records; complete: %s\n",
-		s.Tenants, s.Versions, s.Seed, s.Len(base), len(base), strings.Join(scaleGroups[group], " "))
+	shape := "" // the aligned shape's text is as it was before shapes
+	if s.Spread {
+		shape = ", shape " + s.Shape()
+	}
+	return fmt.Sprintf("BenchmarkScale %dx%d seed %d%s: %d chunks from %d base records; complete: %s\n",
+		s.Tenants, s.Versions, s.Seed, shape, s.Len(base), len(base), strings.Join(scaleGroups[group], " "))
 }
 
 // scaleStore is where BenchmarkScale keeps its indexes.
@@ -486,7 +546,7 @@ type scaleStore struct {
 // must neither trust nor delete. Once the benchmark has passed and closed
 // its indexes, it marks the groups it built complete.
 func openScaleStore(b *testing.B, s Scale, base []connectors.Record, one bool) *scaleStore {
-	root := os.Getenv(EnvScaleDir)
+	root := keptRoot(s)
 	if root == "" {
 		return &scaleStore{root: b.TempDir(), complete: map[string]bool{}}
 	}

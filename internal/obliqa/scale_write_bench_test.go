@@ -2,6 +2,7 @@ package obliqa
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,7 +11,9 @@ import (
 	"github.com/blevesearch/bleve/v2"
 
 	"github.com/evpack/evpack"
+	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/evidence"
 )
 
 // BenchmarkScaleFirstWrite: what a process pays to add a day's few chunks
@@ -98,4 +101,138 @@ func BenchmarkScaleFirstWrite(b *testing.B) {
 	b.ReportMetric(evNext.Seconds()/n, "evpack-next-write-s")
 	b.ReportMetric(blNext.Seconds()/n, "bleve-next-write-s")
 	b.ReportMetric(float64(heap)/(1<<20), "evpack-heap-after-ingest-MiB")
+}
+
+// The phases of BenchmarkScaleWrites, in the order each system runs them.
+var writePhases = []string{"open", "first-100", "second-100", "retract-1", "supersede-100", "chunks-100", "close"}
+
+// BenchmarkScaleWrites (issue 30): the writes a mirror makes to a kept
+// scale index (EVPACK_SCALE_DIR, made by BenchmarkScale at the same
+// EVPACK_SCALE and EVPACK_SCALE_SHAPE), evpack against bare bleve, phase by
+// phase on one open index: Open; the first write after Open and the
+// second (100 new chunks each: Scale.Next, the version after the last of
+// tenant t00's first 200 passages); one fact, the retraction of a stored
+// chunk, against bleve's delete of that document; 100 supersessions of
+// stored chunks (their replacements not yet fetched) against a bleve batch
+// updating those 100 documents' validity ends; 100 new chunks against a
+// bleve batch of 100 new documents; Close. Each op first copies both
+// indexes (not timed), so that every op starts on the index as built; the
+// systems take turns, evpack first in even ops, bleve in odd ones. It
+// reports each phase's wall and CPU time (the process's, goroutines
+// included: a system's background work that outlives a phase lands in the
+// next one) per system, the ratio of their wall times, and evpack's first
+// write over its second (issue 30's goal: at most 1.2).
+//
+//	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'ScaleWrites$' -benchtime 1x -timeout 1h -v
+func BenchmarkScaleWrites(b *testing.B) {
+	o := dataset(b)
+	base, _ := Records(o)
+	s := scaleFromEnv(b)
+	root := keptScaleDir(b, s, base)
+	if len(base) < 401 {
+		b.Fatalf("%d base records: the benchmark names passages 0..400", len(base))
+	}
+	recs := s.Next(base, 300)
+	// The facts name stored chunks of the last tenant's last version (open
+	// in both shapes), of passages the new chunks leave alone: the
+	// retraction passage 400, the supersessions passages 300..399.
+	t, v := s.Tenants-1, s.Versions-1
+	factOf := func(i int, kind evidence.FactKind) (connectors.Record, connectors.Record) {
+		r := s.Record(base, i, t, v)
+		end := asof.DateFromDays(r.Chunk.Valid.From.Days() + 10)
+		f := &evidence.Fact{Kind: kind, ChunkID: r.Chunk.ID, End: end, Anchor: end.Start()}
+		if kind == evidence.FactSuperseded {
+			f.By = fmt.Sprintf("%s/%s/v%d", s.Tenant(t), base[i].Chunk.ID, v+1)
+		}
+		ended := r
+		ended.Chunk.Valid.To = end // bleve's document once the fact is known
+		return connectors.Record{Where: fmt.Sprintf("facts: %s %s", kind, r.Chunk.ID), Fact: f}, ended
+	}
+	retraction, retracted := factOf(400, evidence.FactRetracted)
+	var supersessions, superseded []connectors.Record
+	for i := 300; i < 400; i++ {
+		f, r := factOf(i, evidence.FactSuperseded)
+		supersessions, superseded = append(supersessions, f), append(superseded, r)
+	}
+	b.Logf("scale %dx%d, %s shape: retraction of %s, supersessions of %s..%s", s.Tenants, s.Versions, s.Shape(),
+		retracted.Chunk.ID, superseded[0].Chunk.ID, superseded[len(superseded)-1].Chunk.ID)
+
+	ctx := context.Background()
+	n := len(writePhases)
+	evWall, evCPU := make([]time.Duration, n), make([]time.Duration, n)
+	blWall, blCPU := make([]time.Duration, n), make([]time.Duration, n)
+	// phase runs the steps of one system, timing each into wall and cpu.
+	phase := func(wall, cpu []time.Duration, steps []func() error) {
+		for p, f := range steps {
+			t0, c0 := time.Now(), cpuTime(b)
+			if err := f(); err != nil {
+				b.Fatalf("%s: %v", writePhases[p], err)
+			}
+			wall[p] += time.Since(t0)
+			cpu[p] += cpuTime(b) - c0
+		}
+	}
+	ingest := func(eng **evpack.Engine, rs []connectors.Record) func() error {
+		return func() error {
+			_, err := (*eng).Ingest(ctx, connectors.Records(rs), evpack.IngestOptions{})
+			return err
+		}
+	}
+	batch := func(idx *bleve.Index, rs []connectors.Record) func() error {
+		return func() error {
+			bb := (*idx).NewBatch()
+			for _, r := range rs {
+				if err := bb.Index(r.Chunk.ID, scaleDoc(r)); err != nil {
+					return err
+				}
+			}
+			return (*idx).Batch(bb)
+		}
+	}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		dir := b.TempDir()
+		for _, sub := range []string{"evpack", "bleve"} {
+			if err := os.CopyFS(filepath.Join(dir, sub), os.DirFS(filepath.Join(root, sub))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		var eng *evpack.Engine
+		evTurn := func() {
+			phase(evWall, evCPU, []func() error{
+				func() (err error) { eng, err = evpack.Open(filepath.Join(dir, "evpack"), evpack.Options{}); return err },
+				ingest(&eng, recs[:100]), ingest(&eng, recs[100:200]),
+				ingest(&eng, []connectors.Record{retraction}), ingest(&eng, supersessions),
+				ingest(&eng, recs[200:]),
+				func() error { return eng.Close() },
+			})
+		}
+		var idx bleve.Index
+		blTurn := func() {
+			phase(blWall, blCPU, []func() error{
+				func() (err error) { idx, err = bleve.Open(filepath.Join(dir, "bleve")); return err },
+				batch(&idx, recs[:100]), batch(&idx, recs[100:200]),
+				func() error { return idx.Delete(retracted.Chunk.ID) }, batch(&idx, superseded),
+				batch(&idx, recs[200:]),
+				func() error { return idx.Close() },
+			})
+		}
+		if i%2 == 0 {
+			evTurn()
+			blTurn()
+		} else {
+			blTurn()
+			evTurn()
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	for p, name := range writePhases {
+		b.ReportMetric(ms(evWall[p]), "evpack-"+name+"-ms")
+		b.ReportMetric(ms(blWall[p]), "bleve-"+name+"-ms")
+		b.ReportMetric(ms(evCPU[p]), "evpack-"+name+"-cpu-ms")
+		b.ReportMetric(ms(blCPU[p]), "bleve-"+name+"-cpu-ms")
+		b.ReportMetric(float64(evWall[p])/float64(blWall[p]), name+"-evpack-vs-bleve")
+	}
+	b.ReportMetric(float64(evWall[1])/float64(evWall[2]), "evpack-first-vs-second")
 }
