@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -165,7 +166,10 @@ func BenchmarkScaleWrites(b *testing.B) {
 	phase := func(wall, cpu []time.Duration, steps []func() error) {
 		for p, f := range steps {
 			t0, c0 := time.Now(), cpuTime(b)
-			if err := f(); err != nil {
+			var err error
+			// Labelled, so that a CPU profile splits by phase (pprof -tags).
+			pprof.Do(ctx, pprof.Labels("phase", writePhases[p]), func(context.Context) { err = f() })
+			if err != nil {
 				b.Fatalf("%s: %v", writePhases[p], err)
 			}
 			wall[p] += time.Since(t0)
