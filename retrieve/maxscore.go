@@ -12,6 +12,7 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/blevesearch/bleve/v2/search/scorer"
 	"github.com/blevesearch/bleve/v2/search/searcher"
 	index "github.com/blevesearch/bleve_index_api"
@@ -599,8 +600,8 @@ func (ps *prunedSearch) bound(sum float64, m, rest int) float64 {
 }
 
 // eligibleFilter answers, for increasing internal document numbers, whether
-// the eligibility admits them: a searcher of Eligibility.restrict over
-// match-all (the query Eligible runs), advanced to each candidate.
+// the eligibility admits them: a searcher of the set Eligible reads
+// (Eligibility.restrict over match-all), advanced to each candidate.
 type eligibleFilter struct {
 	s    search.Searcher
 	sctx *search.SearchContext
@@ -616,8 +617,19 @@ func newEligibleFilter(ctx context.Context, r index.IndexReader, idx bleve.Index
 	if f.none() {
 		return nil, nil
 	}
-	q := f.apply(bleve.NewMatchAllQuery()) // what restrict makes: one compilation of the clauses
-	s, err := q.Searcher(ctx, r, idx.Mapping(), search.SearcherOptions{Score: "none"})
+	// What restrict makes (one compilation of the clauses), without the
+	// match-all where a must clause already bounds the set: scorch's
+	// match-all reader advances one document at a time.
+	var q query.Query
+	switch len(f.must) {
+	case 0:
+		q = f.apply(bleve.NewMatchAllQuery())
+	case 1:
+		q = filter{mustNot: f.mustNot}.apply(f.must[0])
+	default:
+		q = filter{mustNot: f.mustNot}.apply(bleve.NewConjunctionQuery(f.must...))
+	}
+	s, err := q.Searcher(ctx, sequential(r), idx.Mapping(), search.SearcherOptions{Score: "none"})
 	if err != nil {
 		return nil, fmt.Errorf("%w: pruned search: eligibility: %v", ErrLexical, err)
 	}

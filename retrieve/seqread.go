@@ -1,0 +1,155 @@
+package retrieve
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	index "github.com/blevesearch/bleve_index_api"
+)
+
+// Why the eligibility filter reads dictionaries in its own goroutine.
+//
+// For each numeric range of the eligibility clauses, bleve asks the index
+// reader whether each candidate term is in the field's dictionary
+// (FieldDictContains), and scorch answers by starting one goroutine per
+// segment and waiting on a channel for them. A query does that for every
+// range, in every partition it reads. On a busy machine the wait is the
+// cost: the new goroutine can be queued behind whatever else is runnable (a
+// commit being applied, bleve's merger), and a replica applying a log's
+// commits while it answers waited there most (docs/benchmarks.md, issue
+// 29). sequentialReader answers the same lookups in the caller's
+// goroutine, segment by segment, with the same result: a term is in the
+// field's dictionary when some segment's dictionary holds it. The same goes
+// for the document readers a match-all (an eligibility of must-not clauses
+// only) and a list of IDs (a pending commit's, a pinned request's
+// readmitted chunks) start from, whose Advance also skips instead of
+// stepping through every document as scorch's does.
+
+// sequentialReader is a scorch snapshot whose FieldDictContains,
+// DocIDReaderAll and DocIDReaderOnly read the segments one after another in
+// the calling goroutine; every other method is the snapshot's.
+type sequentialReader struct {
+	index.IndexReader
+	snap *scorch.IndexSnapshot
+}
+
+// sequential returns r with FieldDictContains answered in the caller's
+// goroutine, or r itself when it is not a scorch snapshot.
+func sequential(r index.IndexReader) index.IndexReader {
+	if snap, ok := r.(*scorch.IndexSnapshot); ok {
+		return sequentialReader{IndexReader: r, snap: snap}
+	}
+	return r
+}
+
+// containser is the lookup a segment's term dictionary offers.
+type containser interface {
+	Contains(key []byte) (bool, error)
+}
+
+// FieldDictContains implements index.IndexReaderContains.
+func (r sequentialReader) FieldDictContains(field string) (index.FieldDictContains, error) {
+	segs := r.snap.Segments()
+	dicts := make(segmentDicts, 0, len(segs))
+	for _, s := range segs {
+		d, err := s.Segment().Dictionary(field)
+		if err != nil {
+			return nil, err
+		}
+		dicts = append(dicts, d)
+	}
+	return dicts, nil
+}
+
+// segmentDicts is a field's dictionary in each segment of a snapshot.
+type segmentDicts []containser
+
+// Contains reports whether some segment's dictionary holds key. Like
+// scorch's, it passes over a segment whose lookup fails (bleve counts an
+// error as "not indexed" in any case).
+func (d segmentDicts) Contains(key []byte) (bool, error) {
+	for _, s := range d {
+		if found, err := s.Contains(key); err == nil && found {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// BytesRead implements index.FieldDictContains: evpack keeps no I/O
+// statistics of bleve's.
+func (d segmentDicts) BytesRead() uint64 { return 0 }
+
+// DocIDReaderAll implements index.IndexReader: every live document.
+func (r sequentialReader) DocIDReaderAll() (index.DocIDReader, error) {
+	return r.docReader(func(s *scorch.SegmentSnapshot) (*roaring.Bitmap, error) { return s.DocNumbersLive(), nil })
+}
+
+// DocIDReaderOnly implements index.IndexReader: the live documents of ids.
+func (r sequentialReader) DocIDReaderOnly(ids []string) (index.DocIDReader, error) {
+	return r.docReader(func(s *scorch.SegmentSnapshot) (*roaring.Bitmap, error) { return s.DocNumbers(ids) })
+}
+
+// docReader returns the reader of the documents docs gives in each segment.
+// Documents are numbered as scorch numbers them: a segment's first number
+// is the count of documents, deleted ones included, in the segments before
+// it (TestSequentialDocReadersAsScorch holds it to scorch's numbering).
+func (r sequentialReader) docReader(docs func(*scorch.SegmentSnapshot) (*roaring.Bitmap, error)) (index.DocIDReader, error) {
+	segs := r.snap.Segments()
+	d := &docReader{its: make([]roaring.IntPeekable, len(segs)), offsets: make([]uint64, len(segs))}
+	var next uint64
+	for i, s := range segs {
+		b, err := docs(s)
+		if err != nil {
+			return nil, err
+		}
+		d.its[i], d.offsets[i] = b.Iterator(), next
+		next += s.Segment().Count()
+	}
+	return d, nil
+}
+
+// docReader reads a set of documents segment by segment, in number order.
+type docReader struct {
+	its     []roaring.IntPeekable
+	offsets []uint64 // each segment's first document number
+	seg     int      // the segment Next reads
+}
+
+// Next implements index.DocIDReader.
+func (d *docReader) Next() (index.IndexInternalID, error) {
+	for ; d.seg < len(d.its); d.seg++ {
+		if it := d.its[d.seg]; it.HasNext() {
+			return index.NewIndexInternalID(nil, d.offsets[d.seg]+uint64(it.Next())), nil
+		}
+	}
+	return nil, nil
+}
+
+// Advance implements index.DocIDReader: the first document at or after id
+// that is not before the reader's place (it never goes back, as scorch's
+// does not).
+func (d *docReader) Advance(id index.IndexInternalID) (index.IndexInternalID, error) {
+	if len(id) != 8 {
+		return nil, fmt.Errorf("%w: document reader: internal ID of %d bytes", ErrLexical, len(id))
+	}
+	to := binary.BigEndian.Uint64(id)
+	for d.seg+1 < len(d.its) && d.offsets[d.seg+1] <= to {
+		d.seg++
+	}
+	if d.seg < len(d.its) && to >= d.offsets[d.seg] {
+		if local := to - d.offsets[d.seg]; local <= math.MaxUint32 {
+			d.its[d.seg].AdvanceIfNeeded(uint32(local))
+		}
+	}
+	return d.Next()
+}
+
+// Size implements index.DocIDReader.
+func (d *docReader) Size() int { return 64 + 24*len(d.its) }
+
+// Close implements index.DocIDReader.
+func (d *docReader) Close() error { return nil }
