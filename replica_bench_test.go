@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -576,8 +577,13 @@ func replTurnsOf(b *testing.B, row string, qs []Request, rounds int, r, plain *E
 			}
 			// Labelled, so that a CPU profile of the run splits by engine
 			// and row (go tool pprof -tags): what each query cost in CPU,
-			// beside what it took in time.
-			pprof.Do(ctx, pprof.Labels("turns", row, "engine", who), func(ctx context.Context) { p, err = e.Query(ctx, q) })
+			// beside what it took in time; and a region of an execution
+			// trace (-test.trace; go tool trace, "User-defined regions"),
+			// which splits each one's time into running, waiting for a
+			// core and blocked, by what.
+			pprof.Do(ctx, pprof.Labels("turns", row, "engine", who), func(ctx context.Context) {
+				trace.WithRegion(ctx, row+"/"+who, func() { p, err = e.Query(ctx, q) })
+			})
 			d := time.Since(t0)
 			if err != nil {
 				b.Fatal(err)
