@@ -36,8 +36,9 @@ type sequentialReader struct {
 	snap *scorch.IndexSnapshot
 }
 
-// sequential returns r with FieldDictContains answered in the caller's
-// goroutine, or r itself when it is not a scorch snapshot.
+// sequential returns r with FieldDictContains, DocIDReaderAll and
+// DocIDReaderOnly answered in the caller's goroutine, or r itself when it
+// is not a scorch snapshot.
 func sequential(r index.IndexReader) index.IndexReader {
 	if snap, ok := r.(*scorch.IndexSnapshot); ok {
 		return sequentialReader{IndexReader: r, snap: snap}
@@ -141,9 +142,9 @@ func (d *docReader) Advance(id index.IndexInternalID) (index.IndexInternalID, er
 		d.seg++
 	}
 	if d.seg < len(d.its) && to >= d.offsets[d.seg] {
-		if local := to - d.offsets[d.seg]; local <= math.MaxUint32 {
-			d.its[d.seg].AdvanceIfNeeded(uint32(local))
-		}
+		// A segment numbers its documents in 32 bits: a target past them
+		// all leaves none of this segment's.
+		d.its[d.seg].AdvanceIfNeeded(uint32(min(to-d.offsets[d.seg], math.MaxUint32)))
 	}
 	return d.Next()
 }
