@@ -221,7 +221,7 @@ func fixedBenchCount() int {
 // EVPACK_RSS_CHILD names its system: it opens that system's index under
 // EVPACK_SCALE_DIR, reads its memory, asks EVPACK_RSS_QUESTIONS questions
 // in BenchmarkScale's sequence (question i of the file, tenant i mod
-// Tenants, as of ScaleAsOf), collects, reads its memory again, and prints
+// Tenants, on BenchmarkScale's day for question i), collects, reads its memory again, and prints
 // one line for the parent. It reads only the questions, not the corpus, so
 // that nothing else is resident.
 func TestScaleRSSChild(t *testing.T) {
@@ -251,7 +251,9 @@ func TestScaleRSSChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	day := s.ScaleAsOf()
+	// The days BenchmarkScale asks on (its dayOf): ScaleAsOf in the aligned
+	// shape, a seeded day per question in the spread one.
+	days := s.AskDays(n, scaleAskSeed)
 
 	var ask func(i int) error
 	var closeIndex func() error
@@ -266,7 +268,7 @@ func TestScaleRSSChild(t *testing.T) {
 		}
 		closeIndex = eng.Close
 		ask = func(i int) error {
-			p, err := eng.Query(ctx, evpack.Request{Question: qs[i%len(qs)], AsOf: day, Tenant: s.Tenant(i % s.Tenants)})
+			p, err := eng.Query(ctx, evpack.Request{Question: qs[i%len(qs)], AsOf: days[i], Tenant: s.Tenant(i % s.Tenants)})
 			if err != nil {
 				return err
 			}
@@ -282,7 +284,7 @@ func TestScaleRSSChild(t *testing.T) {
 		ask = func(i int) error {
 			mq := bleve.NewMatchQuery(qs[i%len(qs)])
 			mq.SetField("text")
-			fq := scaleFilter(mq, s.Tenant(i%s.Tenants), day)
+			fq := scaleFilter(mq, s.Tenant(i%s.Tenants), days[i])
 			_, err := idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(fq, 10, 0, false))
 			return err
 		}
