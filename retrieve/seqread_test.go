@@ -36,19 +36,8 @@ func TestSequentialReaderContainsAsScorch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	adv, err := idx.Advanced()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := severalSegments(t, idx)
 	snap := r.(*scorch.IndexSnapshot)
-	if n := len(snap.Segments()); n < 2 {
-		t.Fatalf("the snapshot holds %d segment(s); the test needs several", n)
-	}
 	seq := sequential(r)
 	if _, ok := seq.(sequentialReader); !ok {
 		t.Fatalf("sequential(%T) = %T, want a sequentialReader", r, seq)
@@ -124,18 +113,7 @@ func TestSequentialDocReadersAsScorch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	adv, err := idx.Advanced()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if n := len(r.(*scorch.IndexSnapshot).Segments()); n < 2 {
-		t.Fatalf("the snapshot holds %d segment(s); the test needs several", n)
-	}
+	r := severalSegments(t, idx)
 	seq := sequential(r)
 	only := []string{ids[1], ids[30], ids[31], ids[77], ids[99], ids[0] /* deleted */, "no-such-id"}
 	readers := []struct {
@@ -197,4 +175,23 @@ func mustReader(t *testing.T, f func() (index.DocIDReader, error)) index.DocIDRe
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// severalSegments returns a reader of idx's snapshot, closed when the test
+// ends, and fails unless the snapshot holds several segments.
+func severalSegments(t *testing.T, idx bleve.Index) index.IndexReader {
+	t.Helper()
+	adv, err := idx.Advanced()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if n := len(r.(*scorch.IndexSnapshot).Segments()); n < 2 {
+		t.Fatalf("the snapshot holds %d segment(s); the test needs several", n)
+	}
+	return r
 }

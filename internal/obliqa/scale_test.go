@@ -23,13 +23,7 @@ import (
 // batches of the size asked; on ScaleAsOf exactly one version of each
 // passage is eligible per tenant; and the same seed makes the same corpus.
 func TestScaleCorpus(t *testing.T) {
-	base := make([]connectors.Record, 7)
-	for i := range base {
-		base[i] = connectors.Record{Where: fmt.Sprintf("p%d", i), Chunk: evidence.Chunk{
-			ID: fmt.Sprintf("p%d", i), DocID: "d", Version: "1", Text: fmt.Sprintf("Passage %d on records.", i),
-			SourceURL: "obliqa://d/p", Connector: "obliqa", RetrievedAt: Retrieved,
-			Anchor: asof.ResolveAnchor("", time.Time{}, Retrieved)}}
-	}
+	base := scaleBase(7, "p%d")
 	s := Scale{Tenants: 3, Versions: 5, Seed: 7}
 	collect := func(s Scale) ([]connectors.Record, []int) {
 		var all []connectors.Record
@@ -118,13 +112,7 @@ func TestTurnOrders(t *testing.T) {
 
 // scaleTestBase is the seven-passage base corpus the Scale tests grow.
 func scaleTestBase() []connectors.Record {
-	base := make([]connectors.Record, 7)
-	for i := range base {
-		base[i] = connectors.Record{Where: fmt.Sprintf("p%d", i), Chunk: evidence.Chunk{
-			ID: fmt.Sprintf("p%d", i), DocID: "d", Version: "1", Text: fmt.Sprintf("Passage %d on records.", i),
-			SourceURL: "obliqa://d/p", Connector: "obliqa", RetrievedAt: Retrieved,
-			Anchor: asof.ResolveAnchor("", time.Time{}, Retrieved)}}
-	}
+	base := scaleBase(7, "p%d")
 	return base
 }
 
@@ -163,13 +151,7 @@ func TestScaleAlignedUnchanged(t *testing.T) {
 // have versions before and after it; the same seed makes the same corpus
 // and the same days.
 func TestScaleSpread(t *testing.T) {
-	base := make([]connectors.Record, 300)
-	for i := range base {
-		base[i] = connectors.Record{Where: fmt.Sprintf("p%03d", i), Chunk: evidence.Chunk{
-			ID: fmt.Sprintf("p%03d", i), DocID: "d", Version: "1", Text: fmt.Sprintf("Passage %d on records.", i),
-			SourceURL: "obliqa://d/p", Connector: "obliqa", RetrievedAt: Retrieved,
-			Anchor: asof.ResolveAnchor("", time.Time{}, Retrieved)}}
-	}
+	base := scaleBase(300, "p%03d")
 	for _, s := range []Scale{{Tenants: 2, Versions: 4, Seed: 20261130, Spread: true}, {Tenants: 1, Versions: 10, Seed: 5, Spread: true}} {
 		var all []connectors.Record
 		for recs := range s.Batches(base, 97) {
@@ -280,4 +262,18 @@ func TestScaleKeptShapes(t *testing.T) {
 	require.NoError(t, os.WriteFile(scaleMarker(dir, spread, ""), []byte(scaleMarkerText(aligned, base, "")), 0o644))
 	_, err = scaleComplete(dir, spread, base, "")
 	require.ErrorContains(t, err, "indexes of another corpus")
+}
+
+// scaleBase returns n base passages of one document, passage i with the ID
+// idFormat makes of i.
+func scaleBase(n int, idFormat string) []connectors.Record {
+	base := make([]connectors.Record, n)
+	for i := range base {
+		id := fmt.Sprintf(idFormat, i)
+		base[i] = connectors.Record{Where: id, Chunk: evidence.Chunk{
+			ID: id, DocID: "d", Version: "1", Text: fmt.Sprintf("Passage %d on records.", i),
+			SourceURL: "obliqa://d/p", Connector: "obliqa", RetrievedAt: Retrieved,
+			Anchor: asof.ResolveAnchor("", time.Time{}, Retrieved)}}
+	}
+	return base
 }

@@ -42,12 +42,7 @@ func BenchmarkScaleFirstWrite(b *testing.B) {
 	var heap uint64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		dir := b.TempDir()
-		for _, sub := range []string{"evpack", "bleve"} {
-			if err := os.CopyFS(filepath.Join(dir, sub), os.DirFS(filepath.Join(root, sub))); err != nil {
-				b.Fatal(err)
-			}
-		}
+		dir := copyKept(b, root)
 		b.StartTimer()
 
 		t0, c0 := time.Now(), cpuTime(b)
@@ -195,12 +190,7 @@ func BenchmarkScaleWrites(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		dir := b.TempDir()
-		for _, sub := range []string{"evpack", "bleve"} {
-			if err := os.CopyFS(filepath.Join(dir, sub), os.DirFS(filepath.Join(root, sub))); err != nil {
-				b.Fatal(err)
-			}
-		}
+		dir := copyKept(b, root)
 		b.StartTimer()
 		var eng *evpack.Engine
 		evTurn := func() {
@@ -239,4 +229,16 @@ func BenchmarkScaleWrites(b *testing.B) {
 		b.ReportMetric(float64(evWall[p])/float64(blWall[p]), name+"-evpack-vs-bleve")
 	}
 	b.ReportMetric(float64(evWall[1])/float64(evWall[2]), "evpack-first-vs-second")
+}
+
+// copyKept copies the kept evpack and bleve indexes under root into a new
+// temporary directory and returns it: each op writes on the index as built.
+func copyKept(b *testing.B, root string) string {
+	dir := b.TempDir()
+	for _, sub := range []string{"evpack", "bleve"} {
+		if err := os.CopyFS(filepath.Join(dir, sub), os.DirFS(filepath.Join(root, sub))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return dir
 }
