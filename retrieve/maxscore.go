@@ -600,14 +600,27 @@ func (ps *prunedSearch) bound(sum float64, m, rest int) float64 {
 }
 
 // eligibleFilter answers, for increasing internal document numbers, whether
-// the eligibility admits them: a searcher of the set Eligible reads
-// (Eligibility.restrict over match-all), advanced to each candidate.
+// the eligibility admits them: whether each of its clauses (Eligibility.filter)
+// holds the document, every clause a searcher of its own advanced to each
+// candidate. It admits what Eligible reads (the clauses over match-all) of
+// the documents the index holds; a candidate comes from the index's own
+// term readers, which pass over deleted documents as match-all does.
+//
+// (One boolean searcher of all the clauses, as Eligible reads, stepped from
+// an excluded candidate to the next admitted document one document at a
+// time; on a random day most of a partition's history is excluded, and that
+// stepping was most of the filter's cost.)
 type eligibleFilter struct {
+	must, mustNot []*clauseCursor
+	sctx          *search.SearchContext
+}
+
+// clauseCursor is one clause's searcher and the document it stands on.
+type clauseCursor struct {
 	s    search.Searcher
-	sctx *search.SearchContext
 	cur  uint64
-	done bool
-	init bool
+	init bool // cur is set
+	done bool // the searcher has no document at or after the last asked
 }
 
 // newEligibleFilter returns nil when the eligibility has no clause: every
@@ -617,54 +630,79 @@ func newEligibleFilter(ctx context.Context, r index.IndexReader, idx bleve.Index
 	if f.none() {
 		return nil, nil
 	}
-	// What restrict makes (one compilation of the clauses), without the
-	// match-all where a must clause already bounds the set: scorch's
-	// match-all reader advances one document at a time.
-	var q query.Query
-	switch len(f.must) {
-	case 0:
-		q = f.apply(bleve.NewMatchAllQuery())
-	case 1:
-		q = filter{mustNot: f.mustNot}.apply(f.must[0])
-	default:
-		q = filter{mustNot: f.mustNot}.apply(bleve.NewConjunctionQuery(f.must...))
+	ef := &eligibleFilter{}
+	pool := 1
+	open := func(qs []query.Query) ([]*clauseCursor, error) {
+		out := make([]*clauseCursor, 0, len(qs))
+		for _, q := range qs {
+			s, err := q.Searcher(ctx, sequential(r), idx.Mapping(), search.SearcherOptions{Score: "none"})
+			if err != nil {
+				return out, fmt.Errorf("%w: pruned search: eligibility: %v", ErrLexical, err)
+			}
+			out = append(out, &clauseCursor{s: s})
+			pool += s.DocumentMatchPoolSize()
+		}
+		return out, nil
 	}
-	s, err := q.Searcher(ctx, sequential(r), idx.Mapping(), search.SearcherOptions{Score: "none"})
+	var err error
+	if ef.must, err = open(f.must); err == nil {
+		ef.mustNot, err = open(f.mustNot)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: pruned search: eligibility: %v", ErrLexical, err)
+		ef.close()
+		return nil, err
 	}
-	return &eligibleFilter{s: s, sctx: &search.SearchContext{
-		DocumentMatchPool: search.NewDocumentMatchPool(s.DocumentMatchPoolSize()+1, 0),
-		IndexReader:       r,
-	}}, nil
+	ef.sctx = &search.SearchContext{DocumentMatchPool: search.NewDocumentMatchPool(pool, 0), IndexReader: r}
+	return ef, nil
 }
 
 // admits reports whether document num is eligible; num must not decrease
 // from one call to the next.
 func (f *eligibleFilter) admits(num uint64) (bool, error) {
-	if f.done {
+	for _, c := range f.must {
+		if ok, err := c.holds(f.sctx, num); !ok || err != nil {
+			return false, err
+		}
+	}
+	for _, c := range f.mustNot {
+		if ok, err := c.holds(f.sctx, num); ok || err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// holds reports whether c's clause holds document num; num must not
+// decrease from one call to the next (a call skipped for a document leaves
+// the cursor behind, and the next advances it).
+func (c *clauseCursor) holds(sctx *search.SearchContext, num uint64) (bool, error) {
+	if c.done {
 		return false, nil
 	}
-	if f.init && f.cur >= num {
-		return f.cur == num, nil
+	if c.init && c.cur >= num {
+		return c.cur == num, nil
 	}
 	var idb [8]byte
 	binary.BigEndian.PutUint64(idb[:], num)
-	dm, err := f.s.Advance(f.sctx, idb[:])
-	f.init = true
+	dm, err := c.s.Advance(sctx, idb[:])
+	c.init = true
 	if err != nil {
 		return false, fmt.Errorf("%w: pruned search: eligibility: %v", ErrLexical, err)
 	}
 	if dm == nil {
-		f.done = true
+		c.done = true
 		return false, nil
 	}
 	if len(dm.IndexInternalID) != 8 {
 		return false, fmt.Errorf("%w: pruned search: eligibility: internal ID of %d bytes", ErrLexical, len(dm.IndexInternalID))
 	}
-	f.cur = binary.BigEndian.Uint64(dm.IndexInternalID)
-	f.sctx.DocumentMatchPool.Put(dm)
-	return f.cur == num, nil
+	c.cur = binary.BigEndian.Uint64(dm.IndexInternalID)
+	sctx.DocumentMatchPool.Put(dm)
+	return c.cur == num, nil
 }
 
-func (f *eligibleFilter) close() { f.s.Close() }
+func (f *eligibleFilter) close() {
+	for _, c := range slices.Concat(f.must, f.mustNot) {
+		c.s.Close()
+	}
+}
