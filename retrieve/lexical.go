@@ -702,8 +702,29 @@ func (b *Bounds) Add(c *evidence.Chunk) {
 // must-not, not "valid_to > as-of" as a must. (An index made when every
 // document held every field gives the same answer: an open value is never
 // inside the excluding range.)
+//
+// Beside each clause, mustCols and mustNotCols hold its form over a
+// segment's columns (columns.go) when numbers alone decide it, else nil:
+// the pruned search compares those per candidate instead of running their
+// queries. Search's exhaustive path and Eligible run the queries.
 type filter struct {
-	must, mustNot []query.Query
+	must, mustNot         []query.Query
+	mustCols, mustNotCols []*colClause
+}
+
+// addMust adds a must clause q, decided by col when not nil.
+func (f *filter) addMust(q query.Query, col *colClause) {
+	f.must, f.mustCols = append(f.must, q), append(f.mustCols, col)
+}
+
+// addMustNot adds a must-not clause q, decided by col when not nil.
+func (f *filter) addMustNot(q query.Query, col *colClause) {
+	f.mustNot, f.mustNotCols = append(f.mustNot, q), append(f.mustNotCols, col)
+}
+
+// onColumn returns the column form of one numeric range clause.
+func onColumn(field string, le bool, v float64) *colClause {
+	return &colClause{all: []colTest{{field: field, le: le, v: v}}}
 }
 
 // filter compiles e, leaving out the clauses that b proves can exclude no
@@ -722,47 +743,49 @@ func (e Eligibility) filter(b Bounds) filter {
 			scope = append(scope, tq)
 		}
 		if len(scope) == 1 {
-			f.must = append(f.must, scope[0])
+			f.addMust(scope[0], nil)
 		} else {
-			f.must = append(f.must, bleve.NewDisjunctionQuery(scope...))
+			f.addMust(bleve.NewDisjunctionQuery(scope...), nil)
 		}
 	}
+	upTo := float64(e.UpTo)
 	if e.Pinned && !e.FewerAfter {
-		upTo := float64(e.UpTo)
 		gen := bleve.NewNumericRangeInclusiveQuery(nil, &upTo, nil, &yes)
 		gen.SetField(fieldGen)
-		f.must = append(f.must, gen)
+		f.addMust(gen, onColumn(fieldGen, true, upTo))
 	}
 	if b.Undated || b.MaxAnchorDay > day {
 		anchor := bleve.NewNumericRangeInclusiveQuery(nil, &asOf, nil, &yes)
 		anchor.SetField(fieldAnchorDay)
-		f.must = append(f.must, anchor)
+		f.addMust(anchor, onColumn(fieldAnchorDay, true, asOf))
 	}
 	if b.MaxFrom > day { // not yet in force
 		from := bleve.NewNumericRangeInclusiveQuery(&asOf, nil, &no, nil)
 		from.SetField(fieldFrom)
-		f.mustNot = append(f.mustNot, from)
+		f.addMustNot(from, onColumn(fieldFrom, false, asOf))
 	}
 	if b.MinTo <= day { // no longer in force
 		to := bleve.NewNumericRangeInclusiveQuery(nil, &asOf, nil, &yes)
 		to.SetField(fieldTo)
-		f.mustNot = append(f.mustNot, to)
+		f.addMustNot(to, onColumn(fieldTo, true, asOf))
 	}
 	if b.MinRetired <= day { // retired by a fact, unless kept
 		retired := bleve.NewNumericRangeInclusiveQuery(nil, &asOf, nil, &yes)
 		retired.SetField(fieldRetired)
+		col := onColumn(fieldRetired, true, asOf)
 		var kept []query.Query
 		if e.Pinned {
-			upTo := float64(e.UpTo)
 			later := bleve.NewNumericRangeInclusiveQuery(&upTo, nil, &no, nil)
 			later.SetField(fieldFirstFact)
 			kept = append(kept, later)
+			col.none = []colTest{{field: fieldFirstFact, le: false, v: upTo}}
 		}
 		if len(e.Readmit) > 0 {
 			kept = append(kept, bleve.NewDocIDQuery(e.Readmit))
+			col = nil // an ID list: the query decides
 		}
 		if len(kept) == 0 {
-			f.mustNot = append(f.mustNot, retired)
+			f.addMustNot(retired, col)
 		} else {
 			out := bleve.NewBooleanQuery()
 			out.AddMust(retired)
@@ -770,22 +793,22 @@ func (e Eligibility) filter(b Bounds) filter {
 				q.(query.BoostableQuery).SetBoost(0)
 				out.AddMustNot(q)
 			}
-			f.mustNot = append(f.mustNot, out)
+			f.addMustNot(out, col)
 		}
 	}
 	for _, fl := range e.Filters {
 		fq := bleve.NewTermQuery(fl.Key + "=" + fl.Value)
 		fq.SetField(fieldMeta)
-		f.must = append(f.must, fq)
+		f.addMust(fq, nil)
 	}
 	if e.Pinned && e.FewerAfter {
-		f.mustNot = append(f.mustNot, afterGeneration(e.UpTo))
+		f.addMustNot(afterGeneration(e.UpTo), onColumn(fieldGen, false, upTo))
 	}
 	if len(e.Exclude) > 0 {
-		f.mustNot = append(f.mustNot, bleve.NewDocIDQuery(e.Exclude))
+		f.addMustNot(bleve.NewDocIDQuery(e.Exclude), nil)
 	}
 	if e.naming != nil {
-		f.must = append(f.must, e.naming.query())
+		f.addMust(e.naming.query(), nil)
 	}
 	// Boost 0: the clauses restrict the match set and add nothing to a score
 	// (nor to the query norm, which sums squared boosted weights).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/blevesearch/bleve/v2/search/scorer"
@@ -170,7 +171,7 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 		if err := ps.open(ctx, pc); err != nil {
 			return nil, nil, err
 		}
-		if pc.filter, err = newEligibleFilter(ctx, r, sp.p.idx, elig, sp.bounds); err != nil {
+		if pc.filter, err = newEligibleFilter(ctx, r, sp.p.idx, &sp.p.cols, elig, sp.bounds); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -601,18 +602,27 @@ func (ps *prunedSearch) bound(sum float64, m, rest int) float64 {
 
 // eligibleFilter answers, for increasing internal document numbers, whether
 // the eligibility admits them: whether each of its clauses (Eligibility.filter)
-// holds the document, every clause a searcher of its own advanced to each
-// candidate. It admits what Eligible reads (the clauses over match-all) of
-// the documents the index holds; a candidate comes from the index's own
-// term readers, which pass over deleted documents as match-all does.
+// holds the document. A clause numbers alone decide is compared on the
+// partition's columns (columns.go); any other is a searcher of its own,
+// advanced to each candidate. It admits what Eligible reads (the clauses
+// over match-all) of the documents the index holds; a candidate comes from
+// the index's own term readers, which pass over deleted documents as
+// match-all does.
 //
 // (One boolean searcher of all the clauses, as Eligible reads, stepped from
 // an excluded candidate to the next admitted document one document at a
 // time; on a random day most of a partition's history is excluded, and that
 // stepping was most of the filter's cost.)
 type eligibleFilter struct {
-	must, mustNot []*clauseCursor
-	sctx          *search.SearchContext
+	must, mustNot       []*clauseCursor
+	mustCol, mustNotCol []*colClause
+	sctx                *search.SearchContext
+	// The snapshot's segments: where each starts in the snapshot's
+	// numbering (starts, ascending, as scorch numbers them) and its columns;
+	// seg is the segment of the last candidate.
+	starts []uint64
+	cols   [][]column
+	seg    int
 }
 
 // clauseCursor is one clause's searcher and the document it stands on.
@@ -624,13 +634,49 @@ type clauseCursor struct {
 }
 
 // newEligibleFilter returns nil when the eligibility has no clause: every
-// document the index holds is admitted.
-func newEligibleFilter(ctx context.Context, r index.IndexReader, idx bleve.Index, elig Eligibility, b Bounds) (*eligibleFilter, error) {
+// document the index holds is admitted. cols caches the partition's
+// columns; the clauses run as searchers where r is not a scorch snapshot.
+func newEligibleFilter(ctx context.Context, r index.IndexReader, idx bleve.Index, cols *columns, elig Eligibility, b Bounds) (*eligibleFilter, error) {
 	f := elig.filter(b)
 	if f.none() {
 		return nil, nil
 	}
 	ef := &eligibleFilter{}
+	snap, _ := r.(*scorch.IndexSnapshot)
+	var fields []string
+	// split puts each clause on the columns when it can, else among qs.
+	split := func(qs []query.Query, forms []*colClause) (searched []query.Query, onCols []*colClause) {
+		for i, q := range qs {
+			if forms[i] == nil || snap == nil {
+				searched = append(searched, q)
+				continue
+			}
+			onCols = append(onCols, forms[i])
+			for _, ts := range [][]colTest{forms[i].all, forms[i].none} {
+				for k := range ts {
+					ts[k].col = slices.Index(fields, ts[k].field)
+					if ts[k].col < 0 {
+						ts[k].col, fields = len(fields), append(fields, ts[k].field)
+					}
+				}
+			}
+		}
+		return searched, onCols
+	}
+	must, mustCol := split(f.must, f.mustCols)
+	mustNot, mustNotCol := split(f.mustNot, f.mustNotCols)
+	ef.mustCol, ef.mustNotCol = mustCol, mustNotCol
+	if len(fields) > 0 {
+		var err error
+		if ef.cols, err = cols.forSnapshot(snap, fields); err != nil {
+			return nil, err
+		}
+		var start uint64
+		for _, ss := range snap.Segments() {
+			ef.starts = append(ef.starts, start)
+			start += ss.Segment().Count()
+		}
+	}
 	pool := 1
 	open := func(qs []query.Query) ([]*clauseCursor, error) {
 		out := make([]*clauseCursor, 0, len(qs))
@@ -645,8 +691,8 @@ func newEligibleFilter(ctx context.Context, r index.IndexReader, idx bleve.Index
 		return out, nil
 	}
 	var err error
-	if ef.must, err = open(f.must); err == nil {
-		ef.mustNot, err = open(f.mustNot)
+	if ef.must, err = open(must); err == nil {
+		ef.mustNot, err = open(mustNot)
 	}
 	if err != nil {
 		ef.close()
@@ -659,6 +705,22 @@ func newEligibleFilter(ctx context.Context, r index.IndexReader, idx bleve.Index
 // admits reports whether document num is eligible; num must not decrease
 // from one call to the next.
 func (f *eligibleFilter) admits(num uint64) (bool, error) {
+	if len(f.mustCol)+len(f.mustNotCol) > 0 {
+		for f.seg+1 < len(f.starts) && f.starts[f.seg+1] <= num {
+			f.seg++
+		}
+		cols, local := f.cols[f.seg], num-f.starts[f.seg]
+		for _, c := range f.mustCol {
+			if !c.holds(cols, local) {
+				return false, nil
+			}
+		}
+		for _, c := range f.mustNotCol {
+			if c.holds(cols, local) {
+				return false, nil
+			}
+		}
+	}
 	for _, c := range f.must {
 		if ok, err := c.holds(f.sctx, num); !ok || err != nil {
 			return false, err

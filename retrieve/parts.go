@@ -216,6 +216,8 @@ type part struct {
 	// needs it (Lexical.writable).
 	lazy *lazyPart
 	ro   bool
+	// cols caches the columns of the index's segments (columns.go).
+	cols columns
 }
 
 // searchPart is a part a search reads, with the bounds its clauses are

@@ -1,0 +1,175 @@
+package retrieve
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/numeric"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
+)
+
+// Why the eligibility filter reads a segment's numbers from arrays.
+//
+// Most eligibility clauses compare one number of a chunk's document with
+// the request's day or generation: its anchor day, validity start and end,
+// retirement day, generation, first fact's generation. As bleve queries,
+// each such clause is a numeric range: per partition and per request, its
+// searcher looks up the range's prefix-coded terms in every segment's
+// dictionary and ORs their postings, before the first candidate is checked.
+// On a random day that building was most of what the filter cost after its
+// clauses were advanced one by one (docs/benchmarks.md, issue 30). A
+// segment never changes once written, so the numbers of its documents are
+// read once into an array per field (column), and a clause on them is a
+// comparison per candidate.
+//
+// Invariant: a column holds, for each document of its segment by its
+// number there, the value bleve indexed for the field at full precision
+// (shift 0), or NaN where the document has none; a test on a column (colTest)
+// holds exactly where bleve's numeric range query of the same bounds holds
+// (TestPrunedEqualsExhaustive compares the two over random requests).
+
+// colTest is a clause a document's number decides: the field's value at
+// most v (le), or above v. A document without the field fails it, as it
+// matches no numeric range.
+type colTest struct {
+	field string
+	le    bool
+	v     float64
+	col   int // the field's place in the filter's columns (eligibleFilter.cols)
+}
+
+// holds reports whether x, a column's value, passes t (NaN fails both).
+func (t colTest) holds(x float64) bool {
+	if t.le {
+		return x <= t.v
+	}
+	return x > t.v
+}
+
+// colClause is a clause decided by numbers alone: it holds a document when
+// every test in all holds and no test in none does.
+type colClause struct {
+	all, none []colTest
+}
+
+// holds reports whether c holds document local of a segment whose columns
+// are cols (each test's at its col).
+func (c *colClause) holds(cols []column, local uint64) bool {
+	for _, t := range c.all {
+		if !t.holds(cols[t.col][local]) {
+			return false
+		}
+	}
+	for _, t := range c.none {
+		if t.holds(cols[t.col][local]) {
+			return false
+		}
+	}
+	return true
+}
+
+// column is one field's values in one segment (see the invariant above).
+type column []float64
+
+// columns caches the columns of a partition's segments, by segment and
+// field. It keeps only the segments of the latest snapshot a filter asked
+// for (prune), so a merged-away segment's arrays are dropped; a search still
+// on an older snapshot reads its own again.
+type columns struct {
+	mu   sync.Mutex
+	segs map[segment.Segment]map[string]column
+}
+
+// forSnapshot returns, for each segment of snap in order, the columns of
+// fields in their order, reading those not cached yet.
+func (c *columns) forSnapshot(snap *scorch.IndexSnapshot, fields []string) ([][]column, error) {
+	segs := snap.Segments()
+	out := make([][]column, len(segs))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.segs == nil {
+		c.segs = map[segment.Segment]map[string]column{}
+	}
+	fresh := false
+	for i, ss := range segs {
+		s := ss.Segment()
+		cols := c.segs[s]
+		if cols == nil {
+			cols, fresh = map[string]column{}, true
+			c.segs[s] = cols
+		}
+		out[i] = make([]column, len(fields))
+		for k, f := range fields {
+			col, ok := cols[f]
+			if !ok {
+				var err error
+				if col, err = readColumn(s, f); err != nil {
+					return nil, err
+				}
+				cols[f] = col
+			}
+			out[i][k] = col
+		}
+	}
+	if fresh { // a segment appeared: those no longer in the snapshot went with a merge
+		keep := make(map[segment.Segment]bool, len(segs))
+		for _, ss := range segs {
+			keep[ss.Segment()] = true
+		}
+		for s := range c.segs {
+			if !keep[s] {
+				delete(c.segs, s)
+			}
+		}
+	}
+	return out, nil
+}
+
+// readColumn reads field's full-precision terms in s and the documents
+// holding each.
+func readColumn(s segment.Segment, field string) (column, error) {
+	col := make(column, s.Count())
+	for i := range col {
+		col[i] = math.NaN()
+	}
+	d, err := s.Dictionary(field)
+	if err != nil {
+		return nil, fmt.Errorf("%w: column %s: %v", ErrLexical, field, err)
+	}
+	// Terms of shift 0 start with ShiftStartInt64 and nothing else does.
+	it := d.AutomatonIterator(nil, []byte{numeric.ShiftStartInt64}, []byte{numeric.ShiftStartInt64 + 1})
+	var pl segment.PostingsList
+	var pi segment.PostingsIterator
+	for {
+		e, err := it.Next()
+		if err != nil {
+			return nil, fmt.Errorf("%w: column %s: %v", ErrLexical, field, err)
+		}
+		if e == nil {
+			return col, nil
+		}
+		i64, err := numeric.PrefixCoded(e.Term).Int64()
+		if err != nil {
+			return nil, fmt.Errorf("%w: column %s: term %x: %v", ErrLexical, field, e.Term, err)
+		}
+		v := numeric.Int64ToFloat64(i64)
+		if pl, err = d.PostingsList([]byte(e.Term), nil, pl); err != nil {
+			return nil, fmt.Errorf("%w: column %s: %v", ErrLexical, field, err)
+		}
+		pi = pl.Iterator(false, false, false, pi)
+		for {
+			p, err := pi.Next()
+			if err != nil {
+				return nil, fmt.Errorf("%w: column %s: %v", ErrLexical, field, err)
+			}
+			if p == nil {
+				break
+			}
+			if n := p.Number(); n < uint64(len(col)) {
+				col[n] = v
+			}
+		}
+	}
+}

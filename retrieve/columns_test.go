@@ -1,0 +1,118 @@
+package retrieve
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
+)
+
+// TestColumnsAsIndexed: a segment's column holds, for each of its
+// documents, the number indexed for the field (negative, fractional and
+// large values included), NaN where the document has none, on a snapshot of
+// several segments with deleted documents; after a merge, the cache keeps
+// the merged segment's columns alone, and they hold the same values.
+func TestColumnsAsIndexed(t *testing.T) {
+	// On disk: scorch merges (ForceMerge) only persisted segments.
+	idx, err := bleve.NewUsing(filepath.Join(t.TempDir(), "idx"), bleve.NewIndexMapping(), scorch.Name, scorch.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	want := map[string]float64{} // by document ID; absent: no "day"
+	for b := range 3 {
+		batch := idx.NewBatch()
+		for i := range 40 {
+			id := fmt.Sprintf("b%d-%02d", b, i)
+			doc := map[string]any{"word": "w"}
+			if i%5 != 0 {
+				v := float64(b*1000-1500+i*7) + 0.5*float64(i%2)
+				if i == 39 {
+					v = 1e12
+				}
+				doc["day"], want[id] = v, v
+			}
+			if err := batch.Index(id, doc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b > 0 { // deleted documents stay in their segments
+			batch.Delete(fmt.Sprintf("b%d-%02d", b-1, 3))
+		}
+		if err := idx.Batch(batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var c columns
+	// check reads the columns of idx's snapshot, which must hold from
+	// least to most segments (bleve may merge meanwhile).
+	check := func(what string, least, most int) {
+		t.Helper()
+		snap := snapshotOf(t, idx, least, most)
+		segments := len(snap.Segments())
+		cols, err := c.forSnapshot(snap, []string{"day", "absent"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.segs) != segments {
+			t.Fatalf("%s: the cache holds %d segments, the snapshot %d", what, len(c.segs), segments)
+		}
+		seen := 0
+		for i, ss := range snap.Segments() {
+			s := ss.Segment()
+			for n := range s.Count() {
+				raw, err := s.DocID(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				id := string(raw)
+				got := cols[i][0][n]
+				if v, ok := want[id]; (ok && got != v) || (!ok && !math.IsNaN(got)) {
+					t.Fatalf("%s: segment %d document %d (%s): day %v, want %v (indexed: %v)", what, i, n, id, got, v, ok)
+				}
+				if a := cols[i][1][n]; !math.IsNaN(a) {
+					t.Fatalf("%s: segment %d document %d (%s): a field no document has reads %v", what, i, n, id, a)
+				}
+				seen++
+			}
+		}
+		if min := 120 - 2; seen < min {
+			t.Fatalf("%s: %d documents read, want every one written (at least %d live)", what, seen, min)
+		}
+	}
+	check("three batches", 2, 3)
+	adv, err := idx.Advanced()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := mergeplan.SingleSegmentMergePlanOptions
+	if err := adv.(*scorch.Scorch).ForceMerge(context.Background(), &opts); err != nil {
+		t.Fatal(err)
+	}
+	check("merged", 1, 1)
+}
+
+// snapshotOf returns idx's snapshot, which must hold from least to most
+// segments.
+func snapshotOf(t *testing.T, idx bleve.Index, least, most int) *scorch.IndexSnapshot {
+	t.Helper()
+	adv, err := idx.Advanced()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	snap := r.(*scorch.IndexSnapshot)
+	if n := len(snap.Segments()); n < least || n > most {
+		t.Fatalf("the snapshot holds %d segment(s), want %d to %d", n, least, most)
+	}
+	return snap
+}
