@@ -74,9 +74,10 @@ func (c *colClause) holds(cols []column, local uint64) bool {
 type column []float64
 
 // columns caches the columns of a partition's segments, by segment and
-// field. It keeps only the segments of the latest snapshot a filter asked
-// for (prune), so a merged-away segment's arrays are dropped; a search still
-// on an older snapshot reads its own again.
+// field. When a snapshot brings a segment it has not seen, it drops those
+// that snapshot no longer holds (a merge replaced them); a search still on
+// an older snapshot reads its own again. A read holds the lock, so
+// requests that reach a cold partition at once read each column once.
 type columns struct {
 	mu   sync.Mutex
 	segs map[segment.Segment]map[string]column

@@ -97,8 +97,8 @@ func TestColumnsAsIndexed(t *testing.T) {
 	check("merged", 1, 1)
 }
 
-// snapshotOf returns idx's snapshot, which must hold from least to most
-// segments.
+// snapshotOf returns idx's snapshot, closed when the test ends, which must
+// hold from least to most segments.
 func snapshotOf(t *testing.T, idx bleve.Index, least, most int) *scorch.IndexSnapshot {
 	t.Helper()
 	adv, err := idx.Advanced()

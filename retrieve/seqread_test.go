@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -181,17 +182,5 @@ func mustReader(t *testing.T, f func() (index.DocIDReader, error)) index.DocIDRe
 // ends, and fails unless the snapshot holds several segments.
 func severalSegments(t *testing.T, idx bleve.Index) index.IndexReader {
 	t.Helper()
-	adv, err := idx.Advanced()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	if n := len(r.(*scorch.IndexSnapshot).Segments()); n < 2 {
-		t.Fatalf("the snapshot holds %d segment(s); the test needs several", n)
-	}
-	return r
+	return snapshotOf(t, idx, 2, math.MaxInt)
 }
