@@ -31,7 +31,8 @@ func TestColumnsAsIndexed(t *testing.T) {
 			id := fmt.Sprintf("b%d-%02d", b, i)
 			doc := map[string]any{"word": "w"}
 			if i%5 != 0 {
-				v := float64(b*1000-1500+i*7) + 0.5*float64(i%2)
+				// Runs of four share a value: terms of one document and of several.
+				v := float64(b*1000-1500+(i/4)*7) + 0.5*float64((i/4)%2)
 				if i == 39 {
 					v = 1e12
 				}
