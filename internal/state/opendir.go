@@ -123,7 +123,25 @@ func OpenDir(dir string, o DirOptions) (Opened, error) {
 		}
 	}
 	if err := lex.OpenAll(); err != nil {
-		return failLex(err)
+		if gen > 0 {
+			return failLex(err)
+		}
+		// Nothing was ever committed, so a partition that does not open
+		// holds only what an unfinished first commit was writing when the
+		// power went (bleve's newest snapshot can name a segment whose
+		// directory entry was lost, and its older one hold no mapping yet):
+		// make the lexical directory again, empty, as above. The record of
+		// that commit, if any, is rolled back below.
+		lex.Close()
+		if rerr := os.RemoveAll(lexDir); rerr != nil {
+			return fail(errors.Join(err, rerr))
+		}
+		if lex, err = retrieve.OpenLexical(lexDir, lexOpts); err != nil {
+			return fail(err)
+		}
+		if err := lex.OpenAll(); err != nil {
+			return failLex(err)
+		}
 	}
 	above := func(g int64) (uint64, error) { return lex.CountAbove(context.Background(), g) }
 	load := func() (err error) {
