@@ -37,8 +37,8 @@ func TestSequentialReaderContainsAsScorch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := severalSegments(t, idx)
-	snap := r.(*scorch.IndexSnapshot)
+	snap := snapshotOf(t, idx, 2, math.MaxInt)
+	r := index.IndexReader(snap)
 	seq := sequential(r)
 	if _, ok := seq.(sequentialReader); !ok {
 		t.Fatalf("sequential(%T) = %T, want a sequentialReader", r, seq)
@@ -114,7 +114,7 @@ func TestSequentialDocReadersAsScorch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := severalSegments(t, idx)
+	r := index.IndexReader(snapshotOf(t, idx, 2, math.MaxInt))
 	seq := sequential(r)
 	only := []string{ids[1], ids[30], ids[31], ids[77], ids[99], ids[0] /* deleted */, "no-such-id"}
 	readers := []struct {
@@ -176,11 +176,4 @@ func mustReader(t *testing.T, f func() (index.DocIDReader, error)) index.DocIDRe
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
-}
-
-// severalSegments returns a reader of idx's snapshot, closed when the test
-// ends, and fails unless the snapshot holds several segments.
-func severalSegments(t *testing.T, idx bleve.Index) index.IndexReader {
-	t.Helper()
-	return snapshotOf(t, idx, 2, math.MaxInt)
 }

@@ -69,15 +69,30 @@ func OpenDir(dir string, o DirOptions) (Opened, error) {
 	lexDir := filepath.Join(dir, storage.LexicalDir)
 	lexOpts := o.Lexical
 	lexOpts.Deferred = true // the checkpoint's catalog settles them, or OpenAll below
-	lex, err := retrieve.OpenLexical(lexDir, lexOpts)
-	if err != nil && d.Manifest().Generation == 0 {
+	never := d.Manifest().Generation == 0
+	// openLex opens the lexical index; of an index that never committed,
+	// every partition too (it has no checkpoint to defer them to).
+	openLex := func() (*retrieve.Lexical, error) {
+		lex, err := retrieve.OpenLexical(lexDir, lexOpts)
+		if err == nil && never {
+			if err = lex.OpenAll(); err != nil {
+				lex.Close()
+			}
+		}
+		return lex, err
+	}
+	lex, err := openLex()
+	if err != nil && never {
 		// Nothing was ever committed, so the lexical directory holds at most
-		// the empty index a crash interrupted while creating it: make it
-		// again rather than refuse a new index forever.
+		// what a crash interrupted while creating it or writing the first
+		// commit (after a power cut, bleve's newest snapshot can name a
+		// segment whose directory entry was lost, and its older one hold no
+		// mapping yet): make it again, empty, rather than refuse a new index
+		// forever. The record of that commit, if any, is rolled back below.
 		if rerr := os.RemoveAll(lexDir); rerr != nil {
 			return fail(errors.Join(err, rerr))
 		}
-		lex, err = retrieve.OpenLexical(lexDir, lexOpts)
+		lex, err = openLex()
 	}
 	if err != nil {
 		return fail(err)
@@ -123,25 +138,7 @@ func OpenDir(dir string, o DirOptions) (Opened, error) {
 		}
 	}
 	if err := lex.OpenAll(); err != nil {
-		if gen > 0 {
-			return failLex(err)
-		}
-		// Nothing was ever committed, so a partition that does not open
-		// holds only what an unfinished first commit was writing when the
-		// power went (bleve's newest snapshot can name a segment whose
-		// directory entry was lost, and its older one hold no mapping yet):
-		// make the lexical directory again, empty, as above. The record of
-		// that commit, if any, is rolled back below.
-		lex.Close()
-		if rerr := os.RemoveAll(lexDir); rerr != nil {
-			return fail(errors.Join(err, rerr))
-		}
-		if lex, err = retrieve.OpenLexical(lexDir, lexOpts); err != nil {
-			return fail(err)
-		}
-		if err := lex.OpenAll(); err != nil {
-			return failLex(err)
-		}
+		return failLex(err)
 	}
 	above := func(g int64) (uint64, error) { return lex.CountAbove(context.Background(), g) }
 	load := func() (err error) {
