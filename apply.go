@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/internal/commit"
 	"github.com/evpack/evpack/internal/denseleg"
 	"github.com/evpack/evpack/internal/evlog"
@@ -231,7 +232,7 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 	var c *commit.Commit
 	if e.store != nil {
 		var err error
-		f, err := e.filesOf(next, w)
+		f, err := e.filesOf(st, next, w)
 		if err != nil {
 			return fmt.Errorf("evpack: ingest: %w", err)
 		}
@@ -340,7 +341,7 @@ func (e *Engine) lockAside() {
 // filesOf returns what next's generation writes: the batch, its analysis
 // file, next's checkpoint (after the batch, so that next knows where its
 // new chunks lie) and a corpus-free embedder's vectors and graph.
-func (e *Engine) filesOf(next *state.State, w batchWrite) (commit.Files, error) {
+func (e *Engine) filesOf(st, next *state.State, w batchWrite) (commit.Files, error) {
 	gen, at := next.Gen, next.Commits[next.Gen-1]
 	b := storage.Batch{Generation: gen, File: cmp.Or(w.file, storage.BatchName(gen)), Chain: w.chain, Chunks: len(w.add), Facts: len(w.facts),
 		CommittedAt: at.Format(time.RFC3339)}
@@ -364,7 +365,60 @@ func (e *Engine) filesOf(next *state.State, w batchWrite) (commit.Files, error) 
 	default:
 		f.DenseMode = commit.DenseDrop
 	}
+	if len(w.add) == 0 && w.file == "" && e.keepsCheckpoint(gen) {
+		return f, nil // Open adds this generation's facts to the checkpoint the manifest names
+	}
+	catalog := func() ([]byte, error) { return e.lex.Catalog(next.LexDocs()) }
+	if st.Catalog != nil && len(w.facts) == 0 {
+		// No stored chunk is indexed again: the catalog is st's and the
+		// new chunks' documents (CatalogAdd gives Catalog's bytes).
+		catalog = func() ([]byte, error) {
+			docs := make([]retrieve.Doc, len(w.add))
+			for i, c := range w.add {
+				d, err := next.LexDoc(c.ID)
+				if err != nil {
+					return nil, err
+				}
+				docs[i] = d
+			}
+			return e.lex.CatalogAdd(st.Catalog, docs)
+		}
+	}
 	var err error
-	f.Checkpoint, err = e.checkpointOf(next)
+	f.Checkpoint, err = e.checkpointWith(next, func() ([]byte, error) {
+		raw, err := catalog()
+		next.Catalog = raw // next is not yet anyone's: the commit's to change
+		return raw, err
+	})
 	return f, err
+}
+
+// checkpointLag is how many generations of facts alone may follow the
+// checkpoint an index's manifest names. A commit of facts alone changes no
+// chunk's row, only the figures, yet writing the whole state again cost
+// about what a commit of 100 chunks does (issue 30); Open instead reads
+// the batch files after the checkpoint and adds their facts, so the lag
+// bounds what that costs. It is a function of the log alone, so a replica
+// writes its checkpoints at the generations the writer does.
+const checkpointLag = 64
+
+// keepsCheckpoint reports whether generation gen, a commit of facts alone,
+// may leave the manifest's checkpoint as it is: there is one, Open would
+// read it (this format, these analyzers), and it is at most checkpointLag
+// generations behind gen.
+func (e *Engine) keepsCheckpoint(gen int64) bool {
+	if e.store == nil {
+		return false
+	}
+	m := e.store.Manifest()
+	g := m.CheckpointGeneration()
+	if g == 0 || gen-g > checkpointLag {
+		return false
+	}
+	f, err := e.store.OpenData(m.Checkpoint)
+	if err != nil {
+		return false // then a new one is written, and a damaged file goes with the old generation
+	}
+	defer f.Close()
+	return checkpoint.Readable(f, state.AnalysisIdentity(e.lex))
 }

@@ -88,13 +88,18 @@ func (e *Engine) unfoldOrLoad(s *state.State) (*state.State, error) {
 // st's documents give (so that Open opens none of them). The catalog is
 // computed beside the rest: both only read st.
 func (ix *index) checkpointOf(st *state.State) (checkpoint.File, error) {
+	return ix.checkpointWith(st, func() ([]byte, error) { return ix.lex.Catalog(st.LexDocs()) })
+}
+
+// checkpointWith is checkpointOf with the catalog catalog returns.
+func (ix *index) checkpointWith(st *state.State, catalog func() ([]byte, error)) (checkpoint.File, error) {
 	type result struct {
 		raw []byte
 		err error
 	}
 	done := make(chan result, 1) // buffered: an encoder that fails first leaves no goroutine behind
 	go func() {
-		raw, err := ix.lex.Catalog(st.LexDocs())
+		raw, err := catalog()
 		done <- result{raw, err}
 	}()
 	return state.EncodeCheckpoint(st, state.AnalysisIdentity(ix.lex), func() ([]byte, error) {

@@ -114,13 +114,64 @@ func (l *Lexical) Catalog(docs iter.Seq2[Doc, bool]) ([]byte, error) {
 	return raw, nil
 }
 
+// CatalogAdd returns the catalog of the documents prev (Catalog's bytes)
+// describes and docs, documents of new chunks that the index holds: the
+// bytes Catalog returns for all of them together, computed from prev and
+// docs alone. (Every field of a summary is a count, a least or a greatest
+// value, so adding documents to it in any order gives the same summary.)
+// A commit that indexes no chunk again (no fact) computes its catalog so,
+// in proportion to its chunks rather than the index's.
+func (l *Lexical) CatalogAdd(prev []byte, docs []Doc) ([]byte, error) {
+	if l.days == 0 {
+		return nil, nil
+	}
+	var c catalog
+	if err := json.Unmarshal(prev, &c); err != nil || c.Format != catalogFormat {
+		return nil, fmt.Errorf("%w: catalog to add to: format %d, %v", ErrLexical, c.Format, err)
+	}
+	at := make(map[partKey]int, len(c.Parts))
+	for i, cp := range c.Parts {
+		if cp.Summary == nil {
+			return nil, fmt.Errorf("%w: catalog to add to: partition %s has no summary", ErrLexical, cp.Key.dirName())
+		}
+		if cp.Summary.Bounds.Tenants == nil {
+			cp.Summary.Bounds.Tenants = map[string]int{}
+		}
+		at[cp.Key] = i
+	}
+	one := make([]Doc, 1)
+	for _, d := range docs {
+		k := l.keyOf(d)
+		i, ok := at[k]
+		if !ok {
+			i = len(c.Parts)
+			c.Parts = append(c.Parts, catalogPart{Key: k, Summary: emptySummary()})
+			at[k] = i
+		}
+		one[0] = d
+		c.Parts[i].Docs++
+		c.Parts[i].Summary.widen(one)
+	}
+	slices.SortFunc(c.Parts, func(a, b catalogPart) int { return comparePartKeys(a.Key, b.Key) })
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: catalog: %v", ErrLexical, err)
+	}
+	return raw, nil
+}
+
 // Adopt settles an index opened with LexicalOptions.Deferred by raw, the
 // catalog of its committed state at generation gen (see Catalog): the
 // partitions it names are opened when first read, and checked then; the
 // others are opened now, and must be empty. It returns the documents the
 // catalog counts. A partition the catalog names that is missing is
 // ErrCatalogMismatch.
-func (l *Lexical) Adopt(raw []byte, gen int64) (docs uint64, err error) {
+//
+// Later are documents indexed again, in the partitions they were in, by
+// generations after the catalog's up to gen (the facts a commit adds to a
+// stored chunk): each widens its partition's summary, as a write of it
+// does, so that the summary still describes what the partition holds.
+func (l *Lexical) Adopt(raw []byte, gen int64, later []Doc) (docs uint64, err error) {
 	l.pmu.Lock()
 	defer l.pmu.Unlock()
 	if !l.unsettled.Load() {
@@ -138,6 +189,10 @@ func (l *Lexical) Adopt(raw []byte, gen int64) (docs uint64, err error) {
 	if l.days == 0 && len(c.Parts) > 0 {
 		return 0, fmt.Errorf("%w: a catalog of %d partitions for an unpartitioned index", ErrCatalogMismatch, len(c.Parts))
 	}
+	widen := map[partKey][]Doc{}
+	for _, d := range later {
+		widen[l.keyOf(d)] = append(widen[l.keyOf(d)], d)
+	}
 	named := map[string]bool{}
 	var parts []*part
 	for i, cp := range c.Parts {
@@ -153,9 +208,16 @@ func (l *Lexical) Adopt(raw []byte, gen int64) (docs uint64, err error) {
 		if s.Bounds.Tenants == nil {
 			s.Bounds.Tenants = map[string]int{}
 		}
+		if ds, ok := widen[cp.Key]; ok {
+			s.widen(ds)
+			delete(widen, cp.Key)
+		}
 		named[cp.Key.dirName()] = true
 		docs += cp.Docs
 		parts = append(parts, &part{key: cp.Key, dir: filepath.Join(l.dir, cp.Key.dirName()), sum: s, lazy: &lazyPart{docs: cp.Docs, gen: gen}})
+	}
+	if len(widen) > 0 {
+		return 0, fmt.Errorf("%w: %d documents indexed again after the catalog's generation lie in partitions it does not name", ErrCatalogMismatch, len(later))
 	}
 	var rest []string
 	for _, name := range l.deferred {

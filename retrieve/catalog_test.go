@@ -1,9 +1,11 @@
 package retrieve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"math/rand/v2"
 	"os"
@@ -11,8 +13,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/evidence"
 
 	"github.com/evpack/evpack/internal/testsize"
 )
@@ -65,7 +71,7 @@ func TestCatalogChangesNoRanking(t *testing.T) {
 	if open, _ := l.Opened(); open != 0 {
 		t.Fatalf("OpenLexical, deferred, opened %d partitions", open)
 	}
-	n, err := l.Adopt(cat, pc.gens)
+	n, err := l.Adopt(cat, pc.gens, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +222,7 @@ func TestCatalogDisagreement(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			_, err = l.Adopt(raw, gen)
+			_, err = l.Adopt(raw, gen, nil)
 			if !c.atAdopt {
 				if err != nil {
 					t.Fatalf("Adopt: %v (%s)", err, c.why)
@@ -242,8 +248,147 @@ func TestCatalogDisagreement(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer l.Close()
-		if _, err := l.Adopt(orig, pc.gens); !errors.Is(err, ErrLexical) || !strings.Contains(err.Error(), "open already") {
+		if _, err := l.Adopt(orig, pc.gens, nil); !errors.Is(err, ErrLexical) || !strings.Contains(err.Error(), "open already") {
 			t.Fatalf("got %v, want ErrLexical saying the partitions are open already", err)
 		}
 	})
+}
+
+// TestAdoptWidensByLaterDocuments: a catalog made at generation 1, and a
+// document of its partition indexed again at generation 2 with a
+// retirement day (a fact). Adopted with that document, the catalog's
+// summary of the unopened partition takes in the retirement, so that the
+// clauses compiled against it keep the document out from that day, as the
+// partition's own summary does once open. Adopted without it, the summary
+// says nothing there is ever retired and the clause is left out (the test
+// fails so when Adopt ignores later). A later document of a partition the
+// catalog does not name is ErrCatalogMismatch.
+func TestAdoptWidensByLaterDocuments(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "lex")
+	l, err := OpenLexical(dir, LexicalOptions{PartitionDays: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2020, 1, 5, 0, 0, 0, 0, time.UTC)
+	chunk := func(id string) *evidence.Chunk {
+		return &evidence.Chunk{ID: id, DocID: id, Version: "1", Text: "quarterly filing " + id, Anchor: asof.Anchor{At: at, Field: "anchor"}}
+	}
+	a, b := Doc{Chunk: chunk("a"), Gen: 1}, Doc{Chunk: chunk("b"), Gen: 1}
+	if err := l.Index(ctx, []Doc{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := l.Catalog(iter.Seq2[Doc, bool](func(yield func(Doc, bool) bool) { _ = yield(a, true) && yield(b, true) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	retired := a
+	retired.Retired, retired.FactGen, retired.FirstFactGen = asof.MustDate("2020-03-01"), 2, 2
+	if err := l.Index(ctx, []Doc{retired}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bounds := NewBounds()
+	bounds.Add(a.Chunk)
+	bounds.Add(b.Chunk)
+	bounds.Retire(retired.Retired)
+	elig := Eligibility{AsOf: asof.MustDate("2020-06-01"), UpTo: 2}
+	for _, tc := range []struct {
+		name  string
+		later []Doc
+		want  []string
+		err   error
+	}{
+		{"with the document indexed again", []Doc{retired}, []string{"b"}, nil},
+		{"with a document of another partition", []Doc{retired, {Chunk: &evidence.Chunk{ID: "c", Anchor: asof.Anchor{At: at.AddDate(1, 0, 0)}}, Gen: 2}}, nil, ErrCatalogMismatch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := OpenLexical(dir, LexicalOptions{Deferred: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if _, err := l.Adopt(cat, 2, tc.later); tc.err != nil || err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("Adopt: %v, want %v", err, tc.err)
+				}
+				return
+			}
+			got, err := l.Eligible(ctx, elig, bounds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("eligible on %s: %v, want %v", elig.AsOf, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCatalogAddIsCatalog: adding documents to a catalog gives the bytes
+// Catalog gives for all of them at once, whatever the split, the order and
+// the fields set (anchor, validity, retirement, tenant, undated).
+func TestCatalogAddIsCatalog(t *testing.T) {
+	const seed = 30
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 1))
+	l, err := OpenLexical("", LexicalOptions{PartitionDays: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	day := func() time.Time { return time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, r.IntN(400)) }
+	docs := make([]Doc, 300)
+	for i := range docs {
+		c := &evidence.Chunk{ID: fmt.Sprintf("c%03d", i), Tenant: []string{"", "acme", "globex"}[r.IntN(3)]}
+		if r.IntN(10) > 0 {
+			c.Anchor = asof.Anchor{At: day(), Field: "anchor"}
+		}
+		if r.IntN(2) == 0 {
+			c.Valid.From = asof.DateOf(day())
+		}
+		if r.IntN(3) == 0 {
+			c.Valid.To = asof.DateOf(day())
+		}
+		docs[i] = Doc{Chunk: c, Gen: int64(1 + i/50)}
+		if r.IntN(5) == 0 {
+			docs[i].Retired = asof.DateOf(day())
+		}
+	}
+	all := func(ds []Doc) iter.Seq2[Doc, bool] {
+		return func(yield func(Doc, bool) bool) {
+			for _, d := range ds {
+				if !yield(d, true) {
+					return
+				}
+			}
+		}
+	}
+	want, err := l.Catalog(all(docs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, split := range []int{0, 1, 150, 299} {
+		base, err := l.Catalog(all(docs[:split]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if split == 0 { // an index with no document yet
+			base = []byte(`{"format":1,"parts":[]}`)
+		}
+		rest := slices.Clone(docs[split:])
+		r.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+		got, err := l.CatalogAdd(base, rest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("split at %d: CatalogAdd gives\n%s\nCatalog gives\n%s", split, got, want)
+		}
+	}
+	if _, err := l.CatalogAdd([]byte(`{"format":9}`), docs); !errors.Is(err, ErrLexical) {
+		t.Fatalf("a catalog of another format: %v, want ErrLexical", err)
+	}
 }

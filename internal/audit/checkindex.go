@@ -270,12 +270,22 @@ func checkAnalysis(ix Index, b storage.Batch, chunks []*evidence.Chunk, analyses
 	}
 }
 
-// checkCheckpoint reports, through bad, a checkpoint of st's generation
-// that differs from the one st gives (st holds every chunk).
+// checkCheckpoint reports, through bad, a checkpoint that differs from the
+// one the batch files give at its generation: st's (st holds every chunk),
+// or, for a checkpoint that generations of facts alone followed, the state
+// the batch files up to it give.
 func checkCheckpoint(ix Index, st *state.State, bad func(string, ...any)) {
 	m := ix.Store.Manifest()
 	if m.Checkpoint == "" || m.Generation != st.Gen {
 		return
+	}
+	if g := m.CheckpointGeneration(); g < st.Gen {
+		at, err := state.LoadStateAt(ix.Store, ix.Lex, g)
+		if err != nil {
+			bad("%s: %v", m.Checkpoint, err)
+			return
+		}
+		st = at
 	}
 	f, err := ix.Store.OpenData(m.Checkpoint)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sync/atomic"
@@ -17,6 +18,19 @@ import (
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/retrieve"
 )
+
+// Readable reports whether Decode would read checkpoint file f rather than
+// pass it over: it is of this format and made by analyzers identity. It
+// checks nothing else (Decode checks the head against its sum).
+func Readable(f io.ReaderAt, identity string) bool {
+	want := binary.AppendUvarint([]byte(nil), uint64(len(identity)))
+	want = append(want, identity...)
+	pre := make([]byte, len(Format)+8+len(want))
+	if _, err := f.ReadAt(pre, 0); err != nil {
+		return false
+	}
+	return string(pre[:len(Format)]) == Format && bytes.Equal(pre[len(Format)+8:], want)
+}
 
 // Decode checks the head of checkpoint file f (name is used in errors)
 // against sum, the manifest's, parses it, and maps the body: the state's

@@ -61,6 +61,8 @@ type Files struct {
 	// Rewrites are earlier batch files written again without purged text.
 	Rewrites []Rewrite
 	// Checkpoint is the state as of the generation (storage.CheckpointName).
+	// Nil keeps the previous generation's: only for a generation of facts
+	// alone, which Open adds to it (storage.Manifest.Checkpoint).
 	Checkpoint checkpoint.File
 	// Dense says what becomes of the stored vectors; Dense, Graph, Embedder
 	// and GraphBuild describe them for DenseReplace.
@@ -105,10 +107,12 @@ func Write(d *storage.Dir, f Files) (*Commit, error) {
 			obsolete = append(obsolete, storage.ChunksDir+"/"+old.Analysis)
 		}
 	}
-	m.Checkpoint = storage.CheckpointName(gen)
-	writes = append(writes, m.Checkpoint)
-	if prev.Checkpoint != "" {
-		obsolete = append(obsolete, prev.Checkpoint)
+	if f.Checkpoint != nil {
+		m.Checkpoint = storage.CheckpointName(gen)
+		writes = append(writes, m.Checkpoint)
+		if prev.Checkpoint != "" {
+			obsolete = append(obsolete, prev.Checkpoint)
+		}
 	}
 	switch f.DenseMode {
 	case DenseReplace, DenseDrop:
@@ -150,11 +154,13 @@ func Write(d *storage.Dir, f Files) (*Commit, error) {
 		}
 		m.Batches[nb.Generation-1] = nb
 	}
-	if err := c.WriteSealed(m.Checkpoint, f.Checkpoint...); err != nil {
-		return fail(err)
-	}
-	if m.CheckpointSum, err = checkpoint.Sum(f.Checkpoint.Head()); err != nil { // its head's: Open reads no more
-		return fail(err)
+	if f.Checkpoint != nil {
+		if err := c.WriteSealed(m.Checkpoint, f.Checkpoint...); err != nil {
+			return fail(err)
+		}
+		if m.CheckpointSum, err = checkpoint.Sum(f.Checkpoint.Head()); err != nil { // its head's: Open reads no more
+			return fail(err)
+		}
 	}
 	if m.Dense != nil {
 		if m.Dense.Sum, err = c.Write(m.Dense.File, f.Dense.Encode()); err != nil {

@@ -128,6 +128,7 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 		}
 		st.Tenants[ht.Name] = ts
 	}
+	st.Catalog = t.Catalog()
 	st.Rows = &RowTable{Table: t, dir: d, files: files, Checked: make([]atomic.Pointer[checkedChunk], min(t.Len(), checkedChunks)+1)}
 	return st, true, nil
 }

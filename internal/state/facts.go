@@ -86,10 +86,18 @@ func (s *State) knownEnd(id string, g int64, d asof.Date, hindsight bool) asof.D
 // LexDoc returns chunk id's lexical document at the state's generation.
 func (s *State) LexDoc(id string) (retrieve.Doc, error) {
 	c, ok := s.Chunks[id]
+	gen := s.Committed[id]
+	if !ok && s.Rows != nil { // read from its batch file, and checked
+		var err error
+		if c, ok, err = s.Rows.ReadUpTo(id, s.Gen, true); err != nil {
+			return retrieve.Doc{}, err
+		}
+		gen, _ = s.committedGen(id)
+	}
 	if !ok {
 		return retrieve.Doc{}, fmt.Errorf("%w: chunk %q is not committed", storage.ErrCorrupt, id)
 	}
-	d := retrieve.Doc{Chunk: c, Gen: s.Committed[id]}
+	d := retrieve.Doc{Chunk: c, Gen: gen}
 	if r := s.RetiredAt(id, s.Gen); r != never {
 		d.Retired = asof.DateFromDays(r)
 	}
@@ -320,4 +328,23 @@ func (st *State) EndFact(prev *evidence.Chunk, rec *connectors.Record, pending [
 // day it was said; neither is a validity a later record could extend.
 func endsValidity(f *evidence.Fact) bool {
 	return f.Kind != evidence.FactRetracted && f.Retires() == f.End
+}
+
+// DocsOfFactsAfter returns the lexical documents of the chunks that facts of
+// generations after gen name, each once, in ID order: what those
+// generations indexed again (retrieve.Lexical.Adopt).
+func (s *State) DocsOfFactsAfter(gen int64) ([]retrieve.Doc, error) {
+	ids := map[string]bool{}
+	for i := len(s.FactLog) - 1; i >= 0 && s.FactLog[i].Gen > gen; i-- {
+		ids[s.FactLog[i].Fact.ChunkID] = true
+	}
+	docs := make([]retrieve.Doc, 0, len(ids))
+	for _, id := range evidence.SortedKeys(ids) {
+		d, err := s.LexDoc(id)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/checkpoint"
@@ -377,9 +378,47 @@ func OpenState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 		return nil, err
 	case !ok:
 		return LoadState(d, lex, emb, graph)
+	case st.Gen != m.CheckpointGeneration():
+		return nil, fmt.Errorf("%w: %s holds generation %d", storage.ErrCorrupt, m.Checkpoint, st.Gen)
+	}
+	if err := st.addLaterFacts(d, m); err != nil {
+		st.Rows.Close()
+		return nil, err
+	}
+	switch {
 	case st.Gen != m.Generation || st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens || int64(st.Rows.Len()) != m.Docs:
 		return nil, fmt.Errorf("%w: %s is of generation %d, %d chunks and %d tokens, the manifest's %d, %d and %d",
 			storage.ErrCorrupt, m.Checkpoint, st.Gen, st.Rows.Len(), st.Stats.Tokens, m.Generation, m.Docs, m.Tokens)
 	}
 	return st, nil
+}
+
+// addLaterFacts adds to s, just read from the checkpoint m names, the
+// facts of m's generations after it, which hold nothing else
+// (storage.Manifest.Validate): a commit of facts alone leaves the
+// checkpoint as it was (the engine's checkpointLag).
+func (s *State) addLaterFacts(d *storage.Dir, m *storage.Manifest) error {
+	own := map[string]bool{}
+	for _, b := range m.Batches[s.Gen:] {
+		c, err := d.ReadBatch(b)
+		if err != nil {
+			return err
+		}
+		at, err := time.Parse(time.RFC3339, b.CommittedAt)
+		if err != nil {
+			return fmt.Errorf("%w: %s: batch %s: committed_at: %v", storage.ErrCorrupt, storage.ManifestName, b.File, err)
+		}
+		if len(c.Chunks) > 0 || len(c.Purges) > 0 {
+			return fmt.Errorf("%w: %s holds chunks or purges after checkpoint %s", storage.ErrCorrupt, b.File, m.Checkpoint)
+		}
+		s.Gen, s.Commits = b.Generation, append(s.Commits, at)
+		s.Catalog = nil // the checkpoint's: its documents before these facts
+		for _, f := range c.Facts {
+			if _, ok := s.TenantOf(f.ChunkID); !ok {
+				return fmt.Errorf("%w: %s: a fact on chunk %q, which is not committed", storage.ErrCorrupt, b.File, f.ChunkID)
+			}
+			s.AddFact(b.Generation, f, own)
+		}
+	}
+	return s.Rows.Err()
 }

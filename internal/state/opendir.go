@@ -123,7 +123,11 @@ func OpenDir(dir string, o DirOptions) (Opened, error) {
 			return failLex(err)
 		}
 		if st.Rows != nil && len(st.Rows.Catalog()) > 0 {
-			n, err := lex.Adopt(st.Rows.Catalog(), gen)
+			later, err := st.DocsOfFactsAfter(d.Manifest().CheckpointGeneration())
+			if err != nil {
+				return failLex(err)
+			}
+			n, err := lex.Adopt(st.Rows.Catalog(), gen, later)
 			if errors.Is(err, retrieve.ErrCatalogMismatch) {
 				err = fmt.Errorf("%w: %s: %w", storage.ErrCorrupt, d.Manifest().Checkpoint, err)
 			}

@@ -92,6 +92,11 @@ type State struct {
 	// DocOrder and docPlace (all empty then): the state was read from a
 	// checkpoint, and answers queries only (see lazy.go).
 	Rows *RowTable
+	// Catalog, when set, is the lexical catalog of the state's documents
+	// (retrieve.Lexical.Catalog): the checkpoint's it was read from, or the
+	// one its commit wrote. The next commit adds its chunks to it
+	// (retrieve.Lexical.CatalogAdd) instead of going over every chunk.
+	Catalog []byte
 }
 
 // MetaPosition is the metadata key a connector sets to a chunk's 0-based
@@ -244,15 +249,21 @@ type Analyzed struct {
 // Extend returns a new state: s plus the chunks add (analyzed as an) and
 // then the facts as generation gen, committed at at. s is not changed.
 func (s *State) Extend(gen int64, at time.Time, add []*evidence.Chunk, an []Analyzed, facts []*evidence.Fact) *State {
+	// Facts alone change no chunk, term or document: then n shares s's
+	// maps of them (neither changes them), and the commit costs its facts,
+	// not a copy of every chunk's entries.
 	n := &State{
-		Gen: gen, Commits: append(s.Commits, at), Chunks: cloneFor(s.Chunks, len(add)), Committed: cloneFor(s.Committed, len(add)),
+		Gen: gen, Commits: append(s.Commits, at), Chunks: s.Chunks, Committed: s.Committed,
 		Facts: s.Facts, FactLog: s.FactLog, Purged: s.Purged, PurgeLog: s.PurgeLog,
 		Tenants: maps.Clone(s.Tenants), Stats: s.Stats, Bounds: s.Bounds.Clone(),
-		Intern: maps.Clone(s.Intern), Names: s.Names,
-		Entities: maps.Clone(s.Entities), Feats: maps.Clone(s.Feats),
-		Counts: &retrieve.Counts{N: maps.Clone(s.Counts.N), Total: s.Counts.Total},
-		Dense:  s.Dense, Graph: s.Graph, DenseRows: s.DenseRows,
-		DocOrder: maps.Clone(s.DocOrder), DocPlace: cloneFor(s.DocPlace, len(add)),
+		Intern: s.Intern, Names: s.Names, Entities: s.Entities, Feats: s.Feats, Counts: s.Counts,
+		Dense: s.Dense, Graph: s.Graph, DenseRows: s.DenseRows,
+		DocOrder: s.DocOrder, DocPlace: s.DocPlace,
+	}
+	if len(add) > 0 {
+		n.Chunks, n.Committed, n.DocPlace = cloneFor(s.Chunks, len(add)), cloneFor(s.Committed, len(add)), cloneFor(s.DocPlace, len(add))
+		n.Intern, n.Entities, n.Feats, n.DocOrder = maps.Clone(s.Intern), maps.Clone(s.Entities), maps.Clone(s.Feats), maps.Clone(s.DocOrder)
+		n.Counts = &retrieve.Counts{N: maps.Clone(s.Counts.N), Total: s.Counts.Total}
 	}
 	b := NewBuilding()
 	own := b.Own // tenants and documents whose figures n already copied
@@ -296,7 +307,8 @@ func (s *State) AddFact(gen int64, f *evidence.Fact, own map[string]bool) {
 	s.Facts[f.ChunkID] = append(slices.Clip(s.Facts[f.ChunkID]), fa)
 	s.FactLog = append(s.FactLog, fa)
 	s.Bounds.Retire(f.Retires())
-	s.OwnTenant(s.Chunks[f.ChunkID].Tenant, own).addFact(gen, f)
+	tenant, _ := s.TenantOf(f.ChunkID) // in memory, or a checkpoint's row (laterFacts)
+	s.OwnTenant(tenant, own).addFact(gen, f)
 }
 
 // OwnTenant returns the figures of tenant for s to change: new, or copied
@@ -542,7 +554,23 @@ func (s *State) SetDense(d *retrieve.Dense, g *retrieve.Graph) {
 // LoadState rebuilds the in-memory state from the batch files the manifest
 // names, each checked against the manifest before a byte is used.
 func LoadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, graph *retrieve.GraphOptions) (*State, error) {
+	return loadState(d, lex, emb, graph, d.Manifest().Generation)
+}
+
+// LoadStateAt is LoadState as of generation gen, the generation of the
+// checkpoint the manifest names (every later one holds facts alone, so the
+// totals are the manifest's), for an index without a dense leg: what Check
+// compares that checkpoint with.
+func LoadStateAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) (*State, error) {
+	if m := d.Manifest(); gen < 0 || gen > m.Generation {
+		return nil, fmt.Errorf("evpack: state of generation %d of %d", gen, m.Generation)
+	}
+	return loadState(d, lex, nil, nil, gen)
+}
+
+func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, graph *retrieve.GraphOptions, upTo int64) (*State, error) {
 	m := d.Manifest()
+	batches := m.Batches[:upTo]
 	st := newStateFor(int(min(max(m.Docs, 0), 1<<22))) // checked at the end; a forged count reserves room for 4M at most
 	bld := NewBuilding()
 	own := bld.Own
@@ -574,14 +602,14 @@ func LoadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 			<-next
 		}
 	}()
-	if len(m.Batches) > 0 {
-		next = ahead(m.Batches[0])
+	if len(batches) > 0 {
+		next = ahead(batches[0])
 	}
-	for k, b := range m.Batches {
+	for k, b := range batches {
 		got := <-next
 		next = nil
-		if got.readErr == nil && got.anErr == nil && k+1 < len(m.Batches) {
-			next = ahead(m.Batches[k+1])
+		if got.readErr == nil && got.anErr == nil && k+1 < len(batches) {
+			next = ahead(batches[k+1])
 		}
 		c := got.c
 		if got.readErr != nil {

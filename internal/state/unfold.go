@@ -67,7 +67,7 @@ func (s *State) Unfold(d *storage.Dir) (*State, error) {
 		Facts: s.Facts, FactLog: s.FactLog, Purged: s.Purged, PurgeLog: s.PurgeLog,
 		Tenants: make(map[string]*tenantStats, len(s.Tenants)), Stats: s.Stats, Bounds: s.Bounds.Clone(),
 		Intern: s.Intern, Names: s.Names, Entities: s.Entities, Feats: map[string][]int32{}, Counts: retrieve.NewCounts(),
-		DocOrder: make(map[string]*DocList), DocPlace: make(map[string]docPlace, total),
+		DocOrder: make(map[string]*DocList), DocPlace: make(map[string]docPlace, total), Catalog: s.Catalog,
 	}
 	// Each tenant's chunk IDs in commit order, which the checkpoint does
 	// not hold: batch by batch, line by line, as loadState adds them.

@@ -47,15 +47,29 @@ type Manifest struct {
 	Purged  int64   `json:"purged,omitempty"`
 	Batches []Batch `json:"batches"`
 	Dense   *Dense  `json:"dense,omitempty"`
-	// Checkpoint, when set, names the generation's checkpoint
+	// Checkpoint, when set, names a generation's checkpoint
 	// (CheckpointName) and CheckpointSum its checksum: derived data, the
-	// state Open would otherwise rebuild from every batch file.
+	// state Open would otherwise rebuild from every batch file. It is the
+	// manifest's generation's, or an earlier one's when every later batch
+	// holds facts alone (CheckpointGeneration): Open adds their facts to
+	// it, and a commit of facts need not write the whole state again.
 	Checkpoint    string `json:"checkpoint,omitempty"`
 	CheckpointSum string `json:"checkpoint_sum,omitempty"`
 }
 
 // CheckpointName is the file name of generation gen's checkpoint.
 func CheckpointName(gen int64) string { return fmt.Sprintf("state-%08d.bin", gen) }
+
+// CheckpointGeneration returns the generation whose state the manifest's
+// checkpoint holds, 0 when it names none (or a name no generation has,
+// which Validate refuses).
+func (m *Manifest) CheckpointGeneration() int64 {
+	var g int64
+	if n, err := fmt.Sscanf(m.Checkpoint, "state-%08d.bin", &g); err != nil || n != 1 || m.Checkpoint != CheckpointName(g) {
+		return 0
+	}
+	return g
+}
 
 // Batch names one generation's batch file and its checksum.
 type Batch struct {
@@ -229,8 +243,17 @@ func (m *Manifest) validate() error {
 			return fmt.Errorf("dense: bad file name or checksum")
 		}
 	}
-	if (m.Checkpoint != "" || m.CheckpointSum != "") && (m.Checkpoint != CheckpointName(m.Generation) || !validSum(m.CheckpointSum)) {
-		return fmt.Errorf("checkpoint %q (checksum %q) is not generation %d's", m.Checkpoint, m.CheckpointSum, m.Generation)
+	if m.Checkpoint == "" && m.CheckpointSum == "" {
+		return nil
+	}
+	g := m.CheckpointGeneration()
+	if g < 1 || g > m.Generation || !validSum(m.CheckpointSum) {
+		return fmt.Errorf("checkpoint %q (checksum %q) is not of a generation up to %d", m.Checkpoint, m.CheckpointSum, m.Generation)
+	}
+	for _, b := range m.Batches[g:] {
+		if b.Chunks > 0 || b.Purges > 0 {
+			return fmt.Errorf("checkpoint %q is of generation %d, but generation %d adds chunks or purges after it", m.Checkpoint, g, b.Generation)
+		}
 	}
 	return nil
 }

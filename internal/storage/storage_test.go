@@ -173,6 +173,19 @@ func TestDecodeManifest(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, validManifest(), m)
 
+	// A checkpoint of generation 1, then a generation of facts alone: Open
+	// adds those facts to it.
+	facts := validManifest()
+	facts.Docs, facts.Batches[1].Chunks, facts.Batches[1].Facts = 2, 0, 1
+	facts.Checkpoint, facts.CheckpointSum = CheckpointName(1), facts.Batches[0].Sum
+	raw, err = EncodeManifest(facts)
+	require.NoError(t, err)
+	m, err = DecodeManifest("MANIFEST.json", raw)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), m.CheckpointGeneration())
+	raw, err = EncodeManifest(validManifest())
+	require.NoError(t, err)
+
 	sealed := func(edit func(m *Manifest)) []byte {
 		m := validManifest()
 		edit(m)
@@ -206,6 +219,15 @@ func TestDecodeManifest(t *testing.T) {
 			sealed(func(m *Manifest) { m.Batches[0].Sum = "md5:00" }), ErrCorrupt, `bad checksum "md5:00"`},
 		{"empty batch", "a commit adds at least one chunk",
 			sealed(func(m *Manifest) { m.Batches[0].Chunks = 0; m.Docs = 3 }), ErrCorrupt, "0 chunks"},
+		{"checkpoint before a batch of chunks", "Open adds only facts to an earlier generation's state",
+			sealed(func(m *Manifest) { m.Checkpoint, m.CheckpointSum = CheckpointName(1), m.Batches[0].Sum }), ErrCorrupt,
+			`checkpoint "state-00000001.bin" is of generation 1, but generation 2 adds chunks or purges after it`},
+		{"checkpoint after the last generation", "a state the index never had",
+			sealed(func(m *Manifest) { m.Checkpoint, m.CheckpointSum = CheckpointName(3), m.Batches[0].Sum }), ErrCorrupt,
+			`checkpoint "state-00000003.bin" (checksum`},
+		{"checkpoint of no generation", "a name CheckpointName never gives",
+			sealed(func(m *Manifest) { m.Checkpoint, m.CheckpointSum = "state-2.bin", m.Batches[0].Sum }), ErrCorrupt,
+			`checkpoint "state-2.bin" (checksum`},
 		{"unknown field", "a field this evpack does not know may change the meaning",
 			fsutil.SealText([]byte(`{"format":"evpack-index/2","generation":0,"docs":0,"tokens":0,"batches":[],"extra":1}` + "\n")), ErrCorrupt, `unknown field "extra"`},
 		{"two values", "data after the manifest",

@@ -1,0 +1,108 @@
+package evpack
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/internal/storagetest"
+)
+
+// retraction returns a fact retracting chunk id from 2026-02-01, known on
+// the 10th.
+func retraction(id string) connectors.Record {
+	return connectors.Record{Where: "retractions.jsonl:" + id, Fact: &evidence.Fact{Kind: evidence.FactRetracted,
+		ChunkID: id, End: asof.MustDate("2026-02-01"), Anchor: time.Date(2026, 2, 10, 0, 0, 0, 0, time.UTC)}}
+}
+
+// TestFactsAloneKeepTheCheckpoint (issue 30): a commit of facts alone
+// writes no checkpoint and leaves the manifest naming the last one; Open
+// adds the later facts to it. Each case reopens the index and requires the
+// packs the writer gave (pinned ones too) byte for byte, and a clean Check:
+// after one retraction, whose chunk lies in a partition the checkpoint's
+// catalog summed up before it (the reopened index must not admit it from
+// the day it is known); after checkpointLag commits of facts, the last of
+// which writes a checkpoint again; and after a commit of chunks, which
+// always writes one.
+func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	defer func() { e.Close() }()
+	recs := vocabularyRecords(t, "acme", "a", checkpointLag+2, 1)
+	_, err = e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
+	require.NoError(t, err)
+
+	var reqs []Request
+	question := recs[0].Chunk.Text // every request can find a-0000 but for its retraction
+	for _, day := range []string{"2026-02-09", "2026-02-10", "2026-06-01"} {
+		reqs = append(reqs, Request{Question: question, AsOf: asof.MustDate(day), Tenant: "acme", K: 20})
+	}
+	// reopen closes e, opens dir again from its checkpoint and requires
+	// what the writer answered, pinned to every generation too.
+	reopen := func(why string) {
+		t.Helper()
+		var all []Request
+		for _, r := range reqs {
+			for g := range e.st.Gen + 1 {
+				r.Generation = g
+				all = append(all, r)
+			}
+		}
+		want := packsOf(t, e, all)
+		require.NoError(t, e.Close())
+		e, err = Open(dir, Options{})
+		require.NoError(t, err, why)
+		require.NotNil(t, e.st.Rows, "%s: Open read the checkpoint", why)
+		require.Equal(t, want, packsOf(t, e, all), why)
+		rep, err := e.CheckIndex(ctx)
+		require.NoError(t, err)
+		require.True(t, rep.OK(), "%s: %v", why, rep.Problems)
+	}
+	checkpointOf := func() string { return storagetest.ReadManifest(t, dir).Checkpoint }
+	require.Equal(t, storage.CheckpointName(1), checkpointOf())
+
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction("a-0000")}), IngestOptions{})
+	require.NoError(t, err)
+	require.Equal(t, storage.CheckpointName(1), checkpointOf(), "a commit of facts alone keeps the checkpoint")
+	require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(2)))
+	reopen("after one retraction")
+	for i, want := range [][]string{{"a-0000"}, nil, nil} { // the 9th, the 10th, June
+		p, err := e.Query(ctx, reqs[i])
+		require.NoError(t, err)
+		if want == nil {
+			require.NotContains(t, citedIDs(p), "a-0000", "%s: retracted from the day it was known", reqs[i].AsOf)
+		} else {
+			require.Contains(t, citedIDs(p), "a-0000", "%s: not yet known", reqs[i].AsOf)
+		}
+	}
+
+	for i := 1; i < checkpointLag; i++ { // generations 3..65: at most checkpointLag after the checkpoint
+		_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", i))}), IngestOptions{})
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(checkpointLag+1), e.st.Gen)
+	require.Equal(t, storage.CheckpointName(1), checkpointOf(), "generation %d is %d after the checkpoint", e.st.Gen, checkpointLag)
+	reopen(fmt.Sprintf("after %d commits of facts", checkpointLag))
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", checkpointLag))}), IngestOptions{})
+	require.NoError(t, err)
+	require.Equal(t, storage.CheckpointName(checkpointLag+2), checkpointOf(), "one more and the state is written again")
+	require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(1)), "and the one it replaced removed")
+	reopen("after the checkpoint was written again")
+
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", checkpointLag+1))}), IngestOptions{})
+	require.NoError(t, err)
+	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "b", 3, 2)), IngestOptions{})
+	require.NoError(t, err)
+	require.Equal(t, storage.CheckpointName(checkpointLag+4), checkpointOf(), "a commit of chunks writes the state")
+	reopen("after a commit of chunks")
+}
