@@ -1,8 +1,10 @@
 package evpack
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -105,4 +107,47 @@ func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, storage.CheckpointName(checkpointLag+4), checkpointOf(), "a commit of chunks writes the state")
 	reopen("after a commit of chunks")
+}
+
+// TestLaterFactsDamaged: Open reads the batch files of the generations of
+// facts after the checkpoint, so one edited, cut short or gone is
+// ErrCorrupt naming it at Open (before, a damaged fact was found by Check
+// or by the first write), and nothing is written.
+func TestLaterFactsDamaged(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, path string)
+	}{
+		{"a byte changed", func(t *testing.T, path string) {
+			raw, err := os.ReadFile(path)
+			require.NoError(t, err)
+			i := bytes.Index(raw, []byte("a-0000"))
+			require.Positive(t, i)
+			raw[i+5] = '1' // the fact names another chunk
+			require.NoError(t, os.WriteFile(path, raw, 0o644))
+		}},
+		{"cut short", func(t *testing.T, path string) { truncateHalf(t, path) }},
+		{"gone", func(t *testing.T, path string) { require.NoError(t, os.Remove(path)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			e, err := Open(dir, Options{})
+			require.NoError(t, err)
+			_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "a", 3, 1)), IngestOptions{})
+			require.NoError(t, err)
+			_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction("a-0000")}), IngestOptions{})
+			require.NoError(t, err)
+			require.NoError(t, e.Close())
+			m := storagetest.ReadManifest(t, dir)
+			require.Equal(t, int64(1), m.CheckpointGeneration())
+			path := filepath.Join(dir, storage.ChunksDir, m.Batches[1].File)
+			tc.damage(t, path)
+			before := filesOf(t, dir)
+			_, err = Open(dir, Options{})
+			require.ErrorIs(t, err, ErrCorrupt)
+			require.Contains(t, err.Error(), m.Batches[1].File)
+			require.Equal(t, before, filesOf(t, dir), "nothing written")
+		})
+	}
 }
