@@ -255,7 +255,7 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 		if _, gone := st.Purged[f.ChunkID]; gone {
 			continue // a purged chunk has no document: its text must not come back
 		}
-		if st.Chunks[f.ChunkID] != nil && !touched[f.ChunkID] { // a new chunk is indexed above
+		if _, stored := st.TenantOf(f.ChunkID); stored && !touched[f.ChunkID] { // a new chunk is indexed above
 			touched[f.ChunkID] = true
 			d, _ := next.LexDoc(f.ChunkID)
 			docs = append(docs, d)

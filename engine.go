@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -302,7 +303,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 
 	// Only ingest (serialized by ingestMu) replaces st, so st stays the
 	// latest state until this commit swaps in the next.
-	st, err := e.writable()
+	st, err := e.writableFor(!slices.ContainsFunc(recs, func(r connectors.Record) bool { return r.Fact == nil }))
 	if err != nil {
 		return rep, err
 	}

@@ -31,8 +31,9 @@ func retraction(id string) connectors.Record {
 // packs the writer gave (pinned ones too) byte for byte, and a clean Check:
 // after one retraction, whose chunk lies in a partition the checkpoint's
 // catalog summed up before it (the reopened index must not admit it from
-// the day it is known); after checkpointLag commits of facts, the last of
-// which writes a checkpoint again; and after a commit of chunks, which
+// the day it is known); after checkpointLag commits of facts, which extend
+// the state Open read as it is, and the last of which writes a checkpoint
+// again (from every chunk in memory); and after a commit of chunks, which
 // always writes one.
 func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 	ctx := context.Background()
@@ -91,6 +92,7 @@ func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 	for i := 1; i < checkpointLag; i++ { // generations 3..65: at most checkpointLag after the checkpoint
 		_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", i))}), IngestOptions{})
 		require.NoError(t, err)
+		require.NotNil(t, e.st.Rows, "a commit of facts alone extends the checkpoint's state as it is, reading no batch file")
 	}
 	require.Equal(t, int64(checkpointLag+1), e.st.Gen)
 	require.Equal(t, storage.CheckpointName(1), checkpointOf(), "generation %d is %d after the checkpoint", e.st.Gen, checkpointLag)
@@ -98,6 +100,7 @@ func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", checkpointLag))}), IngestOptions{})
 	require.NoError(t, err)
 	require.Equal(t, storage.CheckpointName(checkpointLag+2), checkpointOf(), "one more and the state is written again")
+	require.Nil(t, e.st.Rows, "from every chunk in memory")
 	require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(1)), "and the one it replaced removed")
 	reopen("after the checkpoint was written again")
 
@@ -150,4 +153,41 @@ func TestLaterFactsDamaged(t *testing.T) {
 			require.Equal(t, before, filesOf(t, dir), "nothing written")
 		})
 	}
+}
+
+// TestFactsAfterOpenChecked: a commit of facts on the state Open read
+// holds its facts to the stored chunks as a state in memory does: a fact
+// naming no chunk fails with evidence.ErrBadFact naming its record, one on
+// a chunk whose stored line was edited fails with ErrCorrupt, and neither
+// commits anything.
+func TestFactsAfterOpenChecked(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "a", 3, 1)), IngestOptions{})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	batch := filepath.Join(dir, storage.ChunksDir, storagetest.ReadManifest(t, dir).Batches[0].File)
+	raw, err := os.ReadFile(batch)
+	require.NoError(t, err)
+
+	e, err = Open(dir, Options{})
+	require.NoError(t, err)
+	defer func() { e.Close() }()
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction("a-0009")}), IngestOptions{})
+	require.ErrorIs(t, err, evidence.ErrBadFact)
+	require.Contains(t, err.Error(), "retractions.jsonl:a-0009")
+	require.NotNil(t, e.st.Rows, "checked against the checkpoint's rows")
+
+	i := bytes.Index(raw, []byte(`"a-0001"`))
+	require.Positive(t, i)
+	j := i + bytes.Index(raw[i:], []byte(`"text":"`)) + len(`"text":"`)
+	raw[j] ^= 0x20 // a letter's case: the line reads, as another chunk than its hash
+	require.NoError(t, os.Chmod(batch, 0o644))
+	require.NoError(t, os.WriteFile(batch, raw, 0o644))
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction("a-0001")}), IngestOptions{})
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Equal(t, int64(1), e.st.Gen, "nothing committed")
+	require.Equal(t, int64(1), storagetest.ReadManifest(t, dir).Generation)
 }

@@ -8,6 +8,21 @@ import (
 	"github.com/evpack/evpack/internal/state"
 )
 
+// writableFor returns the state an ingest extends. A commit of facts alone
+// that leaves the checkpoint as it is (keepsCheckpoint) changes no chunk's
+// row, so it extends the latest state as it is, read from a checkpoint or
+// not: a retraction after Open does not read every batch file. Any other
+// extends writable's.
+func (e *Engine) writableFor(factsOnly bool) (*state.State, error) {
+	if factsOnly {
+		st, err := e.snapshot()
+		if err != nil || st.Rows == nil || e.keepsCheckpoint(st.Gen+1) {
+			return st, err
+		}
+	}
+	return e.writable()
+}
+
 // writable returns the committed state with every chunk in memory: the
 // state itself or, when Open read a checkpoint, that state unfolded with
 // the chunks of the batch files (unfold), which then replaces it (it

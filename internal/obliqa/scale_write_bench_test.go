@@ -100,7 +100,8 @@ func BenchmarkScaleFirstWrite(b *testing.B) {
 }
 
 // The phases of BenchmarkScaleWrites, in the order each system runs them.
-var writePhases = []string{"open", "first-100", "second-100", "retract-1", "supersede-100", "chunks-100", "close"}
+var writePhases = []string{"open", "first-100", "second-100", "retract-1", "supersede-100", "chunks-100", "close",
+	"reopen", "retract-after-open", "close-again"}
 
 // BenchmarkScaleWrites (issue 30): the writes a mirror makes to a kept
 // scale index (EVPACK_SCALE_DIR, made by BenchmarkScale at the same
@@ -111,7 +112,9 @@ var writePhases = []string{"open", "first-100", "second-100", "retract-1", "supe
 // chunk, against bleve's delete of that document; 100 supersessions of
 // stored chunks (their replacements not yet fetched) against a bleve batch
 // updating those 100 documents' validity ends; 100 new chunks against a
-// bleve batch of 100 new documents; Close. Each op first copies both
+// bleve batch of 100 new documents; Close; then Open again, the retraction
+// of another stored chunk as the first write after it (against bleve's
+// delete of that document), and Close. Each op first copies both
 // indexes (not timed), so that every op starts on the index as built; the
 // systems take turns, evpack first in even ops, bleve in odd ones. It
 // reports each phase's wall and CPU time (the process's, goroutines
@@ -125,8 +128,8 @@ func BenchmarkScaleWrites(b *testing.B) {
 	base, _ := Records(o)
 	s := scaleFromEnv(b)
 	root := keptScaleDir(b, s, base)
-	if len(base) < 401 {
-		b.Fatalf("%d base records: the benchmark names passages 0..400", len(base))
+	if len(base) < 402 {
+		b.Fatalf("%d base records: the benchmark names passages 0..401", len(base))
 	}
 	recs := s.Next(base, 300)
 	// The facts name stored chunks of the last tenant's last version (open
@@ -145,6 +148,7 @@ func BenchmarkScaleWrites(b *testing.B) {
 		return connectors.Record{Where: fmt.Sprintf("facts: %s %s", kind, r.Chunk.ID), Fact: f}, ended
 	}
 	retraction, retracted := factOf(400, evidence.FactRetracted)
+	retraction2, retracted2 := factOf(401, evidence.FactRetracted)
 	var supersessions, superseded []connectors.Record
 	for i := 300; i < 400; i++ {
 		f, r := factOf(i, evidence.FactSuperseded)
@@ -200,6 +204,9 @@ func BenchmarkScaleWrites(b *testing.B) {
 				ingest(&eng, []connectors.Record{retraction}), ingest(&eng, supersessions),
 				ingest(&eng, recs[200:]),
 				func() error { return eng.Close() },
+				func() (err error) { eng, err = evpack.Open(filepath.Join(dir, "evpack"), evpack.Options{}); return err },
+				ingest(&eng, []connectors.Record{retraction2}),
+				func() error { return eng.Close() },
 			})
 		}
 		var idx bleve.Index
@@ -209,6 +216,9 @@ func BenchmarkScaleWrites(b *testing.B) {
 				batch(&idx, recs[:100]), batch(&idx, recs[100:200]),
 				func() error { return idx.Delete(retracted.Chunk.ID) }, batch(&idx, superseded),
 				batch(&idx, recs[200:]),
+				func() error { return idx.Close() },
+				func() (err error) { idx, err = bleve.Open(filepath.Join(dir, "bleve")); return err },
+				func() error { return idx.Delete(retracted2.Chunk.ID) },
 				func() error { return idx.Close() },
 			})
 		}

@@ -175,20 +175,27 @@ func (sc Scope) readmit(d asof.Date) []string {
 // evidence.ErrValidityExtended), is an error naming its record; nothing of
 // the batch is then applied.
 func (st *State) NewFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fact, where []string) (out []*evidence.Fact, unchanged int, err error) {
-	lookup := func(id string) (*evidence.Chunk, bool) {
+	lookup := func(id string) (*evidence.Chunk, bool, error) {
 		if c, ok := st.Chunks[id]; ok {
-			return c, true
+			return c, true, nil
+		}
+		if st.Rows != nil { // read from its batch file and checked
+			if c, ok, err := st.ChunkUpTo(id, st.Gen); err != nil || (ok && c != nil) {
+				return c, err == nil, err
+			}
 		}
 		c, ok := batch[id]
-		return c, ok
+		return c, ok, nil
 	}
 	seen := map[string]bool{}
 	for i, f := range facts {
 		fail := func(format string, args ...any) error {
 			return &evidence.ChunkError{ChunkID: f.ChunkID, Where: where[i], Err: fmt.Errorf("%w: "+format, append([]any{evidence.ErrBadFact}, args...)...)}
 		}
-		c, ok := lookup(f.ChunkID)
+		c, ok, err := lookup(f.ChunkID)
 		switch {
+		case err != nil:
+			return nil, 0, err
 		case !ok:
 			return nil, 0, fail("names no committed chunk")
 		case !c.Valid.From.IsZero() && !c.Valid.From.Before(f.End):
@@ -198,7 +205,11 @@ func (st *State) NewFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fa
 		// replacement must be the same tenant's. It may not be fetched yet
 		// (a source names it before it arrives, or ingest order splits
 		// them): checkArrivals holds it to the rule when it comes.
-		if by, ok := lookup(f.By); ok && by.Tenant != c.Tenant {
+		by, ok, err := lookup(f.By)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok && by.Tenant != c.Tenant {
 			return nil, 0, fail("replacing chunk %q belongs to another tenant (%q; the chunk's is %q)", f.By, by.Tenant, c.Tenant)
 		}
 		key := f.Key()
@@ -210,7 +221,7 @@ func (st *State) NewFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fa
 		// past it (and let a later record "repeat" that end: endFact). In
 		// the chunk's own batch the record is the source's newer word (an
 		// end said, then moved earlier), so the fact stands there, inert.
-		if _, committed := st.Chunks[f.ChunkID]; committed && f.Kind != evidence.FactRetracted &&
+		if _, committed := st.committedGen(f.ChunkID); committed && f.Kind != evidence.FactRetracted &&
 			!c.Valid.To.IsZero() && c.Valid.To.Before(f.End) {
 			return nil, 0, &evidence.ChunkError{ChunkID: f.ChunkID, Where: where[i], Err: fmt.Errorf("%w (%w): ends on %s, after the chunk's own end %s",
 				evidence.ErrBadFact, evidence.ErrValidityExtended, f.End, c.Valid.To)}

@@ -250,17 +250,19 @@ type Analyzed struct {
 // then the facts as generation gen, committed at at. s is not changed.
 func (s *State) Extend(gen int64, at time.Time, add []*evidence.Chunk, an []Analyzed, facts []*evidence.Fact) *State {
 	// Facts alone change no chunk, term or document: then n shares s's
-	// maps of them (neither changes them), and the commit costs its facts,
-	// not a copy of every chunk's entries.
+	// maps of them (neither changes them), or its checkpoint's rows, and
+	// the commit costs its facts, not a copy of every chunk's entries. (A
+	// state read from a checkpoint takes no chunk: Engine.writableFor.)
 	n := &State{
 		Gen: gen, Commits: append(s.Commits, at), Chunks: s.Chunks, Committed: s.Committed,
 		Facts: s.Facts, FactLog: s.FactLog, Purged: s.Purged, PurgeLog: s.PurgeLog,
 		Tenants: maps.Clone(s.Tenants), Stats: s.Stats, Bounds: s.Bounds.Clone(),
 		Intern: s.Intern, Names: s.Names, Entities: s.Entities, Feats: s.Feats, Counts: s.Counts,
 		Dense: s.Dense, Graph: s.Graph, DenseRows: s.DenseRows,
-		DocOrder: s.DocOrder, DocPlace: s.DocPlace,
+		DocOrder: s.DocOrder, DocPlace: s.DocPlace, Rows: s.Rows,
 	}
 	if len(add) > 0 {
+		n.Rows = nil
 		n.Chunks, n.Committed, n.DocPlace = cloneFor(s.Chunks, len(add)), cloneFor(s.Committed, len(add)), cloneFor(s.DocPlace, len(add))
 		n.Intern, n.Entities, n.Feats, n.DocOrder = maps.Clone(s.Intern), maps.Clone(s.Entities), maps.Clone(s.Feats), maps.Clone(s.DocOrder)
 		n.Counts = &retrieve.Counts{N: maps.Clone(s.Counts.N), Total: s.Counts.Total}

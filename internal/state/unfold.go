@@ -47,7 +47,9 @@ var ErrUnfold = errors.New("evpack: the checkpoint disagrees with the batch file
 func (s *State) Unfold(d *storage.Dir) (*State, error) {
 	t := s.Rows
 	m := d.Manifest()
-	if t == nil || len(m.Batches) != len(t.files) || m.Generation != s.Gen {
+	// Batches after the row table's files hold facts alone (a commit of
+	// facts extends a state read from a checkpoint as it is).
+	if t == nil || len(m.Batches) < len(t.files) || m.Generation != s.Gen {
 		return nil, fmt.Errorf("%w: the state is of generation %d, the manifest of %d", ErrUnfold, s.Gen, m.Generation)
 	}
 	batches := make([]storage.Contents, len(m.Batches))
