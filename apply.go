@@ -84,12 +84,17 @@ func (e *Engine) applyEntry(ctx context.Context, body []byte, sum string) error 
 	if e.store == nil {
 		return fmt.Errorf("%w: an index in memory keeps no log to apply entries to", ErrBadOptions)
 	}
-	st, err := e.writable()
+	cur, err := e.snapshot()
 	if err != nil {
 		return err
 	}
-	name := "entry " + storage.BatchName(st.Gen+1)
+	name := "entry " + storage.BatchName(cur.Gen+1)
 	hdr, cont, err := storage.DecodeBatch(name, body)
+	if err != nil {
+		return err
+	}
+	// Facts alone need not unfold the state (writableFor), as in ingest.
+	st, err := e.writableFor(len(cont.Chunks) == 0 && len(cont.Purges) == 0)
 	if err != nil {
 		return err
 	}
@@ -143,6 +148,17 @@ func (e *Engine) applyEntry(ctx context.Context, body []byte, sum string) error 
 // next state, then the commit protocol. The caller holds ingestMu.
 func (e *Engine) apply(ctx context.Context, st *state.State, en entry) error {
 	add, facts := en.cont.Chunks, en.cont.Facts
+	if len(facts) > 0 { // ingest checked its own; an entry from a log is held to this much here
+		inBatch := make(map[string]bool, len(add)) // lookups only
+		for _, c := range add {
+			inBatch[c.ID] = true
+		}
+		for _, f := range facts {
+			if _, ok := st.TenantOf(f.ChunkID); !ok && !inBatch[f.ChunkID] {
+				return fmt.Errorf("%w: generation %d: a fact on chunk %q, which is not committed", ErrCorrupt, en.gen, f.ChunkID)
+			}
+		}
+	}
 	an := make([]state.Analyzed, len(add))
 	var total int64
 	var sp terms.Splitter

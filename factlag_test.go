@@ -191,3 +191,44 @@ func TestFactsAfterOpenChecked(t *testing.T) {
 	require.Equal(t, int64(1), e.st.Gen, "nothing committed")
 	require.Equal(t, int64(1), storagetest.ReadManifest(t, dir).Generation)
 }
+
+// TestReplicaAppliesFactsAsTheyCome: a replica reopened from its files (the
+// state its checkpoint gives) applies the writer's entries of facts alone
+// without unfolding that state, and holds the writer's files byte for byte
+// and gives its packs after each. An entry whose fact names a chunk the
+// index does not hold, sealed and linked as a writer would, is ErrCorrupt
+// and commits nothing.
+func TestReplicaAppliesFactsAsTheyCome(t *testing.T) {
+	ctx := context.Background()
+	wdir, rdir := t.TempDir(), t.TempDir()
+	w := checked(t, mustOpen(t, wdir))
+	recs := vocabularyRecords(t, "acme", "a", 6, 1)
+	_, err := w.Ingest(ctx, connectors.Records(recs), IngestOptions{})
+	require.NoError(t, err)
+	r := mustOpen(t, rdir)
+	require.NoError(t, applyBody(ctx, r, committedEntry(t, wdir, 1)))
+	require.NoError(t, r.Close())
+	r = checked(t, mustOpen(t, rdir))
+	require.NotNil(t, r.st.Rows)
+	reqs := []Request{{Question: recs[0].Chunk.Text, AsOf: asof.MustDate("2026-06-01"), Tenant: "acme"}}
+	for gen, id := range []string{"a-0000", "a-0001"} {
+		_, err := w.Ingest(ctx, connectors.Records([]connectors.Record{retraction(id)}), IngestOptions{})
+		require.NoError(t, err)
+		require.NoError(t, applyBody(ctx, r, committedEntry(t, wdir, int64(gen+2))))
+		require.NotNil(t, r.st.Rows, "generation %d: applied to the state the checkpoint gave", gen+2)
+		requireSameFiles(t, wdir, rdir, fmt.Sprintf("after generation %d", gen+2))
+		for g := range int64(gen + 3) {
+			req := reqs[0]
+			req.Generation = g
+			require.Equal(t, packsOf(t, w, []Request{req}), packsOf(t, r, []Request{req}), "pinned to %d", g)
+		}
+	}
+
+	m := storagetest.ReadManifest(t, rdir)
+	forged, err := storage.EncodeBatch(storage.BatchHeader{Generation: 4, CommittedAt: m.Batches[2].CommittedAt, Prev: m.ChainHead()},
+		storage.Contents{Facts: []*evidence.Fact{retraction("a-0099").Fact}})
+	require.NoError(t, err)
+	require.ErrorIs(t, applyBody(ctx, r, forged), ErrCorrupt)
+	require.Equal(t, int64(3), r.st.Gen, "nothing committed")
+	require.Equal(t, int64(3), storagetest.ReadManifest(t, rdir).Generation)
+}
