@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/evpack/evpack/evidence"
-	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/internal/commit"
 	"github.com/evpack/evpack/internal/denseleg"
 	"github.com/evpack/evpack/internal/evlog"
@@ -148,16 +147,8 @@ func (e *Engine) applyEntry(ctx context.Context, body []byte, sum string) error 
 // next state, then the commit protocol. The caller holds ingestMu.
 func (e *Engine) apply(ctx context.Context, st *state.State, en entry) error {
 	add, facts := en.cont.Chunks, en.cont.Facts
-	if len(facts) > 0 { // ingest checked its own; an entry from a log is held to this much here
-		inBatch := make(map[string]bool, len(add)) // lookups only
-		for _, c := range add {
-			inBatch[c.ID] = true
-		}
-		for _, f := range facts {
-			if _, ok := st.TenantOf(f.ChunkID); !ok && !inBatch[f.ChunkID] {
-				return fmt.Errorf("%w: generation %d: a fact on chunk %q, which is not committed", ErrCorrupt, en.gen, f.ChunkID)
-			}
-		}
+	if err := st.HoldsFactsOf(en.gen, add, facts); err != nil {
+		return err
 	}
 	an := make([]state.Analyzed, len(add))
 	var total int64
@@ -381,60 +372,10 @@ func (e *Engine) filesOf(st, next *state.State, w batchWrite) (commit.Files, err
 	default:
 		f.DenseMode = commit.DenseDrop
 	}
-	if len(w.add) == 0 && w.file == "" && e.keepsCheckpoint(gen) {
+	if len(w.add) == 0 && w.file == "" && state.KeepsCheckpoint(e.store, e.lex, gen) {
 		return f, nil // Open adds this generation's facts to the checkpoint the manifest names
 	}
-	catalog := func() ([]byte, error) { return e.lex.Catalog(next.LexDocs()) }
-	if st.Catalog != nil && len(w.facts) == 0 {
-		// No stored chunk is indexed again: the catalog is st's and the
-		// new chunks' documents (CatalogAdd gives Catalog's bytes).
-		catalog = func() ([]byte, error) {
-			docs := make([]retrieve.Doc, len(w.add))
-			for i, c := range w.add {
-				d, err := next.LexDoc(c.ID)
-				if err != nil {
-					return nil, err
-				}
-				docs[i] = d
-			}
-			return e.lex.CatalogAdd(st.Catalog, docs)
-		}
-	}
 	var err error
-	f.Checkpoint, err = e.checkpointWith(next, func() ([]byte, error) {
-		raw, err := catalog()
-		next.Catalog = raw // next is not yet anyone's: the commit's to change
-		return raw, err
-	})
+	f.Checkpoint, err = state.Checkpoint(next, e.lex, state.CatalogAfter(e.lex, st, next, w.add, len(w.facts)))
 	return f, err
-}
-
-// checkpointLag is how many generations of facts alone may follow the
-// checkpoint an index's manifest names. A commit of facts alone changes no
-// chunk's row, only the figures, yet writing the whole state again cost
-// about what a commit of 100 chunks does (issue 30); Open instead reads
-// the batch files after the checkpoint and adds their facts, so the lag
-// bounds what that costs. It is a function of the log alone, so a replica
-// writes its checkpoints at the generations the writer does.
-const checkpointLag = 64
-
-// keepsCheckpoint reports whether generation gen, a commit of facts alone,
-// may leave the manifest's checkpoint as it is: there is one, Open would
-// read it (this format, these analyzers), and it is at most checkpointLag
-// generations behind gen.
-func (e *Engine) keepsCheckpoint(gen int64) bool {
-	if e.store == nil {
-		return false
-	}
-	m := e.store.Manifest()
-	g := m.CheckpointGeneration()
-	if g == 0 || gen-g > checkpointLag {
-		return false
-	}
-	f, err := e.store.OpenData(m.Checkpoint)
-	if err != nil {
-		return false // then a new one is written, and a damaged file goes with the old generation
-	}
-	defer f.Close()
-	return checkpoint.Readable(f, state.AnalysisIdentity(e.lex))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/audit"
+	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/rerank"
 )
@@ -108,7 +109,7 @@ func (e *Engine) CheckIndex(ctx context.Context) (*audit.CheckReport, error) {
 		}
 		st = full
 	}
-	ix := audit.Index{Dir: e.dir, Store: e.store, Lex: e.lex, Checkpoint: e.checkpointOf, SkipLexical: e.readOnly != nil}
+	ix := audit.Index{Dir: e.dir, Store: e.store, Lex: e.lex, Checkpoint: func(st *state.State) (checkpoint.File, error) { return state.Checkpoint(st, e.lex, nil) }, SkipLexical: e.readOnly != nil}
 	if err := audit.CheckState(ctx, ix, st, rep); err != nil {
 		return nil, err
 	}

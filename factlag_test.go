@@ -14,6 +14,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/internal/storagetest"
 )
@@ -31,7 +32,7 @@ func retraction(id string) connectors.Record {
 // packs the writer gave (pinned ones too) byte for byte, and a clean Check:
 // after one retraction, whose chunk lies in a partition the checkpoint's
 // catalog summed up before it (the reopened index must not admit it from
-// the day it is known); after checkpointLag commits of facts, which extend
+// the day it is known); after state.CheckpointLag commits of facts, which extend
 // the state Open read as it is, and the last of which writes a checkpoint
 // again (from every chunk in memory); and after a commit of chunks, which
 // always writes one.
@@ -41,7 +42,7 @@ func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	defer func() { e.Close() }()
-	recs := vocabularyRecords(t, "acme", "a", checkpointLag+2, 1)
+	recs := vocabularyRecords(t, "acme", "a", state.CheckpointLag+2, 1)
 	_, err = e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 	require.NoError(t, err)
 
@@ -89,26 +90,26 @@ func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 		}
 	}
 
-	for i := 1; i < checkpointLag; i++ { // generations 3..65: at most checkpointLag after the checkpoint
+	for i := 1; i < state.CheckpointLag; i++ { // generations 3..65: at most CheckpointLag after the checkpoint
 		_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", i))}), IngestOptions{})
 		require.NoError(t, err)
 		require.NotNil(t, e.st.Rows, "a commit of facts alone extends the checkpoint's state as it is, reading no batch file")
 	}
-	require.Equal(t, int64(checkpointLag+1), e.st.Gen)
-	require.Equal(t, storage.CheckpointName(1), checkpointOf(), "generation %d is %d after the checkpoint", e.st.Gen, checkpointLag)
-	reopen(fmt.Sprintf("after %d commits of facts", checkpointLag))
-	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", checkpointLag))}), IngestOptions{})
+	require.Equal(t, int64(state.CheckpointLag+1), e.st.Gen)
+	require.Equal(t, storage.CheckpointName(1), checkpointOf(), "generation %d is %d after the checkpoint", e.st.Gen, state.CheckpointLag)
+	reopen(fmt.Sprintf("after %d commits of facts", state.CheckpointLag))
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", state.CheckpointLag))}), IngestOptions{})
 	require.NoError(t, err)
-	require.Equal(t, storage.CheckpointName(checkpointLag+2), checkpointOf(), "one more and the state is written again")
+	require.Equal(t, storage.CheckpointName(state.CheckpointLag+2), checkpointOf(), "one more and the state is written again")
 	require.Nil(t, e.st.Rows, "from every chunk in memory")
 	require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(1)), "and the one it replaced removed")
 	reopen("after the checkpoint was written again")
 
-	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", checkpointLag+1))}), IngestOptions{})
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", state.CheckpointLag+1))}), IngestOptions{})
 	require.NoError(t, err)
 	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "b", 3, 2)), IngestOptions{})
 	require.NoError(t, err)
-	require.Equal(t, storage.CheckpointName(checkpointLag+4), checkpointOf(), "a commit of chunks writes the state")
+	require.Equal(t, storage.CheckpointName(state.CheckpointLag+4), checkpointOf(), "a commit of chunks writes the state")
 	reopen("after a commit of chunks")
 }
 

@@ -192,10 +192,10 @@ func generationMoved(t *testing.T, st *state.State) (*state.State, string) {
 // forgeCheckpoint writes st's checkpoint as the one of the index in dir,
 // whose manifest is m, as a commit would write it, and seals it anew in
 // the manifest. e, closed, encodes it (its lexical index is closed:
-// checkpointOf reads none of it).
+// state.Checkpoint reads none of it).
 func forgeCheckpoint(t *testing.T, dir string, e *Engine, st *state.State, m *storage.Manifest) {
 	t.Helper()
-	forged, err := e.checkpointOf(st)
+	forged, err := state.Checkpoint(st, e.lex, nil)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, m.Checkpoint), forged.Bytes(), 0o644))
 	m.CheckpointSum, err = state.CheckpointSum(forged.Head())

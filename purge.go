@@ -232,6 +232,6 @@ func (e *Engine) purgeFiles(next *state.State, en entry, ids []string, dense *re
 			f.GraphBuild = state.GraphBuild(*e.graph)
 		}
 	}
-	f.Checkpoint, err = e.checkpointOf(next)
+	f.Checkpoint, err = state.Checkpoint(next, e.lex, nil)
 	return f, err
 }

@@ -1,22 +1,19 @@
 package evpack
 
 import (
-	"errors"
-
 	"github.com/evpack/evpack/evidence"
-	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/internal/state"
 )
 
 // writableFor returns the state an ingest extends. A commit of facts alone
-// that leaves the checkpoint as it is (keepsCheckpoint) changes no chunk's
+// that leaves the checkpoint as it is (state.KeepsCheckpoint) changes no chunk's
 // row, so it extends the latest state as it is, read from a checkpoint or
 // not: a retraction after Open does not read every batch file. Any other
 // extends writable's.
 func (e *Engine) writableFor(factsOnly bool) (*state.State, error) {
 	if factsOnly {
 		st, err := e.snapshot()
-		if err != nil || st.Rows == nil || e.keepsCheckpoint(st.Gen+1) {
+		if err != nil || st.Rows == nil || state.KeepsCheckpoint(e.store, e.lex, st.Gen+1) {
 			return st, err
 		}
 	}
@@ -39,7 +36,7 @@ func (e *Engine) writable() (*state.State, error) {
 	if st, err = e.snapshot(); err != nil || st.Rows == nil {
 		return st, err // another caller built it meanwhile
 	}
-	full, err := e.unfoldOrLoad(st)
+	full, err := st.UnfoldOrLoad(e.store, e.lex, e.emb, e.graph)
 	if err != nil {
 		return nil, err
 	}
@@ -84,41 +81,4 @@ func (e *Engine) Scope(tenant string, gen int64) (scopeGen int64, digest string,
 		return 0, "", err
 	}
 	return sc.Gen, sc.Corpus, nil
-}
-
-// unfoldOrLoad is what the first write after Open builds: s unfolded, or,
-// where the checkpoint disagrees with the batch files, the state they
-// give alone.
-func (e *Engine) unfoldOrLoad(s *state.State) (*state.State, error) {
-	full, err := s.Unfold(e.store)
-	if errors.Is(err, state.ErrUnfold) {
-		return state.LoadState(e.store, e.lex, e.emb, e.graph)
-	}
-	return full, err
-}
-
-// checkpointOf returns the sealed checkpoint of st, a state built from
-// batches (every chunk in memory, with its line), for the engine's lexical
-// index: its analyzers' identity, and the catalog of its partitions that
-// st's documents give (so that Open opens none of them). The catalog is
-// computed beside the rest: both only read st.
-func (ix *index) checkpointOf(st *state.State) (checkpoint.File, error) {
-	return ix.checkpointWith(st, func() ([]byte, error) { return ix.lex.Catalog(st.LexDocs()) })
-}
-
-// checkpointWith is checkpointOf with the catalog catalog returns.
-func (ix *index) checkpointWith(st *state.State, catalog func() ([]byte, error)) (checkpoint.File, error) {
-	type result struct {
-		raw []byte
-		err error
-	}
-	done := make(chan result, 1) // buffered: an encoder that fails first leaves no goroutine behind
-	go func() {
-		raw, err := catalog()
-		done <- result{raw, err}
-	}()
-	return state.EncodeCheckpoint(st, state.AnalysisIdentity(ix.lex), func() ([]byte, error) {
-		r := <-done
-		return r.raw, r.err
-	})
 }

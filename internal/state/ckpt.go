@@ -24,8 +24,82 @@ var OlderCheckpoints = checkpoint.Older
 // CheckpointSum returns the checksum the manifest records of a checkpoint.
 func CheckpointSum(raw []byte) (string, error) { return checkpoint.Sum(raw) }
 
+// Checkpoint returns the sealed checkpoint of st, a state built from
+// batches (every chunk in memory, with its line), for lexical index lex:
+// its analyzers' identity, and the catalog of its partitions (so that Open
+// opens none of them), which catalog returns; nil computes it from every
+// chunk of st. The catalog is computed beside the rest: both only read st.
+func Checkpoint(st *State, lex *retrieve.Lexical, catalog func() ([]byte, error)) (checkpoint.File, error) {
+	if catalog == nil {
+		catalog = func() ([]byte, error) { return lex.Catalog(st.LexDocs()) }
+	}
+	type result struct {
+		raw []byte
+		err error
+	}
+	done := make(chan result, 1) // buffered: an encoder that fails first leaves no goroutine behind
+	go func() {
+		raw, err := catalog()
+		done <- result{raw, err}
+	}()
+	return EncodeCheckpoint(st, AnalysisIdentity(lex), func() ([]byte, error) {
+		r := <-done
+		return r.raw, r.err
+	})
+}
+
+// CheckpointLag is how many generations of facts alone may follow the
+// checkpoint an index's manifest names. A commit of facts alone changes no
+// chunk's row, only the figures, yet writing the whole state again cost
+// about what a commit of 100 chunks does (issue 30); Open instead reads
+// the batch files after the checkpoint and adds their facts, so the lag
+// bounds what that costs. It is a function of the log alone, so a replica
+// writes its checkpoints at the generations the writer does.
+const CheckpointLag = 64
+
+// KeepsCheckpoint reports whether generation gen of the index in d, a
+// commit of facts alone, may leave the manifest's checkpoint as it is:
+// there is one, Open would read it (this format, lex's analyzers), and it
+// is at most CheckpointLag generations behind gen.
+func KeepsCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64) bool {
+	m := d.Manifest()
+	g := m.CheckpointGeneration()
+	if g == 0 || gen-g > CheckpointLag {
+		return false
+	}
+	f, err := d.OpenData(m.Checkpoint)
+	if err != nil {
+		return false // then a new one is written, and a damaged file goes with the old generation
+	}
+	defer f.Close()
+	return checkpoint.Readable(f, AnalysisIdentity(lex))
+}
+
+// CatalogAfter returns what computes the lexical catalog of next, which is
+// parent plus the chunks add and nfacts facts, and makes it next's
+// (State.Catalog; next must be a state no one holds yet). Without facts and
+// with parent's known, it adds add's documents to parent's (CatalogAdd,
+// Catalog's bytes); else it goes over every chunk of next.
+func CatalogAfter(lex *retrieve.Lexical, parent, next *State, add []*evidence.Chunk, nfacts int) func() ([]byte, error) {
+	return func() (raw []byte, err error) {
+		if parent.Catalog == nil || nfacts > 0 {
+			raw, err = lex.Catalog(next.LexDocs())
+		} else {
+			docs := make([]retrieve.Doc, len(add))
+			for i, c := range add {
+				if docs[i], err = next.LexDoc(c.ID); err != nil {
+					return nil, err
+				}
+			}
+			raw, err = lex.CatalogAdd(parent.Catalog, docs)
+		}
+		next.Catalog = raw
+		return raw, err
+	}
+}
+
 // EncodeCheckpoint returns the sealed checkpoint of st for analyzers
-// identity and the lexical catalog catalog returns (see checkpointOf), which
+// identity and the lexical catalog catalog returns (see Checkpoint), which
 // is asked for once the rest is encoded.
 func EncodeCheckpoint(st *State, identity string, catalog func() ([]byte, error)) (checkpoint.File, error) {
 	h := checkpoint.Head{Gen: st.Gen, Commits: st.Commits, Docs: st.Stats.Docs, Tokens: st.Stats.Tokens, Bounds: st.Bounds}

@@ -359,3 +359,22 @@ func (s *State) DocsOfFactsAfter(gen int64) ([]retrieve.Doc, error) {
 	}
 	return docs, nil
 }
+
+// HoldsFactsOf returns an error wrapping storage.ErrCorrupt when a fact
+// names a chunk that is neither committed in s nor among add: a log entry
+// (which ingest did not check) is held to this much before it is applied.
+func (s *State) HoldsFactsOf(gen int64, add []*evidence.Chunk, facts []*evidence.Fact) error {
+	if len(facts) == 0 {
+		return nil
+	}
+	inBatch := make(map[string]bool, len(add)) // lookups only
+	for _, c := range add {
+		inBatch[c.ID] = true
+	}
+	for _, f := range facts {
+		if _, ok := s.TenantOf(f.ChunkID); !ok && !inBatch[f.ChunkID] {
+			return fmt.Errorf("%w: generation %d: a fact on chunk %q, which is not committed", storage.ErrCorrupt, gen, f.ChunkID)
+		}
+	}
+	return nil
+}

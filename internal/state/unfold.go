@@ -153,6 +153,17 @@ func (s *State) Unfold(d *storage.Dir) (*State, error) {
 	return n, nil
 }
 
+// UnfoldOrLoad is what the first write after Open builds: s unfolded, or,
+// where the checkpoint disagrees with the batch files, the state they give
+// alone (LoadState, with lex, emb and graph).
+func (s *State) UnfoldOrLoad(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, graph *retrieve.GraphOptions) (*State, error) {
+	full, err := s.Unfold(d)
+	if errors.Is(err, ErrUnfold) {
+		return LoadState(d, lex, emb, graph)
+	}
+	return full, err
+}
+
 // placeOf returns chunk c's place in its document version, but for its
 // position there: its key and order key, the generation that committed
 // it and its line.
