@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/state"
 )
 
 // BenchmarkScaleFirstWrite: what a process pays to add a day's few chunks
@@ -251,4 +253,69 @@ func copyKept(b *testing.B, root string) string {
 		}
 	}
 	return dir
+}
+
+// BenchmarkScaleOpenAfterFacts (issue 30): what the checkpoint's lag costs
+// Open. On a copy of the kept scale index (EVPACK_SCALE_DIR, made by
+// BenchmarkScale), it times Open (to Close) seven times, then commits
+// state.CheckpointLag retractions of stored chunks, one a commit, in one
+// process (the first of them the first write after Open), then times Open
+// seven times again, which now reads those generations' batch files and
+// adds their facts. It reports the median Opens before and after, and the
+// median and slowest commit. b.N is not used: one pass.
+//
+//	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'ScaleOpenAfterFacts$' -benchtime 1x -v
+func BenchmarkScaleOpenAfterFacts(b *testing.B) {
+	o := dataset(b)
+	base, _ := Records(o)
+	s := scaleFromEnv(b)
+	root := keptScaleDir(b, s, base)
+	if len(base) < 402+state.CheckpointLag {
+		b.Fatalf("%d base records: the benchmark names passages 402..%d", len(base), 401+state.CheckpointLag)
+	}
+	dir := filepath.Join(copyKept(b, root), "evpack")
+	ctx := context.Background()
+	medianOpen := func() time.Duration {
+		var ds []time.Duration
+		for range 7 {
+			t0 := time.Now()
+			e, err := evpack.Open(dir, evpack.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ds = append(ds, time.Since(t0))
+			if err := e.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	before := medianOpen()
+	e, err := evpack.Open(dir, evpack.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	t, v := s.Tenants-1, s.Versions-1 // passages the other write benchmarks leave alone
+	var commits []time.Duration
+	for i := 402; i < 402+state.CheckpointLag; i++ {
+		r := s.Record(base, i, t, v)
+		end := asof.DateFromDays(r.Chunk.Valid.From.Days() + 10)
+		f := &evidence.Fact{Kind: evidence.FactRetracted, ChunkID: r.Chunk.ID, End: end, Anchor: end.Start()}
+		t0 := time.Now()
+		if _, err := e.Ingest(ctx, connectors.Records([]connectors.Record{{Where: fmt.Sprintf("retraction %d", i), Fact: f}}), evpack.IngestOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		commits = append(commits, time.Since(t0))
+	}
+	if err := e.Close(); err != nil {
+		b.Fatal(err)
+	}
+	after := medianOpen()
+	slices.Sort(commits)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(before), "open-ms")
+	b.ReportMetric(ms(after), "open-after-facts-ms")
+	b.ReportMetric(ms(commits[len(commits)/2]), "fact-commit-p50-ms")
+	b.ReportMetric(ms(commits[len(commits)-1]), "fact-commit-max-ms")
 }
