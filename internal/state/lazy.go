@@ -378,17 +378,20 @@ func OpenState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 		return nil, err
 	case !ok:
 		return LoadState(d, lex, emb, graph)
-	case st.Gen != m.CheckpointGeneration():
-		return nil, fmt.Errorf("%w: %s holds generation %d", storage.ErrCorrupt, m.Checkpoint, st.Gen)
 	}
-	if err := st.addLaterFacts(d, m); err != nil {
-		st.Rows.Close()
+	fail := func(err error) (*State, error) {
+		st.Rows.Close() // its mapping and the batch files it opened: nothing else holds them
 		return nil, err
 	}
-	switch {
-	case st.Gen != m.Generation || st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens || int64(st.Rows.Len()) != m.Docs:
-		return nil, fmt.Errorf("%w: %s is of generation %d, %d chunks and %d tokens, the manifest's %d, %d and %d",
-			storage.ErrCorrupt, m.Checkpoint, st.Gen, st.Rows.Len(), st.Stats.Tokens, m.Generation, m.Docs, m.Tokens)
+	if st.Gen != m.CheckpointGeneration() {
+		return fail(fmt.Errorf("%w: %s holds generation %d", storage.ErrCorrupt, m.Checkpoint, st.Gen))
+	}
+	if err := st.addLaterFacts(d, m); err != nil {
+		return fail(err)
+	}
+	if st.Gen != m.Generation || st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens || int64(st.Rows.Len()) != m.Docs {
+		return fail(fmt.Errorf("%w: %s is of generation %d, %d chunks and %d tokens, the manifest's %d, %d and %d",
+			storage.ErrCorrupt, m.Checkpoint, st.Gen, st.Rows.Len(), st.Stats.Tokens, m.Generation, m.Docs, m.Tokens))
 	}
 	return st, nil
 }
