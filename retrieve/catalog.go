@@ -191,7 +191,8 @@ func (l *Lexical) Adopt(raw []byte, gen int64, later []Doc) (docs uint64, err er
 	}
 	widen := map[partKey][]Doc{}
 	for _, d := range later {
-		widen[l.keyOf(d)] = append(widen[l.keyOf(d)], d)
+		k := l.keyOf(d)
+		widen[k] = append(widen[k], d)
 	}
 	named := map[string]bool{}
 	var parts []*part

@@ -176,13 +176,10 @@ func (sc Scope) readmit(d asof.Date) []string {
 // the batch is then applied.
 func (st *State) NewFacts(batch map[string]*evidence.Chunk, facts []*evidence.Fact, where []string) (out []*evidence.Fact, unchanged int, err error) {
 	lookup := func(id string) (*evidence.Chunk, bool, error) {
-		if c, ok := st.Chunks[id]; ok {
-			return c, true, nil
-		}
-		if st.Rows != nil { // read from its batch file and checked
-			if c, ok, err := st.ChunkUpTo(id, st.Gen); err != nil || (ok && c != nil) {
-				return c, err == nil, err
-			}
+		// In memory, or read from its batch file and checked (a state Open
+		// read from a checkpoint: Engine.writableFor).
+		if c, ok, err := st.ChunkUpTo(id, st.Gen); err != nil || (ok && c != nil) {
+			return c, err == nil, err
 		}
 		c, ok := batch[id]
 		return c, ok, nil
