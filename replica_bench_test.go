@@ -392,7 +392,11 @@ func replCopyDir(src, dst string) error {
 // the same on both engines, and the latest packs are compared too. With
 // EVPACK_BENCH_PLAIN_INGESTS=1 the plain engine commits each of the
 // writer's batches as well (locally, no log), so that the two differ only
-// in how the commits reach them.
+// in how the commits reach them. With EVPACK_BENCH_BACKLOG=N the writer
+// commits N batches of 10 before the turns and stops, and the replica
+// applies them from the log during the turns, back to back, with no
+// writer on its cores (backlog-left: what it had not applied when they
+// ended).
 //
 //	PG_BIN=/usr/lib/postgresql/15/bin go test -run '^$' -bench BenchmarkReplicaQueries -benchtime 1x .
 func BenchmarkReplicaQueries(b *testing.B) {
@@ -419,6 +423,14 @@ func BenchmarkReplicaQueries(b *testing.B) {
 	// pays beyond the plain engine is following a log, not the commits'
 	// data; their latest packs are not compared (one may be a commit ahead).
 	plainIngests := os.Getenv("EVPACK_BENCH_PLAIN_INGESTS") == "1"
+	// EVPACK_BENCH_BACKLOG=N: the writer commits its N batches of 10 before
+	// the turns, and stops; during the turns the replica applies them from
+	// the log as fast as it can. The replica's machine then does what a
+	// replica does, and no writer shares its cores (a writer runs on its
+	// own machine); the turns show whether the replica still had entries to
+	// apply when they ended (backlog-left > 0), else the row understates
+	// what following costs.
+	backlog := replEnvInt(b, "EVPACK_BENCH_BACKLOG", 0)
 	srv := pgtest.Start(b, pgtest.Options{Durable: true})
 	wdir, rdir, pdir := b.TempDir(), b.TempDir(), b.TempDir()
 	w := replOpen(b, wdir)
@@ -446,6 +458,14 @@ func BenchmarkReplicaQueries(b *testing.B) {
 	// to an engine's head is answered as its latest).
 	pin := int64(gens - 1)
 	qs := replQuestions(nq)
+	var backlogBatches [][]connectors.Record
+	for g := gens + 1; g <= gens+backlog; g++ {
+		batch := replBatchOf(g, 10, followTenants)
+		if _, err := w.Ingest(ctx, connectors.Records(batch), IngestOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		backlogBatches = append(backlogBatches, batch)
+	}
 	// Warm both: each answers every question once, latest and pinned,
 	// before the timed turns (first touches of the index files are not the
 	// cost measured here).
@@ -465,6 +485,20 @@ func BenchmarkReplicaQueries(b *testing.B) {
 	writerDone, followDone := make(chan error, 1), make(chan error, 1)
 	commits := 0
 	go func() {
+		if backlog > 0 { // the writer is done; the plain engine takes its batches, back to back, if asked to
+			for _, batch := range backlogBatches {
+				if !plainIngests || bg.Err() != nil {
+					break
+				}
+				if _, err := plain.Ingest(bg, connectors.Records(batch), IngestOptions{}); err != nil && bg.Err() == nil {
+					writerDone <- err
+					return
+				}
+				commits++
+			}
+			writerDone <- nil
+			return
+		}
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for g := gens + 1; ; g++ {
@@ -499,6 +533,7 @@ func BenchmarkReplicaQueries(b *testing.B) {
 		pinned = replTurnsOf(b, "following-pinned", qs, rounds, r, plain, pin, true)
 	}
 	applied := r.AppliedGeneration() - startGen
+	left := w.AppliedGeneration() - r.AppliedGeneration()
 	stop()
 	if err := <-writerDone; err != nil {
 		b.Fatalf("background writer: %v", err)
@@ -539,7 +574,13 @@ func BenchmarkReplicaQueries(b *testing.B) {
 	idleLatest.report(b, "idle-latest-")
 	idlePinned.report(b, "idle-pinned-")
 	b.ReportMetric(float64(applied), "gens-applied")
+	if backlog > 0 {
+		b.ReportMetric(float64(left), "backlog-left")
+	}
 	b.ReportMetric(float64(len(latest.latR)), "queries-each")
+	if backlog > 0 {
+		b.Logf("backlog: the writer committed %d batches of 10 before the turns (tenants %q in turn) and stopped; the replica applied %d of them during the turns, %d left; the plain engine took %d of them", backlog, followTenants, applied, left, commits)
+	}
 	b.Logf("corpus %d chunks, the plain engine at generation %d (taking the writer's commits too: %t), pins at %d; %d questions %d times each, latest then pinned; the writer committed %d batches of 10 (tenants %q in turn, one every %s) and the replica applied %d generations during the turns; idle: both at generation %d",
 		gens*100, gens, plainIngests, pin, nq, rounds, commits, followTenants, every, applied, head)
 }
