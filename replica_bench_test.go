@@ -653,3 +653,87 @@ func (t replTurns) report(b *testing.B, prefix string) {
 	b.ReportMetric(replPct(t.latP, 99), prefix+"plain-p99-ms")
 	b.ReportMetric(float64(t.mismatches), prefix+"mismatches")
 }
+
+// BenchmarkLiveEngines: what answering from an engine that has taken its
+// commits in this process costs, against one opened afresh on the same
+// files. A writer commits EVPACK_BENCH_GENS generations (100) of 100 chunks
+// and then EVPACK_BENCH_SMALL (300) of 10, and a replica follows it to
+// the head. Then each of these takes idle turns (EVPACK_BENCH_ROUNDS
+// rounds, 20, of EVPACK_BENCH_QUESTIONS questions, 200, latest) against
+// an engine opened on a copy of the writer's directory, twice, in this
+// order: the live replica; the live writer; an engine opened on a copy
+// of the replica's directory; the same after one commit into a tenant no
+// question asks (its first write unfolds the state into memory at once).
+// It reports each one's throughput ratio (want 1: the same files, the
+// same chunks) and p50s; packs are not compared (the unfolded one holds
+// a chunk more).
+//
+//	PG_BIN=/usr/lib/postgresql/15/bin go test -run '^$' -bench BenchmarkLiveEngines -benchtime 1x .
+func BenchmarkLiveEngines(b *testing.B) {
+	replNeedsPG(b)
+	ctx := context.Background()
+	gens := replEnvInt(b, "EVPACK_BENCH_GENS", 100)
+	small := replEnvInt(b, "EVPACK_BENCH_SMALL", 300)
+	rounds := replEnvInt(b, "EVPACK_BENCH_ROUNDS", 20)
+	qs := replQuestions(replEnvInt(b, "EVPACK_BENCH_QUESTIONS", 200))
+	srv := pgtest.Start(b, pgtest.Options{Durable: true})
+	wdir, rdir := b.TempDir(), b.TempDir()
+	w := replOpen(b, wdir)
+	if err := w.Lead(ctx, replLog(b, srv.DSN), "writer", time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	for g := 1; g <= gens+small; g++ {
+		batch := replBatch(g, 100)
+		if g > gens {
+			batch = replBatch(g, 10)
+		}
+		if _, err := w.Ingest(ctx, connectors.Records(batch), IngestOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r := replOpen(b, rdir)
+	if err := r.Follow(ctx, replLog(b, srv.DSN), FollowOptions{Until: int64(gens + small)}); err != nil {
+		b.Fatal(err)
+	}
+	copyOf := func(dir string) *Engine {
+		to := b.TempDir()
+		if err := replCopyDir(dir, to); err != nil {
+			b.Fatal(err)
+		}
+		return replOpen(b, to)
+	}
+	peer, copyR, unfolded := copyOf(wdir), copyOf(rdir), copyOf(rdir)
+	if _, err := unfolded.Ingest(ctx, connectors.Records(replBatchOf(gens+small+1, 1, []string{"umbrella"})), IngestOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	engines := []struct {
+		name string
+		e    *Engine
+	}{{"replica", r}, {"writer", w}, {"copy-of-replica", copyR}, {"unfolded", unfolded}}
+	for _, e := range append(engines, struct {
+		name string
+		e    *Engine
+	}{"peer", peer}) { // first touches of the files are not what is measured
+		for _, q := range qs {
+			if _, err := e.e.Query(ctx, q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	ratios := map[string][]float64{}
+	for b.Loop() {
+		for range 2 {
+			for _, v := range engines {
+				t := replTurnsOf(b, "live-"+v.name, qs, rounds, v.e, peer, 0, false)
+				ratio := (float64(len(t.latR)) / t.totR.Seconds()) / (float64(len(t.latP)) / t.totP.Seconds())
+				ratios[v.name] = append(ratios[v.name], ratio)
+				b.Logf("%-16s against a fresh copy of the writer: throughput ratio %.4f, p50 %.4f / %.4f ms", v.name, ratio, replPct(t.latR, 50), replPct(t.latP, 50))
+			}
+		}
+	}
+	for _, v := range engines {
+		rs := ratios[v.name]
+		b.ReportMetric(rs[len(rs)-2], v.name+"-ratio-1")
+		b.ReportMetric(rs[len(rs)-1], v.name+"-ratio-2")
+	}
+}

@@ -253,7 +253,7 @@ func (ps *prunedSearch) plan(ctx context.Context, r index.IndexReader, tokens an
 			if stats.DocFreq != nil {
 				t.df = stats.DocFreq[t.term]
 			} else {
-				tfr, err := r.TermFieldReader(ctx, tok.Term, fieldText, false, false, false)
+				tfr, err := termFieldReader(ctx, r, tok.Term, fieldText, false)
 				if err != nil {
 					return fmt.Errorf("%w: pruned search: term %q: %v", ErrLexical, tok.Term, err)
 				}
@@ -314,7 +314,7 @@ func (ps *prunedSearch) plan(ctx context.Context, r index.IndexReader, tokens an
 // scope's statistics, the reader's own count is not used.
 func (ps *prunedSearch) open(ctx context.Context, pc *partCursors) error {
 	for _, t := range ps.terms {
-		tfr, err := pc.r.TermFieldReader(ctx, []byte(t.term), fieldText, true, true, false)
+		tfr, err := termFieldReader(ctx, pc.r, []byte(t.term), fieldText, true)
 		if err != nil {
 			return fmt.Errorf("%w: pruned search: term %q: %v", ErrLexical, t.term, err)
 		}

@@ -1,13 +1,16 @@
 package retrieve
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	index "github.com/blevesearch/bleve_index_api"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
 
 // Why the eligibility filter reads dictionaries in its own goroutine.
@@ -154,3 +157,135 @@ func (d *docReader) Size() int { return 64 + 24*len(d.its) }
 
 // Close implements index.DocIDReader.
 func (d *docReader) Close() error { return nil }
+
+// Why the pruned search reads a term's postings itself.
+//
+// scorch hands zap each segment's deleted documents with every postings
+// list it asks for, and zap, given a bitmap, copies the term's postings
+// less those documents (roaring.AndNot) and walks the copy by a slower
+// path. A merge leaves an empty bitmap, not none, on the segment it makes,
+// until the partition's next batch: so a live engine whose partitions were
+// merged since (a writer, a replica that follows one) paid that copy for
+// every term of every question, where an engine opened on the same files,
+// whose segments load without a bitmap, did not (docs/benchmarks.md, issue
+// 29). termReader is scorch's term reader but for that: an empty bitmap is
+// passed as none.
+
+// termFieldReader returns the postings of term in field of r, with their
+// frequencies and norms when freqNorm: read by termReader when r is a
+// scorch snapshot, else r's own.
+func termFieldReader(ctx context.Context, r index.IndexReader, term []byte, field string, freqNorm bool) (index.TermFieldReader, error) {
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		return r.TermFieldReader(ctx, term, field, freqNorm, freqNorm, false)
+	}
+	segs := snap.Segments()
+	t := &termReader{lists: make([]segment.PostingsList, len(segs)), its: make([]segment.PostingsIterator, len(segs)),
+		starts: make([]uint64, len(segs)), freqNorm: freqNorm}
+	var start uint64
+	for i, ss := range segs {
+		t.starts[i] = start
+		start += ss.Segment().Count() // scorch numbers deleted documents too
+		dict, err := ss.Segment().Dictionary(field)
+		if err != nil {
+			return nil, err
+		}
+		var except *roaring.Bitmap
+		if d := ss.Deleted(); d != nil && !d.IsEmpty() {
+			except = d
+		}
+		if t.lists[i], err = dict.PostingsList(term, except, nil); err != nil {
+			return nil, err
+		}
+		t.count += t.lists[i].Count()
+		t.its[i] = t.lists[i].Iterator(freqNorm, freqNorm, false, nil)
+	}
+	return t, nil
+}
+
+// termReader is one term's postings in one field of a scorch snapshot,
+// segment after segment, numbered as scorch numbers them (see
+// termFieldReader).
+type termReader struct {
+	lists    []segment.PostingsList
+	its      []segment.PostingsIterator
+	starts   []uint64 // each segment's first document number
+	seg      int      // the segment being read
+	cur      uint64   // the number of the last posting handed out
+	read     bool     // one was
+	count    uint64
+	freqNorm bool
+}
+
+// Next implements index.TermFieldReader.
+func (t *termReader) Next(pre *index.TermFieldDoc) (*index.TermFieldDoc, error) {
+	for ; t.seg < len(t.its); t.seg++ {
+		p, err := t.its[t.seg].Next()
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			return t.hand(p, pre), nil
+		}
+	}
+	return nil, nil
+}
+
+// Advance implements index.TermFieldReader: the first posting at or after
+// document id. Like scorch's, a target at or before the last posting handed
+// out starts the term's postings again.
+func (t *termReader) Advance(id index.IndexInternalID, pre *index.TermFieldDoc) (*index.TermFieldDoc, error) {
+	if len(id) != 8 {
+		return nil, fmt.Errorf("%w: advance to an internal ID of %d bytes", ErrLexical, len(id))
+	}
+	num := binary.BigEndian.Uint64(id)
+	if t.read && t.cur >= num {
+		for i, l := range t.lists {
+			t.its[i] = l.Iterator(t.freqNorm, t.freqNorm, false, nil)
+		}
+		t.seg, t.read = 0, false
+	}
+	seg := sort.Search(len(t.starts), func(i int) bool { return t.starts[i] > num }) - 1
+	if seg < t.seg || seg < 0 { // within a segment already passed (or before the first)
+		return t.Next(pre)
+	}
+	t.seg = seg
+	p, err := t.its[seg].Advance(num - t.starts[seg])
+	if err != nil {
+		return nil, err
+	}
+	if p == nil { // none left in this segment: the next one's first
+		t.seg++
+		return t.Next(pre)
+	}
+	return t.hand(p, pre), nil
+}
+
+// hand fills pre (or a new TermFieldDoc) with posting p of the segment
+// being read, as scorch does.
+func (t *termReader) hand(p segment.Posting, pre *index.TermFieldDoc) *index.TermFieldDoc {
+	if pre == nil {
+		pre = &index.TermFieldDoc{}
+	}
+	t.cur, t.read = t.starts[t.seg]+p.Number(), true
+	if cap(pre.ID) >= 8 {
+		pre.ID = pre.ID[:8]
+	} else {
+		pre.ID = make(index.IndexInternalID, 8)
+	}
+	binary.BigEndian.PutUint64(pre.ID, t.cur)
+	if t.freqNorm {
+		pre.Freq, pre.Norm = p.Frequency(), p.Norm()
+	}
+	return pre
+}
+
+// Count implements index.TermFieldReader: the live documents holding the
+// term.
+func (t *termReader) Count() uint64 { return t.count }
+
+// Close implements index.TermFieldReader.
+func (t *termReader) Close() error { return nil }
+
+// Size implements index.TermFieldReader (bleve's memory estimate).
+func (t *termReader) Size() int { return 64 + 16*len(t.its) }

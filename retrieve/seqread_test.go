@@ -2,14 +2,19 @@ package retrieve
 
 import (
 	"bytes"
+	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	index "github.com/blevesearch/bleve_index_api"
 )
 
@@ -176,4 +181,138 @@ func mustReader(t *testing.T, f func() (index.DocIDReader, error)) index.DocIDRe
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// TestTermReaderAsScorch: termReader hands out what scorch's term reader
+// does (document numbers, frequencies, norms, counts) on snapshots of
+// several segments with deleted documents, and on the one a merge leaves,
+// whose segment carries an empty deleted bitmap (the case termReader is
+// for: the test fails if the merge no longer leaves one, which would make
+// termReader needless): every posting in turn, and seeded series of
+// advances, some backwards (which scorch answers by starting again).
+func TestTermReaderAsScorch(t *testing.T) {
+	seed := uint64(20261202)
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	words := []string{"alpha", "beta", "gamma", "delta", "epsilon"}
+	// Four batches, each deleting a third of the one before: in memory,
+	// where scorch merges nothing, the deleted documents stay in their
+	// segments; on disk, to be merged below (scorch merges persisted
+	// segments only).
+	fill := func(idx bleve.Index) {
+		for b := range 4 {
+			batch := idx.NewBatch()
+			for i := range 30 {
+				ws := make([]string, 1+rng.IntN(6))
+				for j := range ws {
+					ws[j] = words[rng.IntN(len(words))]
+				}
+				if err := batch.Index(fmt.Sprintf("b%d-%02d", b, i), map[string]any{"text": strings.Join(ws, " ")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if b > 0 {
+				for i := 0; i < 30; i += 3 {
+					batch.Delete(fmt.Sprintf("b%d-%02d", b-1, i))
+				}
+			}
+			if err := idx.Batch(batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mem, err := bleve.NewUsing("", bleve.NewIndexMapping(), scorch.Name, scorch.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	idx, err := bleve.NewUsing(filepath.Join(t.TempDir(), "idx"), bleve.NewIndexMapping(), scorch.Name, scorch.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	fill(mem)
+	fill(idx)
+	compare := func(what string, snap *scorch.IndexSnapshot) {
+		t.Helper()
+		ctx := context.Background()
+		for _, w := range append(words, "absent") {
+			for _, freqNorm := range []bool{false, true} {
+				open := func() (want, got index.TermFieldReader) {
+					want, err1 := snap.TermFieldReader(ctx, []byte(w), "text", freqNorm, freqNorm, false)
+					got, err2 := termFieldReader(ctx, snap, []byte(w), "text", freqNorm)
+					if err1 != nil || err2 != nil {
+						t.Fatalf("%s: %q: %v, %v", what, w, err1, err2)
+					}
+					return want, got
+				}
+				same := func(step string, a, b *index.TermFieldDoc, err1, err2 error) bool {
+					t.Helper()
+					if err1 != nil || err2 != nil || (a == nil) != (b == nil) || a != nil && (!bytes.Equal(a.ID, b.ID) || a.Freq != b.Freq || a.Norm != b.Norm) {
+						t.Fatalf("%s: %q (freq and norm %t), %s: termReader %+v (%v), scorch %+v (%v)", what, w, freqNorm, step, b, err2, a, err1)
+					}
+					return a != nil
+				}
+				want, got := open()
+				if want.Count() != got.Count() {
+					t.Fatalf("%s: %q: count %d, scorch %d", what, w, got.Count(), want.Count())
+				}
+				n := 0
+				for {
+					a, err1 := want.Next(nil)
+					b, err2 := got.Next(nil)
+					if !same(fmt.Sprintf("posting %d", n), a, b, err1, err2) {
+						break
+					}
+					n++
+				}
+				if w != "absent" && n == 0 {
+					t.Fatalf("%s: %q: no postings", what, w)
+				}
+				for run := range 10 {
+					want, got := open()
+					var to uint64
+					for step := range 12 {
+						if step > 0 && rng.IntN(5) == 0 {
+							to -= min(to, uint64(rng.IntN(20))) // backwards, or onto the last one
+						} else {
+							to += uint64(rng.IntN(25))
+						}
+						var id [8]byte
+						binary.BigEndian.PutUint64(id[:], to)
+						a, err1 := want.Advance(id[:], &index.TermFieldDoc{})
+						b, err2 := got.Advance(id[:], &index.TermFieldDoc{})
+						if !same(fmt.Sprintf("run %d, advance %d to %d", run, step, to), a, b, err1, err2) {
+							break
+						}
+						to = binary.BigEndian.Uint64(a.ID)
+					}
+				}
+			}
+		}
+	}
+	withDeleted := snapshotOf(t, mem, 4, 4)
+	deleted := uint64(0)
+	for _, ss := range withDeleted.Segments() {
+		if d := ss.Deleted(); d != nil {
+			deleted += d.GetCardinality()
+		}
+	}
+	if deleted != 30 {
+		t.Fatalf("%d deleted documents in the segments, want 30", deleted)
+	}
+	compare("four batches", withDeleted)
+	adv, err := idx.Advanced()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := mergeplan.SingleSegmentMergePlanOptions
+	if err := adv.(*scorch.Scorch).ForceMerge(context.Background(), &opts); err != nil {
+		t.Fatal(err)
+	}
+	merged := snapshotOf(t, idx, 1, 1)
+	if d := merged.Segments()[0].Deleted(); d == nil || !d.IsEmpty() {
+		t.Fatalf("the merged segment's deleted documents: %v, want an empty bitmap (termReader's reason)", d)
+	}
+	compare("merged", merged)
 }
