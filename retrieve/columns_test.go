@@ -87,6 +87,13 @@ func TestColumnsAsIndexed(t *testing.T) {
 		}
 	}
 	check("three batches", 2, 3)
+	mergeAll(t, idx)
+	check("merged", 1, 1)
+}
+
+// mergeAll merges an on-disk scorch index's segments into one.
+func mergeAll(t *testing.T, idx bleve.Index) {
+	t.Helper()
 	adv, err := idx.Advanced()
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +102,6 @@ func TestColumnsAsIndexed(t *testing.T) {
 	if err := adv.(*scorch.Scorch).ForceMerge(context.Background(), &opts); err != nil {
 		t.Fatal(err)
 	}
-	check("merged", 1, 1)
 }
 
 // snapshotOf returns idx's snapshot, closed when the test ends, which must

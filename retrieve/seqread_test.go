@@ -14,7 +14,6 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
-	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	index "github.com/blevesearch/bleve_index_api"
 )
 
@@ -302,14 +301,7 @@ func TestTermReaderAsScorch(t *testing.T) {
 		t.Fatalf("%d deleted documents in the segments, want 30", deleted)
 	}
 	compare("four batches", withDeleted)
-	adv, err := idx.Advanced()
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := mergeplan.SingleSegmentMergePlanOptions
-	if err := adv.(*scorch.Scorch).ForceMerge(context.Background(), &opts); err != nil {
-		t.Fatal(err)
-	}
+	mergeAll(t, idx)
 	merged := snapshotOf(t, idx, 1, 1)
 	if d := merged.Segments()[0].Deleted(); d == nil || !d.IsEmpty() {
 		t.Fatalf("the merged segment's deleted documents: %v, want an empty bitmap (termReader's reason)", d)
