@@ -671,11 +671,7 @@ func newEligibleFilter(ctx context.Context, r index.IndexReader, idx bleve.Index
 		if ef.cols, err = cols.forSnapshot(snap, fields); err != nil {
 			return nil, err
 		}
-		var start uint64
-		for _, ss := range snap.Segments() {
-			ef.starts = append(ef.starts, start)
-			start += ss.Segment().Count()
-		}
+		ef.starts = segmentStarts(snap.Segments())
 	}
 	pool := 1
 	open := func(qs []query.Query) ([]*clauseCursor, error) {

@@ -103,17 +103,28 @@ func (r sequentialReader) DocIDReaderOnly(ids []string) (index.DocIDReader, erro
 // it (TestSequentialDocReadersAsScorch holds it to scorch's numbering).
 func (r sequentialReader) docReader(docs func(*scorch.SegmentSnapshot) (*roaring.Bitmap, error)) (index.DocIDReader, error) {
 	segs := r.snap.Segments()
-	d := &docReader{its: make([]roaring.IntPeekable, len(segs)), offsets: make([]uint64, len(segs))}
-	var next uint64
+	d := &docReader{its: make([]roaring.IntPeekable, len(segs)), offsets: segmentStarts(segs)}
 	for i, s := range segs {
 		b, err := docs(s)
 		if err != nil {
 			return nil, err
 		}
-		d.its[i], d.offsets[i] = b.Iterator(), next
-		next += s.Segment().Count()
+		d.its[i] = b.Iterator()
 	}
 	return d, nil
+}
+
+// segmentStarts returns each segment's first document number as scorch
+// numbers a snapshot's documents: the count of documents, deleted ones
+// included, in the segments before it.
+func segmentStarts(segs []*scorch.SegmentSnapshot) []uint64 {
+	starts := make([]uint64, len(segs))
+	var next uint64
+	for i, s := range segs {
+		starts[i] = next
+		next += s.Segment().Count()
+	}
+	return starts
 }
 
 // docReader reads a set of documents segment by segment, in number order.
@@ -181,11 +192,8 @@ func termFieldReader(ctx context.Context, r index.IndexReader, term []byte, fiel
 	}
 	segs := snap.Segments()
 	t := &termReader{lists: make([]segment.PostingsList, len(segs)), its: make([]segment.PostingsIterator, len(segs)),
-		starts: make([]uint64, len(segs)), freqNorm: freqNorm}
-	var start uint64
+		starts: segmentStarts(segs), freqNorm: freqNorm}
 	for i, ss := range segs {
-		t.starts[i] = start
-		start += ss.Segment().Count() // scorch numbers deleted documents too
 		dict, err := ss.Segment().Dictionary(field)
 		if err != nil {
 			return nil, err
