@@ -1,5 +1,5 @@
 // Package checkpoint is the format of an index's checkpoint file,
-// `evpack-state/4` (state-NNNNNNNN.bin): its encoder, its decoder, and the
+// `evpack-state/5` (state-NNNNNNNN.bin): its encoder, its decoder, and the
 // row table a query reads a mapped checkpoint through. It knows the bytes
 // and nothing of the engine: the caller hands Encode the state's figures
 // (Head) and its chunks by document (Input), and builds its state back
@@ -57,13 +57,15 @@ import (
 // checkpoint is of an older format (Older) is read from its batch files,
 // as one without a checkpoint, until its next commit writes one of this
 // format.
-const Format = "evpack-state/4\n"
+const Format = "evpack-state/5\n"
 
 // Older are the magics of the formats before Format: /1 had no catalog of
 // the lexical partitions; /2 held each chunk ID once, in ID order; /3 held
 // each ID twice, in ID order and in row order, and ordered the lookup by ID
-// rather than by key (idKey).
-var Older = []string{"evpack-state/1\n", "evpack-state/2\n", "evpack-state/3\n"}
+// rather than by key (idKey); /4 did not name its documents (the document
+// table), so a commit could neither tell a chunk joining a stored document
+// nor merge new documents into the rows without reading every chunk.
+var Older = []string{"evpack-state/1\n", "evpack-state/2\n", "evpack-state/3\n", "evpack-state/4\n"}
 
 // IsOlder reports whether raw starts with the magic of an older format.
 func IsOlder(raw []byte) bool {
@@ -81,6 +83,11 @@ func IsOlder(raw []byte) bool {
 // (offset and count in the number arena), document (first row and count)
 // and flags.
 const rowSize = 4 + 4 + 4 + 4 + 8 + 4 + 32 + 4 + 4 + 4 + 4 + 4
+
+// docSize is the width of an entry of the document table: the document's
+// first row and row count, and its key (offset and length in the key
+// arena). The table is in row order, which is key order.
+const docSize = 4 + 4 + 4 + 4
 
 // NoTerms flags a purged chunk's row: its terms went with its text.
 const NoTerms = 1
@@ -162,15 +169,21 @@ type Head struct {
 // reranker terms as the caller numbers them (Input.Names), side by side;
 // nil terms for a purged chunk's.
 type Doc struct {
+	// Key names the document version (the engine's tenant, document ID and
+	// version, joined by NULs). Docs are in strictly ascending key order.
+	Key  string
 	IDs  []string
 	Nums [][]uint32
+	// Chunks, when not nil, are the rows' fields of IDs, side by side;
+	// when nil, Input.Chunk is asked for each.
+	Chunks []Chunk
 }
 
 // Chunk is what a row holds of a chunk besides its ID, document and terms.
 type Chunk struct {
 	Gen    int64        // the generation that committed it
 	Line   storage.Span // its line in its batch file
-	Hash   string       // its content hash, evidence.HashPrefix and 64 hex digits
+	Hash   [32]byte     // its content hash's digest (the 64 hex digits after evidence.HashPrefix)
 	Tenant string       // one of Head.Tenants' names
 	Purged bool
 }
@@ -316,6 +329,10 @@ const (
 	// no entry straddles two (each is validated with its block).
 	rowsPerBlock  = block / rowSize
 	orderPerBlock = block / orderSize
+	docsPerBlock  = block / docSize
+	// sections is the number of the body's sections: rows, ID order, ID
+	// arena, document table, key arena, number arena.
+	sections = 6
 	// orderSize is the width of an entry of the ID order: the row, and
 	// its chunk ID's key (idKey).
 	orderSize = 12
@@ -341,9 +358,9 @@ func (f File) Head() []byte { return f[0] }
 func (f File) Bytes() []byte { return bytes.Join(f, nil) }
 
 // assemble returns the checkpoint file of head and the body sections
-// (rows, ID order, ID arena, number arena).
-func assemble(head []byte, body [4][]byte) File {
-	sizes := [4]int{rowsPerBlock * rowSize, orderPerBlock * orderSize, block, block}
+// (rows, ID order, ID arena, document table, key arena, number arena).
+func assemble(head []byte, body [sections][]byte) File {
+	sizes := [sections]int{rowsPerBlock * rowSize, orderPerBlock * orderSize, block, docsPerBlock * docSize, block, block}
 	sums := blockSums(body, sizes)
 	w := &writer{b: head}
 	off := 0
@@ -380,8 +397,8 @@ func assemble(head []byte, body [4][]byte) File {
 // section i cut into blocks of sizes[i] bytes, hashed on every core: a
 // block's sum is a function of its bytes alone, so the sums do not depend
 // on which goroutine computed them.
-func blockSums(body [4][]byte, sizes [4]int) [4][][32]byte {
-	var sums [4][][32]byte
+func blockSums(body [sections][]byte, sizes [sections]int) [sections][][32]byte {
+	var sums [sections][][32]byte
 	type job struct{ sec, lo, hi int } // blocks [lo, hi) of section sec
 	var jobs []job
 	for i, sec := range body {
@@ -454,26 +471,34 @@ func canonicalTerms(names []string, docs []Doc) ([]uint32, []string) {
 	return canon, out
 }
 
-// rows appends the number of rows to the head and returns the body: the
-// chunks' rows (see rowSize), the ID order (see orderSize), the ID arena and
-// the number arena, the terms numbered by canon.
+// rows appends the number of rows and of documents to the head and returns
+// the body: the chunks' rows (see rowSize), the ID order (see orderSize),
+// the ID arena, the document table (see docSize), the key arena and the
+// number arena (the terms numbered by canon).
 //
 // The sections are sized first, then filled document by document on every
 // core, each document at the place the sizing gave it, while the ID order
 // is sorted: the bytes depend on the input alone, never on the workers.
-func (w *writer) rows(in *Input, tenants []string, canon []uint32) ([4][]byte, error) {
-	var body [4][]byte
+func (w *writer) rows(in *Input, tenants []string, canon []uint32) ([sections][]byte, error) {
+	var body [sections][]byte
 	docs := in.Docs
-	// Where each document's rows, IDs and term numbers start, and the IDs
-	// in row order. (At a million chunks the arenas are hundreds of
+	// Where each document's rows, IDs, term numbers and key start, and the
+	// IDs in row order. (At a million chunks the arenas are hundreds of
 	// megabytes: sized ahead, none of them is ever copied to grow.)
-	type place struct{ row, idByte, num int }
+	type place struct{ row, idByte, num, keyByte int }
 	at := make([]place, len(docs)+1)
 	ids := make([]string, 0, in.Placed)
 	for k, d := range docs {
+		switch {
+		case k > 0 && docs[k-1].Key >= d.Key:
+			return body, fmt.Errorf("evpack: checkpoint: document %q after %q: documents out of order", d.Key, docs[k-1].Key)
+		case len(d.IDs) == 0 || len(d.Nums) != len(d.IDs) || (d.Chunks != nil && len(d.Chunks) != len(d.IDs)):
+			return body, fmt.Errorf("evpack: checkpoint: document %q: %d IDs, %d term lists, %d rows", d.Key, len(d.IDs), len(d.Nums), len(d.Chunks))
+		}
 		p := at[k]
 		ids = append(ids, d.IDs...)
 		p.row += len(d.IDs)
+		p.keyByte += len(d.Key)
 		for i, id := range d.IDs {
 			p.idByte, p.num = p.idByte+len(id), p.num+len(d.Nums[i])
 		}
@@ -483,31 +508,40 @@ func (w *writer) rows(in *Input, tenants []string, canon []uint32) ([4][]byte, e
 	switch {
 	case len(ids) != in.Placed:
 		return body, fmt.Errorf("evpack: checkpoint: %d chunks in documents, %d placed", len(ids), in.Placed)
-	case total.idByte > 1<<31 || total.num > 1<<32-1 || in.Head.Gen > 1<<32-1:
-		return body, fmt.Errorf("evpack: checkpoint: %d bytes of chunk IDs, %d reranker terms, generation %d: more than a checkpoint holds", total.idByte, total.num, in.Head.Gen)
+	case total.idByte > 1<<31 || total.keyByte > 1<<31 || total.num > 1<<32-1 || in.Head.Gen > 1<<32-1:
+		return body, fmt.Errorf("evpack: checkpoint: %d bytes of chunk IDs, %d of document keys, %d reranker terms, generation %d: more than a checkpoint holds",
+			total.idByte, total.keyByte, total.num, in.Head.Gen)
 	}
 	rows := make([]byte, len(ids)*rowSize)
 	arena := make([]byte, total.idByte)
 	nums := make([]byte, 4*total.num) // little-endian term numbers
+	docTable := make([]byte, len(docs)*docSize)
+	keys := make([]byte, total.keyByte)
 	// fill writes documents [lo, hi), and returns the first error among
 	// them in document order.
 	fill := func(lo, hi int) error {
 		le := binary.LittleEndian
 		for k := lo; k < hi; k++ {
 			d, p := docs[k], at[k]
+			e := docTable[k*docSize : (k+1)*docSize]
+			le.PutUint32(e[0:], uint32(p.row))
+			le.PutUint32(e[4:], uint32(len(d.IDs)))
+			le.PutUint32(e[8:], uint32(p.keyByte))
+			le.PutUint32(e[12:], uint32(len(d.Key)))
+			copy(keys[p.keyByte:], d.Key)
 			for i, id := range d.IDs {
-				c := in.Chunk(id)
-				hash, ok := strings.CutPrefix(c.Hash, evidence.HashPrefix)
-				var hexSum [64]byte // decoded from an array: no allocation per chunk
-				if !ok || len(hash) != len(hexSum) {
-					return fmt.Errorf("evpack: checkpoint: chunk %q: content hash %q", id, c.Hash)
+				var c Chunk
+				if d.Chunks != nil {
+					c = d.Chunks[i]
+				} else {
+					c = in.Chunk(id)
 				}
-				copy(hexSum[:], hash)
 				r := rows[(p.row+i)*rowSize : (p.row+i+1)*rowSize]
-				if _, err := hex.Decode(r[28:60], hexSum[:]); err != nil {
-					return fmt.Errorf("evpack: checkpoint: chunk %q: content hash %q", id, c.Hash)
+				copy(r[28:60], c.Hash[:])
+				t, found := slices.BinarySearch(tenants, c.Tenant)
+				if !found {
+					return fmt.Errorf("evpack: checkpoint: chunk %q: tenant %q has no figures", id, c.Tenant)
 				}
-				t, _ := slices.BinarySearch(tenants, c.Tenant)
 				var flags uint32
 				if c.Purged {
 					flags |= NoTerms
@@ -542,19 +576,19 @@ func (w *writer) rows(in *Input, tenants []string, canon []uint32) ([4][]byte, e
 	// view reads its rows' IDs together. (Ordered by ID, a lookup read the
 	// IDs of the entries it passed: a second copy of the arena in ID order,
 	// and a block of it checked for each cold lookup.)
-	keys := make([]uint64, len(ids))
+	idKeys := make([]uint64, len(ids))
 	byID := make([]uint32, len(ids))
 	sorted := make(chan struct{})
 	go func() {
 		defer close(sorted)
 		for i, id := range ids {
-			byID[i], keys[i] = uint32(i), idKey(id)
+			byID[i], idKeys[i] = uint32(i), idKey(id)
 		}
 		slices.SortFunc(byID, func(a, b uint32) int {
 			// Not cmp.Or, which evaluates both: it compared the IDs, far
 			// apart in memory, at every step, not only when the keys tie
 			// (a million IDs sorted in 0.57 s instead of 0.20, measured apart).
-			if c := cmp.Compare(keys[a], keys[b]); c != 0 {
+			if c := cmp.Compare(idKeys[a], idKeys[b]); c != 0 {
 				return c
 			}
 			return strings.Compare(ids[a], ids[b])
@@ -580,13 +614,14 @@ func (w *writer) rows(in *Input, tenants []string, canon []uint32) ([4][]byte, e
 	order := make([]byte, 0, orderSize*len(byID))
 	for _, r := range byID {
 		order = binary.LittleEndian.AppendUint32(order, r)
-		order = binary.LittleEndian.AppendUint64(order, keys[r])
+		order = binary.LittleEndian.AppendUint64(order, idKeys[r])
 	}
 	w.uint(uint64(len(ids)))
 	for k := 0; k < len(byID); k += fenceEvery {
-		w.u64(keys[byID[k]])
+		w.u64(idKeys[byID[k]])
 	}
-	return [4][]byte{rows, order, arena, nums}, nil
+	w.uint(uint64(len(docs)))
+	return [sections][]byte{rows, order, arena, docTable, keys, nums}, nil
 }
 
 // writer appends a checkpoint's fields.

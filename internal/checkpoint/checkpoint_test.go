@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -20,7 +19,7 @@ import (
 // corpus and two tenants, facts, a purge, over seven commits), encoded for
 // analyzers "lexical=pinned" with catalog pinnedCatalog.
 const (
-	pinnedSum      = "blake3:a3546b2e703b0f257dd708f6da7dac28d47bbb5d7b685cb473821510d52eeca9"
+	pinnedSum      = "blake3:1a7a92a6b6f4421ecb1ce1eba27515ba7eca62d20c6a69f7b81231187aa7678f"
 	pinnedIdentity = "lexical=pinned"
 	pinnedCatalog  = `{"catalog":"pinned"}`
 	pinnedGens     = 7
@@ -58,7 +57,10 @@ func inputOf(t testing.TB, h *Head, tbl *Table) Input {
 	for i := 0; i < tbl.Len(); {
 		w, ok := tbl.Row(i)
 		require.True(t, ok, "row %d: %v", i, tbl.Err())
-		var d Doc
+		e, ok := tbl.Doc(len(in.Docs))
+		require.True(t, ok, "document %d: %v", len(in.Docs), tbl.Err())
+		require.Equal(t, [2]int{i, int(w.DocLen)}, [2]int{e.First, e.Len}, "document %d", len(in.Docs))
+		d := Doc{Key: e.Key}
 		for k := range int(w.DocLen) {
 			r, ok := tbl.Row(i + k)
 			require.True(t, ok)
@@ -67,12 +69,13 @@ func inputOf(t testing.TB, h *Head, tbl *Table) Input {
 			nums, ok := tbl.Nums(r)
 			require.True(t, ok)
 			d.IDs, d.Nums = append(d.IDs, id), append(d.Nums, nums)
-			chunks[id] = Chunk{Gen: int64(r.Gen), Line: r.Line, Hash: evidence.HashPrefix + hex.EncodeToString(r.Hash[:]),
+			chunks[id] = Chunk{Gen: int64(r.Gen), Line: r.Line, Hash: r.Hash,
 				Tenant: tbl.Tenant(r), Purged: r.Flags&NoTerms != 0}
 		}
 		in.Docs = append(in.Docs, d)
 		i += int(w.DocLen)
 	}
+	require.Equal(t, tbl.Docs(), len(in.Docs))
 	in.Chunk = func(id string) Chunk { return chunks[id] }
 	return in
 }
@@ -214,7 +217,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		defer tbl.Close()
 		if reseal {
-			for _, s := range []*section{&tbl.rows, &tbl.byID, &tbl.ids, &tbl.numSec} {
+			for _, s := range []*section{&tbl.rows, &tbl.byID, &tbl.ids, &tbl.numSec, &tbl.docs, &tbl.keys} {
 				for b := 0; b*s.block < s.length; b++ {
 					sum := blake3.Sum256(s.data[b*s.block : min((b+1)*s.block, s.length)])
 					copy(s.sums[32*b:], sum[:])
@@ -238,6 +241,16 @@ func FuzzDecode(f *testing.F) {
 				_ = got
 			}
 		}
+		for k := range tbl.Docs() {
+			e, ok := tbl.Doc(k)
+			if !ok {
+				break
+			}
+			if got, ok := tbl.FindDoc(e.Key); ok {
+				require.Equal(t, e.Key, got.Key)
+			}
+			require.LessOrEqual(t, e.First+e.Len, tbl.Len(), "a validated entry's rows")
+		}
 		if err := tbl.Err(); err != nil && !errors.Is(err, storage.ErrCorrupt) {
 			t.Fatalf("a failed read is not ErrCorrupt: %v", err)
 		}
@@ -250,4 +263,39 @@ func leUint64(b []byte) uint64 {
 		v = v<<8 | uint64(b[i])
 	}
 	return v
+}
+
+// TestDocumentTable: every document of the pinned checkpoint is found by
+// its key at its rows, a key between two (or past the last) is not, and
+// Encode refuses documents out of key order, or a tenant without figures.
+func TestDocumentTable(t *testing.T) {
+	h, tbl, ok, err := decodeBytes(t, pinned(t), pinnedIdentity, pinnedGens)
+	require.NoError(t, err)
+	require.True(t, ok)
+	defer tbl.Close()
+	require.Greater(t, tbl.Docs(), 2)
+	for k := range tbl.Docs() {
+		e, ok := tbl.Doc(k)
+		require.True(t, ok)
+		got, ok := tbl.FindDoc(e.Key)
+		require.True(t, ok, "document %q", e.Key)
+		require.Equal(t, e, got)
+		_, ok = tbl.FindDoc(e.Key + "\x00") // sorts after e, before the next
+		require.False(t, ok, "a key just after %q", e.Key)
+		w, ok := tbl.Row(e.First)
+		require.True(t, ok)
+		require.Equal(t, [2]int{e.First, e.Len}, [2]int{int(w.DocStart), int(w.DocLen)})
+	}
+	_, ok = tbl.FindDoc("")
+	require.False(t, ok)
+	require.NoError(t, tbl.Err())
+
+	in := inputOf(t, h, tbl)
+	in.Docs[0], in.Docs[1] = in.Docs[1], in.Docs[0]
+	_, err = Encode(in)
+	require.ErrorContains(t, err, "out of order")
+	in = inputOf(t, h, tbl)
+	in.Head.Tenants = in.Head.Tenants[1:]
+	_, err = Encode(in)
+	require.ErrorContains(t, err, "has no figures")
 }

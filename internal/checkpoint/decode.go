@@ -149,8 +149,12 @@ func Decode(name string, f *os.File, sum, identity string, gens int) (h *Head, t
 			r.fail("fences out of order")
 		}
 	}
+	nDocs := r.uint()
+	if nDocs > uint64(n) {
+		r.fail("bad document count")
+	}
 	start := (int64(len(raw)) + page - 1) &^ (page - 1)
-	var secs [4]section
+	var secs [sections]section
 	var bodyLen int64
 	for i := range secs {
 		off, length, blk := r.uint(), r.uint(), r.uint()
@@ -169,8 +173,9 @@ func Decode(name string, f *os.File, sum, identity string, gens int) (h *Head, t
 	if r.err == nil && r.off != len(r.b) {
 		r.fail("data after the end")
 	}
-	if r.err == nil && (start+bodyLen != size || secs[0].length != n*rowSize || secs[1].length != n*orderSize || secs[3].length%4 != 0 ||
-		secs[0].block != rowsPerBlock*rowSize || secs[1].block != orderPerBlock*orderSize) {
+	if r.err == nil && (start+bodyLen != size || secs[0].length != n*rowSize || secs[1].length != n*orderSize || secs[5].length%4 != 0 ||
+		secs[0].block != rowsPerBlock*rowSize || secs[1].block != orderPerBlock*orderSize ||
+		secs[3].length != int(nDocs)*docSize || secs[3].block != docsPerBlock*docSize) {
 		r.fail(fmt.Sprintf("a body of %d rows does not fill the file's %d bytes", n, size))
 	}
 	if r.err != nil {
@@ -180,12 +185,12 @@ func Decode(name string, f *os.File, sum, identity string, gens int) (h *Head, t
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("%w: %s: %v", storage.ErrCorrupt, name, err)
 	}
-	t = &Table{body: body, gens: gens, tenants: tenants, n: n, names: len(h.Terms), name: name, catalog: catalog, fences: fences}
+	t = &Table{body: body, gens: gens, tenants: tenants, n: n, nDocs: int(nDocs), names: len(h.Terms), name: name, catalog: catalog, fences: fences}
 	for i := range secs {
 		secs[i].data = body[secs[i].off : secs[i].off+int64(secs[i].length)]
 	}
-	t.rows, t.byID, t.ids, t.numSec = secs[0], secs[1], secs[2], secs[3]
-	t.rows.validate, t.byID.validate, t.numSec.validate = t.validRows, t.validOrder, t.validNums
+	t.rows, t.byID, t.ids, t.docs, t.keys, t.numSec = secs[0], secs[1], secs[2], secs[3], secs[4], secs[5]
+	t.rows.validate, t.byID.validate, t.numSec.validate, t.docs.validate = t.validRows, t.validOrder, t.validNums, t.validDocs
 	if m := t.numSec.length / 4; m > 0 {
 		arena := t.numSec.data
 		if nativeLittleEndian {

@@ -80,6 +80,17 @@ func (t *Table) validOrder(lo, hi int) error {
 	return nil
 }
 
+// validDocs validates the entries in bytes [lo, hi) of the document table.
+func (t *Table) validDocs(lo, hi int) error {
+	for k := lo; k+docSize <= hi; k += docSize {
+		e := t.docAt(k / docSize)
+		if e.First+e.Len > t.n || e.Len == 0 || e.keyOff+e.keyLen > t.keys.length {
+			return fmt.Errorf("document %d: rows %d+%d of %d, key %d+%d", k/docSize, e.First, e.Len, t.n, e.keyOff, e.keyLen)
+		}
+	}
+	return nil
+}
+
 // validNums validates term numbers in bytes [lo, hi) of the number arena.
 func (t *Table) validNums(lo, hi int) error {
 	for k := lo; k < hi; k += 4 {
@@ -106,8 +117,9 @@ type Table struct {
 	body   []byte // the mapping
 
 	rows, byID, ids, numSec section  // rows in document order; ID order (see orderSize); ID arena; number arena
+	docs, keys              section  // the document table (see docSize), in row order; its key arena
 	nums                    []uint32 // numSec, as numbers
-	n, names                int      // rows; term names
+	n, nDocs, names         int      // rows; documents; term names
 	gens                    int      // the generations a row may name: 1 to gens
 	tenants                 []string
 	name                    string
@@ -167,7 +179,7 @@ func (t *Table) Close() error {
 	t.closed = true
 	body := t.body
 	t.body, t.nums = nil, nil
-	t.rows.data, t.byID.data, t.ids.data, t.numSec.data = nil, nil, nil, nil
+	t.rows.data, t.byID.data, t.ids.data, t.numSec.data, t.docs.data, t.keys.data = nil, nil, nil, nil, nil, nil
 	return unmapBody(body)
 }
 
@@ -305,4 +317,66 @@ func (t *Table) Nums(w Row) ([]uint32, bool) {
 	out := make([]uint32, w.NumsLen)
 	copy(out, t.nums[w.numsOff:w.numsOff+w.NumsLen])
 	return out, true
+}
+
+// DocEntry is one document of a checkpoint's document table: its key and
+// its rows, [First, First+Len).
+type DocEntry struct {
+	Key            string
+	First, Len     int
+	keyOff, keyLen int
+}
+
+// Docs returns the number of documents the table holds.
+func (t *Table) Docs() int { return t.nDocs }
+
+// docAt decodes entry k of the document table, unchecked and without its key.
+func (t *Table) docAt(k int) DocEntry {
+	e := t.docs.data[k*docSize:]
+	u := func(off int) int { return int(binary.LittleEndian.Uint32(e[off:])) }
+	return DocEntry{First: u(0), Len: u(4), keyOff: u(8), keyLen: u(12)}
+}
+
+// Doc returns document k (0 <= k < Docs), in row order, which is key
+// order; false after a failed check.
+func (t *Table) Doc(k int) (DocEntry, bool) {
+	if !t.read() {
+		return DocEntry{}, false
+	}
+	defer t.mu.RUnlock()
+	return t.doc(k)
+}
+
+func (t *Table) doc(k int) (DocEntry, bool) {
+	if err := t.docs.check(k*docSize, docSize); err != nil {
+		t.failed(fmt.Errorf("document table: %w", err))
+		return DocEntry{}, false
+	}
+	e := t.docAt(k)
+	if err := t.keys.check(e.keyOff, e.keyLen); err != nil {
+		t.failed(fmt.Errorf("document keys: %w", err))
+		return DocEntry{}, false
+	}
+	e.Key = string(t.keys.data[e.keyOff : e.keyOff+e.keyLen]) // a copy: see Table
+	return e, true
+}
+
+// FindDoc returns the document of key key; false when the table holds
+// none, or after a failed check (Err).
+func (t *Table) FindDoc(key string) (DocEntry, bool) {
+	if !t.read() {
+		return DocEntry{}, false
+	}
+	defer t.mu.RUnlock()
+	failed := false
+	k := sort.Search(t.nDocs, func(k int) bool {
+		e, ok := t.doc(k)
+		failed = failed || !ok
+		return !ok || e.Key >= key
+	})
+	if failed || k == t.nDocs {
+		return DocEntry{}, false
+	}
+	e, ok := t.doc(k)
+	return e, ok && e.Key == key
 }

@@ -1,8 +1,11 @@
 package state
 
 import (
+	"encoding/hex"
+	"fmt"
 	"iter"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -133,15 +136,37 @@ func EncodeCheckpoint(st *State, identity string, catalog func() ([]byte, error)
 	keys := evidence.SortedKeys(st.DocOrder)
 	docs := make([]checkpoint.Doc, len(keys))
 	for i, k := range keys {
-		docs[i] = checkpoint.Doc{IDs: st.DocOrder[k].IDs, Nums: st.DocOrder[k].Nums}
+		docs[i] = checkpoint.Doc{Key: k, IDs: st.DocOrder[k].IDs, Nums: st.DocOrder[k].Nums}
 	}
-	return checkpoint.Encode(checkpoint.Input{Head: h, Identity: identity, Names: st.Names, Docs: docs, Placed: len(st.DocPlace),
+	var bad atomic.Pointer[string] // the first malformed content hash (the encoder runs on every core)
+	f, err := checkpoint.Encode(checkpoint.Input{Head: h, Identity: identity, Names: st.Names, Docs: docs, Placed: len(st.DocPlace),
 		Catalog: catalog,
 		Chunk: func(id string) checkpoint.Chunk {
 			pl, c := st.DocPlace[id], st.Chunks[id]
 			_, purged := st.Purged[id] // nil in memory, or none read back: the same
-			return checkpoint.Chunk{Gen: pl.Gen, Line: pl.Line, Hash: c.ContentHash, Tenant: c.Tenant, Purged: purged}
+			out := checkpoint.Chunk{Gen: pl.Gen, Line: pl.Line, Tenant: c.Tenant, Purged: purged}
+			if !digestOf(c.ContentHash, &out.Hash) {
+				bad.CompareAndSwap(nil, &id)
+			}
+			return out
 		}})
+	if id := bad.Load(); id != nil && err == nil {
+		err = fmt.Errorf("evpack: checkpoint: chunk %q: content hash %q", *id, st.Chunks[*id].ContentHash)
+	}
+	return f, err
+}
+
+// digestOf decodes content hash h (evidence.HashPrefix and 64 hex digits)
+// into sum, false when it is not one.
+func digestOf(h string, sum *[32]byte) bool {
+	hexSum, ok := strings.CutPrefix(h, evidence.HashPrefix)
+	if !ok || len(hexSum) != 64 {
+		return false
+	}
+	var buf [64]byte // decoded from an array: no allocation per chunk
+	copy(buf[:], hexSum)
+	_, err := hex.Decode(sum[:], buf[:])
+	return err == nil
 }
 
 // termCounts returns df by term.
