@@ -25,7 +25,7 @@ func TestChunkReadersAgree(t *testing.T) {
 	require.NotNil(t, e.st.Rows, "Open read the checkpoint")
 	mem, rows := full.Reader(), e.st.Reader()
 	require.IsType(t, state.MemChunks{}, mem)
-	require.IsType(t, &state.RowTable{}, rows)
+	require.IsType(t, state.Layered{}, rows)
 	ids := evidence.SortedKeys(full.Chunks)
 	require.NotEmpty(t, ids)
 	for _, id := range append(ids, "no-such-chunk") {

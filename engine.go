@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -303,7 +302,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 
 	// Only ingest (serialized by ingestMu) replaces st, so st stays the
 	// latest state until this commit swaps in the next.
-	st, err := e.writableFor(!slices.ContainsFunc(recs, func(r connectors.Record) bool { return r.Fact == nil }))
+	st, err := e.writableFor(false)
 	if err != nil {
 		return rep, err
 	}

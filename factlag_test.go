@@ -101,7 +101,7 @@ func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", state.CheckpointLag))}), IngestOptions{})
 	require.NoError(t, err)
 	require.Equal(t, storage.CheckpointName(state.CheckpointLag+2), checkpointOf(), "one more and the state is written again")
-	require.Nil(t, e.st.Rows, "from every chunk in memory")
+	require.Empty(t, e.st.Chunks, "read back from the checkpoint it wrote, with nothing in memory")
 	require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(1)), "and the one it replaced removed")
 	reopen("after the checkpoint was written again")
 

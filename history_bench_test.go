@@ -54,7 +54,10 @@ func BenchmarkHistoryMemory(b *testing.B) {
 	}
 	for b.Loop() {
 		base := heap()
-		one := state.NewState().Extend(1, at, all, an, nil)
+		one, err := state.NewState().Extend(1, at, all, an, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
 		oneBytes := heap() - base
 		runtime.KeepAlive(one)
 		one = nil
@@ -65,7 +68,9 @@ func BenchmarkHistoryMemory(b *testing.B) {
 		var last time.Duration
 		for g := 0; g < batches; g++ {
 			start := time.Now()
-			st = st.Extend(int64(g+1), at.Add(time.Duration(g)*time.Hour), all[g*per:(g+1)*per], an[g*per:(g+1)*per], nil)
+			if st, err = st.Extend(int64(g+1), at.Add(time.Duration(g)*time.Hour), all[g*per:(g+1)*per], an[g*per:(g+1)*per], nil); err != nil {
+				b.Fatal(err)
+			}
 			last = time.Since(start)
 		}
 		manyBytes := heap() - base

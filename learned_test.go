@@ -109,7 +109,8 @@ func TestDocumentOrder(t *testing.T) {
 	// places point to the copy, the old state's stay as they were.
 	c = corpusRecords(t)[0].Chunk
 	c.ID, c.DocID, c.Version, c.Meta = "d/art-0", "d", "1", nil
-	next := st.Extend(2, time.Unix(0, 0).UTC(), []*evidence.Chunk{&c}, []state.Analyzed{{}}, nil)
+	next, err := st.Extend(2, time.Unix(0, 0).UTC(), []*evidence.Chunk{&c}, []state.Analyzed{{}}, nil)
+	require.NoError(t, err)
 	requireDocPlaces(t, next)
 	requireDocPlaces(t, st)
 	ids, _, pos = next.Scope("", 2).Document("d/art-2")

@@ -5,17 +5,13 @@ import (
 	"github.com/evpack/evpack/internal/state"
 )
 
-// writableFor returns the state an ingest extends. A commit of facts alone
-// that leaves the checkpoint as it is (state.KeepsCheckpoint) changes no chunk's
-// row, so it extends the latest state as it is, read from a checkpoint or
-// not: a retraction after Open does not read every batch file. Any other
-// extends writable's.
-func (e *Engine) writableFor(factsOnly bool) (*state.State, error) {
-	if factsOnly {
-		st, err := e.snapshot()
-		if err != nil || st.Rows == nil || state.KeepsCheckpoint(e.store, e.lex, st.Gen+1) {
-			return st, err
-		}
+// writableFor returns the state a commit extends: the latest state as it
+// is, read from a checkpoint or not, for a commit of chunks and facts
+// (state.Extend takes either, so a write after Open does not read every
+// batch file); writable's, every chunk in memory, for a purge.
+func (e *Engine) writableFor(purges bool) (*state.State, error) {
+	if !purges {
+		return e.snapshot()
 	}
 	return e.writable()
 }

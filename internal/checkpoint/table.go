@@ -380,3 +380,6 @@ func (t *Table) FindDoc(key string) (DocEntry, bool) {
 	e, ok := t.doc(k)
 	return e, ok && e.Key == key
 }
+
+// Name returns the checkpoint's file name, as errors give it.
+func (t *Table) Name() string { return t.name }

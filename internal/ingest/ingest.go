@@ -78,7 +78,10 @@ func Prepare(ctx context.Context, st *state.State, recs []connectors.Record, hol
 			}
 			return b, err
 		}
-		prev, ok := st.Chunks[ch.ID]
+		prev, ok, err := st.Stored(ch.ID)
+		if err != nil {
+			return b, err
+		}
 		if !ok {
 			prev, ok = batch[ch.ID]
 		}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"iter"
 	"os"
@@ -34,7 +35,7 @@ func CheckpointSum(raw []byte) (string, error) { return checkpoint.Sum(raw) }
 // chunk of st. The catalog is computed beside the rest: both only read st.
 func Checkpoint(st *State, lex *retrieve.Lexical, catalog func() ([]byte, error)) (checkpoint.File, error) {
 	if catalog == nil {
-		catalog = func() ([]byte, error) { return lex.Catalog(st.LexDocs()) }
+		catalog = func() ([]byte, error) { return catalogOf(lex, st) }
 	}
 	type result struct {
 		raw []byte
@@ -86,7 +87,7 @@ func KeepsCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64) bool {
 func CatalogAfter(lex *retrieve.Lexical, parent, next *State, add []*evidence.Chunk, nfacts int) func() ([]byte, error) {
 	return func() (raw []byte, err error) {
 		if parent.Catalog == nil || nfacts > 0 {
-			raw, err = lex.Catalog(next.LexDocs())
+			raw, err = catalogOf(lex, next)
 		} else {
 			docs := make([]retrieve.Doc, len(add))
 			for i, c := range add {
@@ -133,13 +134,16 @@ func EncodeCheckpoint(st *State, identity string, catalog func() ([]byte, error)
 		t.LexDF, t.RRDF = termCounts(ts.LexDF), termCounts(ts.RerankDF)
 		h.Tenants = append(h.Tenants, t)
 	}
-	keys := evidence.SortedKeys(st.DocOrder)
-	docs := make([]checkpoint.Doc, len(keys))
-	for i, k := range keys {
-		docs[i] = checkpoint.Doc{Key: k, IDs: st.DocOrder[k].IDs, Nums: st.DocOrder[k].Nums}
+	docs, err := st.docsInKeyOrder()
+	if err != nil {
+		return nil, err
+	}
+	placed := len(st.DocPlace)
+	if st.Rows != nil {
+		placed = int(st.Stats.Docs) // every chunk is in a document, of the rows or of the maps
 	}
 	var bad atomic.Pointer[string] // the first malformed content hash (the encoder runs on every core)
-	f, err := checkpoint.Encode(checkpoint.Input{Head: h, Identity: identity, Names: st.Names, Docs: docs, Placed: len(st.DocPlace),
+	f, err := checkpoint.Encode(checkpoint.Input{Head: h, Identity: identity, Names: st.Names, Docs: docs, Placed: placed,
 		Catalog: catalog,
 		Chunk: func(id string) checkpoint.Chunk {
 			pl, c := st.DocPlace[id], st.Chunks[id]
@@ -154,6 +158,62 @@ func EncodeCheckpoint(st *State, identity string, catalog func() ([]byte, error)
 		err = fmt.Errorf("evpack: checkpoint: chunk %q: content hash %q", *id, st.Chunks[*id].ContentHash)
 	}
 	return f, err
+}
+
+// docsInKeyOrder returns st's document versions in key order, as its
+// checkpoint holds them: those of its maps as they are (Input.Chunk gives
+// their rows' fields), and, when st was read from a checkpoint, those of
+// its rows that its maps do not hold, read from the rows with their fields.
+// The rows are in key order already, so this is a merge, not a sort.
+func (st *State) docsInKeyOrder() ([]checkpoint.Doc, error) {
+	keys := evidence.SortedKeys(st.DocOrder)
+	mem := func(k string) checkpoint.Doc {
+		return checkpoint.Doc{Key: k, IDs: st.DocOrder[k].IDs, Nums: st.DocOrder[k].Nums}
+	}
+	t := st.Rows
+	if t == nil {
+		docs := make([]checkpoint.Doc, len(keys))
+		for i, k := range keys {
+			docs[i] = mem(k)
+		}
+		return docs, nil
+	}
+	docs := make([]checkpoint.Doc, 0, t.Docs()+len(keys))
+	j := 0
+	for k := range t.Docs() {
+		e, ok := t.Doc(k)
+		if !ok {
+			return nil, t.Err()
+		}
+		for ; j < len(keys) && keys[j] < e.Key; j++ {
+			docs = append(docs, mem(keys[j]))
+		}
+		if j < len(keys) && keys[j] == e.Key { // copied out: the maps' list holds its rows' chunks
+			docs = append(docs, mem(keys[j]))
+			j++
+			continue
+		}
+		d := checkpoint.Doc{Key: e.Key, IDs: make([]string, e.Len), Nums: make([][]uint32, e.Len), Chunks: make([]checkpoint.Chunk, e.Len)}
+		for i := range e.Len {
+			w, ok := t.Row(e.First + i)
+			if ok {
+				d.IDs[i], ok = t.ID(w)
+			}
+			if ok {
+				d.Nums[i], ok = t.Nums(w)
+			}
+			if !ok {
+				return nil, t.Err()
+			}
+			_, purged := st.Purged[d.IDs[i]]
+			d.Chunks[i] = checkpoint.Chunk{Gen: int64(w.Gen), Line: w.Line, Hash: w.Hash, Tenant: t.Tenant(w), Purged: purged}
+		}
+		docs = append(docs, d)
+	}
+	for ; j < len(keys); j++ {
+		docs = append(docs, mem(keys[j]))
+	}
+	return docs, nil
 }
 
 // digestOf decodes content hash h (evidence.HashPrefix and 64 hex digits)
@@ -229,19 +289,27 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 	}
 	st.Catalog = t.Catalog()
 	st.Rows = &RowTable{Table: t, dir: d, files: files, Checked: make([]atomic.Pointer[checkedChunk], min(t.Len(), checkedChunks)+1)}
+	st.Base = st.Gen
 	return st, true, nil
 }
 
-// LexDocs yields the lexical document of each chunk of st (every chunk in
-// memory), in row order, with whether the lexical index holds it: a purge
-// deleted the documents of the chunks it took.
-func (st *State) LexDocs() iter.Seq2[retrieve.Doc, bool] {
+// LexDocs yields the lexical document of each chunk of st, in row order,
+// with whether the lexical index holds it: a purge deleted the documents
+// of the chunks it took. A chunk of a checkpoint's rows is read from its
+// batch file; when one cannot be, the sequence stops and *failed says why.
+func (st *State) LexDocs(failed *error) iter.Seq2[retrieve.Doc, bool] {
 	return func(yield func(retrieve.Doc, bool) bool) {
-		for _, k := range evidence.SortedKeys(st.DocOrder) {
-			for _, id := range st.DocOrder[k].IDs {
+		docs, err := st.docsInKeyOrder()
+		if err != nil {
+			*failed = err
+			return
+		}
+		for _, doc := range docs {
+			for _, id := range doc.IDs {
 				d, err := st.LexDoc(id)
 				if err != nil {
-					continue // every placed chunk is committed (rows checks the count)
+					*failed = err
+					return
 				}
 				if _, purged := st.Purged[id]; !yield(d, !purged) {
 					return
@@ -249,6 +317,13 @@ func (st *State) LexDocs() iter.Seq2[retrieve.Doc, bool] {
 			}
 		}
 	}
+}
+
+// catalogOf returns lex's catalog of every chunk of st.
+func catalogOf(lex *retrieve.Lexical, st *State) ([]byte, error) {
+	var failed error
+	raw, err := lex.Catalog(st.LexDocs(&failed))
+	return raw, errors.Join(err, failed)
 }
 
 // RowTable is the chunks' half of a state read from a checkpoint: the

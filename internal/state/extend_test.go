@@ -130,7 +130,7 @@ func TestExtendLeavesItsParent(t *testing.T) {
 				facts = append(facts, &evidence.Fact{Kind: evidence.FactRetracted, ChunkID: c.ID, End: asof.DateFromDays(18500 + int64(rng.IntN(50))), Anchor: t0})
 			}
 			at := t0.Add(time.Duration(gen) * time.Hour)
-			next := states[len(states)-1].Extend(gen, at, add, an, facts)
+			next := extend(t, states[len(states)-1], gen, at, add, an, facts)
 			states, dumps = append(states, next), append(dumps, dump(next))
 
 			built.Gen, built.Commits = gen, append(built.Commits, at)
@@ -159,10 +159,10 @@ func TestExtendLeavesItsParent(t *testing.T) {
 func TestExtendWithFactsAloneSharesChunks(t *testing.T) {
 	lex := testLexical(t)
 	c := testChunk("art-1", "acme", "d", "1", "capital buffer", 18000, -1)
-	parent := NewState().Extend(1, time.Unix(0, 0), []*evidence.Chunk{c}, []Analyzed{Analyze(lex, nil, nil, c.Text)}, nil)
+	parent := extend(t, NewState(), 1, time.Unix(0, 0), []*evidence.Chunk{c}, []Analyzed{Analyze(lex, nil, nil, c.Text)}, nil)
 	before := dump(parent)
 	f := &evidence.Fact{Kind: evidence.FactRetracted, ChunkID: c.ID, End: asof.DateFromDays(18100), Anchor: time.Unix(0, 0)}
-	child := parent.Extend(2, time.Unix(60, 0), nil, nil, []*evidence.Fact{f})
+	child := extend(t, parent, 2, time.Unix(60, 0), nil, nil, []*evidence.Fact{f})
 	for _, m := range []struct {
 		name        string
 		child, mine any
@@ -207,7 +207,7 @@ func TestDocumentOrder(t *testing.T) {
 				p = -1
 			}
 			c := testChunk(id, "", "doc", "1", "text of "+id, 18000, p)
-			s = s.Extend(int64(i+1), time.Unix(int64(i), 0), []*evidence.Chunk{c}, []Analyzed{Analyze(lex, nil, nil, c.Text)}, nil)
+			s = extend(t, s, int64(i+1), time.Unix(int64(i), 0), []*evidence.Chunk{c}, []Analyzed{Analyze(lex, nil, nil, c.Text)}, nil)
 		}
 		d := s.DocOrder["\x00doc\x001"]
 		if d == nil || !slices.Equal(d.IDs, want) {
@@ -219,4 +219,14 @@ func TestDocumentOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// extend is s.Extend, failing t on an error (a state in memory has none).
+func extend(t testing.TB, s *State, gen int64, at time.Time, add []*evidence.Chunk, an []Analyzed, facts []*evidence.Fact) *State {
+	t.Helper()
+	n, err := s.Extend(gen, at, add, an, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -131,7 +131,7 @@ func (sc Scope) EntryFor(id string, d asof.Date, hindsight bool) (e evidence.Ent
 	case !held || c == nil:
 		return evidence.Entry{}, false, nil
 	}
-	e = evidence.Entry{Chunk: c, End: sc.State.knownEnd(id, sc.Gen, d, hindsight), Verified: sc.State.Rows != nil} // chunkOf checked what it read
+	e = evidence.Entry{Chunk: c, End: sc.State.knownEnd(id, sc.Gen, d, hindsight), Verified: sc.State.fromRows(id)} // the rows checked what they read
 	if fa, ok := sc.State.RetiredBy(id, sc.Gen, d); ok {
 		e.Excluded = fmt.Sprintf("%s (fact of generation %d)", fa.Fact, fa.Gen)
 	}

@@ -19,15 +19,18 @@ import (
 )
 
 // A state is built one of two ways. From the batch files (loadState, and
-// every commit's extend), it holds every chunk in memory: what a commit, a
-// purge, Check and Diff need. From a checkpoint (decodeCheckpoint), it
-// holds the figures and a row table, and reads a chunk only when a query
+// every commit's extend of such a state), it holds every chunk in memory:
+// what a purge, Check and Diff need. From a checkpoint (decodeCheckpoint),
+// it holds the figures and a row table, and reads a chunk only when a query
 // needs it: what Open makes when the index has one, so that Open does not
-// read every chunk. The first write after such an Open builds the full
-// state (Engine.writable). The query path reads chunks through one
-// interface, chunkReader, with an implementation for each (memChunks and
-// RowTable), which answer the same either way; the state's methods below
-// hand each call to the one its state has (state.reader).
+// read every chunk. A state read from a checkpoint takes commits of chunks
+// as it is (extend), its maps then holding what those commits added beside
+// the rows: the chunks committed after the checkpoint, and every chunk of a
+// stored document one of them joined (copied out of the rows: copyOut).
+// The query path reads chunks through one interface, chunkReader, with an
+// implementation for each (MemChunks, and Layered over a RowTable), which
+// answer the same either way; the state's methods below hand each call to
+// the one its state has (state.reader).
 
 // chunkReader is how a query reads a state's chunks. Every method answers
 // for committed chunks only; a reader over a checkpoint answers false after
@@ -46,13 +49,106 @@ type chunkReader interface {
 	DocOf(id string) (docView, int64, bool)
 }
 
-// Reader returns the chunkReader of s: its row table when it was read
-// from a checkpoint, else its maps.
+// Reader returns the chunkReader of s: its maps, then its row table when
+// it was read from a checkpoint (Layered); else its maps alone.
 func (s *State) Reader() chunkReader {
 	if s.Rows != nil {
-		return s.Rows
+		return Layered{s}
 	}
 	return MemChunks{s}
+}
+
+// Layered reads a state read from a checkpoint: the chunks its maps hold
+// (committed since, or copied out with a document they joined) first, then
+// the checkpoint's rows.
+//
+// Invariant: a document is either wholly in the maps or wholly in the rows
+// (copyOut moves every chunk of it), so a document view never mixes them.
+type Layered struct{ s *State }
+
+// CommittedGen implements chunkReader.
+func (l Layered) CommittedGen(id string) (int64, bool) {
+	if g, ok := l.s.Committed[id]; ok {
+		return g, true
+	}
+	return l.s.Rows.CommittedGen(id)
+}
+
+// TenantOf implements chunkReader.
+func (l Layered) TenantOf(id string) (string, bool) {
+	if c, ok := l.s.Chunks[id]; ok {
+		return c.Tenant, true
+	}
+	return l.s.Rows.TenantOf(id)
+}
+
+// ReadUpTo implements chunkReader.
+func (l Layered) ReadUpTo(id string, gen int64, cached bool) (*evidence.Chunk, bool, error) {
+	if _, ok := l.s.Committed[id]; ok {
+		return MemChunks(l).ReadUpTo(id, gen, cached)
+	}
+	return l.s.Rows.ReadUpTo(id, gen, cached)
+}
+
+// DocOf implements chunkReader.
+func (l Layered) DocOf(id string) (docView, int64, bool) {
+	if _, ok := l.s.DocPlace[id]; ok {
+		return MemChunks(l).DocOf(id)
+	}
+	return l.s.Rows.DocOf(id)
+}
+
+// fromRows reports whether a read of chunk id goes to the checkpoint's
+// rows, which check every chunk they read against its content hash.
+func (s *State) fromRows(id string) bool {
+	if s.Rows == nil {
+		return false
+	}
+	_, mem := s.Committed[id]
+	return !mem
+}
+
+// copyOut puts every chunk of stored document key, which the rows hold and
+// s's maps do not, into s's maps (which s must own: a state being built),
+// each read from its batch file and checked: a chunk committed now joins
+// it. A document the rows do not hold is left alone. An error is
+// storage.ErrCorrupt naming the checkpoint or the batch file.
+func (s *State) copyOut(key string) error {
+	t := s.Rows
+	e, ok := t.FindDoc(key)
+	if !ok {
+		return t.Err()
+	}
+	list := &DocList{IDs: make([]string, e.Len), Nums: make([][]uint32, e.Len)}
+	places := make([]docPlace, e.Len)
+	chunks := make([]*evidence.Chunk, e.Len)
+	for k := range e.Len {
+		w, ok := t.Row(e.First + k)
+		if ok {
+			list.IDs[k], ok = t.ID(w)
+		}
+		if ok {
+			list.Nums[k], ok = t.Nums(w)
+		}
+		if !ok {
+			return t.Err()
+		}
+		c, err := t.read(list.IDs[k], w)
+		if err != nil {
+			return err
+		}
+		p := placeOf(c, int64(w.Gen), w.Line)
+		if p.Key != key {
+			return fmt.Errorf("%w: %s: row %d (chunk %q) is of document %q, in the rows of %q", storage.ErrCorrupt, t.Name(), e.First+k, c.ID, p.Key, key)
+		}
+		p.Pos, p.List = k, list
+		places[k], chunks[k] = p, c
+	}
+	for k, id := range list.IDs {
+		s.Chunks[id], s.Committed[id], s.DocPlace[id] = chunks[k], places[k].Gen, places[k]
+	}
+	s.DocOrder[key] = list
+	return nil
 }
 
 // MemChunks reads the chunks of a state built from batches: every chunk
@@ -91,6 +187,14 @@ func (m MemChunks) DocOf(id string) (docView, int64, bool) {
 	}
 	l := p.List
 	return docView{IDs: l.IDs, Nums: l.Nums, Pos: p.Pos, Gens: func(k int) int64 { return s.DocPlace[l.IDs[k]].Gen }}, p.Gen, true
+}
+
+// Stored returns committed chunk id (ok false when there is none): from
+// memory, or read from its batch file and checked against the content hash
+// the checkpoint's row holds. An error is storage.ErrCorrupt naming the
+// file and the chunk.
+func (s *State) Stored(id string) (c *evidence.Chunk, ok bool, err error) {
+	return s.Reader().ReadUpTo(id, math.MaxInt64, true)
 }
 
 // SetLines records where chunks lie in their batch file (lines[i] is

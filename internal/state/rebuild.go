@@ -70,11 +70,15 @@ func RebuildLexical(ctx context.Context, dir string, lockWait time.Duration, lex
 	// text is in no segment.
 	var docs []retrieve.Doc
 	var purged []*evidence.Chunk
-	for doc, held := range st.LexDocs() {
+	var failed error
+	for doc, held := range st.LexDocs(&failed) {
 		docs = append(docs, doc)
 		if !held {
 			purged = append(purged, doc.Chunk)
 		}
+	}
+	if failed != nil {
+		return fail(failed)
 	}
 	if err := lex.Index(ctx, docs); err != nil {
 		return fail(err)

@@ -88,10 +88,12 @@ type State struct {
 	// IDs' bytes.
 	DocOrder map[string]*DocList
 	DocPlace map[string]docPlace
-	// rows, when set, holds the chunks instead of chunks, committed,
-	// DocOrder and docPlace (all empty then): the state was read from a
-	// checkpoint, and answers queries only (see lazy.go).
+	// Rows, when set, holds the chunks of the checkpoint of generation
+	// Base the state was read from, and Chunks, Committed, DocOrder and
+	// DocPlace hold only what was committed after it, with the stored
+	// documents those commits joined (see lazy.go).
 	Rows *RowTable
+	Base int64
 	// Catalog, when set, is the lexical catalog of the state's documents
 	// (retrieve.Lexical.Catalog): the checkpoint's it was read from, or the
 	// one its commit wrote. The next commit adds its chunks to it
@@ -248,27 +250,44 @@ type Analyzed struct {
 
 // Extend returns a new state: s plus the chunks add (analyzed as an) and
 // then the facts as generation gen, committed at at. s is not changed.
-func (s *State) Extend(gen int64, at time.Time, add []*evidence.Chunk, an []Analyzed, facts []*evidence.Fact) *State {
+//
+// A state read from a checkpoint stays one: the new state shares its rows
+// and copies only its maps (what was committed since the checkpoint), so
+// that a commit after Open costs its batch, not an unfold of every chunk.
+// A chunk that joins a document the rows hold first brings that document
+// into the maps (copyOut); an error is a stored chunk that cannot be read
+// back as the checkpoint has it, and nothing is committed.
+func (s *State) Extend(gen int64, at time.Time, add []*evidence.Chunk, an []Analyzed, facts []*evidence.Fact) (*State, error) {
 	// Facts alone change no chunk, term or document: then n shares s's
-	// maps of them (neither changes them), or its checkpoint's rows, and
-	// the commit costs its facts, not a copy of every chunk's entries. (A
-	// state read from a checkpoint takes no chunk: Engine.writableFor.)
+	// maps of them (neither changes them), and the commit costs its facts,
+	// not a copy of every chunk's entries.
 	n := &State{
 		Gen: gen, Commits: append(s.Commits, at), Chunks: s.Chunks, Committed: s.Committed,
 		Facts: s.Facts, FactLog: s.FactLog, Purged: s.Purged, PurgeLog: s.PurgeLog,
 		Tenants: maps.Clone(s.Tenants), Stats: s.Stats, Bounds: s.Bounds.Clone(),
 		Intern: s.Intern, Names: s.Names, Entities: s.Entities, Feats: s.Feats, Counts: s.Counts,
 		Dense: s.Dense, Graph: s.Graph, DenseRows: s.DenseRows,
-		DocOrder: s.DocOrder, DocPlace: s.DocPlace, Rows: s.Rows,
+		DocOrder: s.DocOrder, DocPlace: s.DocPlace, Rows: s.Rows, Base: s.Base,
 	}
 	if len(add) > 0 {
-		n.Rows = nil
 		n.Chunks, n.Committed, n.DocPlace = cloneFor(s.Chunks, len(add)), cloneFor(s.Committed, len(add)), cloneFor(s.DocPlace, len(add))
 		n.Intern, n.Entities, n.Feats, n.DocOrder = maps.Clone(s.Intern), maps.Clone(s.Entities), maps.Clone(s.Feats), maps.Clone(s.DocOrder)
 		n.Counts = &retrieve.Counts{N: maps.Clone(s.Counts.N), Total: s.Counts.Total}
 	}
 	b := NewBuilding()
 	own := b.Own // tenants and documents whose figures n already copied
+	if n.Rows != nil {
+		for _, c := range add { // the stored documents these chunks join, before any is added
+			key := docKey(c)
+			if _, ok := n.DocOrder[key]; ok {
+				continue
+			}
+			if err := n.copyOut(key); err != nil {
+				return nil, err
+			}
+			own["doc\x00"+key] = n.DocOrder[key] != nil // copied: n's own list
+		}
+	}
 	for i, c := range add {
 		n.Add(gen, c, an[i], b)
 	}
@@ -285,7 +304,7 @@ func (s *State) Extend(gen int64, at time.Time, add []*evidence.Chunk, an []Anal
 	for _, f := range facts {
 		n.AddFact(gen, f, own)
 	}
-	return n
+	return n, nil
 }
 
 // cloneFor returns a copy of m with room for extra more entries: a batch

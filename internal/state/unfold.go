@@ -47,8 +47,8 @@ var ErrUnfold = errors.New("evpack: the checkpoint disagrees with the batch file
 func (s *State) Unfold(d *storage.Dir) (*State, error) {
 	t := s.Rows
 	m := d.Manifest()
-	// Batches after the row table's files hold facts alone (a commit of
-	// facts extends a state read from a checkpoint as it is).
+	// Batches after the row table's files hold what s's maps hold (a commit
+	// extends a state read from a checkpoint as it is).
 	if t == nil || len(m.Batches) < len(t.files) || m.Generation != s.Gen {
 		return nil, fmt.Errorf("%w: the state is of generation %d, the manifest of %d", ErrUnfold, s.Gen, m.Generation)
 	}
@@ -61,8 +61,14 @@ func (s *State) Unfold(d *storage.Dir) (*State, error) {
 		}
 		batches[i], total = c, total+len(c.Chunks)
 	}
-	if total != t.Len() {
-		return nil, fmt.Errorf("%w: %d rows, %d chunks in the batch files", ErrUnfold, t.Len(), total)
+	since := 0 // the chunks committed after the checkpoint, in s's maps
+	for _, g := range s.Committed {
+		if g > s.Base {
+			since++
+		}
+	}
+	if total != t.Len()+since {
+		return nil, fmt.Errorf("%w: %d rows and %d chunks committed since, %d chunks in the batch files", ErrUnfold, t.Len(), since, total)
 	}
 	n := &State{
 		Gen: s.Gen, Commits: s.Commits, Chunks: make(map[string]*evidence.Chunk, total), Committed: make(map[string]int64, total),
@@ -150,6 +156,18 @@ func (s *State) Unfold(d *storage.Dir) (*State, error) {
 	if end != t.Len() {
 		return nil, fmt.Errorf("%w: the last document ends at row %d of %d", ErrUnfold, end, t.Len())
 	}
+	// What s's maps hold, committed since the checkpoint or copied out of
+	// its rows with a document such a chunk joined, replaces the rows':
+	// every chunk of such a document is in the maps (Layered).
+	for key, list := range s.DocOrder {
+		n.DocOrder[key] = list
+	}
+	for id, p := range s.DocPlace {
+		n.Chunks[id], n.Committed[id], n.DocPlace[id] = s.Chunks[id], s.Committed[id], p
+	}
+	if len(n.Chunks) != total {
+		return nil, fmt.Errorf("%w: %d chunks unfolded, %d in the batch files", ErrUnfold, len(n.Chunks), total)
+	}
 	return n, nil
 }
 
@@ -168,9 +186,13 @@ func (s *State) UnfoldOrLoad(d *storage.Dir, lex *retrieve.Lexical, emb retrieve
 // position there: its key and order key, the generation that committed
 // it and its line.
 func placeOf(c *evidence.Chunk, gen int64, line storage.Span) docPlace {
-	p := docPlace{Key: c.Tenant + "\x00" + c.DocID + "\x00" + c.Version, seq: math.MaxInt64, Gen: gen, Line: line}
+	p := docPlace{Key: docKey(c), seq: math.MaxInt64, Gen: gen, Line: line}
 	if v, err := strconv.ParseInt(c.Meta[MetaPosition], 10, 64); err == nil && v >= 0 {
 		p.seq = v
 	}
 	return p
 }
+
+// docKey returns the key of chunk c's document version: its tenant,
+// document ID and version, joined by NULs (docPlace.Key).
+func docKey(c *evidence.Chunk) string { return c.Tenant + "\x00" + c.DocID + "\x00" + c.Version }
