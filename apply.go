@@ -247,7 +247,7 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 		if err != nil {
 			return fmt.Errorf("evpack: ingest: %w", err)
 		}
-		rebase = f.Checkpoint != nil && next.Rows != nil
+		rebase = f.Checkpoint != nil && e.emb == nil
 		if c, err = commit.Write(e.store, f); err != nil {
 			return fmt.Errorf("evpack: ingest: %w", err)
 		}
@@ -287,10 +287,12 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 	return err
 }
 
-// rebase replaces next, the committed state, a state read from an earlier
-// checkpoint and extended since, with the state read from the checkpoint
-// its commit wrote: the same answers (TestCheckpointAnswersAsTheLog), with
-// nothing in its maps, so that the next commit copies only what it adds.
+// rebase replaces next, the committed state (every chunk in memory, or a
+// state read from an earlier checkpoint and extended since), with the state
+// read from the checkpoint its commit wrote: the same answers
+// (TestCheckpointAnswersAsTheLog), with nothing in its maps, so that the
+// next commit copies only what it adds. (An engine with an embedder keeps
+// every chunk in memory: its vectors are over all of them.)
 // Reading it back is mapping it and decoding its head, not reading every
 // chunk. Should that fail, next stays the state (it answers the same, and
 // the next commit of chunks tries again); Check and the next Open read
@@ -310,7 +312,9 @@ func (e *Engine) rebase(next *state.State) {
 		return
 	}
 	e.st = fresh
-	next.Rows.Close() // a query still reading it starts again on fresh (Engine.readFailed)
+	if next.Rows != nil {
+		next.Rows.Close() // a query still reading it starts again on fresh (Engine.readFailed)
+	}
 }
 
 // pendingCommit is a commit whose documents are going into bleve while st
@@ -407,10 +411,20 @@ func (e *Engine) filesOf(st, next *state.State, w batchWrite) (commit.Files, err
 	default:
 		f.DenseMode = commit.DenseDrop
 	}
-	if len(w.add) == 0 && w.file == "" && state.KeepsCheckpoint(e.store, e.lex, gen) {
-		return f, nil // Open adds this generation's facts to the checkpoint the manifest names
+	catalog := state.CatalogAfter(e.lex, st, next, w.add, len(w.facts))
+	if w.file == "" && state.KeepsCheckpoint(e.store, e.lex, gen, len(w.add)) {
+		// Open adds this generation to the checkpoint the manifest names.
+		// The catalog is kept current when adding gives it (cheap: one
+		// summary per partition); after facts the next checkpoint computes
+		// it from every chunk.
+		if st.Catalog != nil && len(w.facts) == 0 {
+			if _, err := catalog(); err != nil {
+				return f, err
+			}
+		}
+		return f, nil
 	}
 	var err error
-	f.Checkpoint, err = state.Checkpoint(next, e.lex, state.CatalogAfter(e.lex, st, next, w.add, len(w.facts)))
+	f.Checkpoint, err = state.Checkpoint(next, e.lex, catalog)
 	return f, err
 }

@@ -2,14 +2,17 @@ package evpack
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storagetest"
 )
 
@@ -47,9 +50,9 @@ func TestCheckpointIsUnmapped(t *testing.T) {
 	require.NotNil(t, e.st.Rows, "Open read the checkpoint")
 	got := packsOf(t, e, reqs)
 	require.Equal(t, want, got)
-	maps := mappedFrom(t, dir)
-	require.Len(t, maps, 1, "the checkpoint is mapped while the engine reads it")
-	require.Contains(t, maps[0], ckpt)
+	mapped := mappedFrom(t, dir)
+	require.Len(t, mapped, 1, "the checkpoint is mapped while the engine reads it")
+	require.Contains(t, mapped[0], ckpt)
 	require.NoError(t, e.Close())
 	require.Empty(t, mappedFrom(t, dir), "Close unmaps the checkpoint")
 	require.Equal(t, want, got)
@@ -61,10 +64,20 @@ func TestCheckpointIsUnmapped(t *testing.T) {
 	require.Len(t, mappedFrom(t, dir), 1)
 	_, err = e.Ingest(context.Background(), connectors.Records(vocabularyRecords(t, "acme", "n", 2, 3)), IngestOptions{})
 	require.NoError(t, err)
-	require.NotNil(t, e.st.Rows, "the first write's state is read from the checkpoint it wrote")
-	require.Empty(t, e.st.Chunks, "with nothing in memory")
+	require.NotNil(t, e.st.Rows, "the first write extends the checkpoint's state")
+	require.ElementsMatch(t, []string{"n-0000", "n-0001"}, slices.Collect(maps.Keys(e.st.Chunks)), "with its chunks alone in memory")
+	require.Equal(t, ckpt, filepath.Join(dir, storagetest.ReadManifest(t, dir).Checkpoint), "and leaves the checkpoint (state.KeepsCheckpoint)")
+	require.Len(t, mappedFrom(t, dir), 1)
+
+	// More than state.LagChunks since the checkpoint: the commit writes
+	// one, the engine reads it back (Engine.rebase) and unmaps the old.
+	_, err = e.Ingest(context.Background(), connectors.Records(vocabularyRecords(t, "acme", "many", state.LagChunks, 4)), IngestOptions{})
+	require.NoError(t, err)
+	next := filepath.Join(dir, storagetest.ReadManifest(t, dir).Checkpoint)
+	require.NotEqual(t, ckpt, next)
 	require.NoFileExists(t, ckpt, "the commit deleted the checkpoint it replaced")
-	maps = mappedFrom(t, dir)
-	require.Len(t, maps, 1, "and the mapping of it is gone")
-	require.Contains(t, maps[0], filepath.Join(dir, storagetest.ReadManifest(t, dir).Checkpoint))
+	require.Empty(t, e.st.Chunks, "the engine reads the new one, nothing in memory")
+	mapped = mappedFrom(t, dir)
+	require.Len(t, mapped, 1, "and the mapping of the old one is gone")
+	require.Contains(t, mapped[0], next)
 }

@@ -160,6 +160,9 @@ func (e *Engine) applyPurge(ctx context.Context, st *state.State, en entry, ids 
 		return nil, e.appliedOrBroken(en, err)
 	}
 	e.views.Clear() // views of earlier generations held the purged rows
+	if e.store != nil && e.emb == nil {
+		e.rebase(next)
+	}
 	return rewritten, nil
 }
 

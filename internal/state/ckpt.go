@@ -52,23 +52,42 @@ func Checkpoint(st *State, lex *retrieve.Lexical, catalog func() ([]byte, error)
 	})
 }
 
-// CheckpointLag is how many generations of facts alone may follow the
-// checkpoint an index's manifest names. A commit of facts alone changes no
-// chunk's row, only the figures, yet writing the whole state again cost
-// about what a commit of 100 chunks does (issue 30); Open instead reads
-// the batch files after the checkpoint and adds their facts, so the lag
-// bounds what that costs. It is a function of the log alone, so a replica
-// writes its checkpoints at the generations the writer does.
+// CheckpointLag is how many generations may follow the checkpoint an
+// index's manifest names. Writing the whole state again at every commit
+// cost a commit what the index holds, not what it adds (issue 30); instead
+// a commit without purges may leave the checkpoint as it is, and Open reads
+// the batch files after it and adds what they hold. The lag bounds what
+// that costs Open, and LagChunks and LagShare what the state holds beside
+// the checkpoint's rows (State.Extend copies it at every commit). It is a
+// function of the log alone, so a replica writes its checkpoints at the
+// generations the writer does.
 const CheckpointLag = 64
 
+// LagChunks and LagShare bound the chunks committed after an index's
+// checkpoint: at most LagChunks, or LagShare of those the checkpoint holds
+// when that is more.
+const (
+	LagChunks = 1024
+	LagShare  = 8 // an eighth
+)
+
 // KeepsCheckpoint reports whether generation gen of the index in d, a
-// commit of facts alone, may leave the manifest's checkpoint as it is:
-// there is one, Open would read it (this format, lex's analyzers), and it
-// is at most CheckpointLag generations behind gen.
-func KeepsCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64) bool {
+// commit of chunks chunks and no purge, may leave the manifest's
+// checkpoint as it is: there is one, Open would read it (this format, lex's
+// analyzers), it is at most CheckpointLag generations behind gen, and the
+// chunks committed after it, these included, stay within LagChunks or
+// LagShare of those it holds.
+func KeepsCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64, chunks int) bool {
 	m := d.Manifest()
 	g := m.CheckpointGeneration()
 	if g == 0 || gen-g > CheckpointLag {
+		return false
+	}
+	since := int64(chunks)
+	for _, b := range m.Batches[g:] {
+		since += int64(b.Chunks)
+	}
+	if held := m.Docs - (since - int64(chunks)); since > max(LagChunks, held/LagShare) {
 		return false
 	}
 	f, err := d.OpenData(m.Checkpoint)

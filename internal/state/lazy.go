@@ -490,42 +490,112 @@ func OpenState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 	if st.Gen != m.CheckpointGeneration() {
 		return fail(fmt.Errorf("%w: %s holds generation %d", storage.ErrCorrupt, m.Checkpoint, st.Gen))
 	}
-	if err := st.addLaterFacts(d, m); err != nil {
+	if err := st.addLater(d, m, lex); err != nil {
 		return fail(err)
 	}
-	if st.Gen != m.Generation || st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens || int64(st.Rows.Len()) != m.Docs {
-		return fail(fmt.Errorf("%w: %s is of generation %d, %d chunks and %d tokens, the manifest's %d, %d and %d",
-			storage.ErrCorrupt, m.Checkpoint, st.Gen, st.Rows.Len(), st.Stats.Tokens, m.Generation, m.Docs, m.Tokens))
+	since := 0 // chunks committed after the checkpoint
+	for _, b := range m.Batches[st.Base:] {
+		since += b.Chunks
+	}
+	if st.Gen != m.Generation || st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens || int64(st.Rows.Len()+since) != m.Docs {
+		return fail(fmt.Errorf("%w: %s and the %d chunks committed after it are of generation %d, %d chunks and %d tokens, the manifest's %d, %d and %d",
+			storage.ErrCorrupt, m.Checkpoint, since, st.Gen, st.Rows.Len()+since, st.Stats.Tokens, m.Generation, m.Docs, m.Tokens))
 	}
 	return st, nil
 }
 
-// addLaterFacts adds to s, just read from the checkpoint m names, the
-// facts of m's generations after it, which hold nothing else
-// (storage.Manifest.Validate): a commit of facts alone leaves the
-// checkpoint as it was (the engine's checkpointLag).
-func (s *State) addLaterFacts(d *storage.Dir, m *storage.Manifest) error {
-	own := map[string]bool{}
-	for _, b := range m.Batches[s.Gen:] {
-		c, err := d.ReadBatch(b)
+// addLater adds to s, just read from the checkpoint m names, m's
+// generations after it, which add chunks and facts but purge nothing
+// (storage.Manifest.Validate): a commit may leave the checkpoint as it was
+// (KeepsCheckpoint). Each is added as its commit added it (State.Extend):
+// its chunks, analyzed by lex's analyzers from its analysis file (or its
+// texts), then its facts. It sets s.Catalog as the commits did
+// (CatalogAfter: added to, or nil after facts) and s.adopt to the catalog
+// Open settles the partitions by (OpenCatalog).
+func (s *State) addLater(d *storage.Dir, m *storage.Manifest, lex *retrieve.Lexical) error {
+	s.adopt = s.Rows.Catalog()
+	b := NewBuilding()
+	own := b.Own
+	for _, batch := range m.Batches[s.Gen:] {
+		c, err := d.ReadBatch(batch)
 		if err != nil {
 			return err
 		}
-		at, err := time.Parse(time.RFC3339, b.CommittedAt)
+		at, err := time.Parse(time.RFC3339, batch.CommittedAt)
 		if err != nil {
-			return fmt.Errorf("%w: %s: batch %s: committed_at: %v", storage.ErrCorrupt, storage.ManifestName, b.File, err)
+			return fmt.Errorf("%w: %s: batch %s: committed_at: %v", storage.ErrCorrupt, storage.ManifestName, batch.File, err)
 		}
-		if len(c.Chunks) > 0 || len(c.Purges) > 0 {
-			return fmt.Errorf("%w: %s holds chunks or purges after checkpoint %s", storage.ErrCorrupt, b.File, m.Checkpoint)
+		if len(c.Purges) > 0 || len(c.Redacted) > 0 {
+			return fmt.Errorf("%w: %s holds purges or redactions after checkpoint %s", storage.ErrCorrupt, batch.File, m.Checkpoint)
 		}
-		s.Gen, s.Commits = b.Generation, append(s.Commits, at)
-		s.Catalog = nil // the checkpoint's: its documents before these facts
+		gen := batch.Generation
+		s.Gen, s.Commits = gen, append(s.Commits, at)
+		var ans []Analyzed
+		if len(c.Chunks) > 0 {
+			if ans, err = analyzeBatch(d, batch, c.Chunks, lex, nil); err != nil {
+				return err
+			}
+		}
+		for i, ch := range c.Chunks {
+			if _, dup := s.TenantOf(ch.ID); dup {
+				return fmt.Errorf("%w: %s: chunk %q stored twice", storage.ErrCorrupt, batch.File, ch.ID)
+			}
+			key := docKey(ch)
+			if _, ok := s.DocOrder[key]; !ok {
+				if err := s.copyOut(key); err != nil {
+					return err
+				}
+			}
+			own["doc\x00"+key] = true // s's maps are its own: it is being built
+			an := ans[i]
+			an.line = c.Lines[i]
+			s.Add(gen, ch, an, b)
+		}
+		for _, ch := range c.Chunks {
+			if key := docKey(ch); own["doc\x00"+key] {
+				delete(own, "doc\x00"+key) // packed once per batch; owned still (placeInDocument re-marks it)
+				s.DocOrder[key].packNums()
+			}
+		}
 		for _, f := range c.Facts {
 			if _, ok := s.TenantOf(f.ChunkID); !ok {
-				return fmt.Errorf("%w: %s: a fact on chunk %q, which is not committed", storage.ErrCorrupt, b.File, f.ChunkID)
+				return fmt.Errorf("%w: %s: a fact on chunk %q, which is not committed", storage.ErrCorrupt, batch.File, f.ChunkID)
 			}
-			s.AddFact(b.Generation, f, own)
+			s.AddFact(gen, f, own)
+		}
+		if err := s.Rows.Err(); err != nil {
+			return err
+		}
+		if len(c.Chunks) == 0 {
+			if len(c.Facts) > 0 {
+				s.Catalog = nil // the next checkpoint's catalog is computed from every chunk
+			}
+			continue
+		}
+		docs := make([]retrieve.Doc, len(c.Chunks)) // as the commit indexed them: facts of the same batch included
+		for i, ch := range c.Chunks {
+			if docs[i], err = s.LexDoc(ch.ID); err != nil {
+				return err
+			}
+		}
+		if s.adopt, err = lex.CatalogAdd(s.adopt, docs); err != nil {
+			return err
+		}
+		switch {
+		case len(c.Facts) > 0:
+			s.Catalog = nil
+		case s.Catalog != nil:
+			s.Catalog = s.adopt
 		}
 	}
-	return s.Rows.Err()
+	return nil
+}
+
+// OpenCatalog returns what Open settles the lexical partitions of s by
+// (retrieve.Lexical.Adopt), for s read from a checkpoint: that checkpoint's
+// catalog with the chunks committed after it added as their commits
+// indexed them, and the documents the facts after it indexed again.
+func (s *State) OpenCatalog() (raw []byte, later []retrieve.Doc, err error) {
+	later, err = s.DocsOfFactsAfter(s.Base)
+	return s.adopt, later, err
 }

@@ -123,11 +123,11 @@ func OpenDir(dir string, o DirOptions) (Opened, error) {
 			return failLex(err)
 		}
 		if st.Rows != nil && len(st.Rows.Catalog()) > 0 {
-			later, err := st.DocsOfFactsAfter(d.Manifest().CheckpointGeneration())
+			raw, later, err := st.OpenCatalog()
 			if err != nil {
 				return failLex(err)
 			}
-			n, err := lex.Adopt(st.Rows.Catalog(), gen, later)
+			n, err := lex.Adopt(raw, gen, later)
 			if errors.Is(err, retrieve.ErrCatalogMismatch) {
 				err = fmt.Errorf("%w: %s: %w", storage.ErrCorrupt, d.Manifest().Checkpoint, err)
 			}

@@ -134,8 +134,8 @@ func (st *State) TenantsOf(cont storage.Contents) []string {
 		added[c.ID] = c.Tenant
 	}
 	tenantOf := func(id string) {
-		if c := st.Chunks[id]; c != nil {
-			tenants = append(tenants, c.Tenant)
+		if t, ok := st.TenantOf(id); ok { // in memory, or a checkpoint's row
+			tenants = append(tenants, t)
 		} else if t, ok := added[id]; ok {
 			tenants = append(tenants, t)
 		}

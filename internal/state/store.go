@@ -94,6 +94,9 @@ type State struct {
 	// documents those commits joined (see lazy.go).
 	Rows *RowTable
 	Base int64
+	// adopt is the catalog Open settles the lexical partitions by, when
+	// the state was read from a checkpoint (OpenCatalog).
+	adopt []byte
 	// Catalog, when set, is the lexical catalog of the state's documents
 	// (retrieve.Lexical.Catalog): the checkpoint's it was read from, or the
 	// one its commit wrote. The next commit adds its chunks to it
@@ -579,9 +582,10 @@ func LoadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 }
 
 // LoadStateAt is LoadState as of generation gen, the generation of the
-// checkpoint the manifest names (every later one holds facts alone, so the
-// totals are the manifest's), for an index without a dense leg: what Check
-// compares that checkpoint with.
+// checkpoint the manifest names, for an index without a dense leg: what
+// Check compares that checkpoint with. (Its totals are compared with the
+// manifest's only at the manifest's generation; Check builds that state
+// too.)
 func LoadStateAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) (*State, error) {
 	if m := d.Manifest(); gen < 0 || gen > m.Generation {
 		return nil, fmt.Errorf("evpack: state of generation %d of %d", gen, m.Generation)
@@ -687,7 +691,7 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 			return nil, fmt.Errorf("%w: chunks %q are redacted in their batch files but no purge records it", storage.ErrCorrupt, evidence.SortedKeys(redacted))
 		}
 	}
-	if st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens {
+	if upTo == m.Generation && (st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens) { // the manifest's totals are its generation's
 		return nil, fmt.Errorf("%w: %s records %d chunks and %d tokens, the batch files analyze to %d and %d",
 			storage.ErrCorrupt, storage.ManifestName, m.Docs, m.Tokens, st.Stats.Docs, st.Stats.Tokens)
 	}

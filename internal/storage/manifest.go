@@ -251,8 +251,8 @@ func (m *Manifest) validate() error {
 		return fmt.Errorf("checkpoint %q (checksum %q) is not of a generation up to %d", m.Checkpoint, m.CheckpointSum, m.Generation)
 	}
 	for _, b := range m.Batches[g:] {
-		if b.Chunks > 0 || b.Purges > 0 {
-			return fmt.Errorf("checkpoint %q is of generation %d, but generation %d adds chunks or purges after it", m.Checkpoint, g, b.Generation)
+		if b.Purges > 0 || redactedBy(b, m.Generation) {
+			return fmt.Errorf("checkpoint %q is of generation %d, but generation %d purges after it", m.Checkpoint, g, b.Generation)
 		}
 	}
 	return nil

@@ -219,9 +219,12 @@ func TestDecodeManifest(t *testing.T) {
 			sealed(func(m *Manifest) { m.Batches[0].Sum = "md5:00" }), ErrCorrupt, `bad checksum "md5:00"`},
 		{"empty batch", "a commit adds at least one chunk",
 			sealed(func(m *Manifest) { m.Batches[0].Chunks = 0; m.Docs = 3 }), ErrCorrupt, "0 chunks"},
-		{"checkpoint before a batch of chunks", "Open adds only facts to an earlier generation's state",
-			sealed(func(m *Manifest) { m.Checkpoint, m.CheckpointSum = CheckpointName(1), m.Batches[0].Sum }), ErrCorrupt,
-			`checkpoint "state-00000001.bin" is of generation 1, but generation 2 adds chunks or purges after it`},
+		{"checkpoint before a purge", "Open adds chunks and facts to an earlier generation's state, never a purge",
+			sealed(func(m *Manifest) {
+				m.Checkpoint, m.CheckpointSum = CheckpointName(1), m.Batches[0].Sum
+				m.Batches[1].Purges, m.Purged = 1, 1
+			}), ErrCorrupt,
+			`checkpoint "state-00000001.bin" is of generation 1, but generation 2 purges after it`},
 		{"checkpoint after the last generation", "a state the index never had",
 			sealed(func(m *Manifest) { m.Checkpoint, m.CheckpointSum = CheckpointName(3), m.Batches[0].Sum }), ErrCorrupt,
 			`checkpoint "state-00000003.bin" (checksum`},
