@@ -92,8 +92,10 @@ func (e *Engine) applyEntry(ctx context.Context, body []byte, sum string) error 
 	if err != nil {
 		return err
 	}
-	// Only a purge unfolds the state (writableFor), as in ingest.
-	st, err := e.writableFor(len(cont.Purges) > 0)
+	st := cur // a commit of chunks and facts extends the state as it is (state.State.Extend)
+	if len(cont.Purges) > 0 {
+		st, err = e.writable() // a purge needs every chunk in memory
+	}
 	if err != nil {
 		return err
 	}
@@ -240,14 +242,12 @@ type batchWrite struct {
 // any error the batch is rolled back and st stays the state.
 func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite) error {
 	var c *commit.Commit
-	rebase := false // next's checkpoint is written: read it back as next's rows
 	if e.store != nil {
 		var err error
 		f, err := e.filesOf(st, next, w)
 		if err != nil {
 			return fmt.Errorf("evpack: ingest: %w", err)
 		}
-		rebase = f.Checkpoint != nil && e.emb == nil
 		if c, err = commit.Write(e.store, f); err != nil {
 			return fmt.Errorf("evpack: ingest: %w", err)
 		}
@@ -281,28 +281,19 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 		_, err := e.lex.RollBack(context.WithoutCancel(ctx), st.Gen, st.LexDoc)
 		return err
 	})
-	if err == nil && rebase {
+	if err == nil {
 		e.rebase(next)
 	}
 	return err
 }
 
-// rebase replaces next, the committed state (every chunk in memory, or a
-// state read from an earlier checkpoint and extended since), with the state
-// read from the checkpoint its commit wrote: the same answers
-// (TestCheckpointAnswersAsTheLog), with nothing in its maps, so that the
-// next commit copies only what it adds. (An engine with an embedder keeps
-// every chunk in memory: its vectors are over all of them.)
-// Reading it back is mapping it and decoding its head, not reading every
-// chunk. Should that fail, next stays the state (it answers the same, and
-// the next commit of chunks tries again); Check and the next Open read
-// the file too, and say what is wrong with it.
+// rebase replaces next, the committed state, with the state read back
+// from the checkpoint its commit wrote, if it wrote one (state.ReadBack):
+// the same answers, nothing per chunk in memory, so that the next commit
+// copies only what it adds.
 func (e *Engine) rebase(next *state.State) {
-	fresh, err := state.OpenState(e.store, e.lex, nil, nil)
-	if err != nil || fresh.Rows == nil || fresh.Gen != next.Gen {
-		if err == nil && fresh.Rows != nil {
-			fresh.Rows.Close()
-		}
+	fresh, ok := state.ReadBack(e.store, e.lex, e.emb, next.Gen)
+	if !ok {
 		return
 	}
 	e.mu.Lock()
@@ -312,9 +303,7 @@ func (e *Engine) rebase(next *state.State) {
 		return
 	}
 	e.st = fresh
-	if next.Rows != nil {
-		next.Rows.Close() // a query still reading it starts again on fresh (Engine.readFailed)
-	}
+	next.Rows.Close() // a query still reading it starts again on fresh (Engine.readFailed)
 }
 
 // pendingCommit is a commit whose documents are going into bleve while st
@@ -411,20 +400,7 @@ func (e *Engine) filesOf(st, next *state.State, w batchWrite) (commit.Files, err
 	default:
 		f.DenseMode = commit.DenseDrop
 	}
-	catalog := state.CatalogAfter(e.lex, st, next, w.add, len(w.facts))
-	if w.file == "" && state.KeepsCheckpoint(e.store, e.lex, gen, len(w.add)) {
-		// Open adds this generation to the checkpoint the manifest names.
-		// The catalog is kept current when adding gives it (cheap: one
-		// summary per partition); after facts the next checkpoint computes
-		// it from every chunk.
-		if st.Catalog != nil && len(w.facts) == 0 {
-			if _, err := catalog(); err != nil {
-				return f, err
-			}
-		}
-		return f, nil
-	}
 	var err error
-	f.Checkpoint, err = state.Checkpoint(next, e.lex, catalog)
+	f.Checkpoint, err = state.NextCheckpoint(e.store, e.lex, st, next, w.add, len(w.facts), w.file != "")
 	return f, err
 }

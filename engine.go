@@ -302,7 +302,7 @@ func (e *Engine) ingest(ctx context.Context, recs []connectors.Record, opts Inge
 
 	// Only ingest (serialized by ingestMu) replaces st, so st stays the
 	// latest state until this commit swaps in the next.
-	st, err := e.writableFor(false)
+	st, err := e.snapshot()
 	if err != nil {
 		return rep, err
 	}

@@ -115,7 +115,7 @@ func (e *Engine) applyPurge(ctx context.Context, st *state.State, en entry, ids 
 	var dense *retrieve.Dense
 	var graph *retrieve.Graph
 	if st.Dense != nil { // a corpus-free embedder's vectors: the purged rows lose theirs
-		dense = withoutVectors(st.Dense, ids)
+		dense = st.Dense.Without(ids)
 		if graph, err = state.BuildGraph(ctx, dense, e.graph); err != nil {
 			return nil, err
 		}
@@ -160,22 +160,8 @@ func (e *Engine) applyPurge(ctx context.Context, st *state.State, en entry, ids 
 		return nil, e.appliedOrBroken(en, err)
 	}
 	e.views.Clear() // views of earlier generations held the purged rows
-	if e.store != nil && e.emb == nil {
-		e.rebase(next)
-	}
+	e.rebase(next)
 	return rewritten, nil
-}
-
-// withoutVectors returns d with the rows of ids holding no vector.
-func withoutVectors(d *retrieve.Dense, ids []string) *retrieve.Dense {
-	all := d.IDs()
-	vecs := make([][]int8, len(all))
-	for i, id := range all {
-		if _, gone := slices.BinarySearch(ids, id); !gone {
-			vecs[i], _ = d.Vector(id)
-		}
-	}
-	return retrieve.NewDense(all, vecs)
 }
 
 // purgeFiles returns what next's generation, a purge of ids, writes: the

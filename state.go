@@ -5,23 +5,12 @@ import (
 	"github.com/evpack/evpack/internal/state"
 )
 
-// writableFor returns the state a commit extends: the latest state as it
-// is, read from a checkpoint or not, for a commit of chunks and facts
-// (state.Extend takes either, so a write after Open does not read every
-// batch file); writable's, every chunk in memory, for a purge.
-func (e *Engine) writableFor(purges bool) (*state.State, error) {
-	if !purges {
-		return e.snapshot()
-	}
-	return e.writable()
-}
-
 // writable returns the committed state with every chunk in memory: the
 // state itself or, when Open read a checkpoint, that state unfolded with
 // the chunks of the batch files (unfold), which then replaces it (it
-// answers every query the same). A commit, a purge and Diff start from it;
-// the first of them after such an Open pays for reading every batch file,
-// once. (Check builds its own from the batch files alone.)
+// answers every query the same). A purge, Diff and History start from it;
+// a commit of chunks and facts extends the latest state as it is
+// (state.State.Extend). (Check builds its own from the batch files alone.)
 func (e *Engine) writable() (*state.State, error) {
 	st, err := e.snapshot()
 	if err != nil || st.Rows == nil {

@@ -704,3 +704,16 @@ func (d *Dense) ID(row int) string { return d.ids[row] }
 
 // IDs returns the indexed chunk IDs in ascending order.
 func (d *Dense) IDs() []string { return slices.Clone(d.ids) }
+
+// Without returns d with the rows of ids (sorted) holding no vector: what a
+// purge leaves of the rows of the chunks it takes. d is not changed.
+func (d *Dense) Without(ids []string) *Dense {
+	all := d.IDs()
+	vecs := make([][]int8, len(all))
+	for i, id := range all {
+		if _, gone := slices.BinarySearch(ids, id); !gone {
+			vecs[i], _ = d.Vector(id)
+		}
+	}
+	return NewDense(all, vecs)
+}

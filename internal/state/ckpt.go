@@ -98,6 +98,51 @@ func KeepsCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64, chunks in
 	return checkpoint.Readable(f, AnalysisIdentity(lex))
 }
 
+// NextCheckpoint returns the checkpoint generation next.Gen of the index
+// in d writes, nil when it leaves the manifest's as it is
+// (KeepsCheckpoint): next is parent plus the chunks add and nfacts facts
+// (rewritten: the rewrite of a batch a purge redacted, which always writes
+// one), for lexical index lex. A commit that keeps the checkpoint keeps
+// next's catalog current when adding gives it (one summary per partition:
+// CatalogAfter); after facts the next checkpoint computes it from every
+// chunk.
+func NextCheckpoint(d *storage.Dir, lex *retrieve.Lexical, parent, next *State, add []*evidence.Chunk, nfacts int, rewritten bool) (checkpoint.File, error) {
+	catalog := CatalogAfter(lex, parent, next, add, nfacts)
+	if rewritten || !KeepsCheckpoint(d, lex, next.Gen, len(add)) {
+		return Checkpoint(next, lex, catalog)
+	}
+	if parent.Catalog != nil && nfacts == 0 {
+		if _, err := catalog(); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// ReadBack returns the state read from the checkpoint the manifest of d
+// names, when it is of generation gen (the one a commit just wrote): what
+// the engine holds after such a commit, for lexical index lex. False when
+// the manifest names another (or d is nil: an index in memory), when emb
+// is not nil (a dense leg's vectors are over every chunk in memory), or
+// when it cannot be read; the caller keeps its state (which answers the
+// same), and Check and the next Open say what is wrong.
+func ReadBack(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gen int64) (*State, bool) {
+	if d == nil || emb != nil || d.Manifest().CheckpointGeneration() != gen {
+		return nil, false
+	}
+	st, err := OpenState(d, lex, nil, nil)
+	switch {
+	case err != nil:
+		return nil, false
+	case st.Rows == nil || st.Gen != gen || st.Base != gen:
+		if st.Rows != nil {
+			st.Rows.Close()
+		}
+		return nil, false
+	}
+	return st, true
+}
+
 // CatalogAfter returns what computes the lexical catalog of next, which is
 // parent plus the chunks add and nfacts facts, and makes it next's
 // (State.Catalog; next must be a state no one holds yet). Without facts and

@@ -426,6 +426,9 @@ func (t *RowTable) batch(file string) (*os.File, error) {
 // What queries took from t stays valid: the table hands out copies
 // (checkpoint.Table), so nothing points into the mapping it unmaps.
 func (t *RowTable) Close() error {
+	if t == nil { // a state with every chunk in memory
+		return nil
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closed = true
