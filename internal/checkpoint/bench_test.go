@@ -43,7 +43,7 @@ func synthetic(docs int, seed uint64) Input {
 			}
 			doc.IDs, doc.Nums = append(doc.IDs, id), append(doc.Nums, nums)
 			chunks[id] = Chunk{Gen: int64(1 + d%4), Line: storage.Span{Off: int64(c * 500), Len: 500},
-				Hash: blake3.Sum256([]byte(id)), Tenant: tenant}
+				Hash: blake3.Sum256([]byte(id)), Tenant: tenant, AnchorDay: int32(20000 + d), From: int32(20000 + d), To: NoDay}
 		}
 		in.Docs = append(in.Docs, doc)
 	}

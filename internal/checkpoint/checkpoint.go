@@ -16,9 +16,11 @@
 // vocabulary and the tenants, are decoded at Open. The chunks are rows of
 // fixed width in document order (a document version's chunks adjacent),
 // with their IDs and reranker term numbers in arenas, and an ID order (each
-// chunk's row and its ID's key, sorted by key: idKey) for lookups: Open
-// maps it and decodes none of it, and a query reads the rows it needs
-// (Table), each block checked as it is first read. A chunk's own fields
+// chunk's row and its ID's key, sorted by key: idKey) for lookups, and a
+// document table (each document version's key and rows, in key order) for
+// a commit that adds to a stored document (Table.FindDoc): Open maps it
+// and decodes none of it, and a query reads the rows it needs (Table),
+// each block checked as it is first read. A chunk's own fields
 // stay in its batch file, read when a query needs them and checked against
 // the content hash its row holds.
 //
@@ -38,6 +40,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -80,9 +83,14 @@ func IsOlder(raw []byte) bool {
 // rowSize is the width of a chunk's row: ID (offset and length in the ID
 // arena), committing generation, tenant (index into the row tenants), line
 // in its batch file (offset, length), content hash, reranker term numbers
-// (offset and count in the number arena), document (first row and count)
-// and flags.
-const rowSize = 4 + 4 + 4 + 4 + 8 + 4 + 32 + 4 + 4 + 4 + 4 + 4
+// (offset and count in the number arena), document (first row and count),
+// flags, and the days the lexical catalog reads (anchor day, validity start
+// and end: a catalog is computed from the rows without reading a chunk).
+const rowSize = 4 + 4 + 4 + 4 + 8 + 4 + 32 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 4
+
+// NoDay is a row's day a chunk does not have: no anchor (undated), no
+// validity start, no validity end.
+const NoDay = math.MinInt32
 
 // docSize is the width of an entry of the document table: the document's
 // first row and row count, and its key (offset and length in the key
@@ -186,6 +194,9 @@ type Chunk struct {
 	Hash   [32]byte     // its content hash's digest (the 64 hex digits after evidence.HashPrefix)
 	Tenant string       // one of Head.Tenants' names
 	Purged bool
+	// AnchorDay, From and To are its anchor day and validity start and end
+	// as day numbers (asof.Date.Days), NoDay for none.
+	AnchorDay, From, To int32
 }
 
 // Input is what Encode writes: a state built from batches.
@@ -549,7 +560,7 @@ func (w *writer) rows(in *Input, tenants []string, canon []uint32) ([sections][]
 				// The fields in rowSize's order: ID (offset, length),
 				// generation, tenant, line (offset, length), content hash
 				// (above), term numbers (offset, count), document (first
-				// row, count), flags.
+				// row, count), flags, days.
 				le.PutUint32(r[0:], uint32(p.idByte))
 				le.PutUint32(r[4:], uint32(len(id)))
 				le.PutUint32(r[8:], uint32(c.Gen))
@@ -561,6 +572,9 @@ func (w *writer) rows(in *Input, tenants []string, canon []uint32) ([sections][]
 				le.PutUint32(r[68:], uint32(at[k].row))
 				le.PutUint32(r[72:], uint32(len(d.IDs)))
 				le.PutUint32(r[76:], flags)
+				le.PutUint32(r[80:], uint32(c.AnchorDay))
+				le.PutUint32(r[84:], uint32(c.From))
+				le.PutUint32(r[88:], uint32(c.To))
 				p.idByte += copy(arena[p.idByte:], id)
 				for _, n := range d.Nums[i] {
 					le.PutUint32(nums[4*p.num:], canon[n])

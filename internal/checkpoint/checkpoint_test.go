@@ -19,7 +19,7 @@ import (
 // corpus and two tenants, facts, a purge, over seven commits), encoded for
 // analyzers "lexical=pinned" with catalog pinnedCatalog.
 const (
-	pinnedSum      = "blake3:1a7a92a6b6f4421ecb1ce1eba27515ba7eca62d20c6a69f7b81231187aa7678f"
+	pinnedSum      = "blake3:cbcc74755787d637d5a2c3ebf5a091311ade712affbacd941c805b0429caf4cf"
 	pinnedIdentity = "lexical=pinned"
 	pinnedCatalog  = `{"catalog":"pinned"}`
 	pinnedGens     = 7
@@ -69,7 +69,7 @@ func inputOf(t testing.TB, h *Head, tbl *Table) Input {
 			nums, ok := tbl.Nums(r)
 			require.True(t, ok)
 			d.IDs, d.Nums = append(d.IDs, id), append(d.Nums, nums)
-			chunks[id] = Chunk{Gen: int64(r.Gen), Line: r.Line, Hash: r.Hash,
+			chunks[id] = Chunk{Gen: int64(r.Gen), Line: r.Line, Hash: r.Hash, AnchorDay: r.AnchorDay, From: r.From, To: r.To,
 				Tenant: tbl.Tenant(r), Purged: r.Flags&NoTerms != 0}
 		}
 		in.Docs = append(in.Docs, d)

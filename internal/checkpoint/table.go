@@ -190,6 +190,7 @@ type Row struct {
 	Hash                      [32]byte // the chunk's content hash
 	numsOff, NumsLen          uint32
 	DocStart, DocLen, Flags   uint32 // the chunk's document's first row and length; NoTerms
+	AnchorDay, From, To       int32  // see Chunk
 }
 
 // rowAt decodes row i, unchecked.
@@ -198,7 +199,8 @@ func (t *Table) rowAt(i int) Row {
 	u := func(off int) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
 	w := Row{idOff: u(0), idLen: u(4), Gen: u(8), Tenant: u(12),
 		Line:    storage.Span{Off: int64(binary.LittleEndian.Uint64(b[16:])), Len: int(u(24))},
-		numsOff: u(60), NumsLen: u(64), DocStart: u(68), DocLen: u(72), Flags: u(76)}
+		numsOff: u(60), NumsLen: u(64), DocStart: u(68), DocLen: u(72), Flags: u(76),
+		AnchorDay: int32(u(80)), From: int32(u(84)), To: int32(u(88))}
 	copy(w.Hash[:], b[28:60])
 	return w
 }

@@ -102,7 +102,7 @@ func BenchmarkScaleFirstWrite(b *testing.B) {
 }
 
 // The phases of BenchmarkScaleWrites, in the order each system runs them.
-var writePhases = []string{"open", "first-100", "second-100", "retract-1", "supersede-100", "chunks-100", "close",
+var writePhases = []string{"open", "first-100", "second-100", "retract-1", "supersede-100", "chunks-100", "chunks-past-lag", "close",
 	"reopen", "retract-after-open", "close-again"}
 
 // BenchmarkScaleWrites (issue 30): the writes a mirror makes to a kept
@@ -114,7 +114,10 @@ var writePhases = []string{"open", "first-100", "second-100", "retract-1", "supe
 // chunk, against bleve's delete of that document; 100 supersessions of
 // stored chunks (their replacements not yet fetched) against a bleve batch
 // updating those 100 documents' validity ends; 100 new chunks against a
-// bleve batch of 100 new documents; Close; then Open again, the retraction
+// bleve batch of 100 new documents; state.LagChunks new chunks, more than
+// the checkpoint's lag takes, so that the commit writes the checkpoint
+// (state.KeepsCheckpoint), against a bleve batch of as many; Close; then
+// Open again, the retraction
 // of another stored chunk as the first write after it (against bleve's
 // delete of that document), and Close. Each op first copies both
 // indexes (not timed), so that every op starts on the index as built; the
@@ -130,10 +133,11 @@ func BenchmarkScaleWrites(b *testing.B) {
 	base, _ := Records(o)
 	s := scaleFromEnv(b)
 	root := keptScaleDir(b, s, base)
-	if len(base) < 402 {
-		b.Fatalf("%d base records: the benchmark names passages 0..401", len(base))
+	if len(base) < 300+state.LagChunks {
+		b.Fatalf("%d base records: the benchmark names passages 0..%d", len(base), 299+state.LagChunks)
 	}
-	recs := s.Next(base, 300)
+	recs := s.Next(base, 300+state.LagChunks)
+	recs, past := recs[:300], recs[300:]
 	// The facts name stored chunks of the last tenant's last version (open
 	// in both shapes), of passages the new chunks leave alone: the
 	// retraction passage 400, the supersessions passages 300..399.
@@ -204,7 +208,7 @@ func BenchmarkScaleWrites(b *testing.B) {
 				func() (err error) { eng, err = evpack.Open(filepath.Join(dir, "evpack"), evpack.Options{}); return err },
 				ingest(&eng, recs[:100]), ingest(&eng, recs[100:200]),
 				ingest(&eng, []connectors.Record{retraction}), ingest(&eng, supersessions),
-				ingest(&eng, recs[200:]),
+				ingest(&eng, recs[200:]), ingest(&eng, past),
 				func() error { return eng.Close() },
 				func() (err error) { eng, err = evpack.Open(filepath.Join(dir, "evpack"), evpack.Options{}); return err },
 				ingest(&eng, []connectors.Record{retraction2}),
@@ -217,7 +221,7 @@ func BenchmarkScaleWrites(b *testing.B) {
 				func() (err error) { idx, err = bleve.Open(filepath.Join(dir, "bleve")); return err },
 				batch(&idx, recs[:100]), batch(&idx, recs[100:200]),
 				func() error { return idx.Delete(retracted.Chunk.ID) }, batch(&idx, superseded),
-				batch(&idx, recs[200:]),
+				batch(&idx, recs[200:]), batch(&idx, past),
 				func() error { return idx.Close() },
 				func() (err error) { idx, err = bleve.Open(filepath.Join(dir, "bleve")); return err },
 				func() error { return idx.Delete(retracted2.Chunk.ID) },

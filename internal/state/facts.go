@@ -97,6 +97,13 @@ func (s *State) LexDoc(id string) (retrieve.Doc, error) {
 	if !ok {
 		return retrieve.Doc{}, fmt.Errorf("%w: chunk %q is not committed", storage.ErrCorrupt, id)
 	}
+	return s.lexDocOf(c, gen), nil
+}
+
+// lexDocOf returns the lexical document of chunk c, committed at
+// generation gen, at the state's generation.
+func (s *State) lexDocOf(c *evidence.Chunk, gen int64) retrieve.Doc {
+	id := c.ID
 	d := retrieve.Doc{Chunk: c, Gen: gen}
 	if r := s.RetiredAt(id, s.Gen); r != never {
 		d.Retired = asof.DateFromDays(r)
@@ -107,7 +114,7 @@ func (s *State) LexDoc(id string) (retrieve.Doc, error) {
 		}
 		d.FactGen = max(d.FactGen, fa.Gen)
 	}
-	return d, nil
+	return d
 }
 
 // Entry is what the citation gate sees of chunk id for a request as of day
