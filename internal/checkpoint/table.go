@@ -299,6 +299,23 @@ func (t *Table) findKey(id string, key uint64) (int, Row, bool) {
 	return 0, Row{}, false
 }
 
+// AppendNums appends row w's reranker term numbers to dst (none for a
+// purged chunk's); false after a failed check.
+func (t *Table) AppendNums(dst []uint32, w Row) ([]uint32, bool) {
+	if w.Flags&NoTerms != 0 || w.NumsLen == 0 {
+		return dst, true
+	}
+	if !t.read() {
+		return dst, false
+	}
+	defer t.mu.RUnlock()
+	if err := t.numSec.check(4*int(w.numsOff), 4*int(w.NumsLen)); err != nil {
+		t.failed(fmt.Errorf("reranker terms: %w", err))
+		return dst, false
+	}
+	return append(dst, t.nums[w.numsOff:w.numsOff+w.NumsLen]...), true
+}
+
 // Nums returns row w's reranker term numbers, a copy (nil for a purged
 // chunk's); false after a failed check.
 func (t *Table) Nums(w Row) ([]uint32, bool) {

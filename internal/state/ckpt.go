@@ -195,7 +195,7 @@ func EncodeCheckpoint(st *State, identity string, catalog func() ([]byte, error)
 		t.LexDF, t.RRDF = termCounts(ts.LexDF), termCounts(ts.RerankDF)
 		h.Tenants = append(h.Tenants, t)
 	}
-	docs, err := st.docsInKeyOrder()
+	docs, err := st.docsInKeyOrder(true)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +227,9 @@ func EncodeCheckpoint(st *State, identity string, catalog func() ([]byte, error)
 // their rows' fields), and, when st was read from a checkpoint, those of
 // its rows that its maps do not hold, read from the rows with their fields.
 // The rows are in key order already, so this is a merge, not a sort.
-func (st *State) docsInKeyOrder() ([]checkpoint.Doc, error) {
+// Without nums, the rows' documents hold no reranker terms (the catalog
+// reads none).
+func (st *State) docsInKeyOrder(nums bool) ([]checkpoint.Doc, error) {
 	keys := evidence.SortedKeys(st.DocOrder)
 	mem := func(k string) checkpoint.Doc {
 		return checkpoint.Doc{Key: k, IDs: st.DocOrder[k].IDs, Nums: st.DocOrder[k].Nums}
@@ -256,13 +258,26 @@ func (st *State) docsInKeyOrder() ([]checkpoint.Doc, error) {
 			continue
 		}
 		d := checkpoint.Doc{Key: e.Key, IDs: make([]string, e.Len), Nums: make([][]uint32, e.Len), Chunks: make([]checkpoint.Chunk, e.Len)}
-		for i := range e.Len {
-			w, ok := t.Row(e.First + i)
-			if ok {
-				d.IDs[i], ok = t.ID(w)
+		rows := make([]checkpoint.Row, e.Len)
+		size := 0
+		for i := range rows {
+			var ok bool
+			if rows[i], ok = t.Row(e.First + i); !ok {
+				return nil, t.Err()
 			}
-			if ok {
-				d.Nums[i], ok = t.Nums(w)
+			size += int(rows[i].NumsLen)
+		}
+		var arena []uint32 // the document's terms in one array, not one per chunk
+		if nums {
+			arena = make([]uint32, 0, size)
+		}
+		for i, w := range rows {
+			var ok bool
+			d.IDs[i], ok = t.ID(w)
+			if ok && nums {
+				from := len(arena)
+				arena, ok = t.AppendNums(arena, w)
+				d.Nums[i] = arena[from:len(arena):len(arena)]
 			}
 			if !ok {
 				return nil, t.Err()
@@ -291,11 +306,11 @@ func rowDays(c *evidence.Chunk) (anchor, from, to int32) {
 	return day(c.Anchor.At.IsZero(), c.Anchor.Day().Days()), day(c.Valid.From.IsZero(), c.Valid.From.Days()), day(c.Valid.To.IsZero(), c.Valid.To.Days())
 }
 
-// chunkOfDays returns a chunk holding only what a row says of chunk id of
-// tenant: its tenant and days (rowDays), which is all the lexical catalog
-// reads of it (retrieve.Lexical.Catalog).
-func chunkOfDays(id, tenant string, anchor, from, to int32) *evidence.Chunk {
-	c := &evidence.Chunk{ID: id, Tenant: tenant}
+// chunkOfDays sets c to a chunk holding only what a row says of chunk id
+// of tenant: its tenant and days (rowDays), which is all the lexical
+// catalog reads of it (retrieve.Lexical.Catalog), and returns it.
+func chunkOfDays(c *evidence.Chunk, id, tenant string, anchor, from, to int32) *evidence.Chunk {
+	*c = evidence.Chunk{ID: id, Tenant: tenant}
 	if anchor != checkpoint.NoDay {
 		c.Anchor.At = asof.DateFromDays(int64(anchor)).Start()
 	}
@@ -391,7 +406,7 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 // batch file; when one cannot be, the sequence stops and *failed says why.
 func (st *State) LexDocs(failed *error) iter.Seq2[retrieve.Doc, bool] {
 	return func(yield func(retrieve.Doc, bool) bool) {
-		docs, err := st.docsInKeyOrder()
+		docs, err := st.docsInKeyOrder(false)
 		if err != nil {
 			*failed = err
 			return
@@ -430,11 +445,12 @@ func catalogOf(lex *retrieve.Lexical, st *State) ([]byte, error) {
 // what its row says of it (chunkOfDays) and its facts.
 func (st *State) catalogDocs(failed *error) iter.Seq2[retrieve.Doc, bool] {
 	return func(yield func(retrieve.Doc, bool) bool) {
-		docs, err := st.docsInKeyOrder()
+		docs, err := st.docsInKeyOrder(false)
 		if err != nil {
 			*failed = err
 			return
 		}
+		var scratch evidence.Chunk // Catalog keeps nothing of a document it is handed
 		for _, doc := range docs {
 			for i, id := range doc.IDs {
 				var d retrieve.Doc
@@ -445,7 +461,7 @@ func (st *State) catalogDocs(failed *error) iter.Seq2[retrieve.Doc, bool] {
 					}
 				} else {
 					c := doc.Chunks[i]
-					d = st.lexDocOf(chunkOfDays(id, c.Tenant, c.AnchorDay, c.From, c.To), c.Gen)
+					d = st.lexDocOf(chunkOfDays(&scratch, id, c.Tenant, c.AnchorDay, c.From, c.To), c.Gen)
 				}
 				if _, purged := st.Purged[id]; !yield(d, !purged) {
 					return
