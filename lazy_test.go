@@ -605,7 +605,7 @@ func TestFirstWriteReadsTheBatchesInOrder(t *testing.T) {
 // every core: the bytes must depend on neither, nor move from those earlier
 // builds wrote, which Check compares with the ones this build writes.
 func TestCheckpointBytesArePinned(t *testing.T) {
-	const pinned = "blake3:cbcc74755787d637d5a2c3ebf5a091311ade712affbacd941c805b0429caf4cf" // format /5, with its document table
+	const pinned = "blake3:cbcc74755787d637d5a2c3ebf5a091311ade712affbacd941c805b0429caf4cf" // format /5: the document table, and days in each row
 	dir := t.TempDir()
 	lazyHistory(t, dir)
 	st := fullOf(t, dir)
