@@ -233,3 +233,51 @@ func TestReplicaAppliesFactsAsTheyCome(t *testing.T) {
 	require.Equal(t, int64(3), r.st.Gen, "nothing committed")
 	require.Equal(t, int64(3), storagetest.ReadManifest(t, rdir).Generation)
 }
+
+// TestLaterChunksDamaged: Open reads whole the batch files of the
+// generations of chunks after the checkpoint (state.KeepsCheckpoint) and
+// their analysis files, so one edited, cut short or gone is ErrCorrupt
+// naming it at Open, and nothing is written.
+func TestLaterChunksDamaged(t *testing.T) {
+	ctx := context.Background()
+	edit := func(t *testing.T, path string) {
+		raw, err := os.ReadFile(path)
+		require.NoError(t, err)
+		raw[len(raw)/2] ^= 1
+		require.NoError(t, os.WriteFile(path, raw, 0o644))
+	}
+	for _, tc := range []struct {
+		name     string
+		analysis bool // the analysis file, not the batch file
+		damage   func(t *testing.T, path string)
+	}{
+		{"a byte changed", false, edit},
+		{"cut short", false, func(t *testing.T, path string) { truncateHalf(t, path) }},
+		{"gone", false, func(t *testing.T, path string) { require.NoError(t, os.Remove(path)) }},
+		{"its analysis file, a byte changed", true, edit},
+		{"its analysis file gone", true, func(t *testing.T, path string) { require.NoError(t, os.Remove(path)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			e, err := Open(dir, Options{})
+			require.NoError(t, err)
+			_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "a", 3, 1)), IngestOptions{})
+			require.NoError(t, err)
+			_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "b", 2, 2)), IngestOptions{})
+			require.NoError(t, err)
+			require.NoError(t, e.Close())
+			m := storagetest.ReadManifest(t, dir)
+			require.Equal(t, int64(1), m.CheckpointGeneration(), "the commit of chunks kept the checkpoint")
+			name := m.Batches[1].File
+			if tc.analysis {
+				name = m.Batches[1].Analysis
+			}
+			tc.damage(t, filepath.Join(dir, storage.ChunksDir, name))
+			before := filesOf(t, dir)
+			_, err = Open(dir, Options{})
+			require.ErrorIs(t, err, ErrCorrupt)
+			require.Contains(t, err.Error(), name)
+			require.Equal(t, before, filesOf(t, dir), "nothing written")
+		})
+	}
+}
