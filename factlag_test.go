@@ -145,15 +145,22 @@ func TestLaterFactsDamaged(t *testing.T) {
 			require.NoError(t, e.Close())
 			m := storagetest.ReadManifest(t, dir)
 			require.Equal(t, int64(1), m.CheckpointGeneration())
-			path := filepath.Join(dir, storage.ChunksDir, m.Batches[1].File)
-			tc.damage(t, path)
-			before := filesOf(t, dir)
-			_, err = Open(dir, Options{})
-			require.ErrorIs(t, err, ErrCorrupt)
-			require.Contains(t, err.Error(), m.Batches[1].File)
-			require.Equal(t, before, filesOf(t, dir), "nothing written")
+			requireOpenRefuses(t, dir, m.Batches[1].File, tc.damage)
 		})
 	}
+}
+
+// requireOpenRefuses damages file name of dir's chunks directory, a file
+// Open reads whole, and requires Open to fail with ErrCorrupt naming it,
+// writing nothing.
+func requireOpenRefuses(t *testing.T, dir, name string, damage func(t *testing.T, path string)) {
+	t.Helper()
+	damage(t, filepath.Join(dir, storage.ChunksDir, name))
+	before := filesOf(t, dir)
+	_, err := Open(dir, Options{})
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Contains(t, err.Error(), name)
+	require.Equal(t, before, filesOf(t, dir), "nothing written")
 }
 
 // TestFactsAfterOpenChecked: a commit of facts on the state Open read
@@ -272,12 +279,7 @@ func TestLaterChunksDamaged(t *testing.T) {
 			if tc.analysis {
 				name = m.Batches[1].Analysis
 			}
-			tc.damage(t, filepath.Join(dir, storage.ChunksDir, name))
-			before := filesOf(t, dir)
-			_, err = Open(dir, Options{})
-			require.ErrorIs(t, err, ErrCorrupt)
-			require.Contains(t, err.Error(), name)
-			require.Equal(t, before, filesOf(t, dir), "nothing written")
+			requireOpenRefuses(t, dir, name, tc.damage)
 		})
 	}
 }

@@ -282,6 +282,9 @@ func (s *State) Extend(gen int64, at time.Time, add []*evidence.Chunk, an []Anal
 	if n.Rows != nil {
 		for _, c := range add { // the stored documents these chunks join, before any is added
 			key := docKey(c)
+			if _, looked := own["doc\x00"+key]; looked {
+				continue // another chunk of this batch's document: looked for once
+			}
 			if _, ok := n.DocOrder[key]; ok {
 				continue
 			}
