@@ -227,13 +227,21 @@ type termReader struct {
 
 // Next implements index.TermFieldReader.
 func (t *termReader) Next(pre *index.TermFieldDoc) (*index.TermFieldDoc, error) {
+	p, err := t.nextPosting()
+	return t.hand(p, pre), err
+}
+
+// nextPosting moves to the next posting and returns it (nil past the
+// last), numbered t.cur: Next without a TermFieldDoc.
+func (t *termReader) nextPosting() (segment.Posting, error) {
 	for ; t.seg < len(t.its); t.seg++ {
 		p, err := t.its[t.seg].Next()
 		if err != nil {
 			return nil, err
 		}
 		if p != nil {
-			return t.hand(p, pre), nil
+			t.cur, t.read = t.starts[t.seg]+p.Number(), true
+			return p, nil
 		}
 	}
 	return nil, nil
@@ -246,7 +254,14 @@ func (t *termReader) Advance(id index.IndexInternalID, pre *index.TermFieldDoc) 
 	if len(id) != 8 {
 		return nil, fmt.Errorf("%w: advance to an internal ID of %d bytes", ErrLexical, len(id))
 	}
-	num := binary.BigEndian.Uint64(id)
+	p, err := t.advancePosting(binary.BigEndian.Uint64(id))
+	return t.hand(p, pre), err
+}
+
+// advancePosting moves to the first posting at or after document num and
+// returns it (nil past the last), numbered t.cur: Advance without a
+// TermFieldDoc.
+func (t *termReader) advancePosting(num uint64) (segment.Posting, error) {
 	if t.read && t.cur >= num {
 		for i, l := range t.lists {
 			t.its[i] = l.Iterator(t.freqNorm, t.freqNorm, false, nil)
@@ -255,7 +270,7 @@ func (t *termReader) Advance(id index.IndexInternalID, pre *index.TermFieldDoc) 
 	}
 	seg := sort.Search(len(t.starts), func(i int) bool { return t.starts[i] > num }) - 1
 	if seg < t.seg || seg < 0 { // within a segment already passed (or before the first)
-		return t.Next(pre)
+		return t.nextPosting()
 	}
 	t.seg = seg
 	p, err := t.its[seg].Advance(num - t.starts[seg])
@@ -264,18 +279,21 @@ func (t *termReader) Advance(id index.IndexInternalID, pre *index.TermFieldDoc) 
 	}
 	if p == nil { // none left in this segment: the next one's first
 		t.seg++
-		return t.Next(pre)
+		return t.nextPosting()
 	}
-	return t.hand(p, pre), nil
+	t.cur, t.read = t.starts[seg]+p.Number(), true
+	return p, nil
 }
 
-// hand fills pre (or a new TermFieldDoc) with posting p of the segment
-// being read, as scorch does.
+// hand fills pre (or a new TermFieldDoc) with posting p, numbered t.cur,
+// as scorch does; nil for no posting.
 func (t *termReader) hand(p segment.Posting, pre *index.TermFieldDoc) *index.TermFieldDoc {
+	if p == nil {
+		return nil
+	}
 	if pre == nil {
 		pre = &index.TermFieldDoc{}
 	}
-	t.cur, t.read = t.starts[t.seg]+p.Number(), true
 	if cap(pre.ID) >= 8 {
 		pre.ID = pre.ID[:8]
 	} else {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -307,4 +308,74 @@ func TestTermReaderAsScorch(t *testing.T) {
 		t.Fatalf("the merged segment's deleted documents: %v, want an empty bitmap (termReader's reason)", d)
 	}
 	compare("merged", merged)
+}
+
+// TestPostingLengthIsScorersLength holds the pruned search's field length
+// (postingLength, from zap's field length and a table) to what bleve's
+// scorer derives from the posting's norm, bit for bit, for field lengths
+// on both sides of the table's end. It fails if zap changes how it encodes
+// a norm, or if the table drifts from the scorer's expression.
+func TestPostingLengthIsScorersLength(t *testing.T) {
+	lengths := []int{1, 2, 3, 7, 100, 1000, len(zapLengths) - 1, len(zapLengths), len(zapLengths) + 1, 3001}
+	idx, err := bleve.NewUsing("", bleve.NewIndexMapping(), scorch.Name, scorch.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	batch := idx.NewBatch()
+	for i, n := range lengths {
+		text := strings.TrimSpace("common " + strings.Repeat("filler ", n-1))
+		if err := batch.Index(fmt.Sprintf("d%02d", i), map[string]any{"text": text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := idx.Batch(batch); err != nil {
+		t.Fatal(err)
+	}
+	adv, err := idx.Advanced()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	tfr, err := termFieldReader(context.Background(), r, []byte("common"), "text", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, ok := tfr.(*termReader)
+	if !ok {
+		t.Fatalf("termFieldReader gave a %T over a scorch snapshot", tfr)
+	}
+	var seen []uint64
+	for {
+		p, err := seq.nextPosting()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == nil {
+			break
+		}
+		z, ok := p.(interface{ NormUint64() uint64 })
+		if !ok {
+			t.Fatalf("zap's posting %T gives no field length: the table is never used", p)
+		}
+		seen = append(seen, z.NormUint64())
+		if got, want := postingLength(p), lengthOfNorm(p.Norm()); math.Float64bits(got) != math.Float64bits(want) {
+			t.Errorf("field length %d: postingLength %v, the scorer's %v", z.NormUint64(), got, want)
+		}
+		if got, want := zapNorm(z.NormUint64()), p.Norm(); math.Float64bits(got) != math.Float64bits(want) {
+			t.Errorf("field length %d: zapNorm %v, zap's Norm %v", z.NormUint64(), got, want)
+		}
+	}
+	slices.Sort(seen)
+	want := make([]uint64, len(lengths))
+	for i, n := range lengths {
+		want[i] = uint64(n)
+	}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("field lengths read %v, indexed %v", seen, want)
+	}
 }
