@@ -325,13 +325,25 @@ func (ps *prunedSearch) plan(ctx context.Context, r index.IndexReader, tokens an
 // Where the question's term and its document frequency come from the
 // scope's statistics, the reader's own count is not used.
 func (ps *prunedSearch) open(ctx context.Context, pc *partCursors) error {
+	var dicts *fieldDicts // the partition's, shared by its terms
+	if snap, ok := pc.r.(*scorch.IndexSnapshot); ok {
+		var err error
+		if dicts, err = newFieldDicts(snap, fieldText); err != nil {
+			return fmt.Errorf("%w: pruned search: dictionaries: %v", ErrLexical, err)
+		}
+	}
 	for _, t := range ps.terms {
-		tfr, err := termFieldReader(ctx, pc.r, []byte(t.term), fieldText, true)
+		c := &cursor{prunedTerm: t}
+		var err error
+		if dicts != nil {
+			c.seq, err = dicts.reader([]byte(t.term), true)
+			c.tfr = c.seq
+		} else {
+			c.tfr, err = termFieldReader(ctx, pc.r, []byte(t.term), fieldText, true)
+		}
 		if err != nil {
 			return fmt.Errorf("%w: pruned search: term %q: %v", ErrLexical, t.term, err)
 		}
-		c := &cursor{prunedTerm: t, tfr: tfr}
-		c.seq, _ = tfr.(*termReader)
 		pc.cur = append(pc.cur, c)
 		if err := c.next(); err != nil {
 			return err

@@ -190,19 +190,47 @@ func termFieldReader(ctx context.Context, r index.IndexReader, term []byte, fiel
 	if !ok {
 		return r.TermFieldReader(ctx, term, field, freqNorm, freqNorm, false)
 	}
+	f, err := newFieldDicts(snap, field)
+	if err != nil {
+		return nil, err
+	}
+	return f.reader(term, freqNorm)
+}
+
+// fieldDicts is what the term readers of one field of a scorch snapshot
+// share: each segment's dictionary, deleted documents (nil for none) and
+// first document number. A question's terms are read through one, not
+// each through its own.
+type fieldDicts struct {
+	dicts  []segment.TermDictionary
+	except []*roaring.Bitmap
+	starts []uint64
+}
+
+func newFieldDicts(snap *scorch.IndexSnapshot, field string) (*fieldDicts, error) {
 	segs := snap.Segments()
-	t := &termReader{lists: make([]segment.PostingsList, len(segs)), its: make([]segment.PostingsIterator, len(segs)),
-		starts: segmentStarts(segs), freqNorm: freqNorm}
+	f := &fieldDicts{dicts: make([]segment.TermDictionary, len(segs)), except: make([]*roaring.Bitmap, len(segs)),
+		starts: segmentStarts(segs)}
 	for i, ss := range segs {
-		dict, err := ss.Segment().Dictionary(field)
-		if err != nil {
+		var err error
+		if f.dicts[i], err = ss.Segment().Dictionary(field); err != nil {
 			return nil, err
 		}
-		var except *roaring.Bitmap
 		if d := ss.Deleted(); d != nil && !d.IsEmpty() {
-			except = d
+			f.except[i] = d
 		}
-		if t.lists[i], err = dict.PostingsList(term, except, nil); err != nil {
+	}
+	return f, nil
+}
+
+// reader returns the postings of term, with their frequencies and norms
+// when freqNorm.
+func (f *fieldDicts) reader(term []byte, freqNorm bool) (*termReader, error) {
+	t := &termReader{lists: make([]segment.PostingsList, len(f.dicts)), its: make([]segment.PostingsIterator, len(f.dicts)),
+		starts: f.starts, freqNorm: freqNorm}
+	for i, dict := range f.dicts {
+		var err error
+		if t.lists[i], err = dict.PostingsList(term, f.except[i], nil); err != nil {
 			return nil, err
 		}
 		t.count += t.lists[i].Count()
