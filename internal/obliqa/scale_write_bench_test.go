@@ -17,6 +17,7 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/state"
+	"github.com/evpack/evpack/internal/storage"
 )
 
 // BenchmarkScaleFirstWrite: what a process pays to add a day's few chunks
@@ -162,6 +163,14 @@ func BenchmarkScaleWrites(b *testing.B) {
 	}
 	b.Logf("scale %dx%d, %s shape: retraction of %s, supersessions of %s..%s", s.Tenants, s.Versions, s.Shape(),
 		retracted.Chunk.ID, superseded[0].Chunk.ID, superseded[len(superseded)-1].Chunk.ID)
+	// Where the kept index stands in the checkpoint's lag decides what its
+	// first write pays: one that takes the chunks after the checkpoint past
+	// state.LagChunks writes the whole checkpoint again (a kept index of
+	// 104,096 chunks, ingested by 50,000, ends 4,096 chunks after its
+	// checkpoint, at the bound).
+	lag := keptLag(b, filepath.Join(root, "evpack"))
+	b.Logf("the kept index holds %d chunks after its checkpoint (a commit that takes them past %d writes it)", lag, state.LagChunks)
+	b.ReportMetric(float64(lag), "evpack-lag-chunks")
 
 	ctx := context.Background()
 	n := len(writePhases)
@@ -335,4 +344,23 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 	b.ReportMetric(ms(commits[len(commits)/2]), "fact-commit-p50-ms")
 	b.ReportMetric(ms(commits[len(commits)-1]), "fact-commit-max-ms")
 	b.ReportMetric(ms(again), "fact-checkpoint-ms")
+}
+
+// keptLag returns how many chunks the evpack index in dir holds after the
+// checkpoint its manifest names.
+func keptLag(b *testing.B, dir string) int64 {
+	name := filepath.Join(dir, "MANIFEST.json")
+	raw, err := os.ReadFile(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := storage.DecodeManifest(name, raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var lag int64
+	for _, bt := range m.Batches[m.CheckpointGeneration():] {
+		lag += int64(bt.Chunks)
+	}
+	return lag
 }
