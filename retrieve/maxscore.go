@@ -164,7 +164,9 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 	// holds more versions replaced since, which the filter turns away; the
 	// floor that the first partitions raise prunes the rest. The hits do not
 	// depend on the order, the work does (docs/benchmarks.md, issue 30).
-	slices.SortStableFunc(parts, func(a, b searchPart) int { return cmp.Compare(b.p.key.Epoch, a.p.key.Epoch) })
+	slices.SortFunc(parts, func(a, b searchPart) int {
+		return cmp.Or(cmp.Compare(b.p.key.Epoch, a.p.key.Epoch), comparePartKeys(a.p.key, b.p.key))
+	})
 	ps := &prunedSearch{}
 	defer ps.close()
 	for i, sp := range parts {
