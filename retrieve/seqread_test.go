@@ -321,7 +321,7 @@ func TestPostingLengthIsScorersLength(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer idx.Close()
+	t.Cleanup(func() { idx.Close() }) // after the snapshot snapshotOf closes
 	batch := idx.NewBatch()
 	for i, n := range lengths {
 		text := strings.TrimSpace("common " + strings.Repeat("filler ", n-1))
@@ -332,16 +332,7 @@ func TestPostingLengthIsScorersLength(t *testing.T) {
 	if err := idx.Batch(batch); err != nil {
 		t.Fatal(err)
 	}
-	adv, err := idx.Advanced()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	tfr, err := termFieldReader(context.Background(), r, []byte("common"), "text", true)
+	tfr, err := termFieldReader(context.Background(), snapshotOf(t, idx, 1, 1), []byte("common"), "text", true)
 	if err != nil {
 		t.Fatal(err)
 	}
