@@ -21,8 +21,22 @@ func truncateHalf(t *testing.T, name string) {
 	require.NoError(t, os.Truncate(name, fi.Size()/2))
 }
 
+// truncateToMeta cuts bbolt file name to its two meta pages (of the
+// page size bbolt took when it made the file: the machine's): every other
+// page it reads is past the end. (Cut to half, a file whose current pages
+// all lie in the first half, as bleve's persister may leave them, still
+// opens.)
+func truncateToMeta(t *testing.T, name string) {
+	t.Helper()
+	fi, err := os.Stat(name)
+	require.NoError(t, err)
+	size := int64(2 * os.Getpagesize())
+	require.Greater(t, fi.Size(), size, "%s holds no page past its meta pages", name)
+	require.NoError(t, os.Truncate(name, size))
+}
+
 // TestTruncatedBoltFile: one partition's bleve root file (store/root.bolt)
-// cut to half its size. bbolt asserts (panics) on such a file; a query that
+// cut to its meta pages. bbolt asserts (panics) on such a file; a query that
 // reads the partition gets ErrCorrupt naming its directory instead of the
 // process dying, a query of another tenant is still answered as before,
 // and Check fails with ErrCorrupt naming the partition.
@@ -37,7 +51,7 @@ func TestTruncatedBoltFile(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, parts)
 	victim := parts[len(parts)-1]
-	truncateHalf(t, filepath.Join(victim, "store", "root.bolt"))
+	truncateToMeta(t, filepath.Join(victim, "store", "root.bolt"))
 
 	e, err = Open(dir, Options{PartitionDays: partFixtureDays})
 	require.NoError(t, err, "Open reads no partition (the checkpoint's catalog)")
