@@ -141,7 +141,7 @@ func TestFirstCommitDamagedPartition(t *testing.T) {
 	require.NoError(t, e.Close())
 	victim := filepath.Join(dir, storage.LexicalDir, filepath.Base(parts[0]))
 	require.NoError(t, os.CopyFS(victim, os.DirFS(parts[0])))
-	truncateHalf(t, filepath.Join(victim, "store", "root.bolt"))
+	truncateToMeta(t, filepath.Join(victim, "store", "root.bolt"))
 
 	e, err = Open(dir, Options{PartitionDays: partFixtureDays})
 	require.NoError(t, err, "a partition of an index that never committed")
