@@ -387,6 +387,31 @@ func (l *Lexical) openPart(dir string, ro bool) (*part, error) {
 	return p, nil
 }
 
+// partMergePlan is the merge plan of every partition bleve opens (the
+// fields of mergeplan.MergePlanOptions it changes; the rest keep bleve's
+// defaults). Why not bleve's own: it sizes an index's budget of segments
+// by its documents over a floor of 2,000, which suits one index of a whole
+// corpus. A partition holds a tenant's quarter, a few thousand documents,
+// so there a batch into a partition of fewer than 2,000 documents merged
+// the whole partition again, and one of fewer than 4,000 its second
+// segment: a commit of 100 chunks falling in 22 partitions rewrote 22 of
+// them (issue 30: 317 ms at a million chunks, 6.6 times bleve's batch of
+// 100, two thirds of its CPU in merges). With a floor of 200 and three
+// segments a tier, a small batch's segment merges with other small ones,
+// and a partition's large segment is merged again only when they add up
+// to a tier of it. The price is read on a query's side: a partition that
+// took many small batches holds up to four or five segments (one or two
+// before), each a dictionary lookup per term. Merge makes every partition
+// one segment again. docs/benchmarks.md, "Partitions that merge what a
+// commit wrote" has the figures.
+//
+// Invariant: ranking does not depend on segments (scores take the
+// scope's statistics, ties break on the chunk ID), so no plan moves a
+// pack.
+func partMergePlan() map[string]any {
+	return map[string]any{"FloorSegmentSize": 200, "MaxSegmentsPerTier": 3}
+}
+
 // ErrDamaged: a partition's files are damaged: bleve refused them, or
 // panicked reading them (bbolt asserts on a truncated root file). The
 // error names the partition's directory; the other partitions are still
@@ -408,7 +433,7 @@ func openBleve(dir string, ro bool) (idx bleve.Index, err error) {
 			idx, err = nil, fmt.Errorf("%w: partition %s: bleve panicked opening it: %v", ErrDamaged, dir, r)
 		}
 	}()
-	idx, err = bleve.OpenUsing(dir, map[string]any{"read_only": ro})
+	idx, err = bleve.OpenUsing(dir, map[string]any{"read_only": ro, "scorchMergePlanOptions": partMergePlan()})
 	if err != nil {
 		return nil, fmt.Errorf("%w: open partition %s: %v", ErrDamaged, dir, err)
 	}
