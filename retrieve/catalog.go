@@ -340,24 +340,74 @@ func (l *Lexical) openLazy(p *part) error {
 // an existing index opens is, until written), once no read holds it
 // (Lexical.swap). Writes are the caller's to serialize
 // (the engine's commit lock); a read never calls it.
-func (l *Lexical) writable(p *part) error {
-	if err := l.ensure(p); err != nil {
+func (l *Lexical) writable(p *part) error { return l.writableAll([]*part{p}) }
+
+// reopensAtOnce bounds the partitions writableAll reopens side by side. A
+// reopen mostly waits on its fdatasync, not on a core: at a million
+// chunks, a first write after Open whose 100 chunks fell in 22 partitions
+// cost 1.3 and 1.9 times the next write with two at once (GOMAXPROCS
+// here), 1.05 with eight (docs/benchmarks.md, "Partitions that merge what
+// a commit wrote").
+const reopensAtOnce = 8
+
+// writableAll is writable for each of parts, the partitions one write
+// touches: those not yet opened are opened side by side (ensureAll), and
+// those open read-only are reopened side by side, reopensAtOnce at most,
+// under one hold of swap. A reopen persists bleve's snapshot again (a
+// bbolt commit and an fdatasync), and each hold of swap parks the searches
+// that start while it waits: a commit whose chunks fell in 20 partitions
+// paid both 20 times, one after the other. The error is the first part's
+// in parts order.
+func (l *Lexical) writableAll(parts []*part) error {
+	opened := make([]searchPart, len(parts))
+	for i, p := range parts {
+		opened[i] = searchPart{p: p}
+	}
+	if err := l.ensureAll(opened); err != nil {
 		return err
 	}
-	// Most writes find p writable: they must not take swap, whose Lock
-	// parks every search that starts while it waits for those in flight.
-	// Only a write turns an open partition's ro from true to false.
+	// Most writes find every part writable: they must not take swap, whose
+	// Lock parks every search that starts while it waits for those in
+	// flight. Only a write turns an open partition's ro from true to false.
+	var todo []*part
 	l.pmu.RLock()
-	ro := p.ro
+	for _, p := range parts {
+		if p.ro {
+			todo = append(todo, p)
+		}
+	}
 	l.pmu.RUnlock()
-	if !ro {
+	if len(todo) == 0 {
 		return nil
 	}
 	l.swap.Lock()
 	defer l.swap.Unlock()
-	if !p.ro {
-		return nil
+	errs := make([]error, len(todo))
+	if len(todo) == 1 {
+		errs[0] = l.reopen(todo[0])
+	} else {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, reopensAtOnce)
+		for i, p := range todo {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				errs[i] = l.reopen(p)
+			})
+		}
+		wg.Wait()
 	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reopen reopens p, open read-only, for writing. The caller holds swap
+// for writing.
+func (l *Lexical) reopen(p *part) error {
 	if err := p.idx.Close(); err != nil {
 		return fmt.Errorf("%w: partition %s: close to write: %v", ErrLexical, p.dir, err)
 	}

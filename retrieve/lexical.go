@@ -511,7 +511,11 @@ func (l *Lexical) Index(ctx context.Context, docs []Doc) (err error) {
 // eachPart calls fn with each partition docs fall in and its docs, in key
 // order, making the partitions there are none of yet.
 func (l *Lexical) eachPart(ctx context.Context, docs []Doc, fn func(*part, []Doc) error) error {
-	for _, g := range l.group(docs) {
+	groups := l.group(docs)
+	if err := l.writableAll(l.existing(groups)); err != nil {
+		return err
+	}
+	for _, g := range groups {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -524,6 +528,23 @@ func (l *Lexical) eachPart(ctx context.Context, docs []Doc, fn func(*part, []Doc
 		}
 	}
 	return nil
+}
+
+// existing returns the parts of groups that exist already (partOf makes
+// the others, writable), in groups' order.
+func (l *Lexical) existing(groups []docGroup) []*part {
+	if l.settle() != nil {
+		return nil // partOf returns the error
+	}
+	l.pmu.RLock()
+	defer l.pmu.RUnlock()
+	var out []*part
+	for _, g := range groups {
+		if i, ok := l.find(g.key); ok {
+			out = append(out, l.parts[i])
+		}
+	}
+	return out
 }
 
 // docGroup is the documents of one partition, in the order given.
@@ -1190,10 +1211,10 @@ func (l *Lexical) Merge(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := l.writableAll(all); err != nil {
+		return err
+	}
 	for _, p := range all {
-		if err := l.writable(p); err != nil {
-			return err
-		}
 		adv, err := p.idx.Advanced()
 		if err != nil {
 			return fmt.Errorf("%w: merge %s: %v", ErrLexical, p.dir, err)
