@@ -17,6 +17,13 @@ import (
 // with the minimal JSON escapes, "\n" line ends, no trailing newline.
 func (p *Pack) Bytes() []byte {
 	var w canon
+	// Most of a pack is its passages' text: room for it up front spares
+	// the buffer's doublings (an estimate; escapes may still grow it).
+	n := 1024 + len(p.Question)
+	for i := range p.Citations {
+		n += 512 + len(p.Citations[i].Text)
+	}
+	w.b.Grow(n)
 	w.begin()
 	w.key("as_of")
 	w.str(p.AsOf.String())
@@ -163,32 +170,47 @@ func (w *canon) array(n int, item func(i int)) {
 // else, including <, > and &, is written as raw UTF-8.
 func (w *canon) str(s string) {
 	w.b.WriteByte('"')
+	run := 0 // s[run:i] needs no escape and is not written yet
 	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			w.b.WriteString(`\ufffd`)
-		case r == '"':
-			w.b.WriteString(`\"`)
-		case r == '\\':
-			w.b.WriteString(`\\`)
-		case r == '\b':
-			w.b.WriteString(`\b`)
-		case r == '\t':
-			w.b.WriteString(`\t`)
-		case r == '\n':
-			w.b.WriteString(`\n`)
-		case r == '\f':
-			w.b.WriteString(`\f`)
-		case r == '\r':
-			w.b.WriteString(`\r`)
-		case r < 0x20:
-			fmt.Fprintf(&w.b, `\u%04x`, r)
-		default:
-			w.b.WriteString(s[i : i+size])
+		c := s[i]
+		if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
+			i++
+			continue
 		}
-		i += size
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError || size != 1 {
+				i += size // valid UTF-8 is written as it is
+				continue
+			}
+		}
+		w.b.WriteString(s[run:i])
+		switch c {
+		case '"':
+			w.b.WriteString(`\"`)
+		case '\\':
+			w.b.WriteString(`\\`)
+		case '\b':
+			w.b.WriteString(`\b`)
+		case '\t':
+			w.b.WriteString(`\t`)
+		case '\n':
+			w.b.WriteString(`\n`)
+		case '\f':
+			w.b.WriteString(`\f`)
+		case '\r':
+			w.b.WriteString(`\r`)
+		default:
+			if c < 0x20 {
+				fmt.Fprintf(&w.b, `\u%04x`, c)
+			} else {
+				w.b.WriteString(`\ufffd`) // a byte that is not UTF-8
+			}
+		}
+		i++
+		run = i
 	}
+	w.b.WriteString(s[run:])
 	w.b.WriteByte('"')
 }
 
