@@ -166,8 +166,9 @@ func (w *canon) array(n int, item func(i int)) {
 }
 
 // str writes s with the minimal escapes: quote, backslash, and control
-// characters (short forms for \b \t \n \f \r, \u00XX otherwise). Everything
-// else, including <, > and &, is written as raw UTF-8.
+// characters (short forms for \b \t \n \f \r, \u00XX otherwise), and a
+// byte that is not UTF-8 as \ufffd. Everything else, including <, > and &,
+// is written as raw UTF-8, a run at a time.
 func (w *canon) str(s string) {
 	w.b.WriteByte('"')
 	run := 0 // s[run:i] needs no escape and is not written yet
