@@ -186,27 +186,25 @@ func (w *canon) str(s string) {
 			}
 		}
 		w.b.WriteString(s[run:i])
-		switch c {
-		case '"':
+		switch {
+		case c == '"':
 			w.b.WriteString(`\"`)
-		case '\\':
+		case c == '\\':
 			w.b.WriteString(`\\`)
-		case '\b':
+		case c == '\b':
 			w.b.WriteString(`\b`)
-		case '\t':
+		case c == '\t':
 			w.b.WriteString(`\t`)
-		case '\n':
+		case c == '\n':
 			w.b.WriteString(`\n`)
-		case '\f':
+		case c == '\f':
 			w.b.WriteString(`\f`)
-		case '\r':
+		case c == '\r':
 			w.b.WriteString(`\r`)
-		default:
-			if c < 0x20 {
-				fmt.Fprintf(&w.b, `\u%04x`, c)
-			} else {
-				w.b.WriteString(`\ufffd`) // a byte that is not UTF-8
-			}
+		case c < 0x20:
+			fmt.Fprintf(&w.b, `\u%04x`, c)
+		default: // a byte that is not UTF-8
+			w.b.WriteString(`\ufffd`)
 		}
 		i++
 		run = i
