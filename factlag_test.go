@@ -32,17 +32,20 @@ func retraction(id string) connectors.Record {
 // packs the writer gave (pinned ones too) byte for byte, and a clean Check:
 // after one retraction, whose chunk lies in a partition the checkpoint's
 // catalog summed up before it (the reopened index must not admit it from
-// the day it is known); after state.CheckpointLag commits of facts, which extend
-// the state Open read as it is, and the last of which writes a checkpoint
-// again; and after a commit of chunks, which leaves it too (within
-// state.LagChunks).
+// the day it is known); after state.LagGenerations commits of facts, which
+// extend the state Open read as it is, and the last of which writes a
+// checkpoint again; and after commits of chunks, which leave it too until
+// state.CheckpointLag of them follow it (within state.LagChunks).
 func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("commits a thousand retractions one by one; run without -short")
+	}
 	ctx := context.Background()
 	dir := t.TempDir()
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	defer func() { e.Close() }()
-	recs := vocabularyRecords(t, "acme", "a", state.CheckpointLag+2, 1)
+	recs := vocabularyRecords(t, "acme", "a", state.LagGenerations+2, 1)
 	_, err = e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 	require.NoError(t, err)
 
@@ -52,12 +55,17 @@ func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 		reqs = append(reqs, Request{Question: question, AsOf: asof.MustDate(day), Tenant: "acme", K: 20})
 	}
 	// reopen closes e, opens dir again from its checkpoint and requires
-	// what the writer answered, pinned to every generation too.
+	// what the writer answered, pinned to the first generations, every
+	// 128th and the last few too (every one of a thousand would be
+	// 3,000 queries a case).
 	reopen := func(why string) {
 		t.Helper()
 		var all []Request
 		for _, r := range reqs {
 			for g := range e.st.Gen + 1 {
+				if g > 3 && g%128 != 0 && g < e.st.Gen-3 {
+					continue
+				}
 				r.Generation = g
 				all = append(all, r)
 			}
@@ -90,27 +98,38 @@ func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 		}
 	}
 
-	for i := 1; i < state.CheckpointLag; i++ { // generations 3..65: at most CheckpointLag after the checkpoint
+	lag := state.LagGenerations
+	for i := 1; i < lag; i++ { // generations 3..lag+1: at most LagGenerations after the checkpoint
 		_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", i))}), IngestOptions{})
 		require.NoError(t, err)
 		require.NotNil(t, e.st.Rows, "a commit of facts alone extends the checkpoint's state as it is, reading no batch file")
 	}
-	require.Equal(t, int64(state.CheckpointLag+1), e.st.Gen)
-	require.Equal(t, storage.CheckpointName(1), checkpointOf(), "generation %d is %d after the checkpoint", e.st.Gen, state.CheckpointLag)
-	reopen(fmt.Sprintf("after %d commits of facts", state.CheckpointLag))
-	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", state.CheckpointLag))}), IngestOptions{})
+	require.Equal(t, int64(lag+1), e.st.Gen)
+	require.Equal(t, storage.CheckpointName(1), checkpointOf(), "generation %d is %d after the checkpoint", e.st.Gen, lag)
+	reopen(fmt.Sprintf("after %d commits of facts", lag))
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", lag))}), IngestOptions{})
 	require.NoError(t, err)
-	require.Equal(t, storage.CheckpointName(state.CheckpointLag+2), checkpointOf(), "one more and the state is written again")
+	written := storage.CheckpointName(int64(lag + 2))
+	require.Equal(t, written, checkpointOf(), "one more and the state is written again")
 	require.Empty(t, e.st.Chunks, "read back from the checkpoint it wrote, with nothing in memory")
 	require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(1)), "and the one it replaced removed")
 	reopen("after the checkpoint was written again")
 
-	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", state.CheckpointLag+1))}), IngestOptions{})
+	// Commits of chunks are bounded apart: at most CheckpointLag of them
+	// after the checkpoint, whatever the facts.
+	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", lag+1))}), IngestOptions{})
 	require.NoError(t, err)
-	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "b", 3, 2)), IngestOptions{})
+	more := vocabularyRecords(t, "acme", "b", state.CheckpointLag+1, 2)
+	for i := range state.CheckpointLag {
+		_, err = e.Ingest(ctx, connectors.Records(more[i:i+1]), IngestOptions{})
+		require.NoError(t, err)
+		require.Equal(t, written, checkpointOf(), "commit %d of chunks leaves it (state.KeepsCheckpoint)", i+1)
+	}
+	reopen(fmt.Sprintf("after %d commits of chunks", state.CheckpointLag))
+	_, err = e.Ingest(ctx, connectors.Records(more[state.CheckpointLag:]), IngestOptions{})
 	require.NoError(t, err)
-	require.Equal(t, storage.CheckpointName(state.CheckpointLag+2), checkpointOf(), "a commit of chunks leaves it too (state.KeepsCheckpoint)")
-	reopen("after a commit of chunks")
+	require.Equal(t, storage.CheckpointName(e.st.Gen), checkpointOf(), "one more commit of chunks writes it again")
+	reopen("after the commit of chunks that wrote it")
 }
 
 // TestLaterFactsDamaged: Open reads the batch files of the generations of
@@ -282,4 +301,40 @@ func TestLaterChunksDamaged(t *testing.T) {
 			requireOpenRefuses(t, dir, name, tc.damage)
 		})
 	}
+}
+
+// TestManyFactsWriteTheCheckpoint (issue 30): the facts after a checkpoint
+// are bounded apart from the generations: a commit that takes them past
+// state.LagFacts writes it again, as Open adds each of them again.
+func TestManyFactsWriteTheCheckpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ingests 4,097 chunks and retracts each; run without -short")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	defer func() { e.Close() }()
+	n := state.LagFacts + 1
+	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "a", n, 3)), IngestOptions{})
+	require.NoError(t, err)
+	checkpointOf := func() string { return storagetest.ReadManifest(t, dir).Checkpoint }
+	require.Equal(t, storage.CheckpointName(1), checkpointOf())
+	facts := make([]connectors.Record, n)
+	for i := range facts {
+		facts[i] = retraction(fmt.Sprintf("a-%04d", i))
+	}
+	_, err = e.Ingest(ctx, connectors.Records(facts[:n-1]), IngestOptions{})
+	require.NoError(t, err)
+	require.Equal(t, storage.CheckpointName(1), checkpointOf(), "%d facts after the checkpoint keep it", n-1)
+	_, err = e.Ingest(ctx, connectors.Records(facts[n-1:]), IngestOptions{})
+	require.NoError(t, err)
+	require.Equal(t, storage.CheckpointName(3), checkpointOf(), "one more writes it again")
+	require.NoError(t, e.Close())
+	e, err = Open(dir, Options{})
+	require.NoError(t, err)
+	require.NotNil(t, e.st.Rows, "Open read the checkpoint")
+	rep, err := e.CheckIndex(ctx)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", rep.Problems)
 }

@@ -269,15 +269,21 @@ func copyKept(b *testing.B, root string) string {
 }
 
 // BenchmarkScaleOpenAfterFacts (issue 30): what the checkpoint's lag costs
-// Open. On a copy of the kept scale index (EVPACK_SCALE_DIR, made by
-// BenchmarkScale), it times Open (to Close) seven times, then commits
-// state.CheckpointLag retractions of stored chunks, one a commit, in one
-// process (the first of them the first write after Open), then times Open
-// seven times again, which now reads those generations' batch files and
-// adds their facts. It reports the median Opens before and after, the
-// median and slowest commit, and, opened again, the commit of one
-// retraction more, which writes the checkpoint again (its catalog from
-// every chunk: facts narrow what adding cannot). b.N is not used: one pass.
+// Open, and what a commit of one fact costs on average over the lag. On a
+// copy of the kept scale index (EVPACK_SCALE_DIR, made by BenchmarkScale),
+// it times Open (to Close) seven times, then commits state.LagGenerations
+// retractions of stored chunks, one a commit, in one process (the first of
+// them the first write after Open), each taking turns with bare bleve's
+// delete of that document from its copy; then it times Open seven times
+// again, which now reads those generations' batch files and adds their
+// facts; then, opened again, the commit of one retraction more, which
+// writes the checkpoint (its catalog from every chunk: facts narrow what
+// adding cannot), against bleve's delete of one more. It reports the
+// median Opens before and after, the median and slowest commit of the
+// lag, the commit that writes the checkpoint, bleve's median delete, and
+// evpack's commits over bleve's deletes, all of them summed: the
+// average cost of a retraction, a checkpoint's share included. b.N is
+// not used: one pass.
 //
 //	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'ScaleOpenAfterFacts$' -benchtime 1x -v
 func BenchmarkScaleOpenAfterFacts(b *testing.B) {
@@ -285,10 +291,12 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 	base, _ := Records(o)
 	s := scaleFromEnv(b)
 	root := keptScaleDir(b, s, base)
-	if len(base) < 403+state.CheckpointLag {
-		b.Fatalf("%d base records: the benchmark names passages 402..%d", len(base), 402+state.CheckpointLag)
+	const first = 402 // passages the other write benchmarks leave alone
+	if len(base) < first+1+state.LagGenerations {
+		b.Fatalf("%d base records: the benchmark names passages %d..%d", len(base), first, first+state.LagGenerations)
 	}
-	dir := filepath.Join(copyKept(b, root), "evpack")
+	copied := copyKept(b, root)
+	dir := filepath.Join(copied, "evpack")
 	ctx := context.Background()
 	medianOpen := func() time.Duration {
 		var ds []time.Duration
@@ -311,20 +319,48 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	t, v := s.Tenants-1, s.Versions-1 // passages the other write benchmarks leave alone
-	var commits []time.Duration
-	retract := func(i int) time.Duration {
+	idx, err := bleve.Open(filepath.Join(copied, "bleve"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer idx.Close()
+	t, v := s.Tenants-1, s.Versions-1
+	// retract commits the retraction of passage i's chunk and bleve deletes
+	// that document, in turn (evpack first for even i), returning each's
+	// wall time.
+	retract := func(i int) (ev, bl time.Duration) {
 		r := s.Record(base, i, t, v)
 		end := asof.DateFromDays(r.Chunk.Valid.From.Days() + 10)
 		f := &evidence.Fact{Kind: evidence.FactRetracted, ChunkID: r.Chunk.ID, End: end, Anchor: end.Start()}
-		t0 := time.Now()
-		if _, err := e.Ingest(ctx, connectors.Records([]connectors.Record{{Where: fmt.Sprintf("retraction %d", i), Fact: f}}), evpack.IngestOptions{}); err != nil {
-			b.Fatal(err)
+		evTurn := func() {
+			t0 := time.Now()
+			if _, err := e.Ingest(ctx, connectors.Records([]connectors.Record{{Where: fmt.Sprintf("retraction %d", i), Fact: f}}), evpack.IngestOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			ev = time.Since(t0)
 		}
-		return time.Since(t0)
+		blTurn := func() {
+			t0 := time.Now()
+			if err := idx.Delete(r.Chunk.ID); err != nil {
+				b.Fatal(err)
+			}
+			bl = time.Since(t0)
+		}
+		if i%2 == 0 {
+			evTurn()
+			blTurn()
+		} else {
+			blTurn()
+			evTurn()
+		}
+		return ev, bl
 	}
-	for i := 402; i < 402+state.CheckpointLag; i++ {
-		commits = append(commits, retract(i))
+	var commits, deletes []time.Duration
+	var evSum, blSum time.Duration
+	for i := first; i < first+state.LagGenerations; i++ {
+		ev, bl := retract(i)
+		commits, deletes = append(commits, ev), append(deletes, bl)
+		evSum, blSum = evSum+ev, blSum+bl
 	}
 	if err := e.Close(); err != nil {
 		b.Fatal(err)
@@ -333,17 +369,21 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 	if e, err = evpack.Open(dir, evpack.Options{}); err != nil {
 		b.Fatal(err)
 	}
-	again := retract(402 + state.CheckpointLag)
+	again, blAgain := retract(first + state.LagGenerations)
+	evSum, blSum = evSum+again, blSum+blAgain
 	if err := e.Close(); err != nil {
 		b.Fatal(err)
 	}
 	slices.Sort(commits)
+	slices.Sort(deletes)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(ms(before), "open-ms")
 	b.ReportMetric(ms(after), "open-after-facts-ms")
 	b.ReportMetric(ms(commits[len(commits)/2]), "fact-commit-p50-ms")
 	b.ReportMetric(ms(commits[len(commits)-1]), "fact-commit-max-ms")
 	b.ReportMetric(ms(again), "fact-checkpoint-ms")
+	b.ReportMetric(ms(deletes[len(deletes)/2]), "bleve-delete-p50-ms")
+	b.ReportMetric(float64(evSum)/float64(blSum), "fact-commits-vs-bleve-deletes")
 }
 
 // keptLag returns how many chunks the evpack index in dir holds after the

@@ -53,38 +53,64 @@ func Checkpoint(st *State, lex *retrieve.Lexical, catalog func() ([]byte, error)
 	})
 }
 
-// CheckpointLag is how many generations may follow the checkpoint an
-// index's manifest names. Writing the whole state again at every commit
-// cost a commit what the index holds, not what it adds (issue 30); instead
-// a commit without purges may leave the checkpoint as it is, and Open reads
-// the batch files after it and adds what they hold. The lag bounds what
-// that costs Open, and LagChunks what the state holds beside the
-// checkpoint's rows (State.Extend copies it at every commit, and Open adds
-// each chunk again: at a million chunks, a lag of an eighth of them made
-// Open take 1.9 s and a commit of 100 chunks 0.3 to 0.5 s). It is a
-// function of the log alone, so a replica writes its checkpoints at the
+// The checkpoint's lag: how far an index's manifest may leave its
+// checkpoint behind. Writing the whole state again at every commit cost a
+// commit what the index holds, not what it adds (issue 30); instead a
+// commit without purges may leave the checkpoint as it is, and Open reads
+// the batch files after it and adds what they hold. The bounds are what
+// that costs: Open reads a batch file for each generation after the
+// checkpoint (a few tens of microseconds for one of facts alone at a
+// million chunks, more for one of chunks, which brings an analysis file
+// and documents to copy out of the rows), and State.Extend copies, at every
+// commit, the maps of the chunks the state holds beside the checkpoint's
+// rows (at a million chunks, a lag of an eighth of them made Open take
+// 1.9 s and a commit of 100 chunks 0.3 to 0.5 s). The rule is a function
+// of the log alone, so a replica writes its checkpoints at the
 // generations the writer does.
-const CheckpointLag = 64
-
-// LagChunks bounds the chunks committed after an index's checkpoint.
-const LagChunks = 4096
+const (
+	// CheckpointLag bounds the generations after the checkpoint that add
+	// chunks.
+	CheckpointLag = 64
+	// LagChunks bounds the chunks committed after the checkpoint.
+	LagChunks = 4096
+	// LagGenerations bounds the generations after the checkpoint, those
+	// of facts alone included. Each checkpoint written costs a commit what
+	// the index holds (3 to 4 s at a million chunks): bounded at 64
+	// generations of any kind, a retraction a commit cost there 39 to 52
+	// times bleve's delete of a document on average, a checkpoint's share
+	// included; bounded at 1,024, 12 to 17 times, and Open after 1,024 of
+	// them takes 60 to 75 ms more (docs/benchmarks.md, "Generations of
+	// facts alone").
+	LagGenerations = 1024
+	// LagFacts bounds the facts committed after the checkpoint: Open adds
+	// each again, looking up its chunk in the rows.
+	LagFacts = 4096
+)
 
 // KeepsCheckpoint reports whether generation gen of the index in d, a
-// commit of chunks chunks and no purge, may leave the manifest's
-// checkpoint as it is: there is one, Open would read it (this format, lex's
-// analyzers), it is at most CheckpointLag generations behind gen, and the
-// chunks committed after it, these included, are at most LagChunks.
-func KeepsCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64, chunks int) bool {
+// commit of chunks chunks, facts facts and no purge, may leave the
+// manifest's checkpoint as it is: there is one, Open would read it (this
+// format, lex's analyzers), and after it, this commit included, there are
+// at most LagGenerations generations, CheckpointLag of them adding
+// chunks, LagChunks chunks and LagFacts facts.
+func KeepsCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64, chunks, facts int) bool {
 	m := d.Manifest()
 	g := m.CheckpointGeneration()
-	if g == 0 || gen-g > CheckpointLag {
+	if g == 0 || gen-g > LagGenerations {
 		return false
 	}
-	since := int64(chunks)
+	since, sinceFacts, withChunks := int64(chunks), int64(facts), 0
+	if chunks > 0 {
+		withChunks++
+	}
 	for _, b := range m.Batches[g:] {
 		since += int64(b.Chunks)
+		sinceFacts += int64(b.Facts)
+		if b.Chunks > 0 {
+			withChunks++
+		}
 	}
-	if since > LagChunks {
+	if since > LagChunks || sinceFacts > LagFacts || withChunks > CheckpointLag {
 		return false
 	}
 	f, err := d.OpenData(m.Checkpoint)
@@ -105,7 +131,7 @@ func KeepsCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64, chunks in
 // chunk.
 func NextCheckpoint(d *storage.Dir, lex *retrieve.Lexical, parent, next *State, add []*evidence.Chunk, nfacts int, rewritten bool) (checkpoint.File, error) {
 	catalog := CatalogAfter(lex, parent, next, add, nfacts)
-	if rewritten || !KeepsCheckpoint(d, lex, next.Gen, len(add)) {
+	if rewritten || !KeepsCheckpoint(d, lex, next.Gen, len(add), nfacts) {
 		return Checkpoint(next, lex, catalog)
 	}
 	if parent.Catalog != nil && nfacts == 0 {
