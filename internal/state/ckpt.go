@@ -79,7 +79,7 @@ const (
 	// generations of any kind, a retraction a commit cost there 39 to 52
 	// times bleve's delete of a document on average, a checkpoint's share
 	// included; bounded at 1,024, 12 to 17 times, and Open after 1,024 of
-	// them takes 60 to 75 ms more (docs/benchmarks.md, "Generations of
+	// them takes 63 to 76 ms more (docs/benchmarks.md, "Generations of
 	// facts alone").
 	LagGenerations = 1024
 	// LagFacts bounds the facts committed after the checkpoint: Open adds
