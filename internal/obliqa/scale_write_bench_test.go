@@ -238,13 +238,7 @@ func BenchmarkScaleWrites(b *testing.B) {
 				func() error { return idx.Close() },
 			})
 		}
-		if i%2 == 0 {
-			evTurn()
-			blTurn()
-		} else {
-			blTurn()
-			evTurn()
-		}
+		inTurn(i, evTurn, blTurn)
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
 	for p, name := range writePhases {
@@ -255,6 +249,18 @@ func BenchmarkScaleWrites(b *testing.B) {
 		b.ReportMetric(float64(evWall[p])/float64(blWall[p]), name+"-evpack-vs-bleve")
 	}
 	b.ReportMetric(float64(evWall[1])/float64(evWall[2]), "evpack-first-vs-second")
+}
+
+// inTurn runs the turns of op i: evpack's first when i is even, bleve's
+// when it is odd, so that neither system always follows the other.
+func inTurn(i int, ev, bl func()) {
+	if i%2 == 0 {
+		ev()
+		bl()
+	} else {
+		bl()
+		ev()
+	}
 }
 
 // copyKept copies the kept evpack and bleve indexes under root into a new
@@ -351,13 +357,7 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 			}
 			bl = time.Since(t0)
 		}
-		if i%2 == 0 {
-			evTurn()
-			blTurn()
-		} else {
-			blTurn()
-			evTurn()
-		}
+		inTurn(i, evTurn, blTurn)
 		return ev, bl
 	}
 	var commits, deletes []time.Duration
