@@ -79,13 +79,7 @@ func BenchmarkIngestTurns(b *testing.B) {
 			}
 			bl += cpuTime(b) - c0
 		}
-		if i%2 == 0 {
-			evpackTurn()
-			bleveTurn()
-		} else {
-			bleveTurn()
-			evpackTurn()
-		}
+		inTurn(i, evpackTurn, bleveTurn)
 		i++
 	}
 	n := float64(b.N)

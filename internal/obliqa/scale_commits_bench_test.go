@@ -107,13 +107,7 @@ func BenchmarkScaleAfterCommits(b *testing.B) {
 	}
 	var before, after []time.Duration
 	for i := 0; b.Loop(); i++ {
-		if i%2 == 0 {
-			before = append(before, turn(asBuilt, i))
-			after = append(after, turn(committed, i))
-		} else {
-			after = append(after, turn(committed, i))
-			before = append(before, turn(asBuilt, i))
-		}
+		inTurn(i, func() { before = append(before, turn(asBuilt, i)) }, func() { after = append(after, turn(committed, i)) })
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(ms(Percentile(before, 0.5)), "as-built-p50-ms")

@@ -251,15 +251,16 @@ func BenchmarkScaleWrites(b *testing.B) {
 	b.ReportMetric(float64(evWall[1])/float64(evWall[2]), "evpack-first-vs-second")
 }
 
-// inTurn runs the turns of op i: evpack's first when i is even, bleve's
-// when it is odd, so that neither system always follows the other.
-func inTurn(i int, ev, bl func()) {
+// inTurn runs the two turns of op i: a's first when i is even (evpack's,
+// or the first variant's), b's when it is odd, so that neither always
+// follows the other.
+func inTurn(i int, a, b func()) {
 	if i%2 == 0 {
-		ev()
-		bl()
+		a()
+		b()
 	} else {
-		bl()
-		ev()
+		b()
+		a()
 	}
 }
 
