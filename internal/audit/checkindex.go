@@ -209,6 +209,20 @@ func checkFiles(ix Index, st *state.State, analyses map[string]state.Analyzed, r
 	if purgesInBatches != len(st.PurgeLog) {
 		bad("batch files record %d purges, the engine %d", purgesInBatches, len(st.PurgeLog))
 	}
+	for i, v := range m.Volumes {
+		raw, err := ix.Store.ReadFile(v.File, v.Sum)
+		if err != nil {
+			bad("%v", err)
+			continue
+		}
+		// The volume as Open read it is the manifest in memory: written
+		// again, it gives the stored bytes, or one of them changed since.
+		if want, err := storage.EncodeVolume(m.VolumeEntries(i)); err != nil || !bytes.Equal(raw, want) {
+			bad("%s: does not list the manifest's batch entries up to generation %d", v.File, v.Last)
+			continue
+		}
+		rep.Files = append(rep.Files, CheckedFile{Name: v.File, Sum: v.Sum})
+	}
 	if d := m.Dense; d != nil {
 		for _, f := range [][2]string{{d.File, d.Sum}, {d.Graph, d.GraphSum}} {
 			if f[0] == "" {

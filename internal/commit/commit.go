@@ -107,6 +107,15 @@ func Write(d *storage.Dir, f Files) (*Commit, error) {
 			obsolete = append(obsolete, storage.ChunksDir+"/"+old.Analysis)
 		}
 	}
+	rewritten := make([]int64, len(f.Rewrites))
+	for i, r := range f.Rewrites {
+		rewritten[i] = r.Batch.Generation
+	}
+	volumes, oldVolumes := m.PlanVolumes(rewritten)
+	for _, i := range volumes {
+		writes = append(writes, m.Volumes[i].File)
+	}
+	obsolete = append(obsolete, oldVolumes...)
 	if f.Checkpoint != nil {
 		m.Checkpoint = storage.CheckpointName(gen)
 		writes = append(writes, m.Checkpoint)
@@ -173,6 +182,15 @@ func Write(d *storage.Dir, f Files) (*Commit, error) {
 		}
 	}
 	m.Batches = append(m.Batches, b)
+	for _, i := range volumes { // last: a volume may list this commit's entries
+		raw, err := storage.EncodeVolume(m.VolumeEntries(i))
+		if err != nil {
+			return fail(err)
+		}
+		if m.Volumes[i].Sum, err = c.Write(m.Volumes[i].File, raw); err != nil {
+			return fail(err)
+		}
+	}
 	return &Commit{c: c, m: m}, nil
 }
 

@@ -400,7 +400,7 @@ func keptLag(b *testing.B, dir string) int64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := storage.DecodeManifest(name, raw)
+	m, err := storage.DecodeManifest(name, raw, func(file string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, file)) })
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func (c *Commit) Publish(m *Manifest) error {
 	if m.Generation != c.p.Generation {
 		return fmt.Errorf("evpack: commit: manifest of generation %d for commit %d", m.Generation, c.p.Generation)
 	}
-	if err := m.validate(); err != nil {
+	if err := m.validate(c.d.cur.Load().Batches); err != nil {
 		return fmt.Errorf("evpack: commit: %w", err)
 	}
 	if h := c.d.Hooks.BeforeManifest; h != nil {
@@ -192,9 +192,9 @@ func (d *Dir) Unfinished() bool { return d.pending != nil }
 // next Open remove the files again, or a purged batch file, with its text,
 // could come back with no record of it.
 func (d *Dir) finish(p *pending) error {
-	named := d.cur.Load().Files()
+	named := d.cur.Load()
 	for _, f := range p.Obsolete {
-		if !slices.Contains(named, f) {
+		if !named.Names(f) {
 			if err := os.Remove(filepath.Join(d.path, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("evpack: commit: %w", err)
 			}
@@ -226,10 +226,10 @@ func (d *Dir) syncDirsOf(files []string) error {
 
 // undo removes what an unpublished commit wrote.
 func (d *Dir) undo(p *pending) error {
-	named := d.cur.Load().Files()
+	named := d.cur.Load()
 	var errs []error
 	for _, f := range p.Writes {
-		if !slices.Contains(named, f) {
+		if !named.Names(f) {
 			if err := os.Remove(filepath.Join(d.path, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}
@@ -262,7 +262,7 @@ func (d *Dir) removePending() error {
 // lexical directory, the record of a commit in progress): leftovers such as
 // a crashed write's temp file. Check reports them; nothing deletes them.
 func (d *Dir) Strays() ([]string, error) {
-	named := d.cur.Load().Files()
+	named := d.cur.Load()
 	var out []string
 	for _, sub := range []string{".", ChunksDir} {
 		entries, err := os.ReadDir(filepath.Join(d.path, sub))
@@ -275,7 +275,7 @@ func (d *Dir) Strays() ([]string, error) {
 				n = sub + "/" + n
 			}
 			own := n == LockName || n == ManifestName || n == LexicalDir || n == ChunksDir || (n == PendingName && d.pending != nil)
-			if !own && !slices.Contains(named, n) {
+			if !own && !named.Names(n) {
 				out = append(out, n)
 			}
 		}

@@ -127,7 +127,7 @@ func Open(path string, opts Options) (*Dir, error) {
 	if err != nil {
 		return fail(fmt.Errorf("%w: %v", ErrCorrupt, err))
 	}
-	m, err := DecodeManifest(name, raw)
+	m, err := DecodeManifest(name, raw, func(file string) ([]byte, error) { return os.ReadFile(filepath.Join(path, file)) })
 	if err != nil {
 		return fail(err)
 	}
@@ -200,7 +200,7 @@ func inspect(path string, create bool) (bool, error) {
 		case n == ChunksDir && emptyDir(filepath.Join(path, n)):
 			// Creating an index makes chunks/ before the manifest: a crash
 			// in between leaves it empty, and nothing was committed.
-		case n == ChunksDir || n == LexicalDir || n == PendingName || strings.HasPrefix(n, "dense-") || strings.HasPrefix(n, "graph-") || strings.HasPrefix(n, "state-"):
+		case n == ChunksDir || n == LexicalDir || n == PendingName || strings.HasPrefix(n, "dense-") || strings.HasPrefix(n, "graph-") || strings.HasPrefix(n, "state-") || strings.HasPrefix(n, "batches-"):
 			ours = append(ours, n)
 		default:
 			foreign = append(foreign, n)
@@ -228,8 +228,13 @@ func emptyDir(path string) bool {
 // Path returns the index directory.
 func (d *Dir) Path() string { return d.path }
 
-// Manifest returns a copy of the committed manifest.
-func (d *Dir) Manifest() *Manifest { return d.cur.Load().Clone() }
+// Manifest returns the committed manifest, shared with every other caller:
+// it must not be changed (Clone it first). A commit publishes a new one and
+// leaves this one as it is.
+//
+// Why not a copy: a copy holds every generation's entry, and a commit asked
+// for the manifest several times, copying the history each time.
+func (d *Dir) Manifest() *Manifest { return d.cur.Load() }
 
 // Close releases the lock. The Dir must not be used after.
 func (d *Dir) Close() error {
@@ -290,7 +295,7 @@ func (d *Dir) ReadBatch(b Batch) (Contents, error) {
 // head against the manifest's checksum, and each block of the rest as it
 // reads it).
 func (d *Dir) OpenData(name string) (*os.File, error) {
-	if !slices.Contains(d.cur.Load().Files(), name) {
+	if !d.cur.Load().Names(name) {
 		return nil, fmt.Errorf("%w: %s is not in the manifest", ErrCorrupt, name)
 	}
 	f, err := os.Open(filepath.Join(d.path, name))
@@ -330,7 +335,7 @@ func ReadLine(f *os.File, sp Span) ([]byte, error) {
 // ReadFile reads a data file the manifest names (the dense vectors or the
 // graph) and checks it against the checksum recorded there.
 func (d *Dir) ReadFile(name, sum string) ([]byte, error) {
-	if !slices.Contains(d.cur.Load().Files(), name) {
+	if !d.cur.Load().Names(name) {
 		return nil, fmt.Errorf("%w: %s is not in the manifest", ErrCorrupt, name)
 	}
 	return d.readSummed(filepath.Join(d.path, name), sum)
@@ -385,5 +390,5 @@ func ownFile(name string) bool {
 	if b, ok := strings.CutPrefix(name, ChunksDir+"/"); ok {
 		return plainName(b)
 	}
-	return plainName(name) && (strings.HasPrefix(name, "dense-") || strings.HasPrefix(name, "graph-") || strings.HasPrefix(name, "state-"))
+	return plainName(name) && (strings.HasPrefix(name, "dense-") || strings.HasPrefix(name, "graph-") || strings.HasPrefix(name, "state-") || strings.HasPrefix(name, "batches-"))
 }

@@ -52,7 +52,7 @@ func FuzzDecodeManifest(f *testing.F) {
 	}
 	f.Add([]byte(`{"format":"evpack-index/1","generation":1}`), false)
 	f.Fuzz(func(t *testing.T, raw []byte, seal bool) {
-		m, err := DecodeManifest("MANIFEST.json", sealed(raw, seal))
+		m, err := DecodeManifest("MANIFEST.json", sealed(raw, seal), nil)
 		if err != nil {
 			return
 		}
@@ -60,7 +60,7 @@ func FuzzDecodeManifest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted manifest does not encode: %v", err)
 		}
-		back, err := DecodeManifest("MANIFEST.json", enc)
+		back, err := DecodeManifest("MANIFEST.json", enc, nil)
 		if err != nil {
 			t.Fatalf("accepted manifest, encoded, is refused: %v\n%s", err, enc)
 		}

@@ -2,18 +2,26 @@ package storage
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/fsutil"
 )
 
 // Stored format versions. A reader refuses any other.
 const (
 	// Format is the index format named in MANIFEST.json.
-	Format = "evpack-index/2"
+	Format = "evpack-index/3"
+	// formatNoVolumes is the format before volumes (Volume): every batch
+	// in the manifest. It is read as Format; the next commit writes Format.
+	formatNoVolumes = "evpack-index/2"
+	// VolumeFormat is the format of a volume file (VolumeName).
+	VolumeFormat = "evpack-batches/1"
 	// oldFormat is the unsealed format of evpack before storage was sealed.
 	oldFormat = "evpack-index/1"
 	// BatchFormat is the format of a batch file that holds facts: chunk
@@ -44,9 +52,16 @@ type Manifest struct {
 	Tokens     int64  `json:"tokens"` // analyzed tokens over all chunks (BM25's field length)
 	// Purged counts the chunks whose text a purge deleted: they stay in
 	// Docs, but not in the lexical index.
-	Purged  int64   `json:"purged,omitempty"`
+	Purged int64 `json:"purged,omitempty"`
+	// Batches holds one entry per generation, 1..Generation. Stored, the
+	// manifest holds only those after its volumes (VolumesEnd); Decode reads
+	// the others from the volumes.
 	Batches []Batch `json:"batches"`
-	Dense   *Dense  `json:"dense,omitempty"`
+	// Volumes list the batch entries of generations 1..VolumesEnd(), a run of
+	// them each, so that a commit writes a manifest that grows with the
+	// generations since the last volume, not with the whole history.
+	Volumes []Volume `json:"volumes,omitempty"`
+	Dense   *Dense   `json:"dense,omitempty"`
 	// Checkpoint, when set, names a generation's checkpoint
 	// (CheckpointName) and CheckpointSum its checksum: derived data, the
 	// state Open would otherwise rebuild from every batch file. It is the
@@ -89,6 +104,96 @@ type Batch struct {
 	// analysis of every stored text (see Analysis).
 	Analysis    string `json:"analysis,omitempty"`
 	AnalysisSum string `json:"analysis_sum,omitempty"`
+}
+
+// VolumeSize is how many batch entries the stored manifest holds before a
+// commit moves them into a volume: a commit then writes at most this many
+// entries, plus a line per volume, whatever the length of the history.
+const VolumeSize = 256
+
+// Volume names a volume file: the batch entries of the generations after the
+// previous volume's Last up to its own, in order. It is immutable; a purge
+// that rewrites an entry in it writes the volume again under a new name.
+type Volume struct {
+	File string `json:"file"` // VolumeName(Last, the generation that wrote it)
+	Sum  string `json:"sum"`  // BLAKE3 of the whole stored file
+	Last int64  `json:"last"`
+}
+
+// VolumeName is the file name of the volume listing generations up to last,
+// written by generation writer.
+func VolumeName(last, writer int64) string {
+	return fmt.Sprintf("batches-%08d.%08d.json", last, writer)
+}
+
+// writer returns the generation v.File says wrote it, and false when
+// the name is not VolumeName(v.Last, some generation).
+func (v Volume) writer() (int64, bool) {
+	var last, w int64
+	if n, err := fmt.Sscanf(v.File, "batches-%08d.%08d.json", &last, &w); err != nil || n != 2 || last != v.Last || v.File != VolumeName(last, w) {
+		return 0, false
+	}
+	return w, true
+}
+
+// VolumesEnd returns the last generation the volumes list, 0 when none.
+func (m *Manifest) VolumesEnd() int64 {
+	if len(m.Volumes) == 0 {
+		return 0
+	}
+	return m.Volumes[len(m.Volumes)-1].Last
+}
+
+// PlanVolumes sets m.Volumes for the commit of generation m.Generation,
+// which appends its own batch entry (not yet in m.Batches) and rewrites the
+// entries of the generations in rewritten. It returns the indexes in
+// m.Volumes of the volumes the commit must write (EncodeVolume, then set
+// their Sum) and the files of those it replaces. A volume is written when
+// the entries after the last one reach VolumeSize, and again, under a new
+// name, when an entry in it is rewritten.
+//
+// Invariant: the plan is a function of the generations alone, so a replica
+// applying the same log writes the same volumes as the writer.
+func (m *Manifest) PlanVolumes(rewritten []int64) (write []int, obsolete []string) {
+	m.Volumes = slices.Clone(m.Volumes)
+	for _, g := range rewritten {
+		i, _ := slices.BinarySearchFunc(m.Volumes, g, func(v Volume, g int64) int { return cmp.Compare(v.Last, g) })
+		if i == len(m.Volumes) || slices.Contains(write, i) {
+			continue // in the manifest's own entries, or already written again
+		}
+		obsolete = append(obsolete, m.Volumes[i].File)
+		m.Volumes[i] = Volume{File: VolumeName(m.Volumes[i].Last, m.Generation), Last: m.Volumes[i].Last}
+		write = append(write, i)
+	}
+	if m.Generation-m.VolumesEnd() >= VolumeSize {
+		m.Volumes = append(m.Volumes, Volume{File: VolumeName(m.Generation, m.Generation), Last: m.Generation})
+		write = append(write, len(m.Volumes)-1)
+	}
+	slices.Sort(write)
+	return write, obsolete
+}
+
+// VolumeEntries returns the batch entries volume i of m lists.
+func (m *Manifest) VolumeEntries(i int) []Batch {
+	first := int64(0)
+	if i > 0 {
+		first = m.Volumes[i-1].Last
+	}
+	return m.Batches[first:m.Volumes[i].Last]
+}
+
+// EncodeVolume returns the sealed bytes of a volume listing entries.
+func EncodeVolume(entries []Batch) ([]byte, error) {
+	raw, err := json.MarshalIndent(&storedVolume{Format: VolumeFormat, Batches: entries}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return fsutil.SealText(append(raw, '\n')), nil
+}
+
+type storedVolume struct {
+	Format  string  `json:"format"`
+	Batches []Batch `json:"batches"`
 }
 
 // Dense names the stored vectors of the latest generation, the embedder
@@ -138,6 +243,7 @@ func (m *Manifest) ChainHead() string {
 func (m *Manifest) Clone() *Manifest {
 	cp := *m
 	cp.Batches = slices.Clone(m.Batches)
+	cp.Volumes = slices.Clone(m.Volumes)
 	if m.Dense != nil {
 		d := *m.Dense
 		cp.Dense = &d
@@ -149,6 +255,9 @@ func (m *Manifest) Clone() *Manifest {
 // fixed order.
 func (m *Manifest) Files() []string {
 	var out []string
+	for _, v := range m.Volumes {
+		out = append(out, v.File)
+	}
 	for _, b := range m.Batches {
 		out = append(out, ChunksDir+"/"+b.File)
 		if b.Analysis != "" {
@@ -167,18 +276,45 @@ func (m *Manifest) Files() []string {
 	return out
 }
 
-// EncodeManifest returns the sealed bytes of m.
+// Names reports whether file (relative to the index directory) is one m
+// names, as slices.Contains(m.Files(), file) would, without listing them.
+func (m *Manifest) Names(file string) bool {
+	if b, ok := strings.CutPrefix(file, ChunksDir+"/"); ok {
+		digits := len(b) - len(strings.TrimLeft(b, "0123456789"))
+		g, err := strconv.ParseInt(b[:digits], 10, 64)
+		if err != nil || g < 1 || g > int64(len(m.Batches)) {
+			return false
+		}
+		e := m.Batches[g-1]
+		return b == e.File || (e.Analysis != "" && b == e.Analysis)
+	}
+	for _, v := range m.Volumes {
+		if file == v.File {
+			return true
+		}
+	}
+	if d := m.Dense; d != nil && (file == d.File || (d.Graph != "" && file == d.Graph)) {
+		return true
+	}
+	return m.Checkpoint != "" && file == m.Checkpoint
+}
+
+// EncodeManifest returns the sealed bytes of m: its batch entries after
+// its volumes, which the caller has written.
 func EncodeManifest(m *Manifest) ([]byte, error) {
-	raw, err := json.MarshalIndent(m, "", "  ")
+	stored := *m
+	stored.Batches = m.Batches[min(m.VolumesEnd(), int64(len(m.Batches))):]
+	raw, err := json.MarshalIndent(&stored, "", "  ")
 	if err != nil {
 		return nil, err
 	}
 	return fsutil.SealText(append(raw, '\n')), nil
 }
 
-// DecodeManifest checks and parses a stored manifest. name is used in
-// errors.
-func DecodeManifest(name string, raw []byte) (*Manifest, error) {
+// DecodeManifest checks and parses a stored manifest, reading the volumes it
+// names with read (a file name relative to the index directory; nil for a
+// manifest that names none). name is used in errors.
+func DecodeManifest(name string, raw []byte, read func(file string) ([]byte, error)) (*Manifest, error) {
 	body, err := fsutil.UnsealText(raw)
 	if err != nil {
 		var old struct{ Format string }
@@ -197,15 +333,86 @@ func DecodeManifest(name string, raw []byte) (*Manifest, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("%w: %s: data after the manifest", ErrCorrupt, name)
 	}
-	if err := m.validate(); err != nil {
+	if m.Format == formatNoVolumes && len(m.Volumes) == 0 {
+		m.Format = Format // the same manifest, read as this format's
+	}
+	if err := m.readVolumes(read); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
+	}
+	if err := m.validate(nil); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
 	}
 	return &m, nil
 }
 
+// readVolumes puts the entries of m's volumes before its own, checking each
+// volume's name, checksum, format and span.
+func (m *Manifest) readVolumes(read func(file string) ([]byte, error)) error {
+	if len(m.Volumes) == 0 {
+		return nil
+	}
+	if err := m.validateVolumes(); err != nil {
+		return err
+	}
+	var entries []Batch
+	for i, v := range m.Volumes {
+		first := int64(1)
+		if i > 0 {
+			first = m.Volumes[i-1].Last + 1
+		}
+		if read == nil {
+			return fmt.Errorf("volume %s: no reader for volumes", v.File)
+		}
+		raw, err := read(v.File)
+		if err != nil {
+			return err
+		}
+		if got := evidence.Sum(raw); got != v.Sum {
+			return fmt.Errorf("volume %s hashes to %s, the manifest records %s", v.File, got, v.Sum)
+		}
+		body, err := fsutil.UnsealText(raw)
+		if err != nil {
+			return fmt.Errorf("volume %s: %w", v.File, err)
+		}
+		var sl storedVolume
+		if err := strictJSON(body, &sl); err != nil {
+			return fmt.Errorf("volume %s: %w", v.File, err)
+		}
+		if sl.Format != VolumeFormat {
+			return fmt.Errorf("volume %s: format %q, this evpack reads %q", v.File, sl.Format, VolumeFormat)
+		}
+		if int64(len(sl.Batches)) != v.Last-first+1 {
+			return fmt.Errorf("volume %s lists %d entries for generations %d..%d", v.File, len(sl.Batches), first, v.Last)
+		}
+		entries = append(entries, sl.Batches...) // validate checks each entry's generation
+	}
+	m.Batches = append(entries, m.Batches...)
+	return nil
+}
+
+// validateVolumes checks that m's volumes follow one another from
+// generation 1, each named for its span and a generation that could have
+// written it, with a checksum.
+func (m *Manifest) validateVolumes() error {
+	first := int64(1)
+	for _, v := range m.Volumes {
+		if w, ok := v.writer(); !ok || v.Last < first || w < v.Last || w > m.Generation {
+			return fmt.Errorf("volume %q of generations %d..%d is not one a commit up to %d wrote", v.File, first, v.Last, m.Generation)
+		}
+		if !validSum(v.Sum) {
+			return fmt.Errorf("volume %s: bad checksum %q", v.File, v.Sum)
+		}
+		first = v.Last + 1
+	}
+	return nil
+}
+
 // validate checks what a manifest must say of itself: its format, one batch
-// per generation 1..Generation in order, and plain file names.
-func (m *Manifest) validate() error {
+// per generation 1..Generation in order, and plain file names. An entry
+// equal to the one at its place in known (the committed manifest's, which
+// passed this check) is not checked again, so that a commit pays for its
+// own entries, not for the history.
+func (m *Manifest) validate(known []Batch) error {
 	if m.Format != Format {
 		return fmt.Errorf("format %q, this evpack reads %q", m.Format, Format)
 	}
@@ -215,8 +422,15 @@ func (m *Manifest) validate() error {
 	if int64(len(m.Batches)) != m.Generation {
 		return fmt.Errorf("generation %d but %d batches", m.Generation, len(m.Batches))
 	}
+	if err := m.validateVolumes(); err != nil {
+		return err
+	}
 	var chunks int64
 	for i, b := range m.Batches {
+		chunks += int64(b.Chunks)
+		if i < len(known) && b == known[i] {
+			continue
+		}
 		switch {
 		case b.Generation != int64(i+1):
 			return fmt.Errorf("batch %d names generation %d", i+1, b.Generation)
@@ -233,7 +447,6 @@ func (m *Manifest) validate() error {
 		case b.Analysis == "" && b.AnalysisSum != "":
 			return fmt.Errorf("batch %s: an analysis checksum but no analysis file", b.File)
 		}
-		chunks += int64(b.Chunks)
 	}
 	if chunks != m.Docs {
 		return fmt.Errorf("docs %d but the batches hold %d chunks", m.Docs, chunks)
@@ -269,6 +482,9 @@ func redactedBy(b Batch, latest int64) bool {
 // RedactingPurge returns the purge generation b's file name says rewrote
 // it (RedactedName), and false for a batch as committed.
 func RedactingPurge(b Batch) (int64, bool) {
+	if !strings.Contains(b.File, ".p") { // most entries: spare them the scan
+		return 0, false
+	}
 	var g, p int64
 	if n, err := fmt.Sscanf(b.File, "%08d.p%08d.jsonl", &g, &p); err != nil || n != 2 || g != b.Generation || b.File != RedactedName(g, p) {
 		return 0, false

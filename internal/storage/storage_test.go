@@ -1,10 +1,15 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,7 +174,7 @@ func validManifest() *Manifest {
 func TestDecodeManifest(t *testing.T) {
 	raw, err := EncodeManifest(validManifest())
 	require.NoError(t, err)
-	m, err := DecodeManifest("MANIFEST.json", raw)
+	m, err := DecodeManifest("MANIFEST.json", raw, nil)
 	require.NoError(t, err)
 	require.Equal(t, validManifest(), m)
 
@@ -180,7 +185,7 @@ func TestDecodeManifest(t *testing.T) {
 	facts.Checkpoint, facts.CheckpointSum = CheckpointName(1), facts.Batches[0].Sum
 	raw, err = EncodeManifest(facts)
 	require.NoError(t, err)
-	m, err = DecodeManifest("MANIFEST.json", raw)
+	m, err = DecodeManifest("MANIFEST.json", raw, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), m.CheckpointGeneration())
 	raw, err = EncodeManifest(validManifest())
@@ -200,7 +205,7 @@ func TestDecodeManifest(t *testing.T) {
 		says         string
 	}{
 		{"another format version", "a newer evpack's index is not guessed at",
-			sealed(func(m *Manifest) { m.Format = "evpack-index/3" }), ErrCorrupt, `format "evpack-index/3"`},
+			sealed(func(m *Manifest) { m.Format = "evpack-index/4" }), ErrCorrupt, `format "evpack-index/4"`},
 		{"the unsealed format 1", "an index from before sealed storage must be rebuilt, and the error says how",
 			[]byte(`{"format":"evpack-index/1","generation":1}`), ErrOldFormat, "rebuild the index by ingesting its sources"},
 		{"batches not 1..N", "a gap in the chain is a lost generation",
@@ -242,7 +247,7 @@ func TestDecodeManifest(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeManifest("MANIFEST.json", tc.raw)
+			_, err := DecodeManifest("MANIFEST.json", tc.raw, nil)
 			require.ErrorIs(t, err, tc.want, tc.reason)
 			require.Contains(t, err.Error(), tc.says, tc.reason)
 			require.Contains(t, err.Error(), "MANIFEST.json", "the error names the file")
@@ -456,4 +461,217 @@ func TestEncodeBatchPurges(t *testing.T) {
 	_, _, err = DecodeBatch("r.jsonl", fsutil.SealText([]byte(early)))
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.ErrorContains(t, err, "r.jsonl:2: chunk \"a\": a redaction keeps no text and comes from a later generation")
+}
+
+// volumeHistory builds, as commit.Write would, the manifest of n
+// generations of one chunk each, and the volume files its commits wrote (by
+// name).
+func volumeHistory(t *testing.T, n int64) (*Manifest, map[string][]byte) {
+	t.Helper()
+	m := &Manifest{Format: Format}
+	files := map[string][]byte{}
+	for g := int64(1); g <= n; g++ {
+		m.Generation = g
+		write, obsolete := m.PlanVolumes(nil)
+		require.Empty(t, obsolete, "generation %d: only a rewrite replaces a volume", g)
+		m.Batches = append(m.Batches, Batch{Generation: g, File: BatchName(g), Sum: evidence.Sum([]byte(BatchName(g))), Chunks: 1, CommittedAt: "2024-06-01T00:00:00Z"})
+		m.Docs++
+		for _, i := range write {
+			raw, err := EncodeVolume(m.VolumeEntries(i))
+			require.NoError(t, err)
+			m.Volumes[i].Sum = evidence.Sum(raw)
+			files[m.Volumes[i].File] = raw
+		}
+	}
+	return m, files
+}
+
+// TestManifestVolumes (issue 30): the stored manifest holds the batch
+// entries after its volumes, fewer than VolumeSize whatever the history;
+// it decodes, volumes read back, to the manifest in memory; a rewrite of an
+// entry in a volume writes that volume again under a new name; and a
+// volume that is missing, edited or of the wrong span makes the manifest
+// corrupt, naming the volume.
+func TestManifestVolumes(t *testing.T) {
+	n := int64(2*VolumeSize + 10)
+	m, files := volumeHistory(t, n)
+	require.Equal(t, []Volume{
+		{File: "batches-00000256.00000256.json", Sum: m.Volumes[0].Sum, Last: 256},
+		{File: "batches-00000512.00000512.json", Sum: m.Volumes[1].Sum, Last: 512},
+	}, m.Volumes)
+	require.Len(t, files, 2)
+	raw, err := EncodeManifest(m)
+	require.NoError(t, err)
+	body, err := fsutil.UnsealText(raw)
+	require.NoError(t, err)
+	var stored Manifest
+	require.NoError(t, json.Unmarshal(body, &stored))
+	require.Len(t, stored.Batches, 10, "the stored manifest holds the entries after the last volume")
+	require.Equal(t, int64(513), stored.Batches[0].Generation)
+	read := func(files map[string][]byte) func(string) ([]byte, error) {
+		return func(f string) ([]byte, error) {
+			if raw, ok := files[f]; ok {
+				return raw, nil
+			}
+			return nil, fmt.Errorf("open %s: %w", f, fs.ErrNotExist)
+		}
+	}
+	back, err := DecodeManifest("MANIFEST.json", raw, read(files))
+	require.NoError(t, err)
+	require.Equal(t, m, back)
+	require.Equal(t, []string{"batches-00000256.00000256.json", "batches-00000512.00000512.json", "chunks/00000001.jsonl"}, back.Files()[:3])
+
+	// Names answers as Files does, without listing: every file named, and
+	// none of the near misses.
+	named := back.Clone()
+	named.Batches[2].Analysis, named.Batches[2].AnalysisSum = AnalysisName(3), named.Batches[2].Sum
+	named.Batches[4].File, named.Batches[4].Chain = RedactedName(5, 9), named.Batches[4].Sum
+	named.Checkpoint, named.CheckpointSum = CheckpointName(n), named.Batches[0].Sum
+	named.Dense = &Dense{File: DenseName(n), Sum: named.Batches[0].Sum, Graph: GraphName(n), GraphSum: named.Batches[0].Sum}
+	for _, f := range named.Files() {
+		require.True(t, named.Names(f), "%s is named", f)
+	}
+	for _, f := range []string{"chunks/" + BatchName(5), "chunks/" + AnalysisName(4), "chunks/" + BatchName(n+1), "chunks/00000000.jsonl",
+		"chunks/x", "chunks/", "chunks/99999999999999999999999.jsonl", BatchName(1), "batches-00000256.00000300.json",
+		CheckpointName(n - 1), DenseName(1), GraphName(1), ManifestName, "chunks/../" + BatchName(1)} {
+		require.False(t, named.Names(f), "%s is not named", f)
+		require.NotContains(t, named.Files(), f)
+	}
+
+	// A purge at generation n+1 rewrites the entry of generation 300, in
+	// the second volume: that volume is written again, the first is not.
+	p := m.Clone()
+	p.Generation = n + 1
+	write, obsolete := p.PlanVolumes([]int64{300, 301, 511})
+	require.Equal(t, []int{1}, write)
+	require.Equal(t, []string{"batches-00000512.00000512.json"}, obsolete)
+	require.Equal(t, "batches-00000512.00000523.json", p.Volumes[1].File)
+	require.Equal(t, m.Volumes[1].File, "batches-00000512.00000512.json", "the plan changes its own copy of the volumes")
+	write, obsolete = m.Clone().PlanVolumes([]int64{n}) // an entry of the manifest's own
+	require.Empty(t, write)
+	require.Empty(t, obsolete)
+
+	// An index of the format before volumes holds any number of entries in
+	// its manifest: its next commit moves them all into one volume.
+	long := &Manifest{Format: Format, Generation: 300, Docs: 300, Batches: slices.Clone(m.Batches[:300])}
+	long.Generation = 301
+	write, obsolete = long.PlanVolumes(nil)
+	require.Equal(t, []int{0}, write)
+	require.Empty(t, obsolete)
+	require.Equal(t, []Volume{{File: "batches-00000301.00000301.json", Last: 301}}, long.Volumes)
+
+	// A manifest of the format before volumes is read as this one's.
+	old := validManifest()
+	old.Format = formatNoVolumes
+	oldRaw, err := json.MarshalIndent(old, "", "  ")
+	require.NoError(t, err)
+	got, err := DecodeManifest("MANIFEST.json", fsutil.SealText(append(oldRaw, '\n')), nil)
+	require.NoError(t, err)
+	require.Equal(t, validManifest(), got)
+
+	edited := func(name string, edit func([]byte) []byte) map[string][]byte {
+		out := maps.Clone(files)
+		out[name] = edit(bytes.Clone(out[name]))
+		return out
+	}
+	first := "batches-00000256.00000256.json"
+	reseal := func(edit func(*storedVolume)) func([]byte) []byte {
+		return func(raw []byte) []byte {
+			body, err := fsutil.UnsealText(raw)
+			require.NoError(t, err)
+			var sl storedVolume
+			require.NoError(t, json.Unmarshal(body, &sl))
+			edit(&sl)
+			out, err := json.MarshalIndent(&sl, "", "  ")
+			require.NoError(t, err)
+			return fsutil.SealText(append(out, '\n'))
+		}
+	}
+	storedWith := func(edit func(*Manifest)) []byte {
+		s := stored
+		s.Volumes = slices.Clone(stored.Volumes)
+		edit(&s)
+		out, err := json.MarshalIndent(&s, "", "  ")
+		require.NoError(t, err)
+		return fsutil.SealText(append(out, '\n'))
+	}
+	resum := func(files map[string][]byte) []byte {
+		return storedWith(func(s *Manifest) { s.Volumes[0].Sum = evidence.Sum(files[first]) })
+	}
+	missing := maps.Clone(files)
+	delete(missing, first)
+	fewer := edited(first, reseal(func(sl *storedVolume) { sl.Batches = sl.Batches[1:] }))
+	otherFormat := edited(first, reseal(func(sl *storedVolume) { sl.Format = "evpack-batches/2" }))
+	cases := []struct {
+		name, reason string
+		raw          []byte
+		files        map[string][]byte
+		says         string
+	}{
+		{"volume missing", "a lost volume is lost history",
+			raw, missing, first},
+		{"volume edited", "the manifest's checksum of it fails",
+			raw, edited(first, func(b []byte) []byte { return flipBit(b, 50) }), first + " hashes to"},
+		{"volume of fewer entries, re-summed", "one generation per entry, from 1",
+			resum(fewer), fewer, "lists 255 entries for generations 1..256"},
+		{"volume of another format", "a newer evpack's volume is not guessed at",
+			resum(otherFormat), otherFormat, `format "evpack-batches/2", this evpack reads "evpack-batches/1"`},
+		{"volume not named for its span", "the name is the span and the generation that wrote it",
+			storedWith(func(s *Manifest) { s.Volumes[0].File = "batches-00000255.00000256.json" }), files, `volume "batches-00000255.00000256.json" of generations 1..256`},
+		{"volume written after the manifest's generation", "a volume of a commit that never was",
+			storedWith(func(s *Manifest) { s.Volumes[0].File = "batches-00000256.00009999.json" }), files, "is not one a commit up to 522 wrote"},
+		{"volumes in the format before them", "format 2 had none",
+			storedWith(func(s *Manifest) { s.Format = formatNoVolumes }), files, `format "evpack-index/2"`},
+		{"no reader", "a manifest with volumes cannot be read from its bytes alone",
+			raw, nil, "no reader for volumes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := read(tc.files)
+			if tc.files == nil {
+				r = nil
+			}
+			_, err := DecodeManifest("MANIFEST.json", tc.raw, r)
+			require.ErrorIs(t, err, ErrCorrupt, tc.reason)
+			require.Contains(t, err.Error(), tc.says, tc.reason)
+			require.Contains(t, err.Error(), "MANIFEST.json", "the error names the manifest")
+		})
+	}
+}
+
+// TestPublishChecksWhatChanged: Publish checks the entries a commit adds or
+// rewrites (an entry unchanged from the committed manifest was checked when
+// it was committed), so a bad new entry and a bad rewrite of an old one are
+// both refused, and nothing is published.
+func TestPublishChecksWhatChanged(t *testing.T) {
+	dir, m := committedIndex(t)
+	d, err := Open(dir, Options{})
+	require.NoError(t, err)
+	defer d.Close()
+	next := func(edit func(m *Manifest)) *Manifest {
+		n := m.Clone()
+		n.Generation, n.Docs = 2, 2
+		n.Batches = append(n.Batches, Batch{Generation: 2, File: BatchName(2), Sum: m.Batches[0].Sum, Chunks: 1, CommittedAt: "2024-06-02T00:00:00Z"})
+		edit(n)
+		return n
+	}
+	for _, tc := range []struct {
+		name, reason string
+		m            *Manifest
+		says         string
+	}{
+		{"bad new entry", "the commit's own entry is checked",
+			next(func(n *Manifest) { n.Batches[1].Sum = "md5:00" }), `bad checksum "md5:00"`},
+		{"bad rewrite of an old entry", "an entry that differs from the committed one is checked again",
+			next(func(n *Manifest) { n.Batches[0].File = "../x" }), `"../x"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := d.Begin(2, []string{ChunksDir + "/" + BatchName(2)}, nil)
+			require.NoError(t, err)
+			err = c.Publish(tc.m)
+			require.ErrorContains(t, err, tc.says, tc.reason)
+			require.NoError(t, c.Abort())
+			require.Equal(t, int64(1), d.Manifest().Generation, "nothing published")
+		})
+	}
 }

@@ -24,7 +24,7 @@ func ReadManifest(t testing.TB, dir string) *storage.Manifest {
 	name := filepath.Join(dir, storage.ManifestName)
 	raw, err := os.ReadFile(name)
 	require.NoError(t, err)
-	m, err := storage.DecodeManifest(name, raw)
+	m, err := storage.DecodeManifest(name, raw, func(file string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, file)) })
 	require.NoError(t, err)
 	return m
 }
