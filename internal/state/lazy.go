@@ -302,7 +302,7 @@ func (t *RowTable) read(id string, w checkpoint.Row) (*evidence.Chunk, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chunk %q: %w", id, err)
 	}
-	where := fmt.Sprintf("%s/%s at byte %d", storage.ChunksDir, file, w.Line.Off)
+	where := func() string { return fmt.Sprintf("%s/%s at byte %d", storage.ChunksDir, file, w.Line.Off) }
 	c, redacted, err := storage.DecodeChunkLine(where, line)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMismatch, err)
@@ -310,9 +310,9 @@ func (t *RowTable) read(id string, w checkpoint.Row) (*evidence.Chunk, error) {
 	want := evidence.HashPrefix + hex.EncodeToString(w.Hash[:])
 	switch {
 	case c.ID != id || c.ContentHash != want:
-		return nil, fmt.Errorf("%w: %s: chunk %q where the checkpoint has %q (content hash %s)", ErrMismatch, where, c.ID, id, want)
+		return nil, fmt.Errorf("%w: %s: chunk %q where the checkpoint has %q (content hash %s)", ErrMismatch, where(), c.ID, id, want)
 	case redacted == nil && c.ComputeHash() != want:
-		return nil, fmt.Errorf("%w: %s: chunk %q", ErrMismatch, where, id)
+		return nil, fmt.Errorf("%w: %s: chunk %q", ErrMismatch, where(), id)
 	}
 	return c, nil
 }

@@ -325,12 +325,14 @@ func DecodeBatch(name string, raw []byte) (BatchHeader, Contents, error) {
 }
 
 // DecodeChunkLine parses one chunk line of a batch file (as ReadLine
-// returns it); where names it in errors. redacted is set for a chunk whose
-// text a purge removed.
-func DecodeChunkLine(where string, line []byte) (c *evidence.Chunk, redacted *Redaction, err error) {
+// returns it); where names it in errors, and is called only for one (a
+// query reads a line for each chunk it cites: naming it each time cost
+// a formatted string a read). redacted is set for a chunk whose text a
+// purge removed.
+func DecodeChunkLine(where func() string, line []byte) (c *evidence.Chunk, redacted *Redaction, err error) {
 	var s storedChunk
 	if bytes.HasPrefix(line, purgePrefix) || bytes.HasPrefix(line, factPrefix) {
-		return nil, nil, fmt.Errorf("%w: %s: not a chunk line", ErrCorrupt, where)
+		return nil, nil, fmt.Errorf("%w: %s: not a chunk line", ErrCorrupt, where())
 	}
 	// Not strictJSON: the line was checked so when its batch was written,
 	// and the caller checks what it decodes against the chunk's content
@@ -338,11 +340,11 @@ func DecodeChunkLine(where string, line []byte) (c *evidence.Chunk, redacted *Re
 	if !decodeChunkFast(line, &s) {
 		s = storedChunk{}
 		if err := json.Unmarshal(line, &s); err != nil {
-			return nil, nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, where, err)
+			return nil, nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, where(), err)
 		}
 	}
 	if c, err = s.chunk(); err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: chunk %q: %w", ErrCorrupt, where, s.ID, err)
+		return nil, nil, fmt.Errorf("%w: %s: chunk %q: %w", ErrCorrupt, where(), s.ID, err)
 	}
 	return c, s.Purged, nil
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/evpack/evpack/evidence"
 )
 
@@ -151,4 +153,38 @@ func BenchmarkDecodeChunkLines(b *testing.B) {
 	b.ReportMetric(float64(fast.Nanoseconds())/n, "fast-ns/line")
 	b.ReportMetric(float64(slow.Nanoseconds())/n, "encoding-json-ns/line")
 	b.ReportMetric(float64(slow)/float64(fast), "speedup")
+}
+
+// TestDecodeChunkLineNamesOnlyAFailure: DecodeChunkLine asks where the line
+// is only to name it in an error (a query reads a line for each chunk it
+// cites), and every error names it.
+func TestDecodeChunkLineNamesOnlyAFailure(t *testing.T) {
+	c := testChunk(t, "a", "text")
+	good := canonicalLine(t, c, nil)
+	for _, tc := range []struct {
+		name, reason string
+		line         []byte
+		asked        int
+		says         string
+	}{
+		{"a chunk line", "reading the chunk formats nothing", good, 0, ""},
+		{"a fact line", "a line of another kind is no chunk", []byte(`{"fact":{}}`), 1, "not a chunk line"},
+		{"not JSON", "a torn or edited line", good[:len(good)/2], 1, "chunks/x.jsonl at byte 7"},
+		{"a bad field", "a chunk the engine would refuse", []byte(`{"id":"a","anchor":"yesterday"}`), 1, `chunk "a"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked := 0
+			where := func() string { asked++; return "chunks/x.jsonl at byte 7" }
+			got, _, err := DecodeChunkLine(where, tc.line)
+			require.Equal(t, tc.asked, asked, tc.reason)
+			if tc.asked == 0 {
+				require.NoError(t, err)
+				require.Equal(t, c.ID, got.ID)
+				return
+			}
+			require.ErrorIs(t, err, ErrCorrupt, tc.reason)
+			require.ErrorContains(t, err, "chunks/x.jsonl at byte 7")
+			require.ErrorContains(t, err, tc.says, tc.reason)
+		})
+	}
 }
