@@ -181,7 +181,8 @@ func (e *Engine) purgeFiles(next *state.State, en entry, ids []string, dense *re
 		byBatch[g] = append(byBatch[g], id)
 	}
 	var err error
-	for _, g := range slices.Sorted(maps.Keys(byBatch)) {
+	f.Redacts = slices.Sorted(maps.Keys(byBatch))
+	for _, g := range f.Redacts {
 		old := prev.Batches[g-1]
 		if old.File == storage.RedactedName(g, gen) {
 			continue // applied as this purge rewrote it (redactedAlready)

@@ -23,7 +23,8 @@ import (
 // manifest of at most storage.VolumeSize batch entries, however long the
 // history, by moving each run of them into a volume file. Over two volumes
 // and a purge that rewrites an entry of the first, a replica applying the
-// same entries writes the same files; a commit that fails at the volume's
+// same entries writes the same files, and so does one that starts after the
+// purge (given the batch the purge rewrote); a commit that fails at the volume's
 // write (a full disk) leaves the index as it was and the next one succeeds;
 // the packs at every sampled generation survive a reopen; and a volume
 // edited or lost is ErrCorrupt at Open, naming it.
@@ -93,6 +94,22 @@ func TestManifestVolumesOverALongHistory(t *testing.T) {
 		require.NoError(t, err, "the replica wrote %s too", v)
 		require.Equal(t, string(want), string(got), v)
 	}
+
+	// A replica that starts after the purge is handed generation 1's batch
+	// as the purge left it (under its checksum as committed), and so has
+	// nothing to rewrite when it applies the purge: it writes the volume
+	// again all the same, and names it as the writer did.
+	ldir := t.TempDir()
+	late := checked(t, mustOpen(t, ldir))
+	first := storagetest.ReadManifest(t, wdir).Batches[0]
+	redacted, err := os.ReadFile(filepath.Join(wdir, storage.ChunksDir, first.File))
+	require.NoError(t, err)
+	require.NoError(t, late.applyEntry(ctx, redacted, first.Chain))
+	for g := int64(2); g <= gen; g++ {
+		require.NoError(t, applyBody(ctx, late, committedEntry(t, wdir, g)), "late replica, generation %d", g)
+	}
+	requireSameFiles(t, wdir, ldir, "the replica that started after the purge")
+	require.Equal(t, volumes(wdir), volumes(ldir))
 
 	raw, err := os.ReadFile(filepath.Join(wdir, storage.ManifestName))
 	require.NoError(t, err)

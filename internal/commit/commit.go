@@ -18,6 +18,7 @@ package commit
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/internal/storage"
@@ -60,6 +61,11 @@ type Files struct {
 	Analysis func(batchSum string) []byte
 	// Rewrites are earlier batch files written again without purged text.
 	Rewrites []Rewrite
+	// Redacts are the earlier generations whose batches the generation's
+	// purge redacts, Rewrites' and those an index applying the log holds
+	// already as the purge left them: the volumes that list them are
+	// written again on every index alike (storage.Manifest.PlanVolumes).
+	Redacts []int64
 	// Checkpoint is the state as of the generation (storage.CheckpointName).
 	// Nil keeps the previous generation's: only for a generation of facts
 	// alone, which Open adds to it (storage.Manifest.Checkpoint).
@@ -107,11 +113,11 @@ func Write(d *storage.Dir, f Files) (*Commit, error) {
 			obsolete = append(obsolete, storage.ChunksDir+"/"+old.Analysis)
 		}
 	}
-	rewritten := make([]int64, len(f.Rewrites))
-	for i, r := range f.Rewrites {
-		rewritten[i] = r.Batch.Generation
+	redacted := slices.Clone(f.Redacts)
+	for _, r := range f.Rewrites {
+		redacted = append(redacted, r.Batch.Generation)
 	}
-	volumes, oldVolumes := m.PlanVolumes(rewritten)
+	volumes, oldVolumes := m.PlanVolumes(redacted)
 	for _, i := range volumes {
 		writes = append(writes, m.Volumes[i].File)
 	}

@@ -115,19 +115,20 @@ const VolumeSize = 256
 // previous volume's Last up to its own, in order. It is immutable; a purge
 // that rewrites an entry in it writes the volume again under a new name.
 type Volume struct {
-	File string `json:"file"` // VolumeName(Last, the generation that wrote it)
+	File string `json:"file"` // VolumeName(Last, its writer: see PlanVolumes)
 	Sum  string `json:"sum"`  // BLAKE3 of the whole stored file
 	Last int64  `json:"last"`
 }
 
-// VolumeName is the file name of the volume listing generations up to last,
-// written by generation writer.
+// VolumeName is the file name of the volume listing generations up to last
+// named for writer: the latest purge that redacted one of its entries, else
+// last (PlanVolumes).
 func VolumeName(last, writer int64) string {
 	return fmt.Sprintf("batches-%08d.%08d.json", last, writer)
 }
 
-// writer returns the generation v.File says wrote it, and false when
-// the name is not VolumeName(v.Last, some generation).
+// writer returns the writer v.File names, and false when the name is not
+// VolumeName(v.Last, some generation).
 func (v Volume) writer() (int64, bool) {
 	var last, w int64
 	if n, err := fmt.Sscanf(v.File, "batches-%08d.%08d.json", &last, &w); err != nil || n != 2 || last != v.Last || v.File != VolumeName(last, w) {
@@ -146,17 +147,24 @@ func (m *Manifest) VolumesEnd() int64 {
 
 // PlanVolumes sets m.Volumes for the commit of generation m.Generation,
 // which appends its own batch entry (not yet in m.Batches) and rewrites the
-// entries of the generations in rewritten. It returns the indexes in
+// entries of the generations in redacted (a purge's: those it rewrites and
+// those already applied as it left them). It returns the indexes in
 // m.Volumes of the volumes the commit must write (EncodeVolume, then set
-// their Sum) and the files of those it replaces. A volume is written when
-// the entries after the last one reach VolumeSize, and again, under a new
-// name, when an entry in it is rewritten.
+// their Sum) and the files of those it replaces.
 //
-// Invariant: the plan is a function of the generations alone, so a replica
-// applying the same log writes the same volumes as the writer.
-func (m *Manifest) PlanVolumes(rewritten []int64) (write []int, obsolete []string) {
+// A volume lists generations k*VolumeSize+1 to (k+1)*VolumeSize, written by
+// the commit that reaches its end (or, for an index of the format before
+// volumes, by its first commit after); a volume holding an entry the commit
+// redacts is written again. Its name's writer (VolumeName) is the latest
+// purge up to m.Generation that redacted one of its entries, else its last
+// generation: never the generation that happened to write it.
+//
+// Invariant: the plan is a function of the log alone, so a replica applying
+// the same entries, from any generation, names the same volumes as the
+// writer, and the manifests match byte for byte.
+func (m *Manifest) PlanVolumes(redacted []int64) (write []int, obsolete []string) {
 	m.Volumes = slices.Clone(m.Volumes)
-	for _, g := range rewritten {
+	for _, g := range redacted {
 		i, _ := slices.BinarySearchFunc(m.Volumes, g, func(v Volume, g int64) int { return cmp.Compare(v.Last, g) })
 		if i == len(m.Volumes) || slices.Contains(write, i) {
 			continue // in the manifest's own entries, or already written again
@@ -165,12 +173,34 @@ func (m *Manifest) PlanVolumes(rewritten []int64) (write []int, obsolete []strin
 		m.Volumes[i] = Volume{File: VolumeName(m.Volumes[i].Last, m.Generation), Last: m.Volumes[i].Last}
 		write = append(write, i)
 	}
-	if m.Generation-m.VolumesEnd() >= VolumeSize {
-		m.Volumes = append(m.Volumes, Volume{File: VolumeName(m.Generation, m.Generation), Last: m.Generation})
+	for m.Generation-m.VolumesEnd() >= VolumeSize {
+		first, last := m.VolumesEnd()+1, m.VolumesEnd()+VolumeSize
+		w := m.volumeWriter(m.Batches[first-1:min(last, int64(len(m.Batches)))], last)
+		for _, g := range redacted {
+			if g >= first && g <= last {
+				w = m.Generation
+			}
+		}
+		m.Volumes = append(m.Volumes, Volume{File: VolumeName(last, w), Last: last})
 		write = append(write, len(m.Volumes)-1)
 	}
 	slices.Sort(write)
 	return write, obsolete
+}
+
+// volumeWriter returns the writer a volume of entries, ending at
+// generation last, is named for: the latest purge up to m.Generation that
+// redacted one of them, else last. (A replica may hold an entry as a purge
+// it has yet to apply left it: that purge names the volume when it is
+// applied.)
+func (m *Manifest) volumeWriter(entries []Batch, last int64) int64 {
+	w := last
+	for _, b := range entries {
+		if p, ok := RedactingPurge(b); ok && p <= m.Generation {
+			w = max(w, p)
+		}
+	}
+	return w
 }
 
 // VolumeEntries returns the batch entries volume i of m lists.
@@ -383,6 +413,9 @@ func (m *Manifest) readVolumes(read func(file string) ([]byte, error)) error {
 		}
 		if int64(len(sl.Batches)) != v.Last-first+1 {
 			return fmt.Errorf("volume %s lists %d entries for generations %d..%d", v.File, len(sl.Batches), first, v.Last)
+		}
+		if w, _ := v.writer(); w != m.volumeWriter(sl.Batches, v.Last) {
+			return fmt.Errorf("volume %s is named for generation %d, its entries for %d", v.File, w, m.volumeWriter(sl.Batches, v.Last))
 		}
 		entries = append(entries, sl.Batches...) // validate checks each entry's generation
 	}

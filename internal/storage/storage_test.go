@@ -552,13 +552,20 @@ func TestManifestVolumes(t *testing.T) {
 	require.Empty(t, obsolete)
 
 	// An index of the format before volumes holds any number of entries in
-	// its manifest: its next commit moves them all into one volume.
-	long := &Manifest{Format: Format, Generation: 300, Docs: 300, Batches: slices.Clone(m.Batches[:300])}
-	long.Generation = 301
+	// its manifest: its next commit cuts them where an index that had
+	// volumes all along has them, and names them alike: by their last
+	// generation, or by the latest purge up to now that redacted an entry
+	// (generation 10's by 280; generation 20's by 700, which a replica
+	// may hold before it applies that purge, does not count yet).
+	h, _ := volumeHistory(t, 600)
+	long := &Manifest{Format: Format, Generation: 600, Docs: 600, Batches: slices.Clone(h.Batches)}
+	long.Batches[9].File, long.Batches[9].Chain = RedactedName(10, 280), long.Batches[9].Sum
+	long.Batches[19].File, long.Batches[19].Chain = RedactedName(20, 700), long.Batches[19].Sum
+	long.Generation = 601
 	write, obsolete = long.PlanVolumes(nil)
-	require.Equal(t, []int{0}, write)
+	require.Equal(t, []int{0, 1}, write)
 	require.Empty(t, obsolete)
-	require.Equal(t, []Volume{{File: "batches-00000301.00000301.json", Last: 301}}, long.Volumes)
+	require.Equal(t, []Volume{{File: "batches-00000256.00000280.json", Last: 256}, {File: "batches-00000512.00000512.json", Last: 512}}, long.Volumes)
 
 	// A manifest of the format before volumes is read as this one's.
 	old := validManifest()
@@ -600,6 +607,8 @@ func TestManifestVolumes(t *testing.T) {
 	}
 	missing := maps.Clone(files)
 	delete(missing, first)
+	renamed := maps.Clone(files)
+	renamed["batches-00000256.00000300.json"] = files[first]
 	fewer := edited(first, reseal(func(sl *storedVolume) { sl.Batches = sl.Batches[1:] }))
 	otherFormat := edited(first, reseal(func(sl *storedVolume) { sl.Format = "evpack-batches/2" }))
 	cases := []struct {
@@ -622,6 +631,8 @@ func TestManifestVolumes(t *testing.T) {
 			storedWith(func(s *Manifest) { s.Volumes[0].File = "batches-00000256.00009999.json" }), files, "is not one a commit up to 522 wrote"},
 		{"volumes in the format before them", "format 2 had none",
 			storedWith(func(s *Manifest) { s.Format = formatNoVolumes }), files, `format "evpack-index/2"`},
+		{"volume named for another writer", "the name is a function of the entries, so a replica's is the writer's",
+			storedWith(func(s *Manifest) { s.Volumes[0].File = "batches-00000256.00000300.json" }), renamed, "is named for generation 300, its entries for 256"},
 		{"no reader", "a manifest with volumes cannot be read from its bytes alone",
 			raw, nil, "no reader for volumes"},
 	}
