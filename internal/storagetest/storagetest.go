@@ -29,9 +29,17 @@ func ReadManifest(t testing.TB, dir string) *storage.Manifest {
 	return m
 }
 
-// WriteManifest seals m and writes it as dir's manifest.
+// WriteManifest seals m and writes it as dir's manifest, its volumes
+// written again from its entries (an edit to an entry a volume lists would
+// otherwise not reach the disk).
 func WriteManifest(t testing.TB, dir string, m *storage.Manifest) {
 	t.Helper()
+	for i, v := range m.Volumes {
+		raw, err := storage.EncodeVolume(m.VolumeEntries(i))
+		require.NoError(t, err)
+		require.NoError(t, fsutil.WriteAtomic(filepath.Join(dir, v.File), raw))
+		m.Volumes[i].Sum = evidence.Sum(raw)
+	}
 	raw, err := storage.EncodeManifest(m)
 	require.NoError(t, err)
 	require.NoError(t, fsutil.WriteAtomic(filepath.Join(dir, storage.ManifestName), raw))
