@@ -1,11 +1,14 @@
 package evpack
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -168,4 +171,135 @@ func flipByte(b []byte, i int) []byte {
 	out := append([]byte(nil), b...)
 	out[i] ^= 0x20
 	return out
+}
+
+// volumeCrashEnv names the index directory and the kill point of the
+// volume crash child (see TestMain), as "DIR|POINT".
+const volumeCrashEnv = "EVPACK_VOLUMECRASH_CHILD"
+
+// volumeCrashChild commits the retraction that brings the index in dir to
+// generation storage.VolumeSize, whose commit writes the first volume, and
+// stops dead at point, printing "at POINT": "temp" (the volume's temp file
+// written and synced, not renamed), "renamed" (every file in place, the
+// manifest not written) or "committed" (the manifest written, its record
+// not yet removed). It returns only on an error.
+func volumeCrashChild(arg string) error {
+	dir, point, _ := strings.Cut(arg, "|")
+	e, err := Open(dir, Options{})
+	if err != nil {
+		return err
+	}
+	stop := func() {
+		fmt.Printf("at %s\n", point)
+		select {} // the parent kills the process here
+	}
+	switch point {
+	case "temp":
+		e.store.Hooks.BeforeRename = func(tmp string) error {
+			if strings.Contains(filepath.Base(tmp), "batches-") {
+				stop()
+			}
+			return nil
+		}
+	case "renamed":
+		e.store.Hooks.BeforeManifest = func() error { stop(); return nil }
+	case "committed":
+		e.store.Hooks.AfterManifest = stop
+	default:
+		return fmt.Errorf("no kill point %q", point)
+	}
+	_, err = e.Ingest(context.Background(), connectors.Records([]connectors.Record{retraction("a-0255")}), IngestOptions{})
+	return fmt.Errorf("the ingest returned (%v) instead of stopping at %s", err, point)
+}
+
+// TestKillAtVolume kills (SIGKILL) a process in the commit that writes the
+// index's first volume, at three points: the volume's temp file written,
+// every file renamed but the manifest not written, the manifest written
+// but its record not removed. Open then rolls the commit back (the first
+// two: no volume, no temp file, generation VolumeSize-1) or finishes it
+// (the third: the volume named, the record gone); either way Check finds
+// nothing amiss, and the next commits reach the same files as a process
+// that was never killed.
+func TestKillAtVolume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("commits storage.VolumeSize generations; run without -short")
+	}
+	ctx := context.Background()
+	base := t.TempDir()
+	e := mustOpen(t, base)
+	recs := vocabularyRecords(t, "acme", "a", storage.VolumeSize+1, 1)
+	_, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
+	require.NoError(t, err)
+	for i := 1; i < storage.VolumeSize-1; i++ {
+		_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", i))}), IngestOptions{})
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(storage.VolumeSize-1), e.st.Gen)
+	require.NoError(t, e.Close())
+
+	for _, tc := range []struct {
+		point, reason string
+		gen           int64 // after Open
+	}{
+		{"temp", "before the commit point: rolled back, the temp file removed", storage.VolumeSize - 1},
+		{"renamed", "before the commit point: rolled back, the volume its record names removed", storage.VolumeSize - 1},
+		{"committed", "after the commit point: kept, the record tidied", storage.VolumeSize},
+	} {
+		t.Run(tc.point, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.CopyFS(dir, os.DirFS(base)))
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), volumeCrashEnv+"="+dir+"|"+tc.point)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			sc := bufio.NewScanner(out)
+			reached := false
+			for sc.Scan() {
+				if sc.Text() == "at "+tc.point {
+					reached = true
+					require.NoError(t, cmd.Process.Kill())
+					break
+				}
+			}
+			werr := cmd.Wait()
+			var exit *exec.ExitError
+			require.True(t, errors.As(werr, &exit) && !exit.Exited(), "the child was killed, not ended on its own: %v\n%s", werr, stderr.String())
+			require.True(t, reached, "the child reached %s:\n%s", tc.point, stderr.String())
+			require.FileExists(t, filepath.Join(dir, storage.PendingName), "killed mid-commit")
+
+			e, err := Open(dir, Options{})
+			require.NoError(t, err)
+			defer func() { e.Close() }()
+			require.Equal(t, tc.gen, e.st.Gen, tc.reason)
+			require.NoFileExists(t, filepath.Join(dir, storage.PendingName), tc.reason)
+			temps, err := filepath.Glob(filepath.Join(dir, ".batches-*"))
+			require.NoError(t, err)
+			require.Empty(t, temps, "no temp file stays")
+			named, err := filepath.Glob(filepath.Join(dir, "batches-*"))
+			require.NoError(t, err)
+			if tc.gen == storage.VolumeSize {
+				require.Equal(t, []string{filepath.Join(dir, "batches-00000256.00000256.json")}, named, tc.reason)
+			} else {
+				require.Empty(t, named, tc.reason)
+			}
+			rep, err := e.CheckIndex(ctx)
+			require.NoError(t, err)
+			require.True(t, rep.OK(), "%q", rep.Problems)
+			require.Empty(t, rep.Strays)
+
+			// The commits a process never killed makes: the same manifest.
+			for i := e.st.Gen; i <= storage.VolumeSize; i++ {
+				_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", i))}), IngestOptions{})
+				require.NoError(t, err)
+			}
+			m := storagetest.ReadManifest(t, dir)
+			require.Equal(t, int64(storage.VolumeSize+1), m.Generation)
+			require.Len(t, m.Volumes, 1)
+			require.Equal(t, "batches-00000256.00000256.json", m.Volumes[0].File)
+			require.NoError(t, e.Check())
+		})
+	}
 }
