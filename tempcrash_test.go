@@ -55,26 +55,7 @@ func TestKillAtTempFile(t *testing.T) {
 	ingestCorpus(t, e)
 	require.NoError(t, e.Close())
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), tempCrashEnv+"="+dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	sc := bufio.NewScanner(out)
-	var tmp string
-	for sc.Scan() {
-		if name, ok := strings.CutPrefix(sc.Text(), "tmp "); ok {
-			tmp = name
-			require.NoError(t, cmd.Process.Kill())
-			break
-		}
-	}
-	werr := cmd.Wait()
-	var exit *exec.ExitError
-	require.True(t, errors.As(werr, &exit) && !exit.Exited(), "the child was killed, not ended on its own: %v\n%s", werr, stderr.String())
-	require.NotEmpty(t, tmp, "the child reached the temp file:\n%s", stderr.String())
+	tmp, _ := strings.CutPrefix(killAtLine(t, tempCrashEnv+"="+dir, "tmp "), "tmp ")
 	require.Equal(t, filepath.Join(dir, storage.ChunksDir), filepath.Dir(tmp))
 	require.Equal(t, []string{tmp}, grepDir(t, dir, "Quillfeather"), "the temp file alone holds the text")
 	require.FileExists(t, filepath.Join(dir, storage.PendingName), "killed mid-commit")
@@ -128,4 +109,33 @@ func TestCheckReportsTextStrays(t *testing.T) {
 	require.True(t, rep.OK(), "%q", rep.Problems)
 	require.Equal(t, []string{".lexical.tmp-5"}, rep.Strays)
 	require.NoError(t, e.Close())
+}
+
+// killAtLine runs this test binary as a child with env (NAME=VALUE) set,
+// reads its standard output until a line that starts with prefix, kills
+// the child there (SIGKILL) and returns that line. It fails t unless the
+// child printed such a line and was killed, not ended on its own.
+func killAtLine(t *testing.T, env, prefix string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(out)
+	var line string
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), prefix) {
+			line = sc.Text()
+			require.NoError(t, cmd.Process.Kill())
+			break
+		}
+	}
+	werr := cmd.Wait()
+	var exit *exec.ExitError
+	require.True(t, errors.As(werr, &exit) && !exit.Exited(), "the child was killed, not ended on its own: %v\n%s", werr, stderr.String())
+	require.NotEmpty(t, line, "the child printed a line starting %q:\n%s", prefix, stderr.String())
+	return line
 }

@@ -1,14 +1,11 @@
 package evpack
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -248,26 +245,7 @@ func TestKillAtVolume(t *testing.T) {
 		t.Run(tc.point, func(t *testing.T) {
 			dir := t.TempDir()
 			require.NoError(t, os.CopyFS(dir, os.DirFS(base)))
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), volumeCrashEnv+"="+dir+"|"+tc.point)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.StdoutPipe()
-			require.NoError(t, err)
-			require.NoError(t, cmd.Start())
-			sc := bufio.NewScanner(out)
-			reached := false
-			for sc.Scan() {
-				if sc.Text() == "at "+tc.point {
-					reached = true
-					require.NoError(t, cmd.Process.Kill())
-					break
-				}
-			}
-			werr := cmd.Wait()
-			var exit *exec.ExitError
-			require.True(t, errors.As(werr, &exit) && !exit.Exited(), "the child was killed, not ended on its own: %v\n%s", werr, stderr.String())
-			require.True(t, reached, "the child reached %s:\n%s", tc.point, stderr.String())
+			require.Equal(t, "at "+tc.point, killAtLine(t, volumeCrashEnv+"="+dir+"|"+tc.point, "at "))
 			require.FileExists(t, filepath.Join(dir, storage.PendingName), "killed mid-commit")
 
 			e, err := Open(dir, Options{})
