@@ -26,6 +26,14 @@ func retraction(id string) connectors.Record {
 		ChunkID: id, End: asof.MustDate("2026-02-01"), Anchor: time.Date(2026, 2, 10, 0, 0, 0, 0, time.UTC)}}
 }
 
+// retractOne commits the retraction of chunk a-NNNN (vocabularyRecords'
+// prefix "a"), alone in its commit.
+func retractOne(t *testing.T, e *Engine, i int) {
+	t.Helper()
+	_, err := e.Ingest(context.Background(), connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", i))}), IngestOptions{})
+	require.NoError(t, err)
+}
+
 // TestFactsAloneKeepTheCheckpoint (issue 30): a commit of facts alone
 // writes no checkpoint and leaves the manifest naming the last one; Open
 // adds the later facts to it. Each case reopens the index and requires the
@@ -100,15 +108,13 @@ func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 
 	lag := state.LagGenerations
 	for i := 1; i < lag; i++ { // generations 3..lag+1: at most LagGenerations after the checkpoint
-		_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", i))}), IngestOptions{})
-		require.NoError(t, err)
+		retractOne(t, e, i)
 		require.NotNil(t, e.st.Rows, "a commit of facts alone extends the checkpoint's state as it is, reading no batch file")
 	}
 	require.Equal(t, int64(lag+1), e.st.Gen)
 	require.Equal(t, storage.CheckpointName(1), checkpointOf(), "generation %d is %d after the checkpoint", e.st.Gen, lag)
 	reopen(fmt.Sprintf("after %d commits of facts", lag))
-	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", lag))}), IngestOptions{})
-	require.NoError(t, err)
+	retractOne(t, e, lag)
 	written := storage.CheckpointName(int64(lag + 2))
 	require.Equal(t, written, checkpointOf(), "one more and the state is written again")
 	require.Empty(t, e.st.Chunks, "read back from the checkpoint it wrote, with nothing in memory")
@@ -117,8 +123,7 @@ func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 
 	// Commits of chunks are bounded apart: at most CheckpointLag of them
 	// after the checkpoint, whatever the facts.
-	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", lag+1))}), IngestOptions{})
-	require.NoError(t, err)
+	retractOne(t, e, lag+1)
 	more := vocabularyRecords(t, "acme", "b", state.CheckpointLag+1, 2)
 	for i := range state.CheckpointLag {
 		_, err = e.Ingest(ctx, connectors.Records(more[i:i+1]), IngestOptions{})

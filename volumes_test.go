@@ -228,8 +228,7 @@ func TestKillAtVolume(t *testing.T) {
 	_, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 	require.NoError(t, err)
 	for i := 1; i < storage.VolumeSize-1; i++ {
-		_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", i))}), IngestOptions{})
-		require.NoError(t, err)
+		retractOne(t, e, i)
 	}
 	require.Equal(t, int64(storage.VolumeSize-1), e.st.Gen)
 	require.NoError(t, e.Close())
@@ -270,8 +269,7 @@ func TestKillAtVolume(t *testing.T) {
 
 			// The commits a process never killed makes: the same manifest.
 			for i := e.st.Gen; i <= storage.VolumeSize; i++ {
-				_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction(fmt.Sprintf("a-%04d", i))}), IngestOptions{})
-				require.NoError(t, err)
+				retractOne(t, e, int(i))
 			}
 			m := storagetest.ReadManifest(t, dir)
 			require.Equal(t, int64(storage.VolumeSize+1), m.Generation)

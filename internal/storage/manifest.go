@@ -281,33 +281,10 @@ func (m *Manifest) Clone() *Manifest {
 	return &cp
 }
 
-// Files lists every file m names, relative to the index directory, in a
-// fixed order.
-func (m *Manifest) Files() []string {
-	var out []string
-	for _, v := range m.Volumes {
-		out = append(out, v.File)
-	}
-	for _, b := range m.Batches {
-		out = append(out, ChunksDir+"/"+b.File)
-		if b.Analysis != "" {
-			out = append(out, ChunksDir+"/"+b.Analysis)
-		}
-	}
-	if m.Dense != nil {
-		out = append(out, m.Dense.File)
-		if m.Dense.Graph != "" {
-			out = append(out, m.Dense.Graph)
-		}
-	}
-	if m.Checkpoint != "" {
-		out = append(out, m.Checkpoint)
-	}
-	return out
-}
-
 // Names reports whether file (relative to the index directory) is one m
-// names, as slices.Contains(m.Files(), file) would, without listing them.
+// names: a volume, a batch or analysis file, the vectors, the graph or the
+// checkpoint. It answers without listing them (a commit asks it of each
+// file it tidies, Check of each file in the directory).
 func (m *Manifest) Names(file string) bool {
 	if b, ok := strings.CutPrefix(file, ChunksDir+"/"); ok {
 		digits := len(b) - len(strings.TrimLeft(b, "0123456789"))
@@ -414,8 +391,9 @@ func (m *Manifest) readVolumes(read func(file string) ([]byte, error)) error {
 		if int64(len(sl.Batches)) != v.Last-first+1 {
 			return fmt.Errorf("volume %s lists %d entries for generations %d..%d", v.File, len(sl.Batches), first, v.Last)
 		}
-		if w, _ := v.writer(); w != m.volumeWriter(sl.Batches, v.Last) {
-			return fmt.Errorf("volume %s is named for generation %d, its entries for %d", v.File, w, m.volumeWriter(sl.Batches, v.Last))
+		want := m.volumeWriter(sl.Batches, v.Last)
+		if w, _ := v.writer(); w != want {
+			return fmt.Errorf("volume %s is named for generation %d, its entries for %d", v.File, w, want)
 		}
 		entries = append(entries, sl.Batches...) // validate checks each entry's generation
 	}
