@@ -242,15 +242,17 @@ type batchWrite struct {
 // any error the batch is rolled back and st stays the state.
 func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite) error {
 	var c *commit.Commit
+	var named, start bool // the commit names a checkpoint; it starts one ahead (state.Plan)
 	if e.store != nil {
 		var err error
-		f, err := e.filesOf(st, next, w)
+		f, plan, err := e.filesOf(st, next, w)
 		if err != nil {
-			return fmt.Errorf("evpack: ingest: %w", err)
+			return fmt.Errorf("evpack: ingest: %w", errors.Join(err, f.Ahead.Discard()))
 		}
 		if c, err = commit.Write(e.store, f); err != nil {
-			return fmt.Errorf("evpack: ingest: %w", err)
+			return fmt.Errorf("evpack: ingest: %w", errors.Join(err, f.Ahead.Discard()))
 		}
+		named, start = f.Checkpoint != nil || f.Ahead != nil, plan.Start
 	}
 	// The lexical documents the commit writes: its chunks, and the earlier
 	// chunks whose retirement its facts change, as next knows them.
@@ -281,17 +283,23 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 		_, err := e.lex.RollBack(context.WithoutCancel(ctx), st.Gen, st.LexDoc)
 		return err
 	})
-	if err == nil {
+	if err == nil && named {
 		e.rebase(next)
+	}
+	if err == nil && start {
+		e.startAhead()
 	}
 	return err
 }
 
 // rebase replaces next, the committed state, with the state read back
-// from the checkpoint its commit wrote, if it wrote one (state.ReadBack):
-// the same answers, nothing per chunk in memory, so that the next commit
-// copies only what it adds.
+// from the checkpoint its commit named (state.ReadBack): the same answers,
+// nothing per chunk in memory, so that the next commit copies only what it
+// adds. A checkpoint still being written ahead is of no use past a commit
+// that named another, and it reads the rows rebase closes: it is dropped
+// first.
 func (e *Engine) rebase(next *state.State) {
+	e.dropAhead()
 	fresh, ok := state.ReadBack(e.store, e.lex, e.emb, next.Gen)
 	if !ok {
 		return
@@ -303,7 +311,14 @@ func (e *Engine) rebase(next *state.State) {
 		return
 	}
 	e.st = fresh
-	next.Rows.Close() // a query still reading it starts again on fresh (Engine.readFailed)
+	// A query still reading next starts again on fresh (Engine.readFailed).
+	// Unmapping a checkpoint of a million chunks took 76 ms: not in the
+	// commit (Close waits for it).
+	e.retired.Add(1)
+	go func() {
+		defer e.retired.Done()
+		next.Rows.Close()
+	}()
 }
 
 // pendingCommit is a commit whose documents are going into bleve while st
@@ -374,9 +389,11 @@ func (e *Engine) lockAside() {
 }
 
 // filesOf returns what next's generation writes: the batch, its analysis
-// file, next's checkpoint (after the batch, so that next knows where its
-// new chunks lie) and a corpus-free embedder's vectors and graph.
-func (e *Engine) filesOf(st, next *state.State, w batchWrite) (commit.Files, error) {
+// file, the checkpoint it names (next's, after the batch, so that next
+// knows where its new chunks lie, or one written ahead: state.Plan) and a
+// corpus-free embedder's vectors and graph; and what it does with the
+// checkpoint.
+func (e *Engine) filesOf(st, next *state.State, w batchWrite) (commit.Files, state.Plan, error) {
 	gen, at := next.Gen, next.Commits[next.Gen-1]
 	b := storage.Batch{Generation: gen, File: cmp.Or(w.file, storage.BatchName(gen)), Chain: w.chain, Chunks: len(w.add), Facts: len(w.facts),
 		CommittedAt: at.Format(time.RFC3339)}
@@ -400,7 +417,19 @@ func (e *Engine) filesOf(st, next *state.State, w batchWrite) (commit.Files, err
 	default:
 		f.DenseMode = commit.DenseDrop
 	}
-	var err error
-	f.Checkpoint, err = state.NextCheckpoint(e.store, e.lex, st, next, w.add, len(w.facts), w.file != "")
-	return f, err
+	ckpt, plan, err := state.NextCheckpoint(e.store, e.lex, st, next, w.add, len(w.facts), w.file != "")
+	if err != nil {
+		return f, plan, err
+	}
+	f.Checkpoint = ckpt
+	if plan.Name != 0 {
+		f.CheckpointGen = plan.Name
+		if f.Ahead, f.AheadSum = e.takeAhead(plan.Name); f.Ahead == nil {
+			// No one wrote it ahead (this process opened the index after
+			// that generation, or the write failed): written now, from the
+			// state as of that generation.
+			f.Checkpoint, err = e.checkpointAt(plan.Name)
+		}
+	}
+	return f, plan, err
 }

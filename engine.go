@@ -49,6 +49,13 @@ type index struct {
 
 	ingestMu sync.Mutex // one ingest at a time
 	fullMu   sync.Mutex // one build of the full state at a time (writable)
+	// ahead is the checkpoint being written ahead of the commit that will
+	// name it (state.Plan), nil when none is; aheadMu guards the field.
+	aheadMu sync.Mutex
+	ahead   *checkpointAhead
+	// retired counts the rows of replaced states still being closed
+	// (rebase).
+	retired sync.WaitGroup
 	// mu guards st, pending, closed and broken. A query reads under it only
 	// while it searches the lexical index; a commit writes only to mark
 	// itself pending and to swap st (a purge: while it deletes from bleve
@@ -201,7 +208,8 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
-	err := e.lex.Close()
+	err := errors.Join(e.lex.Close(), e.dropAhead()) // the writer reads st's rows: it ends first
+	e.retired.Wait()
 	if e.st.Rows != nil {
 		err = errors.Join(err, e.st.Rows.Close())
 	}

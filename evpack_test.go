@@ -64,6 +64,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, volumeCrashChild(arg))
 		os.Exit(3)
 	}
+	if arg := os.Getenv(aheadCrashEnv); arg != "" {
+		fmt.Fprintln(os.Stderr, aheadCrashChild(arg))
+		os.Exit(3)
+	}
 	if dir := os.Getenv("EVPACK_REPLAY_DIR"); dir != "" {
 		if err := replayHelper(dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -41,9 +41,11 @@ func retractOne(t *testing.T, e *Engine, i int) {
 // after one retraction, whose chunk lies in a partition the checkpoint's
 // catalog summed up before it (the reopened index must not admit it from
 // the day it is known); after state.LagGenerations commits of facts, which
-// extend the state Open read as it is, and the last of which writes a
-// checkpoint again; and after commits of chunks, which leave it too until
-// state.CheckpointLag of them follow it (within state.LagChunks).
+// extend the state Open read as it is, the next of which starts a
+// checkpoint, which the commit past half as many after it names; and after
+// commits of chunks, which leave it too until state.CheckpointLag of them
+// follow it (within state.LagChunks), with a reopening between the commit
+// that starts one and the one that names it.
 func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("commits a thousand retractions one by one; run without -short")
@@ -53,7 +55,7 @@ func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	defer func() { e.Close() }()
-	recs := vocabularyRecords(t, "acme", "a", state.LagGenerations+2, 1)
+	recs := vocabularyRecords(t, "acme", "a", state.LagGenerations+state.LagGenerations/2+3, 1)
 	_, err = e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 	require.NoError(t, err)
 
@@ -115,26 +117,46 @@ func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 	require.Equal(t, storage.CheckpointName(1), checkpointOf(), "generation %d is %d after the checkpoint", e.st.Gen, lag)
 	reopen(fmt.Sprintf("after %d commits of facts", lag))
 	retractOne(t, e, lag)
-	written := storage.CheckpointName(int64(lag + 2))
-	require.Equal(t, written, checkpointOf(), "one more and the state is written again")
-	require.Empty(t, e.st.Chunks, "read back from the checkpoint it wrote, with nothing in memory")
+	started := int64(lag + 2)
+	require.Equal(t, storage.CheckpointName(1), checkpointOf(), "one more starts it, written ahead (state.Plan), and keeps the old")
+	for i := range lag / 2 {
+		retractOne(t, e, lag+1+i)
+		require.Equal(t, storage.CheckpointName(1), checkpointOf(), "commit %d after the one that started it keeps the old", i+1)
+	}
+	retractOne(t, e, lag+1+lag/2)
+	written := storage.CheckpointName(started)
+	require.Equal(t, written, checkpointOf(), "the commit past half the lag after it names it")
+	require.Empty(t, e.st.Chunks, "read back from the checkpoint it named and the facts after it, with no chunk in memory")
+	require.Equal(t, started, e.st.Base)
 	require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(1)), "and the one it replaced removed")
-	reopen("after the checkpoint was written again")
+	reopen("after the checkpoint was named")
 
 	// Commits of chunks are bounded apart: at most CheckpointLag of them
 	// after the checkpoint, whatever the facts.
-	retractOne(t, e, lag+1)
-	more := vocabularyRecords(t, "acme", "b", state.CheckpointLag+1, 2)
+	retractOne(t, e, lag+2+lag/2)
+	more := vocabularyRecords(t, "acme", "b", state.CheckpointLag+state.CheckpointLag/2+2, 2)
 	for i := range state.CheckpointLag {
 		_, err = e.Ingest(ctx, connectors.Records(more[i:i+1]), IngestOptions{})
 		require.NoError(t, err)
-		require.Equal(t, written, checkpointOf(), "commit %d of chunks leaves it (state.KeepsCheckpoint)", i+1)
+		require.Equal(t, written, checkpointOf(), "commit %d of chunks leaves it (state.PlanCheckpoint)", i+1)
 	}
 	reopen(fmt.Sprintf("after %d commits of chunks", state.CheckpointLag))
-	_, err = e.Ingest(ctx, connectors.Records(more[state.CheckpointLag:]), IngestOptions{})
+	_, err = e.Ingest(ctx, connectors.Records(more[state.CheckpointLag:state.CheckpointLag+1]), IngestOptions{})
 	require.NoError(t, err)
-	require.Equal(t, storage.CheckpointName(e.st.Gen), checkpointOf(), "one more commit of chunks writes it again")
-	reopen("after the commit of chunks that wrote it")
+	started = e.st.Gen
+	require.Equal(t, written, checkpointOf(), "one more commit of chunks starts one")
+	// A process that did not start it names it too, writing it then.
+	reopen("between the commit that started a checkpoint and the one that names it")
+	for i := range state.CheckpointLag / 2 {
+		_, err = e.Ingest(ctx, connectors.Records(more[state.CheckpointLag+1+i:state.CheckpointLag+2+i]), IngestOptions{})
+		require.NoError(t, err)
+		require.Equal(t, written, checkpointOf(), "commit %d of chunks after the one that started it", i+1)
+	}
+	require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(started)))
+	_, err = e.Ingest(ctx, connectors.Records(more[state.CheckpointLag+1+state.CheckpointLag/2:]), IngestOptions{})
+	require.NoError(t, err)
+	require.Equal(t, storage.CheckpointName(started), checkpointOf(), "the commit past half the lag after it names it")
+	reopen("after the commit of chunks that named it")
 }
 
 // TestLaterFactsDamaged: Open reads the batch files of the generations of
@@ -266,7 +288,7 @@ func TestReplicaAppliesFactsAsTheyCome(t *testing.T) {
 }
 
 // TestLaterChunksDamaged: Open reads whole the batch files of the
-// generations of chunks after the checkpoint (state.KeepsCheckpoint) and
+// generations of chunks after the checkpoint (state.PlanCheckpoint) and
 // their analysis files, so one edited, cut short or gone is ErrCorrupt
 // naming it at Open, and nothing is written.
 func TestLaterChunksDamaged(t *testing.T) {
@@ -310,7 +332,8 @@ func TestLaterChunksDamaged(t *testing.T) {
 
 // TestManyFactsWriteTheCheckpoint (issue 30): the facts after a checkpoint
 // are bounded apart from the generations: a commit that takes them past
-// state.LagFacts writes it again, as Open adds each of them again.
+// state.LagFacts starts one, as Open adds each of them again, and the
+// commit past half as many after it names it.
 func TestManyFactsWriteTheCheckpoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ingests 4,097 chunks and retracts each; run without -short")
@@ -321,20 +344,23 @@ func TestManyFactsWriteTheCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { e.Close() }()
 	n := state.LagFacts + 1
-	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "a", n, 3)), IngestOptions{})
+	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "a", n+state.LagFacts/2+1, 3)), IngestOptions{})
 	require.NoError(t, err)
 	checkpointOf := func() string { return storagetest.ReadManifest(t, dir).Checkpoint }
 	require.Equal(t, storage.CheckpointName(1), checkpointOf())
-	facts := make([]connectors.Record, n)
+	facts := make([]connectors.Record, n+state.LagFacts/2+1)
 	for i := range facts {
 		facts[i] = retraction(fmt.Sprintf("a-%04d", i))
 	}
 	_, err = e.Ingest(ctx, connectors.Records(facts[:n-1]), IngestOptions{})
 	require.NoError(t, err)
 	require.Equal(t, storage.CheckpointName(1), checkpointOf(), "%d facts after the checkpoint keep it", n-1)
-	_, err = e.Ingest(ctx, connectors.Records(facts[n-1:]), IngestOptions{})
+	_, err = e.Ingest(ctx, connectors.Records(facts[n-1:n]), IngestOptions{})
 	require.NoError(t, err)
-	require.Equal(t, storage.CheckpointName(3), checkpointOf(), "one more writes it again")
+	require.Equal(t, storage.CheckpointName(1), checkpointOf(), "one more starts one, written ahead (state.Plan)")
+	_, err = e.Ingest(ctx, connectors.Records(facts[n:]), IngestOptions{})
+	require.NoError(t, err)
+	require.Equal(t, storage.CheckpointName(3), checkpointOf(), "more than half as many after it name it")
 	require.NoError(t, e.Close())
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)

@@ -236,7 +236,7 @@ func TestFullDisk(t *testing.T) {
 			false, func(u diskUse) int64 { return u.record }, []string{"batch file"}, false},
 		{"room for the record and the batch file", "the batch's analysis file is written next",
 			false, func(u diskUse) int64 { return u.record + u.batch }, []string{"analysis file"}, true},
-		{"room for the record, the batch and its analysis", "a commit within the checkpoint's lag writes none (state.KeepsCheckpoint): bleve persists the batch's segment next",
+		{"room for the record, the batch and its analysis", "a commit within the checkpoint's lag writes none (state.PlanCheckpoint): bleve persists the batch's segment next",
 			false, func(u diskUse) int64 { return u.record + u.batch + u.analysis }, []string{"lexical index (bleve)"}, true},
 		{"dense: room for the record, the batch, its analysis and the checkpoint", "the stored vectors come after the batch's files",
 			true, func(u diskUse) int64 { return u.record + u.batch + u.analysis + u.checkpoint }, []string{"dense file"}, true},

@@ -20,7 +20,7 @@ import (
 // (before its first chunk, after its last, and one whose only stored chunk
 // was purged), a retraction of a stored chunk, a batch of both, and a chunk
 // joining a document committed since Open. The checkpoint stays
-// (state.KeepsCheckpoint), and the state holds in memory exactly the
+// (state.PlanCheckpoint), and the state holds in memory exactly the
 // chunks committed since and those of the stored documents they joined. It
 // answers every request, pinned ones included, byte for byte as an engine
 // on a copy of the index does that built its state from the batch files

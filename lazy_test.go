@@ -129,7 +129,7 @@ func TestCheckpointMatchesTheLog(t *testing.T) {
 	require.NoError(t, e.Check())
 	require.NoError(t, e.Close())
 	m := storagetest.ReadManifest(t, dir)
-	require.Equal(t, storage.CheckpointName(m.Generation-1), m.Checkpoint, "the commit of chunks kept the checkpoint (state.KeepsCheckpoint)")
+	require.Equal(t, storage.CheckpointName(m.Generation-1), m.Checkpoint, "the commit of chunks kept the checkpoint (state.PlanCheckpoint)")
 	old, err := filepath.Glob(filepath.Join(dir, "state-*.bin"))
 	require.NoError(t, err)
 	require.Equal(t, []string{filepath.Join(dir, m.Checkpoint)}, old, "a commit removes the checkpoint before it")

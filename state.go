@@ -25,10 +25,12 @@ func (e *Engine) writable() (*state.State, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.waitAhead() // a checkpoint written ahead may be reading st's rows: not under the lock
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.st == st { // only a commit moves st, and a commit starts here
 		e.st = full
+		e.waitAhead()   // one a commit started since
 		st.Rows.Close() // a read error only: nothing was written
 	}
 	return e.st, nil

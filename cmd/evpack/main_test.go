@@ -316,7 +316,7 @@ func TestCheckCommand(t *testing.T) {
 	require.Contains(t, out, "00000001.jsonl: no such file")
 	require.NoError(t, os.Rename(filepath.Join(dir, "00000001.jsonl"), filepath.Join(dir, "chunks", "00000001.jsonl")))
 	// A batch committed after the checkpoint, which Open reads whole
-	// (state.KeepsCheckpoint): the index does not open, naming it.
+	// (state.PlanCheckpoint): the index does not open, naming it.
 	require.NoError(t, os.Remove(filepath.Join(dir, "chunks", "00000002.jsonl")))
 	code, _, errs = runCLI(t, "check", "--index", dir)
 	require.Equal(t, 3, code)

@@ -286,7 +286,7 @@ func checkAnalysis(ix Index, b storage.Batch, chunks []*evidence.Chunk, analyses
 
 // checkCheckpoint reports, through bad, a checkpoint that differs from the
 // one the batch files give at its generation: st's (st holds every chunk),
-// or, for a checkpoint later generations followed (state.KeepsCheckpoint),
+// or, for a checkpoint later generations followed (state.PlanCheckpoint),
 // the state the batch files up to it give.
 func checkCheckpoint(ix Index, st *state.State, bad func(string, ...any)) {
 	m := ix.Store.Manifest()

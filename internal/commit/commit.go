@@ -16,6 +16,7 @@
 package commit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -70,6 +71,16 @@ type Files struct {
 	// Nil keeps the previous generation's: only for a generation of facts
 	// alone, which Open adds to it (storage.Manifest.Checkpoint).
 	Checkpoint checkpoint.File
+	// Ahead, instead of Checkpoint, is a checkpoint written ahead of this
+	// commit (storage.Dir.WriteAhead), AheadSum its checksum
+	// (checkpoint.Sum).
+	Ahead    *storage.Ahead
+	AheadSum string
+	// CheckpointGen is the generation whose state Checkpoint or Ahead
+	// holds, when it is an earlier one than the commit's: a checkpoint
+	// deferred past the generation it is of, which the generations after
+	// it follow (storage.Manifest.Checkpoint). Zero: the commit's own.
+	CheckpointGen int64
 	// Dense says what becomes of the stored vectors; Dense, Graph, Embedder
 	// and GraphBuild describe them for DenseReplace.
 	DenseMode  DenseMode
@@ -122,8 +133,18 @@ func Write(d *storage.Dir, f Files) (*Commit, error) {
 		writes = append(writes, m.Volumes[i].File)
 	}
 	obsolete = append(obsolete, oldVolumes...)
-	if f.Checkpoint != nil {
-		m.Checkpoint = storage.CheckpointName(gen)
+	if f.Checkpoint != nil && f.Ahead != nil {
+		return nil, fmt.Errorf("evpack: commit of generation %d: a checkpoint both written and written ahead", gen)
+	}
+	if f.Checkpoint != nil || f.Ahead != nil {
+		of := cmp.Or(f.CheckpointGen, gen)
+		if of < 1 || of > gen || of <= prev.CheckpointGeneration() {
+			return nil, fmt.Errorf("evpack: commit of generation %d: a checkpoint of generation %d after %s", gen, of, cmp.Or(prev.Checkpoint, "none"))
+		}
+		m.Checkpoint = storage.CheckpointName(of)
+		if f.Ahead != nil && f.Ahead.Name() != m.Checkpoint {
+			return nil, fmt.Errorf("evpack: commit of generation %d: checkpoint %s written ahead as %s", gen, m.Checkpoint, f.Ahead.Name())
+		}
 		writes = append(writes, m.Checkpoint)
 		if prev.Checkpoint != "" {
 			obsolete = append(obsolete, prev.Checkpoint)
@@ -176,6 +197,12 @@ func Write(d *storage.Dir, f Files) (*Commit, error) {
 		if m.CheckpointSum, err = checkpoint.Sum(f.Checkpoint.Head()); err != nil { // its head's: Open reads no more
 			return fail(err)
 		}
+	}
+	if f.Ahead != nil {
+		if err := c.Adopt(f.Ahead); err != nil {
+			return fail(err)
+		}
+		m.CheckpointSum = f.AheadSum
 	}
 	if m.Dense != nil {
 		if m.Dense.Sum, err = c.Write(m.Dense.File, f.Dense.Encode()); err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -36,6 +37,14 @@ func IsTemp(name string) bool {
 		}
 	}
 	return true
+}
+
+// IsTempOf reports whether file is a temp file WriteAtomic or WriteTemp
+// makes of target (both paths with slashes, relative to one directory).
+func IsTempOf(file, target string) bool {
+	dir, base := path.Split(file)
+	tdir, tbase := path.Split(target)
+	return dir == tdir && IsTemp(base) && strings.HasPrefix(base, "."+tbase+tempInfix)
 }
 
 // RemoveTemps removes the temp files WriteAtomic left in dir (regular
@@ -98,23 +107,53 @@ func WriteAtomic(path string, data ...[]byte) error {
 // before the rename: for tests that stop a write there (a kill -9 leaves
 // the temp file). An error it returns fails the write.
 func WriteAtomicHooked(path string, beforeRename func(tmp string) error, data ...[]byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+tempInfix+"*")
+	tmp, err := WriteTemp(path, data...)
 	if err != nil {
 		return err
 	}
+	return RenameHooked(tmp, path, beforeRename)
+}
+
+// syncEvery is how many bytes WriteTemp writes between fsyncs. A large file
+// synced once at its end left hundreds of megabytes for the kernel to
+// write back at once, and every fsync made meanwhile, a commit's, waited
+// for them: a checkpoint of a million chunks (332 MB) written beside
+// commits made one of them take 125 ms, against 7 ms for the others.
+const syncEvery = 32 << 20
+
+// WriteTemp writes the temp file of path (in its directory, named so that
+// IsTemp knows it) as the slices of data one after the other, and fsyncs
+// it: the first half of WriteAtomic, for a file written ahead of the
+// commit that renames it into place (RenameHooked). On error no temp file
+// stays.
+func WriteTemp(path string, data ...[]byte) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+tempInfix+"*")
+	if err != nil {
+		return "", err
+	}
 	tmp := f.Name()
-	fail := func(err error) error {
+	fail := func(err error) (string, error) {
 		f.Close()
 		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
+		return "", fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Chmod(0o644); err != nil { // CreateTemp makes 0600
 		return fail(err)
 	}
+	unsynced := 0
 	for _, part := range data {
-		if _, err := f.Write(part); err != nil {
-			return fail(err)
+		for len(part) > 0 {
+			n := min(len(part), syncEvery-unsynced)
+			if _, err := f.Write(part[:n]); err != nil {
+				return fail(err)
+			}
+			part, unsynced = part[n:], unsynced+n
+			if unsynced == syncEvery { // see syncEvery
+				if err := f.Sync(); err != nil {
+					return fail(err)
+				}
+				unsynced = 0
+			}
 		}
 	}
 	if err := f.Sync(); err != nil {
@@ -123,6 +162,13 @@ func WriteAtomicHooked(path string, beforeRename func(tmp string) error, data ..
 	if err := f.Close(); err != nil {
 		return fail(err)
 	}
+	return tmp, nil
+}
+
+// RenameHooked renames tmp, a synced temp file of WriteTemp, to path and
+// makes the rename durable (an fsync of the directory), calling
+// beforeRename first as WriteAtomicHooked does. On error tmp is removed.
+func RenameHooked(tmp, path string, beforeRename func(tmp string) error) error {
 	if beforeRename != nil {
 		if err := beforeRename(tmp); err != nil {
 			os.Remove(tmp)
@@ -133,5 +179,5 @@ func WriteAtomicHooked(path string, beforeRename func(tmp string) error, data ..
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return SyncDir(dir)
+	return SyncDir(filepath.Dir(path))
 }

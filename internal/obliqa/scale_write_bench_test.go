@@ -117,8 +117,9 @@ var writePhases = []string{"open", "first-100", "second-100", "retract-1", "supe
 // stored chunks (their replacements not yet fetched) against a bleve batch
 // updating those 100 documents' validity ends; 100 new chunks against a
 // bleve batch of 100 new documents; state.LagChunks new chunks, more than
-// the checkpoint's lag takes, so that the commit writes the checkpoint
-// (state.KeepsCheckpoint), against a bleve batch of as many; Close; then
+// the checkpoint's lag takes, so that the commit starts a checkpoint
+// written ahead (state.Plan), against a bleve batch of as many; Close
+// (which waits for that checkpoint and removes it: no commit named it); then
 // Open again, the retraction
 // of another stored chunk as the first write after it (against bleve's
 // delete of that document), and Close. Each op first copies both
@@ -166,11 +167,11 @@ func BenchmarkScaleWrites(b *testing.B) {
 		retracted.Chunk.ID, superseded[0].Chunk.ID, superseded[len(superseded)-1].Chunk.ID)
 	// Where the kept index stands in the checkpoint's lag decides what its
 	// first write pays: one that takes the chunks after the checkpoint past
-	// state.LagChunks writes the whole checkpoint again (a kept index of
+	// state.LagChunks starts a checkpoint written ahead (a kept index of
 	// 104,096 chunks, ingested by 50,000, ends 4,096 chunks after its
 	// checkpoint, at the bound).
 	lag := keptLag(b, filepath.Join(root, "evpack"))
-	b.Logf("the kept index holds %d chunks after its checkpoint (a commit that takes them past %d writes it)", lag, state.LagChunks)
+	b.Logf("the kept index holds %d chunks after its checkpoint (a commit that takes them past %d starts one)", lag, state.LagChunks)
 	b.ReportMetric(float64(lag), "evpack-lag-chunks")
 
 	ctx := context.Background()
@@ -289,12 +290,14 @@ func copyKept(b *testing.B, root string) string {
 // delete of that document from its copy; then it times Open seven times
 // again, which now reads those generations' batch files and adds their
 // facts; then, opened again, the commit of one retraction more, which
-// writes the checkpoint (its catalog from every chunk: facts narrow what
-// adding cannot), against bleve's delete of one more. It reports the
-// median Opens before and after, the median and slowest commit of the
-// lag, the commit that writes the checkpoint, bleve's median delete, and
-// evpack's commits over bleve's deletes, all of them summed: the
-// average cost of a retraction, a checkpoint's share included. b.N is
+// starts the checkpoint written ahead (its catalog from every chunk: facts
+// narrow what adding cannot), and state.LagGenerations/2+1 more, the last
+// of which names it (state.Plan), each against bleve's delete of one more.
+// It reports the median Opens before and after, the median and slowest
+// commit of the lag, the commit that starts the checkpoint, the median and
+// slowest of the window after it, the commit that names it, bleve's median
+// delete, and evpack's commits over bleve's deletes, all of them summed:
+// the average cost of a retraction, a checkpoint's share included. b.N is
 // not used: one pass.
 //
 //	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'ScaleOpenAfterFacts$' -benchtime 1x -v
@@ -304,8 +307,9 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 	s := scaleFromEnv(b)
 	root := keptScaleDir(b, s, base)
 	const first = 402 // passages the other write benchmarks leave alone
-	if len(base) < first+1+state.LagGenerations {
-		b.Fatalf("%d base records: the benchmark names passages %d..%d", len(base), first, first+state.LagGenerations)
+	last := first + state.LagGenerations + state.LagGenerations/2 + 1
+	if len(base) <= last {
+		b.Fatalf("%d base records: the benchmark names passages %d..%d", len(base), first, last)
 	}
 	copied := copyKept(b, root)
 	dir := filepath.Join(copied, "evpack")
@@ -377,24 +381,45 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 	}
 	again, blAgain := retract(first + state.LagGenerations)
 	evSum, blSum = evSum+again, blSum+blAgain
+	var window []time.Duration
+	for i := first + state.LagGenerations + 1; i < last; i++ {
+		ev, bl := retract(i)
+		window = append(window, ev)
+		evSum, blSum = evSum+ev, blSum+bl
+	}
+	named, blNamed := retract(last)
+	evSum, blSum = evSum+named, blSum+blNamed
 	if err := e.Close(); err != nil {
 		b.Fatal(err)
 	}
+	if lag := keptGenerations(b, dir); lag != state.LagGenerations/2+1 {
+		b.Fatalf("the last commit left %d generations after the checkpoint, not %d: it did not name the one started", lag, state.LagGenerations/2+1)
+	}
 	slices.Sort(commits)
 	slices.Sort(deletes)
+	slices.Sort(window)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(ms(before), "open-ms")
 	b.ReportMetric(ms(after), "open-after-facts-ms")
 	b.ReportMetric(ms(commits[len(commits)/2]), "fact-commit-p50-ms")
 	b.ReportMetric(ms(commits[len(commits)-1]), "fact-commit-max-ms")
-	b.ReportMetric(ms(again), "fact-checkpoint-ms")
+	b.ReportMetric(ms(again), "fact-checkpoint-start-ms")
+	b.ReportMetric(ms(window[len(window)/2]), "fact-window-p50-ms")
+	b.ReportMetric(ms(window[len(window)-1]), "fact-window-max-ms")
+	b.ReportMetric(ms(named), "fact-checkpoint-named-ms")
 	b.ReportMetric(ms(deletes[len(deletes)/2]), "bleve-delete-p50-ms")
 	b.ReportMetric(float64(evSum)/float64(blSum), "fact-commits-vs-bleve-deletes")
 }
 
-// keptLag returns how many chunks the evpack index in dir holds after the
-// checkpoint its manifest names.
-func keptLag(b *testing.B, dir string) int64 {
+// keptGenerations returns how many generations the evpack index in dir
+// holds after the checkpoint its manifest names.
+func keptGenerations(b *testing.B, dir string) int64 {
+	m := keptManifest(b, dir)
+	return m.Generation - m.CheckpointGeneration()
+}
+
+// keptManifest reads the manifest of the evpack index in dir.
+func keptManifest(b *testing.B, dir string) *storage.Manifest {
 	name := filepath.Join(dir, "MANIFEST.json")
 	raw, err := os.ReadFile(name)
 	if err != nil {
@@ -404,6 +429,13 @@ func keptLag(b *testing.B, dir string) int64 {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return m
+}
+
+// keptLag returns how many chunks the evpack index in dir holds after the
+// checkpoint its manifest names.
+func keptLag(b *testing.B, dir string) int64 {
+	m := keptManifest(b, dir)
 	var lag int64
 	for _, bt := range m.Batches[m.CheckpointGeneration():] {
 		lag += int64(bt.Chunks)

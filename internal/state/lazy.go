@@ -470,9 +470,52 @@ func OpenState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 	if m.Checkpoint == "" || emb != nil {
 		return LoadState(d, lex, emb, graph)
 	}
+	st, ok, err := openCheckpoint(d, lex, m, m.Generation)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return LoadState(d, lex, emb, graph)
+	}
+	since := 0 // chunks committed after the checkpoint
+	for _, b := range m.Batches[st.Base:] {
+		since += b.Chunks
+	}
+	if st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens || int64(st.Rows.Len()+since) != m.Docs {
+		st.Rows.Close()
+		return nil, fmt.Errorf("%w: %s and the %d chunks committed after it are of generation %d, %d chunks and %d tokens, the manifest's %d, %d and %d",
+			storage.ErrCorrupt, m.Checkpoint, since, st.Gen, st.Rows.Len()+since, st.Stats.Tokens, m.Generation, m.Docs, m.Tokens)
+	}
+	return st, nil
+}
+
+// OpenStateAt returns the state of the index in d as of generation gen,
+// from the checkpoint the manifest names (which must be of gen or
+// earlier, and readable by lex's analyzers) and the batch files after it
+// up to gen: the state a checkpoint deferred past its generation is of
+// (Plan.Name), when no one wrote it ahead.
+func OpenStateAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) (*State, error) {
+	m := d.Manifest()
+	if m.Checkpoint == "" || gen < m.CheckpointGeneration() || gen > m.Generation {
+		return nil, fmt.Errorf("evpack: state of generation %d from checkpoint %q of an index at %d", gen, m.Checkpoint, m.Generation)
+	}
+	st, ok, err := openCheckpoint(d, lex, m, gen)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, fmt.Errorf("evpack: state of generation %d: checkpoint %s is of another format or other analyzers", gen, m.Checkpoint)
+	}
+	return st, nil
+}
+
+// openCheckpoint reads the checkpoint m names and adds to it m's
+// generations after it up to upTo; false when it is of another format or
+// other analyzers.
+func openCheckpoint(d *storage.Dir, lex *retrieve.Lexical, m *storage.Manifest, upTo int64) (*State, bool, error) {
 	f, err := d.OpenData(m.Checkpoint)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close() // the body's mapping outlives it
 	files := make([]string, len(m.Batches))
@@ -480,46 +523,38 @@ func OpenState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 		files[i] = b.File
 	}
 	st, ok, err := decodeCheckpoint(m.Checkpoint, f, m.CheckpointSum, AnalysisIdentity(lex), d, files)
-	switch {
-	case err != nil:
-		return nil, err
-	case !ok:
-		return LoadState(d, lex, emb, graph)
+	if err != nil || !ok {
+		return nil, ok, err
 	}
-	fail := func(err error) (*State, error) {
+	fail := func(err error) (*State, bool, error) {
 		st.Rows.Close() // its mapping and the batch files it opened: nothing else holds them
-		return nil, err
+		return nil, false, err
 	}
 	if st.Gen != m.CheckpointGeneration() {
 		return fail(fmt.Errorf("%w: %s holds generation %d", storage.ErrCorrupt, m.Checkpoint, st.Gen))
 	}
-	if err := st.addLater(d, m, lex); err != nil {
+	if err := st.addLater(d, m, m.Batches[st.Gen:upTo], lex); err != nil {
 		return fail(err)
 	}
-	since := 0 // chunks committed after the checkpoint
-	for _, b := range m.Batches[st.Base:] {
-		since += b.Chunks
+	if st.Gen != upTo {
+		return fail(fmt.Errorf("%w: %s and the batches after it are of generation %d, not %d", storage.ErrCorrupt, m.Checkpoint, st.Gen, upTo))
 	}
-	if st.Gen != m.Generation || st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens || int64(st.Rows.Len()+since) != m.Docs {
-		return fail(fmt.Errorf("%w: %s and the %d chunks committed after it are of generation %d, %d chunks and %d tokens, the manifest's %d, %d and %d",
-			storage.ErrCorrupt, m.Checkpoint, since, st.Gen, st.Rows.Len()+since, st.Stats.Tokens, m.Generation, m.Docs, m.Tokens))
-	}
-	return st, nil
+	return st, true, nil
 }
 
-// addLater adds to s, just read from the checkpoint m names, m's
-// generations after it, which add chunks and facts but purge nothing
-// (storage.Manifest.Validate): a commit may leave the checkpoint as it was
-// (KeepsCheckpoint). Each is added as its commit added it (State.Extend):
+// addLater adds to s, just read from the checkpoint m names, later: m's
+// generations after it (up to the one wanted), which add chunks and facts
+// but purge nothing (storage.Manifest.Validate): a commit may leave the
+// checkpoint as it was (PlanCheckpoint). Each is added as its commit added it (State.Extend):
 // its chunks, analyzed by lex's analyzers from its analysis file (or its
 // texts), then its facts. It sets s.Catalog as the commits did
 // (CatalogAfter: added to, or nil after facts) and s.adopt to the catalog
 // Open settles the partitions by (OpenCatalog).
-func (s *State) addLater(d *storage.Dir, m *storage.Manifest, lex *retrieve.Lexical) error {
+func (s *State) addLater(d *storage.Dir, m *storage.Manifest, later []storage.Batch, lex *retrieve.Lexical) error {
 	s.adopt = s.Rows.Catalog()
 	b := NewBuilding()
 	own := b.Own
-	for _, batch := range m.Batches[s.Gen:] {
+	for _, batch := range later {
 		c, err := d.ReadBatch(batch)
 		if err != nil {
 			return err

@@ -261,6 +261,7 @@ func (d *Dir) removePending() error {
 // not name and that are not the index's own (LOCK, the manifest, the
 // lexical directory, the record of a commit in progress): leftovers such as
 // a crashed write's temp file. Check reports them; nothing deletes them.
+// A file this process wrote ahead of its commit (WriteAhead) is not one.
 func (d *Dir) Strays() ([]string, error) {
 	named := d.cur.Load()
 	var out []string
@@ -274,7 +275,9 @@ func (d *Dir) Strays() ([]string, error) {
 			if sub != "." {
 				n = sub + "/" + n
 			}
-			own := n == LockName || n == ManifestName || n == LexicalDir || n == ChunksDir || (n == PendingName && d.pending != nil)
+			own := n == LockName || n == ManifestName || n == LexicalDir || n == ChunksDir || (n == PendingName && d.pending != nil) ||
+				d.ahead.holds(n) // a file this process writes ahead of its commit
+
 			if !own && !named.Names(n) {
 				out = append(out, n)
 			}

@@ -58,6 +58,7 @@ type Dir struct {
 	lock    *os.File
 	cur     atomic.Pointer[Manifest] // never changed once stored
 	pending *pending
+	ahead   aheads // files written ahead of their commit (WriteAhead)
 	// Hooks are for tests; the zero value does nothing.
 	Hooks Hooks
 }

@@ -1,0 +1,288 @@
+package evpack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/internal/state"
+	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/internal/storagetest"
+)
+
+// aheadWindow is a writer and a replica applying its entries, one commit
+// of one chunk at a time, from a checkpoint at generation 1 to the commit
+// past the lag of generations of chunks (state.CheckpointLag), which
+// starts a checkpoint written ahead (state.Plan): generation started.
+type aheadWindow struct {
+	w, r        *Engine
+	wdir, rdir  string
+	recs        []connectors.Record
+	next        int // the record the next commit adds
+	started     int64
+	checkpoint  func(dir string) string
+	commitChunk func(also ...*Engine)
+}
+
+func newAheadWindow(t *testing.T) *aheadWindow {
+	t.Helper()
+	ctx := context.Background()
+	a := &aheadWindow{wdir: t.TempDir(), rdir: t.TempDir()}
+	a.w = checked(t, mustOpen(t, a.wdir))
+	a.r = checked(t, mustOpen(t, a.rdir))
+	a.recs = vocabularyRecords(t, "acme", "a", 2*state.CheckpointLag, 7)
+	a.checkpoint = func(dir string) string { return storagetest.ReadManifest(t, dir).Checkpoint }
+	a.commitChunk = func(also ...*Engine) {
+		t.Helper()
+		_, err := a.w.Ingest(ctx, connectors.Records(a.recs[a.next:a.next+1]), IngestOptions{})
+		require.NoError(t, err)
+		a.next++
+		for _, e := range append([]*Engine{a.r}, also...) {
+			require.NoError(t, applyBody(ctx, e, committedEntry(t, a.wdir, a.w.st.Gen)), "generation %d", a.w.st.Gen)
+		}
+	}
+	for range state.CheckpointLag + 1 {
+		a.commitChunk()
+	}
+	require.Equal(t, storage.CheckpointName(1), a.checkpoint(a.wdir), "the first commit wrote one, the next %d kept it", state.CheckpointLag)
+	_, err := os.Stat(filepath.Join(a.wdir, storage.CheckpointName(int64(state.CheckpointLag+1))))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	a.commitChunk()
+	a.started = a.w.st.Gen
+	require.Equal(t, int64(state.CheckpointLag+2), a.started)
+	require.Equal(t, storage.CheckpointName(1), a.checkpoint(a.wdir), "the commit past the lag keeps it, and starts one")
+	return a
+}
+
+// temps lists the temp files in dir (a checkpoint's written ahead).
+func temps(t *testing.T, dir string) []string {
+	t.Helper()
+	all, err := filepath.Glob(filepath.Join(dir, ".state-*"))
+	require.NoError(t, err)
+	return all
+}
+
+// TestCheckpointWrittenAhead (issue 30): the commit past the checkpoint's
+// lag writes no checkpoint; its state's is written ahead, and the commit
+// past half the lag after it names it. A writer and a replica name the same
+// file at the same generation, byte for byte, and so does a replica that
+// closed and opened again between the two commits, which never wrote it
+// ahead and writes it when it names it. Check is clean in the window (the
+// file being written is no stray) and after; packs at every generation
+// are the same on the three.
+func TestCheckpointWrittenAhead(t *testing.T) {
+	ctx := context.Background()
+	a := newAheadWindow(t)
+	qdir := t.TempDir()
+	q := checked(t, mustOpen(t, qdir))
+	for g := int64(1); g <= a.w.st.Gen; g++ {
+		require.NoError(t, applyBody(ctx, q, committedEntry(t, a.wdir, g)))
+	}
+	rep, err := a.w.CheckIndex(ctx)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "in the window: %v", rep.Problems)
+
+	for i := range state.CheckpointLag / 2 {
+		a.commitChunk(q)
+		require.Equal(t, storage.CheckpointName(1), a.checkpoint(a.wdir), "commit %d after the one that started it", i+1)
+		require.Equal(t, storage.CheckpointName(1), a.checkpoint(qdir))
+		if i == state.CheckpointLag/4 {
+			require.NoError(t, q.Close())
+			q = checked(t, mustOpen(t, qdir))
+		}
+	}
+	require.Empty(t, temps(t, qdir), "the replica that reopened wrote none ahead")
+	a.commitChunk(q)
+	named := storage.CheckpointName(a.started)
+	for _, dir := range []string{a.wdir, a.rdir, qdir} {
+		require.Equal(t, named, a.checkpoint(dir), "%s: the commit past half the lag after it names it", dir)
+		require.Empty(t, temps(t, dir))
+		require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(1)), "and the old one is gone")
+	}
+	require.Equal(t, a.started, a.w.st.Base, "the writer reads it back (Engine.rebase)")
+	inMemory := len(a.w.st.Chunks)
+	requireSameFiles(t, a.wdir, a.rdir, "the replica")
+	requireSameFiles(t, a.wdir, qdir, "the replica that reopened in the window")
+
+	var reqs []Request
+	for g := int64(1); g <= a.w.st.Gen; g += 7 {
+		reqs = append(reqs, Request{Question: a.recs[g].Chunk.Text, AsOf: asof.MustDate("2026-06-01"), Tenant: "acme", K: 5, Generation: g})
+	}
+	want := packsOf(t, a.w, reqs)
+	require.Equal(t, want, packsOf(t, a.r, reqs))
+	require.Equal(t, want, packsOf(t, q, reqs))
+	require.NoError(t, a.w.Close())
+	a.w = checked(t, mustOpen(t, a.wdir))
+	require.Equal(t, want, packsOf(t, a.w, reqs), "reopened from the named checkpoint")
+	require.Equal(t, a.started, a.w.st.Base)
+	require.Len(t, a.w.st.Chunks, inMemory, "the writer held in memory what Open holds")
+}
+
+// TestCheckpointAheadDropped (issue 30): a checkpoint written ahead that no
+// commit will name leaves nothing behind: a purge in the window writes its
+// own checkpoint, as a replica applying it does; Close in the window
+// removes the file; a commit whose write fails before it adopts the file
+// removes it too, and the retry writes it.
+func TestCheckpointAheadDropped(t *testing.T) {
+	ctx := context.Background()
+	t.Run("purge", func(t *testing.T) {
+		a := newAheadWindow(t)
+		_, err := a.w.Purge(ctx, []string{a.recs[3].Chunk.ID}, "erasure request")
+		require.NoError(t, err)
+		require.NoError(t, applyBody(ctx, a.r, committedEntry(t, a.wdir, a.w.st.Gen)))
+		require.Equal(t, storage.CheckpointName(a.w.st.Gen), a.checkpoint(a.wdir), "the purge writes its own")
+		require.Empty(t, temps(t, a.wdir), "and the one written ahead is gone")
+		requireSameFiles(t, a.wdir, a.rdir, "after the purge")
+		for range state.CheckpointLag / 2 {
+			a.commitChunk()
+		}
+		require.Equal(t, storage.CheckpointName(a.started+1), a.checkpoint(a.wdir), "no commit names the one dropped")
+		requireSameFiles(t, a.wdir, a.rdir, "after the purge's window")
+	})
+	t.Run("close", func(t *testing.T) {
+		a := newAheadWindow(t)
+		require.NoError(t, a.w.Close())
+		require.Empty(t, temps(t, a.wdir), "Close removes it")
+		a.w = checked(t, mustOpen(t, a.wdir))
+		for range state.CheckpointLag/2 + 1 {
+			a.commitChunk()
+		}
+		require.Equal(t, storage.CheckpointName(a.started), a.checkpoint(a.wdir), "written when named, after the reopening")
+		requireSameFiles(t, a.wdir, a.rdir, "after the reopening")
+	})
+	t.Run("failed commit", func(t *testing.T) {
+		a := newAheadWindow(t)
+		for range state.CheckpointLag / 2 {
+			a.commitChunk()
+		}
+		a.w.store.Hooks.BeforeRename = func(tmp string) error {
+			return fmt.Errorf("no space left on device (test, %s)", filepath.Base(tmp))
+		}
+		_, err := a.w.Ingest(ctx, connectors.Records(a.recs[a.next:a.next+1]), IngestOptions{})
+		require.ErrorContains(t, err, "no space left on device")
+		a.w.store.Hooks.BeforeRename = nil
+		require.Empty(t, temps(t, a.wdir), "the failed commit removed the file written ahead")
+		require.Equal(t, storage.CheckpointName(1), a.checkpoint(a.wdir))
+		a.commitChunk()
+		require.Equal(t, storage.CheckpointName(a.started), a.checkpoint(a.wdir), "the retry writes it")
+		requireSameFiles(t, a.wdir, a.rdir, "after the retry")
+	})
+}
+
+// aheadCrashEnv names the index directory and the kill point of the
+// child process TestKillInTheCheckpointWindow kills.
+const aheadCrashEnv = "EVPACK_AHEADCRASH_CHILD"
+
+// retractions returns the retractions of chunks a-<from> to a-<to-1>.
+func retractions(from, to int) []connectors.Record {
+	var out []connectors.Record
+	for i := from; i < to; i++ {
+		out = append(out, retraction(fmt.Sprintf("a-%04d", i)))
+	}
+	return out
+}
+
+// aheadCrashChild opens the index in dir (arg is "dir|point"), commits
+// state.LagFacts+1 retractions, which starts a checkpoint written ahead,
+// and stops at point for the parent to kill it: "written" (the checkpoint
+// written ahead, a temp file), "adopting" (in the commit of
+// state.LagFacts/2+1 retractions more that names it, at its rename) or
+// "committed" (that commit's manifest written, its record not yet
+// removed). It returns only on an error.
+func aheadCrashChild(arg string) error {
+	dir, point, _ := strings.Cut(arg, "|")
+	e, err := Open(dir, Options{})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	stop := func() {
+		fmt.Printf("at %s\n", point)
+		select {} // the parent kills the process here
+	}
+	if _, err := e.Ingest(ctx, connectors.Records(retractions(0, state.LagFacts+1)), IngestOptions{}); err != nil {
+		return err
+	}
+	switch point {
+	case "written":
+		e.waitAhead()
+		stop()
+	case "adopting":
+		e.store.Hooks.BeforeRename = func(tmp string) error {
+			if strings.HasPrefix(filepath.Base(tmp), ".state-") {
+				stop()
+			}
+			return nil
+		}
+	case "committed":
+		e.store.Hooks.AfterManifest = stop
+	default:
+		return fmt.Errorf("no kill point %q", point)
+	}
+	_, err = e.Ingest(ctx, connectors.Records(retractions(state.LagFacts+1, state.LagFacts+state.LagFacts/2+2)), IngestOptions{})
+	return fmt.Errorf("the ingest returned (%v) instead of stopping at %s", err, point)
+}
+
+// TestKillInTheCheckpointWindow kills (SIGKILL) a process that started a
+// checkpoint written ahead (generation 2, a commit past state.LagFacts), at
+// three points: the file written ahead (a temp file), the commit that
+// names it at its rename, and that commit's manifest written. Open removes
+// the temp file and rolls the commit back (the first two) or finishes it
+// (the third); Check finds nothing amiss and no stray; and the commit that
+// names the checkpoint, made again by a process that never wrote it ahead,
+// writes it then.
+func TestKillInTheCheckpointWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ingests 6,146 chunks and retracts each; run without -short")
+	}
+	ctx := context.Background()
+	base := t.TempDir()
+	e := mustOpen(t, base)
+	_, err := e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "a", state.LagFacts+state.LagFacts/2+2, 1)), IngestOptions{})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+
+	for _, tc := range []struct {
+		point, reason string
+		gen           int64 // after Open
+	}{
+		{"written", "the commit that started it stays; the temp file goes", 2},
+		{"adopting", "before the commit point: rolled back, the file written ahead removed", 2},
+		{"committed", "after the commit point: kept, the checkpoint named", 3},
+	} {
+		t.Run(tc.point, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.CopyFS(dir, os.DirFS(base)))
+			require.Equal(t, "at "+tc.point, killAtLine(t, aheadCrashEnv+"="+dir+"|"+tc.point, "at "))
+			if tc.point != "committed" { // adopted by then: renamed
+				require.NotEmpty(t, temps(t, dir), "killed with the file written ahead a temp file")
+			}
+
+			e := checked(t, mustOpen(t, dir))
+			require.Equal(t, tc.gen, e.st.Gen, tc.reason)
+			require.Empty(t, temps(t, dir), "Open removes the temp file")
+			require.NoFileExists(t, filepath.Join(dir, storage.PendingName), tc.reason)
+			rep, err := e.CheckIndex(ctx)
+			require.NoError(t, err)
+			require.True(t, rep.OK(), "%q", rep.Problems)
+			require.Empty(t, rep.Strays)
+			if tc.gen == 2 {
+				require.Equal(t, storage.CheckpointName(1), storagetest.ReadManifest(t, dir).Checkpoint)
+				require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(2)), tc.reason)
+				_, err = e.Ingest(ctx, connectors.Records(retractions(state.LagFacts+1, state.LagFacts+state.LagFacts/2+2)), IngestOptions{})
+				require.NoError(t, err)
+			}
+			require.Equal(t, storage.CheckpointName(2), storagetest.ReadManifest(t, dir).Checkpoint, "named by the commit past half the lag")
+			rep, err = e.CheckIndex(ctx)
+			require.NoError(t, err)
+			require.True(t, rep.OK(), "%q", rep.Problems)
+		})
+	}
+}
