@@ -29,11 +29,14 @@ type checkpointAhead struct {
 // first).
 func (e *Engine) startAhead() {
 	e.dropAhead()
+	// Registered before aheadMu is let go, st read under it: whoever
+	// replaces st and then waits for the writer (Engine.writable) either
+	// replaced it first or finds this one to wait for.
+	e.aheadMu.Lock()
 	e.mu.RLock()
 	st := e.st
 	e.mu.RUnlock()
 	a := &checkpointAhead{gen: st.Gen, done: make(chan struct{})}
-	e.aheadMu.Lock()
 	e.ahead = a
 	e.aheadMu.Unlock()
 	go func() {
@@ -95,11 +98,16 @@ func (e *Engine) waitAhead() {
 
 // checkpointAt returns the checkpoint of generation gen, earlier than the
 // committed one, built from the manifest's checkpoint and the batch files
-// after it up to gen.
+// after it up to gen, or, when that checkpoint cannot be read (an engine
+// with a dense leg never reads it at Open, so a damaged one is found
+// here), from the batch files alone: the same bytes, for the plan names
+// this file whatever this process can read.
 func (e *Engine) checkpointAt(gen int64) (checkpoint.File, error) {
 	st, err := state.OpenStateAt(e.store, e.lex, gen)
 	if err != nil {
-		return nil, err
+		if st, err = state.LoadStateAt(e.store, e.lex, gen); err != nil {
+			return nil, err
+		}
 	}
 	f, err := state.CheckpointAhead(st, e.lex)
 	return f, errors.Join(err, st.Rows.Close())

@@ -99,7 +99,20 @@ func TestCheckpointWrittenAhead(t *testing.T) {
 		}
 	}
 	require.Empty(t, temps(t, qdir), "the replica that reopened wrote none ahead")
+	a.w.waitAhead()
+	ahead := temps(t, a.wdir)
+	require.Len(t, ahead, 1, "the writer wrote it ahead")
+	var renamed []string
+	a.w.store.Hooks.BeforeRename = func(tmp string) error {
+		renamed = append(renamed, tmp)
+		return nil
+	}
 	a.commitChunk(q)
+	a.w.store.Hooks.BeforeRename = nil
+	require.Contains(t, renamed, ahead[0], "the writer's commit renamed the file written ahead, and wrote no other")
+	for _, tmp := range renamed {
+		require.False(t, tmp != ahead[0] && strings.HasPrefix(filepath.Base(tmp), ".state-"), "a checkpoint written in the commit: %s", tmp)
+	}
 	named := storage.CheckpointName(a.started)
 	for _, dir := range []string{a.wdir, a.rdir, qdir} {
 		require.Equal(t, named, a.checkpoint(dir), "%s: the commit past half the lag after it names it", dir)
@@ -129,7 +142,7 @@ func TestCheckpointWrittenAhead(t *testing.T) {
 // commit will name leaves nothing behind: a purge in the window writes its
 // own checkpoint, as a replica applying it does; Close in the window
 // removes the file; a commit whose write fails before it adopts the file
-// removes it too, and the retry writes it.
+// at the rename that adopts it removes it too, and the retry writes it.
 func TestCheckpointAheadDropped(t *testing.T) {
 	ctx := context.Background()
 	t.Run("purge", func(t *testing.T) {
@@ -162,13 +175,21 @@ func TestCheckpointAheadDropped(t *testing.T) {
 		for range state.CheckpointLag / 2 {
 			a.commitChunk()
 		}
+		a.w.waitAhead()
+		ahead := temps(t, a.wdir)
+		require.Len(t, ahead, 1)
 		a.w.store.Hooks.BeforeRename = func(tmp string) error {
-			return fmt.Errorf("no space left on device (test, %s)", filepath.Base(tmp))
+			if tmp == ahead[0] { // the rename that adopts it fails
+				return fmt.Errorf("no space left on device (test, %s)", filepath.Base(tmp))
+			}
+			return nil
 		}
 		_, err := a.w.Ingest(ctx, connectors.Records(a.recs[a.next:a.next+1]), IngestOptions{})
 		require.ErrorContains(t, err, "no space left on device")
 		a.w.store.Hooks.BeforeRename = nil
 		require.Empty(t, temps(t, a.wdir), "the failed commit removed the file written ahead")
+		require.NoFileExists(t, filepath.Join(a.wdir, storage.CheckpointName(a.started)))
+		require.NoFileExists(t, filepath.Join(a.wdir, storage.PendingName))
 		require.Equal(t, storage.CheckpointName(1), a.checkpoint(a.wdir))
 		a.commitChunk()
 		require.Equal(t, storage.CheckpointName(a.started), a.checkpoint(a.wdir), "the retry writes it")
@@ -189,12 +210,13 @@ func retractions(from, to int) []connectors.Record {
 	return out
 }
 
-// aheadCrashChild opens the index in dir (arg is "dir|point"), commits
-// state.LagFacts+1 retractions, which starts a checkpoint written ahead,
-// and stops at point for the parent to kill it: "written" (the checkpoint
-// written ahead, a temp file), "adopting" (in the commit of
-// state.LagFacts/2+1 retractions more that names it, at its rename) or
-// "committed" (that commit's manifest written, its record not yet
+// aheadCrashChild opens the index in dir (arg is "dir|point"), which
+// TestKillInTheCheckpointWindow left at state.LagFacts facts after its
+// checkpoint, commits one retraction more, which starts a checkpoint
+// written ahead, and stops at point for the parent to kill it: "written"
+// (the checkpoint written ahead, a temp file), "adopting" (in the commit
+// past half the lag after it, which names it, at the rename of that temp
+// file) or "committed" (that commit's manifest written, its record not yet
 // removed). It returns only on an error.
 func aheadCrashChild(arg string) error {
 	dir, point, _ := strings.Cut(arg, "|")
@@ -203,41 +225,53 @@ func aheadCrashChild(arg string) error {
 		return err
 	}
 	ctx := context.Background()
-	stop := func() {
-		fmt.Printf("at %s\n", point)
+	stop := func(at string) {
+		fmt.Printf("at %s\n", at)
 		select {} // the parent kills the process here
 	}
-	if _, err := e.Ingest(ctx, connectors.Records(retractions(0, state.LagFacts+1)), IngestOptions{}); err != nil {
+	half := state.LagFacts / 2
+	if _, err := e.Ingest(ctx, connectors.Records(retractions(state.LagFacts, state.LagFacts+1)), IngestOptions{}); err != nil {
 		return err
 	}
+	e.waitAhead()
+	if point == "written" {
+		stop(point)
+	}
+	if _, err := e.Ingest(ctx, connectors.Records(retractions(state.LagFacts+1, state.LagFacts+1+half/2)), IngestOptions{}); err != nil {
+		return err
+	}
+	ahead, err := filepath.Glob(filepath.Join(dir, ".state-*"))
+	if err != nil || len(ahead) != 1 {
+		return fmt.Errorf("not one checkpoint written ahead: %q (%v)", ahead, err)
+	}
 	switch point {
-	case "written":
-		e.waitAhead()
-		stop()
 	case "adopting":
 		e.store.Hooks.BeforeRename = func(tmp string) error {
 			if strings.HasPrefix(filepath.Base(tmp), ".state-") {
-				stop()
+				if tmp != ahead[0] {
+					stop("a checkpoint written in the commit, not the one written ahead")
+				}
+				stop(point)
 			}
 			return nil
 		}
 	case "committed":
-		e.store.Hooks.AfterManifest = stop
+		e.store.Hooks.AfterManifest = func() { stop(point) }
 	default:
 		return fmt.Errorf("no kill point %q", point)
 	}
-	_, err = e.Ingest(ctx, connectors.Records(retractions(state.LagFacts+1, state.LagFacts+state.LagFacts/2+2)), IngestOptions{})
+	_, err = e.Ingest(ctx, connectors.Records(retractions(state.LagFacts+1+half/2, state.LagFacts+half+2)), IngestOptions{})
 	return fmt.Errorf("the ingest returned (%v) instead of stopping at %s", err, point)
 }
 
 // TestKillInTheCheckpointWindow kills (SIGKILL) a process that started a
-// checkpoint written ahead (generation 2, a commit past state.LagFacts), at
-// three points: the file written ahead (a temp file), the commit that
-// names it at its rename, and that commit's manifest written. Open removes
-// the temp file and rolls the commit back (the first two) or finishes it
-// (the third); Check finds nothing amiss and no stray; and the commit that
-// names the checkpoint, made again by a process that never wrote it ahead,
-// writes it then.
+// checkpoint written ahead (generation 4, the commit past state.LagFacts),
+// at three points: the file written ahead (a temp file), the commit that
+// names it at the rename of that file, and that commit's manifest written.
+// Open removes the temp file and rolls the commit back (the first two) or
+// finishes it (the third); Check finds nothing amiss and no stray; and the
+// commit that names the checkpoint, made again by a process that never
+// wrote it ahead, writes it then.
 func TestKillInTheCheckpointWindow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ingests 6,146 chunks and retracts each; run without -short")
@@ -245,17 +279,23 @@ func TestKillInTheCheckpointWindow(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
 	e := mustOpen(t, base)
-	_, err := e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "a", state.LagFacts+state.LagFacts/2+2, 1)), IngestOptions{})
+	half := state.LagFacts / 2
+	_, err := e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "a", state.LagFacts+half+2, 1)), IngestOptions{})
 	require.NoError(t, err)
+	for _, k := range []int{0, half} { // at most half the bound a commit, or it writes its own
+		_, err = e.Ingest(ctx, connectors.Records(retractions(k, k+half)), IngestOptions{})
+		require.NoError(t, err)
+	}
+	require.Equal(t, storage.CheckpointName(1), storagetest.ReadManifest(t, base).Checkpoint)
 	require.NoError(t, e.Close())
 
 	for _, tc := range []struct {
 		point, reason string
 		gen           int64 // after Open
 	}{
-		{"written", "the commit that started it stays; the temp file goes", 2},
-		{"adopting", "before the commit point: rolled back, the file written ahead removed", 2},
-		{"committed", "after the commit point: kept, the checkpoint named", 3},
+		{"written", "the commit that started it stays; the temp file goes", 4},
+		{"adopting", "before the commit point: rolled back, the file written ahead removed", 5},
+		{"committed", "after the commit point: kept, the checkpoint named", 6},
 	} {
 		t.Run(tc.point, func(t *testing.T) {
 			dir := t.TempDir()
@@ -273,16 +313,62 @@ func TestKillInTheCheckpointWindow(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, rep.OK(), "%q", rep.Problems)
 			require.Empty(t, rep.Strays)
-			if tc.gen == 2 {
+			if tc.gen < 6 {
 				require.Equal(t, storage.CheckpointName(1), storagetest.ReadManifest(t, dir).Checkpoint)
-				require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(2)), tc.reason)
-				_, err = e.Ingest(ctx, connectors.Records(retractions(state.LagFacts+1, state.LagFacts+state.LagFacts/2+2)), IngestOptions{})
+				require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(4)), tc.reason)
+				if tc.gen == 4 {
+					_, err = e.Ingest(ctx, connectors.Records(retractions(state.LagFacts+1, state.LagFacts+1+half/2)), IngestOptions{})
+					require.NoError(t, err)
+				}
+				_, err = e.Ingest(ctx, connectors.Records(retractions(state.LagFacts+1+half/2, state.LagFacts+half+2)), IngestOptions{})
 				require.NoError(t, err)
 			}
-			require.Equal(t, storage.CheckpointName(2), storagetest.ReadManifest(t, dir).Checkpoint, "named by the commit past half the lag")
+			require.Equal(t, storage.CheckpointName(4), storagetest.ReadManifest(t, dir).Checkpoint, "named by the commit past half the lag")
 			rep, err = e.CheckIndex(ctx)
 			require.NoError(t, err)
 			require.True(t, rep.OK(), "%q", rep.Problems)
 		})
 	}
+}
+
+// TestCheckpointNamedPastADamagedOne (issue 30): an engine with a dense
+// leg reads no checkpoint at Open, so a damaged one is first read when a
+// process that reopened in the window builds the checkpoint its commit
+// names from it (state.OpenStateAt). The plan names that file whatever
+// this process can read, so the commit builds it from the batch files
+// alone instead of failing at every try; Check then finds it right.
+func TestCheckpointNamedPastADamagedOne(t *testing.T) {
+	ctx := context.Background()
+	vecs := testVectors(t)
+	dir := t.TempDir()
+	e := mustOpenWith(t, dir, Options{Embedder: testEmbedder(t, vecs)})
+	recs := vocabularyRecords(t, "acme", "a", 2*state.CheckpointLag, 7)
+	next := 0
+	commit := func() {
+		t.Helper()
+		_, err := e.Ingest(ctx, connectors.Records(recs[next:next+1]), IngestOptions{})
+		require.NoError(t, err, "generation %d", e.st.Gen+1)
+		next++
+	}
+	for range state.CheckpointLag + 2 { // the last starts one
+		commit()
+	}
+	started := e.st.Gen
+	require.Equal(t, storage.CheckpointName(1), storagetest.ReadManifest(t, dir).Checkpoint)
+	require.NoError(t, e.Close())
+	path := filepath.Join(dir, storage.CheckpointName(1))
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	raw[100] ^= 0xff // in the head: its format and analyzers still read right
+	require.NoError(t, os.WriteFile(path, raw, 0o644))
+
+	e = checked(t, mustOpenWith(t, dir, Options{Embedder: testEmbedder(t, vecs)}))
+	for range state.CheckpointLag/2 + 1 {
+		commit()
+	}
+	require.Equal(t, storage.CheckpointName(started), storagetest.ReadManifest(t, dir).Checkpoint, "named, built from the batch files")
+	require.NoFileExists(t, path, "the damaged one went with the commit")
+	rep, err := e.CheckIndex(ctx)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%q", rep.Problems)
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/internal/state"
-	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/internal/storagetest"
 )
 
@@ -70,20 +69,15 @@ func TestCheckpointIsUnmapped(t *testing.T) {
 	require.Equal(t, ckpt, filepath.Join(dir, storagetest.ReadManifest(t, dir).Checkpoint), "and leaves the checkpoint (state.PlanCheckpoint)")
 	require.Len(t, mappedFrom(t, dir), 1)
 
-	// More than state.LagChunks since the checkpoint: the commit starts
-	// one, written ahead, and keeps the old; the next with more than half
-	// as many names it, the engine reads it back (Engine.rebase) and
-	// unmaps the old.
+	// More than state.LagChunks since the checkpoint, more than half of
+	// them in one commit: it writes one (state.PlanCheckpoint), the engine
+	// reads it back (Engine.rebase) and unmaps the old.
 	_, err = e.Ingest(context.Background(), connectors.Records(vocabularyRecords(t, "acme", "many", state.LagChunks, 4)), IngestOptions{})
 	require.NoError(t, err)
-	started := storagetest.ReadManifest(t, dir).Generation
-	require.Equal(t, ckpt, filepath.Join(dir, storagetest.ReadManifest(t, dir).Checkpoint), "the commit past the lag starts one (state.Plan)")
-	_, err = e.Ingest(context.Background(), connectors.Records(vocabularyRecords(t, "acme", "more", state.LagChunks/2+1, 5)), IngestOptions{})
-	require.NoError(t, err)
 	next := filepath.Join(dir, storagetest.ReadManifest(t, dir).Checkpoint)
-	require.Equal(t, filepath.Join(dir, storage.CheckpointName(started)), next, "the next past half the lag names it")
+	require.NotEqual(t, ckpt, next)
 	require.NoFileExists(t, ckpt, "the commit deleted the checkpoint it replaced")
-	require.Len(t, e.st.Chunks, state.LagChunks/2+1, "the engine reads the new one, the chunks after it alone in memory")
+	require.Empty(t, e.st.Chunks, "the engine reads the new one, nothing in memory")
 	e.retired.Wait() // the old one is unmapped beside the commit (Engine.rebase)
 	mapped = mappedFrom(t, dir)
 	require.Len(t, mapped, 1, "and the mapping of the old one is gone")

@@ -333,34 +333,37 @@ func TestLaterChunksDamaged(t *testing.T) {
 // TestManyFactsWriteTheCheckpoint (issue 30): the facts after a checkpoint
 // are bounded apart from the generations: a commit that takes them past
 // state.LagFacts starts one, as Open adds each of them again, and the
-// commit past half as many after it names it.
+// commit past half as many after it names it; a commit of more than half
+// as many on its own writes its checkpoint itself.
 func TestManyFactsWriteTheCheckpoint(t *testing.T) {
 	if testing.Short() {
-		t.Skip("ingests 4,097 chunks and retracts each; run without -short")
+		t.Skip("ingests 8,195 chunks and retracts each; run without -short")
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
 	e, err := Open(dir, Options{})
 	require.NoError(t, err)
 	defer func() { e.Close() }()
-	n := state.LagFacts + 1
-	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "a", n+state.LagFacts/2+1, 3)), IngestOptions{})
+	half := state.LagFacts / 2
+	n := state.LagFacts + 1 + 2*half + 2
+	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "a", n, 3)), IngestOptions{})
 	require.NoError(t, err)
 	checkpointOf := func() string { return storagetest.ReadManifest(t, dir).Checkpoint }
 	require.Equal(t, storage.CheckpointName(1), checkpointOf())
-	facts := make([]connectors.Record, n+state.LagFacts/2+1)
-	for i := range facts {
-		facts[i] = retraction(fmt.Sprintf("a-%04d", i))
+	next := 0
+	retract := func(k int, want int64, why string) {
+		t.Helper()
+		_, err = e.Ingest(ctx, connectors.Records(retractions(next, next+k)), IngestOptions{})
+		require.NoError(t, err)
+		next += k
+		require.Equal(t, storage.CheckpointName(want), checkpointOf(), "generation %d, %d facts: %s", e.st.Gen, k, why)
 	}
-	_, err = e.Ingest(ctx, connectors.Records(facts[:n-1]), IngestOptions{})
-	require.NoError(t, err)
-	require.Equal(t, storage.CheckpointName(1), checkpointOf(), "%d facts after the checkpoint keep it", n-1)
-	_, err = e.Ingest(ctx, connectors.Records(facts[n-1:n]), IngestOptions{})
-	require.NoError(t, err)
-	require.Equal(t, storage.CheckpointName(1), checkpointOf(), "one more starts one, written ahead (state.Plan)")
-	_, err = e.Ingest(ctx, connectors.Records(facts[n:]), IngestOptions{})
-	require.NoError(t, err)
-	require.Equal(t, storage.CheckpointName(3), checkpointOf(), "more than half as many after it name it")
+	retract(half, 1, "half the bound after the checkpoint keeps it")
+	retract(half, 1, "the bound keeps it")
+	retract(1, 1, "one more starts one, written ahead (state.Plan)")
+	retract(half/2, 1, "a quarter of the bound after it keeps it")
+	retract(half/2+1, 4, "more than half the bound after it names it")
+	retract(half+1, 7, "more than half the bound in one commit: it writes its own")
 	require.NoError(t, e.Close())
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)

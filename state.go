@@ -25,15 +25,21 @@ func (e *Engine) writable() (*state.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.waitAhead() // a checkpoint written ahead may be reading st's rows: not under the lock
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.st == st { // only a commit moves st, and a commit starts here
+	swapped := e.st == st // only a commit moves st, and a commit starts here
+	if swapped {
 		e.st = full
-		e.waitAhead()   // one a commit started since
+	}
+	now := e.st
+	e.mu.Unlock()
+	if swapped {
+		// A checkpoint written ahead may be reading st's rows (one started
+		// after the swap reads full's): not under the lock, which queries
+		// wait for.
+		e.waitAhead()
 		st.Rows.Close() // a read error only: nothing was written
 	}
-	return e.st, nil
+	return now, nil
 }
 
 // History returns every committed generation, oldest first, with what it

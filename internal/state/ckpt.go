@@ -101,12 +101,13 @@ const (
 // zero Plan leaves the manifest's as it is.
 //
 // Writing the checkpoint of the commit past the lag cost that commit what
-// the index holds (2.5 to 3.7 s at a million chunks). Instead that commit
+// the index holds (2.0 to 3.7 s at a million chunks). Instead that commit
 // (P) starts writing its state's checkpoint ahead, on a spare core, once it
 // is committed (Start), and a later commit names it (Name): the first after
-// P with half the lag's bounds committed after P. Until then the manifest
-// keeps the checkpoint before P, so Open reads at most one and a half
-// times the lag's bounds of batch files. Which commit starts and which
+// P with more than half the lag's bounds committed after P. Until then the
+// manifest keeps the checkpoint before P, so Open reads at most two and a
+// half times the lag's bounds of batch files (PlanCheckpoint's
+// invariant). Which commit starts and which
 // names is a function of the log alone: a replica, or a process that
 // restarted between P and the commit that names it, names the same file at
 // the same generation (it then writes it there, from the state it reads back
@@ -123,14 +124,11 @@ type Plan struct {
 	Start bool
 }
 
-// String prints the plan: "keep", "write", "start", "name N" or "name N,
-// start".
+// String prints the plan: "keep", "write", "start" or "name N".
 func (p Plan) String() string {
 	switch {
 	case p.Write:
 		return "write"
-	case p.Name != 0 && p.Start:
-		return fmt.Sprintf("name %d, start", p.Name)
 	case p.Name != 0:
 		return fmt.Sprintf("name %d", p.Name)
 	case p.Start:
@@ -162,20 +160,27 @@ func (l lag) over(div int64) bool {
 // PlanCheckpoint returns what generation gen of the index in d, a commit
 // of chunks chunks, facts facts and no purge, does with the checkpoint
 // (Plan), for lexical index lex. It writes one now when the manifest has
-// none, or one Open would not read (another format, other analyzers, or
-// damaged: then the damaged file goes with the old generation).
+// none, or one Open would not read (another format or other analyzers, or
+// gone), and when the commit alone holds more than half the lag's bounds
+// (a bulk import): such a commit pays for its batch anyway, and left to a
+// later one it would be read again at every Open until one named it.
 //
 // Invariant: at most LagGenerations, CheckpointLag generations of chunks,
-// LagChunks chunks and LagFacts facts follow the generation a commit
-// starts; at most half as many follow it when a commit names it.
+// LagChunks chunks and LagFacts facts, and half as many again in the
+// commit that starts one, follow the checkpoint the manifest names until
+// a commit starts the next; at most half as many follow the generation
+// started when a commit names it.
 func PlanCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64, chunks, facts int) Plan {
 	m := d.Manifest()
 	c := m.CheckpointGeneration()
-	if c == 0 || gen <= c || gen-1 > int64(len(m.Batches)) || !readable(d, m.Checkpoint, lex) {
+	var this lag
+	this.add(chunks, facts)
+	if c == 0 || gen <= c || gen-1 > int64(len(m.Batches)) || this.over(2) || !readable(d, m.Checkpoint, lex) {
 		return Plan{Write: true}
 	}
 	var since lag // after c
 	started := int64(0)
+	// The first generation after c past the bounds started one.
 	for _, b := range m.Batches[c : gen-1] {
 		since.add(b.Chunks, b.Facts)
 		if since.over(1) {
@@ -187,6 +192,7 @@ func PlanCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64, chunks, fa
 		since.add(chunks, facts)
 		return Plan{Start: since.over(1)}
 	}
+	// The first generation past half the bounds after it names it.
 	var after lag // after the generation that started
 	for _, b := range m.Batches[started : gen-1] {
 		after.add(b.Chunks, b.Facts)
@@ -195,7 +201,7 @@ func PlanCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64, chunks, fa
 	if !after.over(2) {
 		return Plan{}
 	}
-	return Plan{Name: started, Start: after.over(1)} // a batch too large to wait for the next
+	return Plan{Name: started} // after it at most the bounds, this commit at most half of them: none to start
 }
 
 // readable reports whether Open would read checkpoint name of the index in
