@@ -101,17 +101,16 @@ const (
 // zero Plan leaves the manifest's as it is.
 //
 // Writing the checkpoint of the commit past the lag cost that commit what
-// the index holds (2.0 to 3.7 s at a million chunks). Instead that commit
+// the index holds (1.9 to 3.7 s at a million chunks). Instead that commit
 // (P) starts writing its state's checkpoint ahead, on a spare core, once it
 // is committed (Start), and a later commit names it (Name): the first after
 // P with more than half the lag's bounds committed after P. Until then the
 // manifest keeps the checkpoint before P, so Open reads at most two and a
-// half times the lag's bounds of batch files (PlanCheckpoint's
-// invariant). Which commit starts and which
-// names is a function of the log alone: a replica, or a process that
-// restarted between P and the commit that names it, names the same file at
-// the same generation (it then writes it there, from the state it reads back
-// as of P).
+// half times the lag's bounds of batch files (PlanCheckpoint's invariant).
+// Which commit starts and which names is a function of the log alone: a
+// replica, or a process that restarted between P and the commit that names
+// it, names the same file at the same generation (it then writes it there,
+// from the state it reads back as of P).
 type Plan struct {
 	// Write: the commit writes its own state's checkpoint, now.
 	Write bool
