@@ -2,6 +2,7 @@ package evpack
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/internal/state"
@@ -18,6 +19,7 @@ import (
 type checkpointAhead struct {
 	gen  int64         // the generation whose state it holds
 	done chan struct{} // closed once file and sum, or err, are set
+	stop atomic.Bool   // set: give up (no commit will name it)
 	file *storage.Ahead
 	sum  string
 	err  error
@@ -41,12 +43,12 @@ func (e *Engine) startAhead() {
 	e.aheadMu.Unlock()
 	go func() {
 		defer close(a.done)
-		f, err := state.CheckpointAhead(st, e.lex)
+		f, err := state.CheckpointAhead(st, e.lex, a.stop.Load)
 		if err == nil {
 			a.sum, err = checkpoint.Sum(f.Head())
 		}
 		if err == nil {
-			a.file, err = e.store.WriteAhead(storage.CheckpointName(a.gen), f...)
+			a.file, err = e.store.WriteAhead(storage.CheckpointName(a.gen), a.stop.Load, f...)
 		}
 		a.err = err
 	}()
@@ -71,8 +73,12 @@ func (e *Engine) takeAhead(gen int64) (*storage.Ahead, string) {
 	return a.file, a.sum
 }
 
-// dropAhead waits for the checkpoint being written ahead, if one is, and
-// removes it.
+// dropAhead stops the checkpoint being written ahead, if one is, waits
+// for its writer to return (within a few thousand documents, or 32 MB of
+// writing) and removes what it wrote: no commit will name it. Before stop,
+// Close waited for the whole write (seconds at a million chunks), and a
+// process that opened, committed once and closed paid the checkpoint
+// twice: at Close, and in the commit that names it.
 func (e *Engine) dropAhead() error {
 	e.aheadMu.Lock()
 	a := e.ahead
@@ -81,6 +87,7 @@ func (e *Engine) dropAhead() error {
 	if a == nil {
 		return nil
 	}
+	a.stop.Store(true)
 	<-a.done
 	return a.file.Discard()
 }
@@ -109,6 +116,6 @@ func (e *Engine) checkpointAt(gen int64) (checkpoint.File, error) {
 			return nil, err
 		}
 	}
-	f, err := state.CheckpointAhead(st, e.lex)
+	f, err := state.CheckpointAhead(st, e.lex, nil)
 	return f, errors.Join(err, st.Rows.Close())
 }

@@ -39,6 +39,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -220,7 +221,14 @@ type Input struct {
 	// Catalog returns the lexical partitions' catalog; Encode calls it once
 	// the rest is encoded, so that the caller can compute it beside.
 	Catalog func() ([]byte, error)
+	// Stop, when set, is asked between runs of documents and of blocks:
+	// once it says true, Encode gives up with ErrStopped (a checkpoint
+	// written ahead that no commit will name: its engine is closing).
+	Stop func() bool
 }
+
+// ErrStopped is Encode's error when Input.Stop said to give up.
+var ErrStopped = errors.New("evpack: checkpoint: encoding stopped")
 
 // Encode returns the sealed checkpoint of in.
 func Encode(in Input) (File, error) {
@@ -307,7 +315,11 @@ func Encode(in Input) (File, error) {
 			}
 		}
 	}
-	body, err := w.rows(&in, tenantNames, canon)
+	stop := in.Stop
+	if stop == nil {
+		stop = func() bool { return false }
+	}
+	body, err := w.rows(&in, tenantNames, canon, stop)
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +331,7 @@ func Encode(in Input) (File, error) {
 	hw.str(in.Identity)
 	hw.str(string(cat))
 	hw.b = append(hw.b, w.b...)
-	return assemble(hw.b, body), nil
+	return assemble(hw.b, body, stop)
 }
 
 // The file: Format, the head's length (8 bytes), the head (the figures,
@@ -370,9 +382,12 @@ func (f File) Bytes() []byte { return bytes.Join(f, nil) }
 
 // assemble returns the checkpoint file of head and the body sections
 // (rows, ID order, ID arena, document table, key arena, number arena).
-func assemble(head []byte, body [sections][]byte) File {
+func assemble(head []byte, body [sections][]byte, stop func() bool) (File, error) {
 	sizes := [sections]int{rowsPerBlock * rowSize, orderPerBlock * orderSize, block, docsPerBlock * docSize, block, block}
-	sums := blockSums(body, sizes)
+	sums := blockSums(body, sizes, stop)
+	if stop() {
+		return nil, ErrStopped
+	}
 	w := &writer{b: head}
 	off := 0
 	for i, sec := range body {
@@ -401,14 +416,14 @@ func assemble(head []byte, body [sections][]byte) File {
 			f = append(f, zeros[:pad])
 		}
 	}
-	return f
+	return f, nil
 }
 
 // blockSums returns the BLAKE3-256 of each block of each section of body,
 // section i cut into blocks of sizes[i] bytes, hashed on every core: a
 // block's sum is a function of its bytes alone, so the sums do not depend
 // on which goroutine computed them.
-func blockSums(body [sections][]byte, sizes [sections]int) [sections][][32]byte {
+func blockSums(body [sections][]byte, sizes [sections]int, stop func() bool) [sections][][32]byte {
 	var sums [sections][][32]byte
 	type job struct{ sec, lo, hi int } // blocks [lo, hi) of section sec
 	var jobs []job
@@ -420,6 +435,9 @@ func blockSums(body [sections][]byte, sizes [sections]int) [sections][][32]byte 
 		}
 	}
 	onEveryCore(len(jobs), func(k int) {
+		if stop() {
+			return // the caller asks stop again and gives up
+		}
 		j, size := jobs[k], sizes[jobs[k].sec]
 		sec := body[j.sec]
 		for b := j.lo; b < j.hi; b++ {
@@ -490,7 +508,7 @@ func canonicalTerms(names []string, docs []Doc) ([]uint32, []string) {
 // The sections are sized first, then filled document by document on every
 // core, each document at the place the sizing gave it, while the ID order
 // is sorted: the bytes depend on the input alone, never on the workers.
-func (w *writer) rows(in *Input, tenants []string, canon []uint32) ([sections][]byte, error) {
+func (w *writer) rows(in *Input, tenants []string, canon []uint32, stop func() bool) ([sections][]byte, error) {
 	var body [sections][]byte
 	docs := in.Docs
 	// Where each document's rows, IDs, term numbers and key start, and the
@@ -531,6 +549,9 @@ func (w *writer) rows(in *Input, tenants []string, canon []uint32) ([sections][]
 	// fill writes documents [lo, hi), and returns the first error among
 	// them in document order.
 	fill := func(lo, hi int) error {
+		if stop() {
+			return ErrStopped
+		}
 		le := binary.LittleEndian
 		for k := lo; k < hi; k++ {
 			d, p := docs[k], at[k]

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -114,6 +115,24 @@ func TestPinnedRoundTrip(t *testing.T) {
 	want, err := Sum(raw)
 	require.NoError(t, err)
 	require.Equal(t, want, sum, "the head alone gives the manifest's checksum")
+
+	// Stop is asked between runs: told to give up at its first question,
+	// or at its third (past the documents, at the blocks), Encode stops;
+	// asked and never told, it gives the same bytes.
+	for _, at := range []int64{1, 3} {
+		in := inputOf(t, h, tbl)
+		var asked atomic.Int64 // asked on every core
+		in.Stop = func() bool { return asked.Add(1) >= at }
+		_, err = Encode(in)
+		require.ErrorIs(t, err, ErrStopped, "told at question %d", at)
+	}
+	in := inputOf(t, h, tbl)
+	var asked atomic.Int64
+	in.Stop = func() bool { asked.Add(1); return false }
+	f, err = Encode(in)
+	require.NoError(t, err)
+	require.Equal(t, raw, f.Bytes())
+	require.Greater(t, asked.Load(), int64(1))
 }
 
 // TestDecodePassesOver: a checkpoint of other analyzers, or of an older

@@ -107,7 +107,7 @@ func WriteAtomic(path string, data ...[]byte) error {
 // before the rename: for tests that stop a write there (a kill -9 leaves
 // the temp file). An error it returns fails the write.
 func WriteAtomicHooked(path string, beforeRename func(tmp string) error, data ...[]byte) error {
-	tmp, err := WriteTemp(path, data...)
+	tmp, err := WriteTemp(path, nil, data...)
 	if err != nil {
 		return err
 	}
@@ -121,12 +121,16 @@ func WriteAtomicHooked(path string, beforeRename func(tmp string) error, data ..
 // commits made one of them take 125 ms, against 7 ms for the others.
 const syncEvery = 32 << 20
 
+// ErrStopped is WriteTemp's error when its stop said to give up.
+var ErrStopped = errors.New("stopped")
+
 // WriteTemp writes the temp file of path (in its directory, named so that
 // IsTemp knows it) as the slices of data one after the other, and fsyncs
 // it: the first half of WriteAtomic, for a file written ahead of the
-// commit that renames it into place (RenameHooked). On error no temp file
-// stays.
-func WriteTemp(path string, data ...[]byte) (string, error) {
+// commit that renames it into place (RenameHooked). stop, when set, is
+// asked between runs of syncEvery bytes: once it says true, the write gives
+// up with ErrStopped. On error no temp file stays.
+func WriteTemp(path string, stop func() bool, data ...[]byte) (string, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+tempInfix+"*")
 	if err != nil {
 		return "", err
@@ -143,6 +147,9 @@ func WriteTemp(path string, data ...[]byte) (string, error) {
 	unsynced := 0
 	for _, part := range data {
 		for len(part) > 0 {
+			if unsynced == 0 && stop != nil && stop() {
+				return fail(ErrStopped)
+			}
 			n := min(len(part), syncEvery-unsynced)
 			if _, err := f.Write(part[:n]); err != nil {
 				return fail(err)

@@ -117,9 +117,9 @@ var writePhases = []string{"open", "first-100", "second-100", "retract-1", "supe
 // stored chunks (their replacements not yet fetched) against a bleve batch
 // updating those 100 documents' validity ends; 100 new chunks against a
 // bleve batch of 100 new documents; state.LagChunks new chunks, more than
-// the checkpoint's lag takes, so that the commit starts a checkpoint
-// written ahead (state.Plan), against a bleve batch of as many; Close
-// (which waits for that checkpoint and removes it: no commit named it); then
+// half the checkpoint's lag in one commit, so that the commit writes the
+// checkpoint (state.PlanCheckpoint), against a bleve batch of as many;
+// Close; then
 // Open again, the retraction
 // of another stored chunk as the first write after it (against bleve's
 // delete of that document), and Close. Each op first copies both

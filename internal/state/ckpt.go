@@ -41,10 +41,16 @@ func CheckpointSum(raw []byte) (string, error) { return checkpoint.Sum(raw) }
 // both: at a million chunks each walk took 1.3 s, and the catalog and the
 // encoder each made its own.
 func Checkpoint(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint.Doc) ([]byte, error)) (checkpoint.File, error) {
+	return checkpointUnless(st, lex, catalog, nil)
+}
+
+// checkpointUnless is Checkpoint giving up with checkpoint.ErrStopped once
+// stop (nil: never) says true, asked every few thousand documents.
+func checkpointUnless(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint.Doc) ([]byte, error), stop func() bool) (checkpoint.File, error) {
 	if catalog == nil {
 		catalog = func(docs []checkpoint.Doc) ([]byte, error) { return catalogOf(lex, st, docs) }
 	}
-	docs, err := st.docsInKeyOrder(true, st.walkParts())
+	docs, err := st.docsInKeyOrder(true, st.walkParts(), stop)
 	if err != nil {
 		return nil, err
 	}
@@ -52,15 +58,21 @@ func Checkpoint(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint
 		raw []byte
 		err error
 	}
-	done := make(chan result, 1) // buffered: an encoder that fails first leaves no goroutine behind
+	done := make(chan result, 1)
 	go func() {
 		raw, err := catalog(docs)
 		done <- result{raw, err}
 	}()
-	return encodeCheckpoint(st, AnalysisIdentity(lex), docs, func() ([]byte, error) {
+	waited := false
+	f, err := encodeCheckpoint(st, AnalysisIdentity(lex), docs, func() ([]byte, error) {
 		r := <-done
+		waited = true
 		return r.raw, r.err
-	})
+	}, stop)
+	if !waited {
+		<-done // an encoder that failed or stopped first: the catalog reads st's rows, which the caller may close next
+	}
+	return f, err
 }
 
 // The checkpoint's lag: how far an index's manifest may leave its
@@ -244,14 +256,15 @@ func NextCheckpoint(d *storage.Dir, lex *retrieve.Lexical, parent, next *State, 
 // that queries may be reading and later commits extending (it only reads
 // st), for lexical index lex: what a commit that starts one writes ahead
 // (Plan.Start). Its bytes are those Checkpoint gives of the same state.
-func CheckpointAhead(st *State, lex *retrieve.Lexical) (checkpoint.File, error) {
+// Once stop (nil: never) says true, it gives up with checkpoint.ErrStopped.
+func CheckpointAhead(st *State, lex *retrieve.Lexical, stop func() bool) (checkpoint.File, error) {
 	known := st.Catalog // set before st was committed, never after
-	return Checkpoint(st, lex, func(docs []checkpoint.Doc) ([]byte, error) {
+	return checkpointUnless(st, lex, func(docs []checkpoint.Doc) ([]byte, error) {
 		if known != nil {
 			return known, nil
 		}
 		return catalogOf(lex, st, docs)
-	})
+	}, stop)
 }
 
 // ReadBack returns the state read from the checkpoint the manifest of d
@@ -308,16 +321,16 @@ func CatalogAfter(lex *retrieve.Lexical, parent, next *State, add []*evidence.Ch
 // identity and the lexical catalog catalog returns (see Checkpoint), which
 // is asked for once the rest is encoded.
 func EncodeCheckpoint(st *State, identity string, catalog func() ([]byte, error)) (checkpoint.File, error) {
-	docs, err := st.docsInKeyOrder(true, st.walkParts())
+	docs, err := st.docsInKeyOrder(true, st.walkParts(), nil)
 	if err != nil {
 		return nil, err
 	}
-	return encodeCheckpoint(st, identity, docs, catalog)
+	return encodeCheckpoint(st, identity, docs, catalog, nil)
 }
 
 // encodeCheckpoint is EncodeCheckpoint of st's documents in key order,
 // docs (docsInKeyOrder with their reranker terms).
-func encodeCheckpoint(st *State, identity string, docs []checkpoint.Doc, catalog func() ([]byte, error)) (checkpoint.File, error) {
+func encodeCheckpoint(st *State, identity string, docs []checkpoint.Doc, catalog func() ([]byte, error), stop func() bool) (checkpoint.File, error) {
 	h := checkpoint.Head{Gen: st.Gen, Commits: st.Commits, Docs: st.Stats.Docs, Tokens: st.Stats.Tokens, Bounds: st.Bounds}
 	for _, k := range evidence.SortedKeys(st.Entities) {
 		names := make([]checkpoint.Entity, len(st.Entities[k]))
@@ -352,7 +365,7 @@ func encodeCheckpoint(st *State, identity string, docs []checkpoint.Doc, catalog
 	}
 	var bad atomic.Pointer[string] // the first malformed content hash (the encoder runs on every core)
 	f, err := checkpoint.Encode(checkpoint.Input{Head: h, Identity: identity, Names: st.Names, Docs: docs, Placed: placed,
-		Catalog: catalog,
+		Catalog: catalog, Stop: stop,
 		Chunk: func(id string) checkpoint.Chunk {
 			pl, c := st.DocPlace[id], st.Chunks[id]
 			_, purged := st.Purged[id] // nil in memory, or none read back: the same
@@ -380,7 +393,7 @@ func encodeCheckpoint(st *State, identity string, docs []checkpoint.Doc, catalog
 // The rows' documents are cut into parts (walkParts), each merged on a
 // core of its own with the maps' keys that fall in its span, and the parts
 // joined in order: the result does not depend on how many.
-func (st *State) docsInKeyOrder(nums bool, parts int) ([]checkpoint.Doc, error) {
+func (st *State) docsInKeyOrder(nums bool, parts int, stop func() bool) ([]checkpoint.Doc, error) {
 	keys := evidence.SortedKeys(st.DocOrder)
 	t := st.Rows
 	if t == nil {
@@ -412,7 +425,7 @@ func (st *State) docsInKeyOrder(nums bool, parts int) ([]checkpoint.Doc, error) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[p], errs[p] = st.walkDocs(nums, keys[from[p]:from[p+1]], first[p], first[p+1])
+			out[p], errs[p] = st.walkDocs(nums, keys[from[p]:from[p+1]], first[p], first[p+1], stop)
 		}()
 	}
 	wg.Wait()
@@ -442,12 +455,15 @@ func (st *State) memDoc(k string) checkpoint.Doc {
 
 // walkDocs merges the rows' documents [lo, hi) with the maps' documents
 // keys (sorted), in key order: docsInKeyOrder's part.
-func (st *State) walkDocs(nums bool, keys []string, lo, hi int) ([]checkpoint.Doc, error) {
+func (st *State) walkDocs(nums bool, keys []string, lo, hi int, stop func() bool) ([]checkpoint.Doc, error) {
 	t := st.Rows
 	mem := st.memDoc
 	docs := make([]checkpoint.Doc, 0, hi-lo+len(keys))
 	j := 0
 	for k := lo; k < hi; k++ {
+		if stop != nil && (k-lo)%minWalkPart == 0 && stop() {
+			return nil, checkpoint.ErrStopped
+		}
 		e, ok := t.Doc(k)
 		if !ok {
 			return nil, t.Err()
@@ -609,7 +625,7 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 // batch file; when one cannot be, the sequence stops and *failed says why.
 func (st *State) LexDocs(failed *error) iter.Seq2[retrieve.Doc, bool] {
 	return func(yield func(retrieve.Doc, bool) bool) {
-		docs, err := st.docsInKeyOrder(false, st.walkParts())
+		docs, err := st.docsInKeyOrder(false, st.walkParts(), nil)
 		if err != nil {
 			*failed = err
 			return
@@ -637,7 +653,7 @@ func (st *State) LexDocs(failed *error) iter.Seq2[retrieve.Doc, bool] {
 func catalogOf(lex *retrieve.Lexical, st *State, docs []checkpoint.Doc) ([]byte, error) {
 	if docs == nil {
 		var err error
-		if docs, err = st.docsInKeyOrder(false, st.walkParts()); err != nil {
+		if docs, err = st.docsInKeyOrder(false, st.walkParts(), nil); err != nil {
 			return nil, err
 		}
 	}

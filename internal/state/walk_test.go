@@ -1,11 +1,14 @@
 package state
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,7 +100,7 @@ func TestDocsInKeyOrderInParts(t *testing.T) {
 				}
 			}
 			for _, nums := range []bool{false, true} {
-				one, err := st.docsInKeyOrder(nums, 1)
+				one, err := st.docsInKeyOrder(nums, 1, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -113,7 +116,7 @@ func TestDocsInKeyOrderInParts(t *testing.T) {
 					}
 				}
 				for _, parts := range []int{2, 3, 5, n - 1, n, n + 4} {
-					got, err := st.docsInKeyOrder(nums, parts)
+					got, err := st.docsInKeyOrder(nums, parts, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -135,4 +138,28 @@ func copiedOut(maps map[string]*DocList, rowKeys []string) int {
 		}
 	}
 	return n
+}
+
+// TestCheckpointAheadStops: a checkpoint written ahead gives up with
+// checkpoint.ErrStopped once its stop says so (its engine is closing), in
+// the walk of the rows; asked and never told, it gives Checkpoint's bytes
+// (with the catalog the state holds, which it takes as it is).
+func TestCheckpointAheadStops(t *testing.T) {
+	st := rowsState(t, 9000) // more than one walk part's worth of documents
+	lex := testLexical(t)
+	if _, err := CheckpointAhead(st, lex, func() bool { return true }); !errors.Is(err, checkpoint.ErrStopped) {
+		t.Fatalf("told to stop: %v, want ErrStopped", err)
+	}
+	var asked atomic.Int64 // asked on every core
+	got, err := CheckpointAhead(st, lex, func() bool { asked.Add(1); return false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Checkpoint(st, lex, func([]checkpoint.Doc) ([]byte, error) { return st.Catalog, nil }) // the catalog st was read with
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) || asked.Load() < 2 {
+		t.Fatalf("never told: %d bytes, Checkpoint's %d; asked %d times", len(got.Bytes()), len(want.Bytes()), asked.Load())
+	}
 }

@@ -61,14 +61,16 @@ func (a *aheads) holds(file string) bool {
 
 // WriteAhead writes file name (a path relative to the index directory) as
 // the slices of parts one after the other, for a later commit to adopt. It
-// is safe beside a commit: it touches no file a commit names.
-func (d *Dir) WriteAhead(name string, parts ...[]byte) (*Ahead, error) {
+// is safe beside a commit: it touches no file a commit names. Once stop
+// (nil: never) says true, it gives up with fsutil.ErrStopped, leaving no
+// file.
+func (d *Dir) WriteAhead(name string, stop func() bool, parts ...[]byte) (*Ahead, error) {
 	if !ownFile(name) {
 		return nil, fmt.Errorf("evpack: write ahead: %q is no data file of an index", name)
 	}
 	a := &Ahead{d: d, name: name}
 	d.ahead.add(a)
-	tmp, err := fsutil.WriteTemp(filepath.Join(d.path, name), parts...)
+	tmp, err := fsutil.WriteTemp(filepath.Join(d.path, name), stop, parts...)
 	if err != nil {
 		d.ahead.remove(a)
 		return nil, fmt.Errorf("evpack: write ahead: %w", err)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/evpack/evpack/internal/fsutil"
 )
 
 // TestWriteAhead: a file written ahead is a temp file that Strays does not
@@ -25,10 +27,10 @@ func TestWriteAhead(t *testing.T) {
 		return all
 	}
 
-	_, err = d.WriteAhead("../" + name)
+	_, err = d.WriteAhead("../"+name, nil)
 	require.ErrorContains(t, err, "is no data file of an index")
 
-	a, err := d.WriteAhead(name, []byte("ahead "), []byte("bytes"))
+	a, err := d.WriteAhead(name, nil, []byte("ahead "), []byte("bytes"))
 	require.NoError(t, err)
 	require.Len(t, temps(), 1)
 	strays, err := d.Strays()
@@ -55,20 +57,27 @@ func TestWriteAhead(t *testing.T) {
 	require.NoError(t, c.Abort())
 	require.NoFileExists(t, filepath.Join(dir, name), "the aborted commit removes what it adopted")
 
-	b, err := d.WriteAhead(name, []byte("again"))
+	_, err = d.WriteAhead(name, func() bool { return true }, []byte("stopped"))
+	require.ErrorIs(t, err, fsutil.ErrStopped, "stopped before its first byte")
+	require.Empty(t, temps(), "a stopped write leaves no file")
+	strays, err = d.Strays()
+	require.NoError(t, err)
+	require.Empty(t, strays)
+
+	b, err := d.WriteAhead(name, nil, []byte("again"))
 	require.NoError(t, err)
 	require.NoError(t, b.Discard())
 	require.Empty(t, temps())
 	require.NoError(t, b.Discard(), "twice does nothing")
 
 	// One left by a crash: a stray to Check until the next Open removes it.
-	_, err = d.WriteAhead(name, []byte("left"))
+	_, err = d.WriteAhead(name, nil, []byte("left"))
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
 	d, err = Open(dir, Options{})
 	require.NoError(t, err)
 	require.Empty(t, temps(), "Open removes it as any temp file")
-	held, err := d.WriteAhead(name, []byte("held"))
+	held, err := d.WriteAhead(name, nil, []byte("held"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "."+name+".tmp-1"), []byte("another's"), 0o644))
 	strays, err = d.Strays()
