@@ -442,3 +442,66 @@ func keptLag(b *testing.B, dir string) int64 {
 	}
 	return lag
 }
+
+// BenchmarkScaleCloseInWindow (issue 30): what Close costs right after the
+// commit past the checkpoint's lag, while that commit's checkpoint is being
+// written ahead (state.Plan), against bleve's Close after the same deletes.
+// On a copy of the kept scale index (EVPACK_SCALE_DIR, made by
+// BenchmarkScale), it commits state.LagGenerations+1 retractions, one a
+// commit (the last starts the checkpoint), each taking turns with bare
+// bleve's delete of that document, then times each system's Close, evpack
+// first. No commit names that checkpoint: Close removes what was written of
+// it. b.N is not used: one pass.
+//
+//	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'ScaleCloseInWindow$' -benchtime 1x -v
+func BenchmarkScaleCloseInWindow(b *testing.B) {
+	o := dataset(b)
+	base, _ := Records(o)
+	s := scaleFromEnv(b)
+	root := keptScaleDir(b, s, base)
+	const first = 402 // passages the other write benchmarks leave alone
+	if len(base) <= first+state.LagGenerations {
+		b.Fatalf("%d base records: the benchmark names passages %d..%d", len(base), first, first+state.LagGenerations)
+	}
+	copied := copyKept(b, root)
+	ctx := context.Background()
+	e, err := evpack.Open(filepath.Join(copied, "evpack"), evpack.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	idx, err := bleve.Open(filepath.Join(copied, "bleve"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	t, v := s.Tenants-1, s.Versions-1
+	for i := first; i <= first+state.LagGenerations; i++ {
+		r := s.Record(base, i, t, v)
+		end := asof.DateFromDays(r.Chunk.Valid.From.Days() + 10)
+		f := &evidence.Fact{Kind: evidence.FactRetracted, ChunkID: r.Chunk.ID, End: end, Anchor: end.Start()}
+		inTurn(i, func() {
+			if _, err := e.Ingest(ctx, connectors.Records([]connectors.Record{{Where: fmt.Sprintf("retraction %d", i), Fact: f}}), evpack.IngestOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}, func() {
+			if err := idx.Delete(r.Chunk.ID); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+	t0 := time.Now()
+	if err := e.Close(); err != nil {
+		b.Fatal(err)
+	}
+	evClose := time.Since(t0)
+	t0 = time.Now()
+	if err := idx.Close(); err != nil {
+		b.Fatal(err)
+	}
+	blClose := time.Since(t0)
+	if lag := keptGenerations(b, filepath.Join(copied, "evpack")); lag != state.LagGenerations+1 {
+		b.Fatalf("%d generations after the checkpoint, not %d: the last commit did not start one", lag, state.LagGenerations+1)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(evClose), "evpack-close-ms")
+	b.ReportMetric(ms(blClose), "bleve-close-ms")
+}

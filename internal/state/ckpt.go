@@ -45,7 +45,8 @@ func Checkpoint(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint
 }
 
 // checkpointUnless is Checkpoint giving up with checkpoint.ErrStopped once
-// stop (nil: never) says true, asked every few thousand documents.
+// stop (nil: never) says true, asked every stopEvery rows of the walk and
+// every run of the encoder.
 func checkpointUnless(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint.Doc) ([]byte, error), stop func() bool) (checkpoint.File, error) {
 	if catalog == nil {
 		catalog = func(docs []checkpoint.Doc) ([]byte, error) { return catalogOf(lex, st, docs) }
@@ -439,6 +440,10 @@ func (st *State) docsInKeyOrder(nums bool, parts int, stop func() bool) ([]check
 // it, a goroutine costs more than it saves.
 const minWalkPart = 4096
 
+// stopEvery is how many rows the walk of a checkpoint written ahead reads
+// between questions to its stop (a few milliseconds' worth).
+const stopEvery = 16384
+
 // walkParts is how many parts docsInKeyOrder cuts st's rows into: one a
 // core, of at least minWalkPart documents.
 func (st *State) walkParts() int {
@@ -460,14 +465,19 @@ func (st *State) walkDocs(nums bool, keys []string, lo, hi int, stop func() bool
 	mem := st.memDoc
 	docs := make([]checkpoint.Doc, 0, hi-lo+len(keys))
 	j := 0
+	unasked := 0 // rows walked since stop was last asked: a document may hold thousands
 	for k := lo; k < hi; k++ {
-		if stop != nil && (k-lo)%minWalkPart == 0 && stop() {
-			return nil, checkpoint.ErrStopped
+		if stop != nil && (k == lo || unasked >= stopEvery) {
+			if stop() {
+				return nil, checkpoint.ErrStopped
+			}
+			unasked = 0
 		}
 		e, ok := t.Doc(k)
 		if !ok {
 			return nil, t.Err()
 		}
+		unasked += e.Len
 		for ; j < len(keys) && keys[j] < e.Key; j++ {
 			docs = append(docs, mem(keys[j]))
 		}
