@@ -118,8 +118,8 @@ const (
 // (P) starts writing its state's checkpoint ahead, on a spare core, once it
 // is committed (Start), and a later commit names it (Name): the first after
 // P with more than half the lag's bounds committed after P. Until then the
-// manifest keeps the checkpoint before P, so Open reads at most two and a
-// half times the lag's bounds of batch files (PlanCheckpoint's invariant).
+// manifest keeps the checkpoint before P, so Open reads at most twice the
+// lag's bounds of batch files (PlanCheckpoint's invariant).
 // Which commit starts and which names is a function of the log alone: a
 // replica, or a process that restarted between P and the commit that names
 // it, names the same file at the same generation (it then writes it there,
@@ -177,11 +177,12 @@ func (l lag) over(div int64) bool {
 // (a bulk import): such a commit pays for its batch anyway, and left to a
 // later one it would be read again at every Open until one named it.
 //
-// Invariant: at most LagGenerations, CheckpointLag generations of chunks,
-// LagChunks chunks and LagFacts facts, and half as many again in the
-// commit that starts one, follow the checkpoint the manifest names until
-// a commit starts the next; at most half as many follow the generation
-// started when a commit names it.
+// Invariant: the generations after the checkpoint the manifest names hold
+// at most twice the lag's bounds (LagGenerations generations,
+// CheckpointLag of them with chunks, LagChunks chunks, LagFacts facts): at
+// most the bounds before the commit that starts the next, half of them in
+// that commit (more, and it writes its own), and half after it before the
+// commit that names it.
 func PlanCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64, chunks, facts int) Plan {
 	m := d.Manifest()
 	c := m.CheckpointGeneration()
