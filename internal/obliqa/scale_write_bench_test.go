@@ -444,14 +444,19 @@ func keptLag(b *testing.B, dir string) int64 {
 }
 
 // BenchmarkScaleCloseInWindow (issue 30): what Close costs right after the
-// commit past the checkpoint's lag, while that commit's checkpoint is being
+// commit past the checkpoint's lag, and what the commit that names its
+// checkpoint costs in a process opened after it, while that commit's checkpoint is being
 // written ahead (state.Plan), against bleve's Close after the same deletes.
 // On a copy of the kept scale index (EVPACK_SCALE_DIR, made by
 // BenchmarkScale), it commits state.LagGenerations+1 retractions, one a
 // commit (the last starts the checkpoint), each taking turns with bare
 // bleve's delete of that document, then times each system's Close, evpack
 // first. No commit names that checkpoint: Close removes what was written of
-// it. b.N is not used: one pass.
+// it. Then it opens the index again and commits state.LagGenerations/2+1
+// retractions more, the last of which names that checkpoint: this process
+// never wrote it ahead, so that commit writes it, from the state as of its
+// generation (state.OpenStateAt), against bleve's delete of one more
+// document. b.N is not used: one pass.
 //
 //	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'ScaleCloseInWindow$' -benchtime 1x -v
 func BenchmarkScaleCloseInWindow(b *testing.B) {
@@ -474,19 +479,29 @@ func BenchmarkScaleCloseInWindow(b *testing.B) {
 		b.Fatal(err)
 	}
 	t, v := s.Tenants-1, s.Versions-1
-	for i := first; i <= first+state.LagGenerations; i++ {
+	// retract commits the retraction of passage i's chunk and bleve deletes
+	// that document, in turn, returning each's wall time.
+	retract := func(i int) (ev, bl time.Duration) {
 		r := s.Record(base, i, t, v)
 		end := asof.DateFromDays(r.Chunk.Valid.From.Days() + 10)
 		f := &evidence.Fact{Kind: evidence.FactRetracted, ChunkID: r.Chunk.ID, End: end, Anchor: end.Start()}
 		inTurn(i, func() {
+			t0 := time.Now()
 			if _, err := e.Ingest(ctx, connectors.Records([]connectors.Record{{Where: fmt.Sprintf("retraction %d", i), Fact: f}}), evpack.IngestOptions{}); err != nil {
 				b.Fatal(err)
 			}
+			ev = time.Since(t0)
 		}, func() {
+			t0 := time.Now()
 			if err := idx.Delete(r.Chunk.ID); err != nil {
 				b.Fatal(err)
 			}
+			bl = time.Since(t0)
 		})
+		return ev, bl
+	}
+	for i := first; i <= first+state.LagGenerations; i++ {
+		retract(i)
 	}
 	t0 := time.Now()
 	if err := e.Close(); err != nil {
@@ -501,7 +516,29 @@ func BenchmarkScaleCloseInWindow(b *testing.B) {
 	if lag := keptGenerations(b, filepath.Join(copied, "evpack")); lag != state.LagGenerations+1 {
 		b.Fatalf("%d generations after the checkpoint, not %d: the last commit did not start one", lag, state.LagGenerations+1)
 	}
+	if e, err = evpack.Open(filepath.Join(copied, "evpack"), evpack.Options{}); err != nil {
+		b.Fatal(err)
+	}
+	if idx, err = bleve.Open(filepath.Join(copied, "bleve")); err != nil {
+		b.Fatal(err)
+	}
+	last := first + state.LagGenerations + state.LagGenerations/2 + 1
+	for i := first + state.LagGenerations + 1; i < last; i++ {
+		retract(i)
+	}
+	named, blNamed := retract(last)
+	if err := e.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := idx.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if lag := keptGenerations(b, filepath.Join(copied, "evpack")); lag != state.LagGenerations/2+1 {
+		b.Fatalf("%d generations after the checkpoint, not %d: the last commit did not name the one started", lag, state.LagGenerations/2+1)
+	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(ms(evClose), "evpack-close-ms")
 	b.ReportMetric(ms(blClose), "bleve-close-ms")
+	b.ReportMetric(ms(named), "evpack-named-after-reopen-ms")
+	b.ReportMetric(ms(blNamed), "bleve-delete-then-ms")
 }
