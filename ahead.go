@@ -74,8 +74,9 @@ func (e *Engine) takeAhead(gen int64) (*storage.Ahead, string) {
 }
 
 // dropAhead stops the checkpoint being written ahead, if one is, waits
-// for its writer to return (within state's stopEvery rows, a run of the
-// encoder or 32 MB of writing) and removes what it wrote: no commit will name it. Before stop,
+// for its writer to return (it asks every state.stopEvery rows or chunks,
+// every run of the encoder and every 32 MB written; the ID sort, 0.2 s at
+// a million chunks, does not ask) and removes what it wrote: no commit will name it. Before stop,
 // Close waited for the whole write (seconds at a million chunks), and a
 // process that opened, committed once and closed paid the checkpoint
 // twice: at Close, and in the commit that names it.

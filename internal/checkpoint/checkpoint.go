@@ -223,7 +223,8 @@ type Input struct {
 	Catalog func() ([]byte, error)
 	// Stop, when set, is asked between runs of documents and of blocks:
 	// once it says true, Encode gives up with ErrStopped (a checkpoint
-	// written ahead that no commit will name: its engine is closing).
+	// written ahead that no commit will name: its engine is closing). Once
+	// true it must stay true: a run of blocks it skipped is not hashed.
 	Stop func() bool
 }
 

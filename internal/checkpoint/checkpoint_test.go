@@ -117,8 +117,8 @@ func TestPinnedRoundTrip(t *testing.T) {
 	require.Equal(t, want, sum, "the head alone gives the manifest's checksum")
 
 	// Stop is asked between runs: told to give up at its first question,
-	// or at its third (past the documents, at the blocks), Encode stops;
-	// asked and never told, it gives the same bytes.
+	// or at its third (a later run of documents or of blocks), Encode
+	// stops; asked and never told, it gives the same bytes.
 	for _, at := range []int64{1, 3} {
 		in := inputOf(t, h, tbl)
 		var asked atomic.Int64 // asked on every core

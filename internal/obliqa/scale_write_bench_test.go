@@ -465,8 +465,9 @@ func BenchmarkScaleCloseInWindow(b *testing.B) {
 	s := scaleFromEnv(b)
 	root := keptScaleDir(b, s, base)
 	const first = 402 // passages the other write benchmarks leave alone
-	if len(base) <= first+state.LagGenerations {
-		b.Fatalf("%d base records: the benchmark names passages %d..%d", len(base), first, first+state.LagGenerations)
+	last := first + state.LagGenerations + state.LagGenerations/2 + 1
+	if len(base) <= last {
+		b.Fatalf("%d base records: the benchmark names passages %d..%d", len(base), first, last)
 	}
 	copied := copyKept(b, root)
 	ctx := context.Background()
@@ -513,6 +514,9 @@ func BenchmarkScaleCloseInWindow(b *testing.B) {
 		b.Fatal(err)
 	}
 	blClose := time.Since(t0)
+	if left, err := filepath.Glob(filepath.Join(copied, "evpack", ".state-*")); err != nil || len(left) > 0 {
+		b.Fatalf("Close left %q (%v): the checkpoint written ahead stays", left, err)
+	}
 	if lag := keptGenerations(b, filepath.Join(copied, "evpack")); lag != state.LagGenerations+1 {
 		b.Fatalf("%d generations after the checkpoint, not %d: the last commit did not start one", lag, state.LagGenerations+1)
 	}
@@ -522,7 +526,6 @@ func BenchmarkScaleCloseInWindow(b *testing.B) {
 	if idx, err = bleve.Open(filepath.Join(copied, "bleve")); err != nil {
 		b.Fatal(err)
 	}
-	last := first + state.LagGenerations + state.LagGenerations/2 + 1
 	for i := first + state.LagGenerations + 1; i < last; i++ {
 		retract(i)
 	}

@@ -49,7 +49,7 @@ func Checkpoint(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint
 // every run of the encoder.
 func checkpointUnless(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint.Doc) ([]byte, error), stop func() bool) (checkpoint.File, error) {
 	if catalog == nil {
-		catalog = func(docs []checkpoint.Doc) ([]byte, error) { return catalogOf(lex, st, docs) }
+		catalog = func(docs []checkpoint.Doc) ([]byte, error) { return catalogOf(lex, st, docs, stop) }
 	}
 	docs, err := st.docsInKeyOrder(true, st.walkParts(), stop)
 	if err != nil {
@@ -265,7 +265,7 @@ func CheckpointAhead(st *State, lex *retrieve.Lexical, stop func() bool) (checkp
 		if known != nil {
 			return known, nil
 		}
-		return catalogOf(lex, st, docs)
+		return catalogOf(lex, st, docs, stop)
 	}, stop)
 }
 
@@ -304,7 +304,7 @@ func ReadBack(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gen 
 func CatalogAfter(lex *retrieve.Lexical, parent, next *State, add []*evidence.Chunk, nfacts int) func(docs []checkpoint.Doc) ([]byte, error) {
 	return func(all []checkpoint.Doc) (raw []byte, err error) {
 		if parent.Catalog == nil || nfacts > 0 {
-			raw, err = catalogOf(lex, next, all)
+			raw, err = catalogOf(lex, next, all, nil)
 		} else {
 			docs := make([]retrieve.Doc, len(add))
 			for i, c := range add {
@@ -401,6 +401,9 @@ func (st *State) docsInKeyOrder(nums bool, parts int, stop func() bool) ([]check
 	if t == nil {
 		docs := make([]checkpoint.Doc, len(keys))
 		for i, k := range keys {
+			if stop != nil && i%stopEvery == 0 && stop() {
+				return nil, checkpoint.ErrStopped
+			}
 			docs[i] = st.memDoc(k)
 		}
 		return docs, nil
@@ -660,28 +663,40 @@ func (st *State) LexDocs(failed *error) iter.Seq2[retrieve.Doc, bool] {
 // key order are docs (nil: walked here). The chunks of a checkpoint's rows
 // are read as the rows give them (chunkOfDays), not from their batch files:
 // at a million chunks, reading every line made the first checkpoint after
-// a fact take 22 s.
-func catalogOf(lex *retrieve.Lexical, st *State, docs []checkpoint.Doc) ([]byte, error) {
+// a fact take 22 s. Once stop (nil: never), asked every stopEvery chunks,
+// says true, it gives up with checkpoint.ErrStopped.
+func catalogOf(lex *retrieve.Lexical, st *State, docs []checkpoint.Doc, stop func() bool) ([]byte, error) {
 	if docs == nil {
 		var err error
-		if docs, err = st.docsInKeyOrder(false, st.walkParts(), nil); err != nil {
+		if docs, err = st.docsInKeyOrder(false, st.walkParts(), stop); err != nil {
 			return nil, err
 		}
 	}
 	var failed error
-	raw, err := lex.Catalog(st.catalogDocs(docs, &failed))
-	return raw, errors.Join(err, failed)
+	raw, err := lex.Catalog(st.catalogDocs(docs, &failed, stop))
+	if failed != nil {
+		return nil, failed
+	}
+	return raw, err
 }
 
 // catalogDocs yields the lexical document of each chunk of docs (st's, in
 // key order) for the lexical catalog, with whether the lexical index holds
 // it: a chunk in memory as LexDoc gives it, one of the rows with what its
 // row says of it (chunkOfDays) and its facts.
-func (st *State) catalogDocs(docs []checkpoint.Doc, failed *error) iter.Seq2[retrieve.Doc, bool] {
+func (st *State) catalogDocs(docs []checkpoint.Doc, failed *error, stop func() bool) iter.Seq2[retrieve.Doc, bool] {
 	return func(yield func(retrieve.Doc, bool) bool) {
 		var err error
 		var scratch evidence.Chunk // Catalog keeps nothing of a document it is handed
+		unasked := 0
 		for _, doc := range docs {
+			if unasked += len(doc.IDs); stop != nil && unasked >= stopEvery {
+				if stop() {
+					*failed = checkpoint.ErrStopped
+					return
+				}
+				unasked = 0
+			}
 			for i, id := range doc.IDs {
 				var d retrieve.Doc
 				if doc.Chunks == nil { // the maps'

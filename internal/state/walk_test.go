@@ -145,10 +145,23 @@ func copiedOut(maps map[string]*DocList, rowKeys []string) int {
 // the walk of the rows; asked and never told, it gives Checkpoint's bytes
 // (with the catalog the state holds, which it takes as it is).
 func TestCheckpointAheadStops(t *testing.T) {
-	st := rowsState(t, 9000) // more than one walk part's worth of documents
+	st := rowsState(t, 9000) // more than one walk part's worth of documents, more than stopEvery chunks
 	lex := testLexical(t)
 	if _, err := CheckpointAhead(st, lex, func() bool { return true }); !errors.Is(err, checkpoint.ErrStopped) {
 		t.Fatalf("told to stop: %v, want ErrStopped", err)
+	}
+	// The catalog over every chunk (after facts, a state has none to take
+	// as it is) asks too, every stopEvery chunks: more than this state's
+	// documents hold are walked before it asks.
+	docs, err := st.docsInKeyOrder(false, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := catalogOf(lex, st, docs, func() bool { return true }); !errors.Is(err, checkpoint.ErrStopped) {
+		t.Fatalf("the catalog told to stop: %v, want ErrStopped", err)
+	}
+	if _, err := catalogOf(lex, st, docs, func() bool { return false }); err != nil {
+		t.Fatalf("the catalog never told: %v", err)
 	}
 	var asked atomic.Int64 // asked on every core
 	got, err := CheckpointAhead(st, lex, func() bool { asked.Add(1); return false })
