@@ -424,11 +424,11 @@ func (e *Engine) filesOf(st, next *state.State, w batchWrite) (commit.Files, sta
 	f.Checkpoint = ckpt
 	if plan.Name != 0 {
 		f.CheckpointGen = plan.Name
-		if f.Ahead, f.AheadSum = e.takeAhead(plan.Name); f.Ahead == nil {
+		if f.Ahead, f.AheadSum = e.aheadOf(plan.Name); f.Ahead == nil {
 			// No one wrote it ahead (this process opened the index after
 			// that generation, or the write failed): written now, from the
 			// state as of that generation.
-			f.Checkpoint, err = e.checkpointAt(plan.Name)
+			f.Checkpoint, err = state.CheckpointAt(e.store, e.lex, plan.Name)
 		}
 	}
 	return f, plan, err

@@ -52,7 +52,7 @@ type index struct {
 	// ahead is the checkpoint being written ahead of the commit that will
 	// name it (state.Plan), nil when none is; aheadMu guards the field.
 	aheadMu sync.Mutex
-	ahead   *checkpointAhead
+	ahead   *state.Ahead
 	// retired counts the rows of replaced states still being closed
 	// (rebase).
 	retired sync.WaitGroup
