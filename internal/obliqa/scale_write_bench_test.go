@@ -313,7 +313,6 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 	}
 	copied := copyKept(b, root)
 	dir := filepath.Join(copied, "evpack")
-	ctx := context.Background()
 	medianOpen := func() time.Duration {
 		var ds []time.Duration
 		for range 7 {
@@ -340,31 +339,7 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer idx.Close()
-	t, v := s.Tenants-1, s.Versions-1
-	// retract commits the retraction of passage i's chunk and bleve deletes
-	// that document, in turn (evpack first for even i), returning each's
-	// wall time.
-	retract := func(i int) (ev, bl time.Duration) {
-		r := s.Record(base, i, t, v)
-		end := asof.DateFromDays(r.Chunk.Valid.From.Days() + 10)
-		f := &evidence.Fact{Kind: evidence.FactRetracted, ChunkID: r.Chunk.ID, End: end, Anchor: end.Start()}
-		evTurn := func() {
-			t0 := time.Now()
-			if _, err := e.Ingest(ctx, connectors.Records([]connectors.Record{{Where: fmt.Sprintf("retraction %d", i), Fact: f}}), evpack.IngestOptions{}); err != nil {
-				b.Fatal(err)
-			}
-			ev = time.Since(t0)
-		}
-		blTurn := func() {
-			t0 := time.Now()
-			if err := idx.Delete(r.Chunk.ID); err != nil {
-				b.Fatal(err)
-			}
-			bl = time.Since(t0)
-		}
-		inTurn(i, evTurn, blTurn)
-		return ev, bl
-	}
+	retract := func(i int) (ev, bl time.Duration) { return retractInTurn(b, e, idx, s, base, i) }
 	var commits, deletes []time.Duration
 	var evSum, blSum time.Duration
 	for i := first; i < first+state.LagGenerations; i++ {
@@ -470,7 +445,6 @@ func BenchmarkScaleCloseInWindow(b *testing.B) {
 		b.Fatalf("%d base records: the benchmark names passages %d..%d", len(base), first, last)
 	}
 	copied := copyKept(b, root)
-	ctx := context.Background()
 	e, err := evpack.Open(filepath.Join(copied, "evpack"), evpack.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -479,28 +453,7 @@ func BenchmarkScaleCloseInWindow(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	t, v := s.Tenants-1, s.Versions-1
-	// retract commits the retraction of passage i's chunk and bleve deletes
-	// that document, in turn, returning each's wall time.
-	retract := func(i int) (ev, bl time.Duration) {
-		r := s.Record(base, i, t, v)
-		end := asof.DateFromDays(r.Chunk.Valid.From.Days() + 10)
-		f := &evidence.Fact{Kind: evidence.FactRetracted, ChunkID: r.Chunk.ID, End: end, Anchor: end.Start()}
-		inTurn(i, func() {
-			t0 := time.Now()
-			if _, err := e.Ingest(ctx, connectors.Records([]connectors.Record{{Where: fmt.Sprintf("retraction %d", i), Fact: f}}), evpack.IngestOptions{}); err != nil {
-				b.Fatal(err)
-			}
-			ev = time.Since(t0)
-		}, func() {
-			t0 := time.Now()
-			if err := idx.Delete(r.Chunk.ID); err != nil {
-				b.Fatal(err)
-			}
-			bl = time.Since(t0)
-		})
-		return ev, bl
-	}
+	retract := func(i int) (ev, bl time.Duration) { return retractInTurn(b, e, idx, s, base, i) }
 	for i := first; i <= first+state.LagGenerations; i++ {
 		retract(i)
 	}
@@ -544,4 +497,28 @@ func BenchmarkScaleCloseInWindow(b *testing.B) {
 	b.ReportMetric(ms(blClose), "bleve-close-ms")
 	b.ReportMetric(ms(named), "evpack-named-after-reopen-ms")
 	b.ReportMetric(ms(blNamed), "bleve-delete-then-ms")
+}
+
+// retractInTurn commits to e the retraction of passage i's chunk (of the
+// last tenant's last version in scale s over base) and deletes that
+// document from idx, in turn (evpack first for even i), returning each's
+// wall time.
+func retractInTurn(b *testing.B, e *evpack.Engine, idx bleve.Index, s Scale, base []connectors.Record, i int) (ev, bl time.Duration) {
+	r := s.Record(base, i, s.Tenants-1, s.Versions-1)
+	end := asof.DateFromDays(r.Chunk.Valid.From.Days() + 10)
+	f := &evidence.Fact{Kind: evidence.FactRetracted, ChunkID: r.Chunk.ID, End: end, Anchor: end.Start()}
+	inTurn(i, func() {
+		t0 := time.Now()
+		if _, err := e.Ingest(context.Background(), connectors.Records([]connectors.Record{{Where: fmt.Sprintf("retraction %d", i), Fact: f}}), evpack.IngestOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		ev = time.Since(t0)
+	}, func() {
+		t0 := time.Now()
+		if err := idx.Delete(r.Chunk.ID); err != nil {
+			b.Fatal(err)
+		}
+		bl = time.Since(t0)
+	})
+	return ev, bl
 }
