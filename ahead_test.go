@@ -99,7 +99,7 @@ func TestCheckpointWrittenAhead(t *testing.T) {
 		}
 	}
 	require.Empty(t, temps(t, qdir), "the replica that reopened wrote none ahead")
-	a.w.waitAhead()
+	a.w.ahead.Wait()
 	ahead := temps(t, a.wdir)
 	require.Len(t, ahead, 1, "the writer wrote it ahead")
 	var renamed []string
@@ -175,7 +175,7 @@ func TestCheckpointAheadDropped(t *testing.T) {
 		for range state.CheckpointLag / 2 {
 			a.commitChunk()
 		}
-		a.w.waitAhead()
+		a.w.ahead.Wait()
 		ahead := temps(t, a.wdir)
 		require.Len(t, ahead, 1)
 		a.w.store.Hooks.BeforeRename = func(tmp string) error {
@@ -233,7 +233,7 @@ func aheadCrashChild(arg string) error {
 	if _, err := e.Ingest(ctx, connectors.Records(retractions(state.LagFacts, state.LagFacts+1)), IngestOptions{}); err != nil {
 		return err
 	}
-	e.waitAhead()
+	e.ahead.Wait()
 	if point == "written" {
 		stop(point)
 	}

@@ -287,7 +287,14 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 		e.rebase(next)
 	}
 	if err == nil && start {
-		e.startAhead()
+		// Under ingestMu, which every commit and Close take: no commit
+		// closes the rows it reads before it ends (rebase and Close drop
+		// it first).
+		e.ahead.Start(e.store, e.lex, func() *state.State {
+			e.mu.RLock()
+			defer e.mu.RUnlock()
+			return e.st
+		})
 	}
 	return err
 }
@@ -299,7 +306,7 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 // that named another, and it reads the rows rebase closes: it is dropped
 // first.
 func (e *Engine) rebase(next *state.State) {
-	e.dropAhead()
+	e.ahead.Drop()
 	fresh, ok := state.ReadBack(e.store, e.lex, e.emb, next.Gen)
 	if !ok {
 		return
@@ -424,7 +431,7 @@ func (e *Engine) filesOf(st, next *state.State, w batchWrite) (commit.Files, sta
 	f.Checkpoint = ckpt
 	if plan.Name != 0 {
 		f.CheckpointGen = plan.Name
-		if f.Ahead, f.AheadSum = e.aheadOf(plan.Name); f.Ahead == nil {
+		if f.Ahead, f.AheadSum = e.ahead.Take(plan.Name); f.Ahead == nil {
 			// No one wrote it ahead (this process opened the index after
 			// that generation, or the write failed): written now, from the
 			// state as of that generation.

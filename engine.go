@@ -49,10 +49,9 @@ type index struct {
 
 	ingestMu sync.Mutex // one ingest at a time
 	fullMu   sync.Mutex // one build of the full state at a time (writable)
-	// ahead is the checkpoint being written ahead of the commit that will
-	// name it (state.Plan), nil when none is; aheadMu guards the field.
-	aheadMu sync.Mutex
-	ahead   *state.Ahead
+	// ahead holds the checkpoint being written ahead of the commit that
+	// will name it (state.Plan, state.AheadSlot).
+	ahead state.AheadSlot
 	// retired counts the rows of replaced states still being closed
 	// (rebase).
 	retired sync.WaitGroup
@@ -208,7 +207,7 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
-	err := errors.Join(e.lex.Close(), e.dropAhead()) // the writer reads st's rows: it ends first
+	err := errors.Join(e.lex.Close(), e.ahead.Drop()) // the writer reads st's rows: it ends first
 	e.retired.Wait()
 	if e.st.Rows != nil {
 		err = errors.Join(err, e.st.Rows.Close())

@@ -2,12 +2,19 @@ package state
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/retrieve"
 )
+
+// A checkpoint written ahead (Plan): the commit past the checkpoint's lag
+// starts writing its state's checkpoint on a goroutine, once it is
+// committed, and a later commit names the file, waiting for it only if it
+// is not done. Which commit starts one and which names it depends on the
+// log alone; only who writes the bytes, and when, depends on the process.
 
 // Ahead is a state's checkpoint being written ahead of the commit that
 // names it (Plan.Start, Plan.Name), on a goroutine, into a temp file of
@@ -84,4 +91,60 @@ func CheckpointAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) (checkpoint.
 	}
 	f, err := CheckpointAhead(st, lex, nil)
 	return f, errors.Join(err, st.Rows.Close())
+}
+
+// AheadSlot holds the checkpoint an engine is writing ahead, one at most
+// (the zero value holds none). It is safe for concurrent use.
+type AheadSlot struct {
+	mu sync.Mutex
+	a  *Ahead
+}
+
+// Start drops the checkpoint the slot holds, if any, and starts writing
+// that of the state current returns, into the index in d for lexical index
+// lex. current is called with the slot locked, so that whoever replaces
+// that state and then waits (Wait) either replaced it first or finds this
+// writer to wait for.
+func (s *AheadSlot) Start(d *storage.Dir, lex *retrieve.Lexical, current func() *State) {
+	s.Drop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.a = WriteAhead(d, lex, current())
+}
+
+// take empties the slot and returns what it held.
+func (s *AheadSlot) take() *Ahead {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.a
+	s.a = nil
+	return a
+}
+
+// Take empties the slot and returns the checkpoint of generation gen it
+// held, once written, and its checksum (Ahead.Take); nil when it held none.
+func (s *AheadSlot) Take(gen int64) (*storage.Ahead, string) {
+	if a := s.take(); a != nil {
+		return a.Take(gen)
+	}
+	return nil, ""
+}
+
+// Drop empties the slot, stopping and removing what it held (Ahead.Drop).
+func (s *AheadSlot) Drop() error {
+	if a := s.take(); a != nil {
+		return a.Drop()
+	}
+	return nil
+}
+
+// Wait waits for the writer the slot holds, if any, and leaves it there:
+// before the rows it reads are closed.
+func (s *AheadSlot) Wait() {
+	s.mu.Lock()
+	a := s.a
+	s.mu.Unlock()
+	if a != nil {
+		a.Wait()
+	}
 }
