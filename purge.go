@@ -3,7 +3,6 @@ package evpack
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -175,46 +174,13 @@ func (e *Engine) purgeFiles(next *state.State, en entry, ids []string, dense *re
 	f := commit.Files{Batch: storage.Batch{Generation: gen, File: storage.BatchName(gen), Purges: len(ids), CommittedAt: at.Format(time.RFC3339)},
 		AddPurged: int64(len(ids))}
 	f.Body = en.body
-	byBatch := map[int64][]string{}
-	for _, id := range ids {
-		g := next.Committed[id]
-		byBatch[g] = append(byBatch[g], id)
+	redacts, rewrites, err := next.Rewrites(e.store, ids)
+	if err != nil {
+		return f, err
 	}
-	var err error
-	f.Redacts = slices.Sorted(maps.Keys(byBatch))
-	for _, g := range f.Redacts {
-		old := prev.Batches[g-1]
-		if old.File == storage.RedactedName(g, gen) {
-			continue // applied as this purge rewrote it (redactedAlready)
-		}
-		cont, err := e.store.ReadBatch(old)
-		if err != nil {
-			return f, err
-		}
-		if cont.Redacted == nil {
-			cont.Redacted = map[string]storage.Redaction{}
-		}
-		for i, ch := range cont.Chunks {
-			if _, purged := slices.BinarySearch(byBatch[g], ch.ID); purged {
-				cont.Chunks[i] = next.Chunks[ch.ID] // the text-less copy
-				cont.Redacted[ch.ID] = next.Purged[ch.ID].Redaction
-			}
-		}
-		h := storage.BatchHeader{Generation: g, CommittedAt: old.CommittedAt}
-		if g > 1 {
-			h.Prev = prev.Batches[g-2].ChainSum()
-		}
-		raw, lines, err := storage.EncodeBatchLines(h, cont)
-		if err != nil {
-			return f, err
-		}
-		next.SetLines(cont.Chunks, lines) // the rewrite moved every line after the first purged one
-		nb := old
-		nb.File, nb.Chain = storage.RedactedName(g, gen), old.ChainSum()
-		// The analysis file holds the purged texts' terms: it goes with
-		// them, and Open analyzes the rewritten batch instead.
-		nb.Analysis, nb.AnalysisSum = "", ""
-		f.Rewrites = append(f.Rewrites, commit.Rewrite{Batch: nb, Body: raw})
+	f.Redacts = redacts
+	for _, r := range rewrites {
+		f.Rewrites = append(f.Rewrites, commit.Rewrite{Batch: r.Batch, Body: r.Body})
 	}
 	if dense != nil && prev.Dense != nil {
 		f.DenseMode, f.Dense, f.Graph, f.Embedder = commit.DenseReplace, dense, graph, prev.Dense.Embedder

@@ -123,6 +123,66 @@ func (st *State) RedactedAlready(d *storage.Dir, gen int64, ids []string) (map[s
 	return known, nil
 }
 
+// A Rewrite is a batch file as a purge rewrote it, without the purged
+// texts: its manifest record and its bytes.
+type Rewrite struct {
+	Batch storage.Batch
+	Body  []byte
+}
+
+// Rewrites returns what purge st (its generation, of ids) writes of the
+// batch files of the index in d that hold a purged chunk: the generations it
+// redacts, ascending, and each of their batch files rewritten without the
+// purged texts, in that order; one the index holds already as this purge
+// rewrote it (RedactedAlready) is not written again. It records in st where
+// each chunk of a rewritten batch now lies (the rewrite moves every line
+// after the first purged one).
+func (st *State) Rewrites(d *storage.Dir, ids []string) ([]int64, []Rewrite, error) {
+	gen, prev := st.Gen, d.Manifest()
+	byBatch := map[int64][]string{}
+	for _, id := range ids {
+		g := st.Committed[id]
+		byBatch[g] = append(byBatch[g], id)
+	}
+	redacts := slices.Sorted(maps.Keys(byBatch))
+	var out []Rewrite
+	for _, g := range redacts {
+		old := prev.Batches[g-1]
+		if old.File == storage.RedactedName(g, gen) {
+			continue // as this purge rewrote it already (RedactedAlready)
+		}
+		cont, err := d.ReadBatch(old)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cont.Redacted == nil {
+			cont.Redacted = map[string]storage.Redaction{}
+		}
+		for i, ch := range cont.Chunks {
+			if _, purged := slices.BinarySearch(byBatch[g], ch.ID); purged {
+				cont.Chunks[i] = st.Chunks[ch.ID] // the text-less copy
+				cont.Redacted[ch.ID] = st.Purged[ch.ID].Redaction
+			}
+		}
+		h := storage.BatchHeader{Generation: g, CommittedAt: old.CommittedAt}
+		if g > 1 {
+			h.Prev = prev.Batches[g-2].ChainSum()
+		}
+		raw, lines, err := storage.EncodeBatchLines(h, cont)
+		if err != nil {
+			return nil, nil, err
+		}
+		st.SetLines(cont.Chunks, lines)
+		nb := old
+		nb.File, nb.Chain = storage.RedactedName(g, gen), old.ChainSum()
+		// The analysis file holds the purged texts' terms: it goes with
+		// them, and Open analyzes the rewritten batch instead.
+		nb.Analysis, nb.AnalysisSum = "", ""
+		out = append(out, Rewrite{Batch: nb, Body: raw})
+	}
+	return redacts, out, nil
+}
+
 // TenantsOf returns the tenants whose chunks cont adds, or whose chunks its
 // facts and purges name (as st or cont holds them), sorted and distinct: a
 // log entry's Tenants.
