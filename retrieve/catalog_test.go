@@ -392,3 +392,121 @@ func TestCatalogAddIsCatalog(t *testing.T) {
 		t.Fatalf("a catalog of another format: %v, want ErrLexical", err)
 	}
 }
+
+// TestFirstWriteOpensForWriting: a partition of a catalog that a write is
+// the first to touch is opened once, for writing, and checked against the
+// catalog as a read would check it. Opened read-only first and then again
+// for writing, it was opened twice (and the first write after Open paid
+// for both). One that disagrees with the catalog fails the write, which
+// leaves it as it was.
+func TestFirstWriteOpensForWriting(t *testing.T) {
+	ctx := context.Background()
+	tmpl := filepath.Join(t.TempDir(), "lex")
+	l, err := OpenLexical(tmpl, LexicalOptions{PartitionDays: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jan, jun := time.Date(2020, 1, 5, 0, 0, 0, 0, time.UTC), time.Date(2020, 6, 5, 0, 0, 0, 0, time.UTC)
+	doc := func(id string, at time.Time, gen int64) Doc {
+		return Doc{Chunk: &evidence.Chunk{ID: id, DocID: id, Version: "1", Text: "quarterly filing " + id, Anchor: asof.Anchor{At: at, Field: "anchor"}}, Gen: gen}
+	}
+	a, b := doc("a", jan, 1), doc("b", jun, 1)
+	if err := l.Index(ctx, []Doc{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := l.Catalog(iter.Seq2[Doc, bool](func(yield func(Doc, bool) bool) { _ = yield(a, true) && yield(b, true) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	janDir := l.keyOf(a).dirName()
+	// count opens dir with bleve alone and returns how many documents it holds.
+	count := func(t *testing.T, dir string) uint64 {
+		t.Helper()
+		idx, err := bleve.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer idx.Close()
+		n, err := idx.DocCount()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	open := func(t *testing.T, edit func(dir string)) (*Lexical, string) {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "lex")
+		if err := os.CopyFS(dir, os.DirFS(tmpl)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, janDir)); err != nil {
+			t.Fatalf("the partition of %s: %v", jan.Format(time.DateOnly), err)
+		}
+		edit(dir)
+		l, err := OpenLexical(dir, LexicalOptions{Deferred: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Adopt(cat, 1, nil); err != nil {
+			l.Close()
+			t.Fatal(err)
+		}
+		if n := l.opens.Load(); n != 0 {
+			l.Close()
+			t.Fatalf("%d partitions opened by Open and Adopt, want none", n)
+		}
+		return l, dir
+	}
+
+	t.Run("agrees", func(t *testing.T) {
+		l, _ := open(t, func(string) {})
+		defer l.Close()
+		if err := l.Index(ctx, []Doc{doc("c", jan.AddDate(0, 0, 1), 2)}); err != nil {
+			t.Fatal(err)
+		}
+		if n := l.opens.Load(); n != 1 {
+			t.Fatalf("the write opened partitions %d times, want once", n)
+		}
+		l.pmu.RLock()
+		var written []string
+		for _, p := range l.parts {
+			if p.idx != nil {
+				written = append(written, fmt.Sprintf("%s ro=%v", filepath.Base(p.dir), p.ro))
+			}
+		}
+		l.pmu.RUnlock()
+		if want := []string{janDir + " ro=false"}; !slices.Equal(written, want) {
+			t.Fatalf("open after the write: %v, want %v", written, want)
+		}
+		if n, err := l.DocCount(); err != nil || n != 3 {
+			t.Fatalf("DocCount: %d, %v; want 3", n, err)
+		}
+	})
+	t.Run("disagrees", func(t *testing.T) {
+		// The partition's document deleted behind the catalog's back.
+		l, dir := open(t, func(dir string) {
+			idx, err := bleve.Open(filepath.Join(dir, janDir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch := idx.NewBatch()
+			batch.Delete("a")
+			if err := errors.Join(idx.Batch(batch), idx.Close()); err != nil {
+				t.Fatal(err)
+			}
+		})
+		err := l.Index(ctx, []Doc{doc("c", jan.AddDate(0, 0, 1), 2)})
+		if !errors.Is(err, ErrCatalogMismatch) || !strings.Contains(err.Error(), "holds 0 documents, the catalog 1") {
+			t.Fatalf("the write got %v, want ErrCatalogMismatch naming the counts", err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(t, filepath.Join(dir, janDir)); n != 0 {
+			t.Fatalf("the partition holds %d documents after the failed write, want the 0 it held", n)
+		}
+	})
+}
