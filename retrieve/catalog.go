@@ -260,23 +260,20 @@ func (l *Lexical) settle() error {
 	return nil
 }
 
-// ensure opens p if it is a catalog's part not yet opened, read-only for
-// a read (ro) and for writing for a write, and checks it against the
-// catalog; every later call returns the first one's error.
-func (l *Lexical) ensure(p *part, ro bool) error {
+// ensure opens p if it is a catalog's part not yet opened, and checks it
+// against the catalog; every later call returns the first one's error.
+func (l *Lexical) ensure(p *part) error {
 	if p.lazy == nil {
 		return nil
 	}
-	return p.lazy.do(func() error { return l.openLazy(p, ro) })
+	return p.lazy.do(func() error { return l.openLazy(p) })
 }
 
 // ensureAll is ensure for each of parts, the ones not yet opened opened
-// side by side: for a read (ro), at most GOMAXPROCS at once (a tenant's
-// first request opens a few partitions, about a millisecond each); for a
-// write, reopensAtOnce, as an open for writing mostly waits on its
-// fdatasync. The error is the first part's in parts order, whichever open
-// failed first.
-func (l *Lexical) ensureAll(parts []searchPart, ro bool) error {
+// side by side, at most GOMAXPROCS at once: a tenant's first request
+// opens a few partitions, about a millisecond each. The error is the
+// first part's in parts order, whichever open failed first.
+func (l *Lexical) ensureAll(parts []searchPart) error {
 	var todo []*part
 	for _, sp := range parts {
 		if sp.p.lazy != nil && !sp.p.lazy.done.Load() {
@@ -284,34 +281,29 @@ func (l *Lexical) ensureAll(parts []searchPart, ro bool) error {
 		}
 	}
 	if len(todo) > 1 {
-		atOnce := reopensAtOnce
-		if ro {
-			atOnce = runtime.GOMAXPROCS(0)
-		}
 		var wg sync.WaitGroup
-		sem := make(chan struct{}, atOnce)
+		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 		for _, p := range todo {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				l.ensure(p, ro) // its error is kept, and returned below
+				l.ensure(p) // its error is kept, and returned below
 			})
 		}
 		wg.Wait()
 	}
 	for _, sp := range parts {
-		if err := l.ensure(sp.p, ro); err != nil {
+		if err := l.ensure(sp.p); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// openLazy opens p, a catalog's part, read-only (ro) or for writing, and
-// checks that bleve holds what the catalog says: the key, the count,
-// nothing after the catalog's generation.
-func (l *Lexical) openLazy(p *part, ro bool) error {
-	q, err := l.openPart(p.dir, ro)
+// openLazy opens p, a catalog's part, and checks that bleve holds what the
+// catalog says: the key, the count, nothing after the catalog's generation.
+func (l *Lexical) openLazy(p *part) error {
+	q, err := l.openPart(p.dir, true)
 	if err != nil {
 		return err
 	}
@@ -339,7 +331,7 @@ func (l *Lexical) openLazy(p *part, ro bool) error {
 		return fail("holds %d documents written after generation %d, the catalog's", res.Total, p.lazy.gen)
 	}
 	l.pmu.Lock()
-	p.idx, p.sum, p.ro = q.idx, q.sum, ro // its own summary from now on: the one its writes widen
+	p.idx, p.sum, p.ro = q.idx, q.sum, true // its own summary from now on: the one its writes widen
 	l.pmu.Unlock()
 	return nil
 }
@@ -359,23 +351,27 @@ func (l *Lexical) writable(p *part) error { return l.writableAll([]*part{p}) }
 const reopensAtOnce = 8
 
 // writableAll is writable for each of parts, the partitions one write
-// touches: those not yet opened are opened for writing side by side
-// (ensureAll), and those open read-only are reopened side by side,
-// reopensAtOnce at most, under one hold of swap. A reopen persists bleve's snapshot again (a
+// touches: those not yet opened are opened side by side (ensureAll), and
+// those open read-only are reopened side by side, reopensAtOnce at most,
+// under one hold of swap. A reopen persists bleve's snapshot again (a
 // bbolt commit and an fdatasync), and each hold of swap parks the searches
 // that start while it waits: a commit whose chunks fell in 20 partitions
 // paid both 20 times, one after the other. The error is the first part's
 // in parts order.
+//
+// A part not yet opened is opened read-only and checked against the
+// catalog before it is opened for writing, though that costs the first
+// write after Open two opens of it: bleve's open for writing changes the
+// directory (it makes a root.bolt where there is none, persists its
+// snapshot again and removes the segment files that snapshot does not
+// name), and a partition that fails the check must be left as it is
+// (TestFirstWriteLeavesADamagedPartitionAlone).
 func (l *Lexical) writableAll(parts []*part) error {
 	opened := make([]searchPart, len(parts))
 	for i, p := range parts {
 		opened[i] = searchPart{p: p}
 	}
-	// One a write is the first to read is opened for writing at once: opened
-	// read-only, then again for writing, it cost the first write after Open
-	// two opens a partition (at 100k chunks, 1.25 to 1.41 times the next
-	// write; docs/benchmarks.md, "The goals again").
-	if err := l.ensureAll(opened, false); err != nil {
+	if err := l.ensureAll(opened); err != nil {
 		return err
 	}
 	// Most writes find every part writable: they must not take swap, whose

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"math/rand/v2"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/zeebo/blake3"
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
@@ -393,13 +395,16 @@ func TestCatalogAddIsCatalog(t *testing.T) {
 	}
 }
 
-// TestFirstWriteOpensForWriting: a partition of a catalog that a write is
-// the first to touch is opened once, for writing, and checked against the
-// catalog as a read would check it. Opened read-only first and then again
-// for writing, it was opened twice (and the first write after Open paid
-// for both). One that disagrees with the catalog fails the write, which
-// leaves it as it was.
-func TestFirstWriteOpensForWriting(t *testing.T) {
+// TestFirstWriteLeavesADamagedPartitionAlone: a partition of a catalog that
+// a write is the first to touch is opened read-only and checked before it
+// is opened for writing, because bleve's open for writing changes the
+// directory: it makes a root.bolt where there is none and removes the
+// segment files its snapshot does not name. A write into a partition that
+// fails the check or cannot be opened fails, leaves every file of it as it
+// was, and a later read gets the same error. (Opened for writing at once,
+// to save the first write an open, the missing and empty root.bolt cases
+// lost their segment file.)
+func TestFirstWriteLeavesADamagedPartitionAlone(t *testing.T) {
 	ctx := context.Background()
 	tmpl := filepath.Join(t.TempDir(), "lex")
 	l, err := OpenLexical(tmpl, LexicalOptions{PartitionDays: 30})
@@ -418,95 +423,100 @@ func TestFirstWriteOpensForWriting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	janDir := l.keyOf(a).dirName()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	janDir := l.keyOf(a).dirName()
-	// count opens dir with bleve alone and returns how many documents it holds.
-	count := func(t *testing.T, dir string) uint64 {
+	// files returns every file under dir with its size and checksum.
+	files := func(t *testing.T, dir string) []string {
 		t.Helper()
-		idx, err := bleve.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer idx.Close()
-		n, err := idx.DocCount()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	open := func(t *testing.T, edit func(dir string)) (*Lexical, string) {
-		t.Helper()
-		dir := filepath.Join(t.TempDir(), "lex")
-		if err := os.CopyFS(dir, os.DirFS(tmpl)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(filepath.Join(dir, janDir)); err != nil {
-			t.Fatalf("the partition of %s: %v", jan.Format(time.DateOnly), err)
-		}
-		edit(dir)
-		l, err := OpenLexical(dir, LexicalOptions{Deferred: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.Adopt(cat, 1, nil); err != nil {
-			l.Close()
-			t.Fatal(err)
-		}
-		if n := l.opens.Load(); n != 0 {
-			l.Close()
-			t.Fatalf("%d partitions opened by Open and Adopt, want none", n)
-		}
-		return l, dir
-	}
-
-	t.Run("agrees", func(t *testing.T) {
-		l, _ := open(t, func(string) {})
-		defer l.Close()
-		if err := l.Index(ctx, []Doc{doc("c", jan.AddDate(0, 0, 1), 2)}); err != nil {
-			t.Fatal(err)
-		}
-		if n := l.opens.Load(); n != 1 {
-			t.Fatalf("the write opened partitions %d times, want once", n)
-		}
-		l.pmu.RLock()
-		var written []string
-		for _, p := range l.parts {
-			if p.idx != nil {
-				written = append(written, fmt.Sprintf("%s ro=%v", filepath.Base(p.dir), p.ro))
+		var out []string
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
 			}
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			out = append(out, fmt.Sprintf("%s %d %x", strings.TrimPrefix(path, dir), len(raw), blake3.Sum256(raw)))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		l.pmu.RUnlock()
-		if want := []string{janDir + " ro=false"}; !slices.Equal(written, want) {
-			t.Fatalf("open after the write: %v, want %v", written, want)
-		}
-		if n, err := l.DocCount(); err != nil || n != 3 {
-			t.Fatalf("DocCount: %d, %v; want 3", n, err)
-		}
-	})
-	t.Run("disagrees", func(t *testing.T) {
-		// The partition's document deleted behind the catalog's back.
-		l, dir := open(t, func(dir string) {
-			idx, err := bleve.Open(filepath.Join(dir, janDir))
+		return out
+	}
+	cases := []struct {
+		name, why string
+		edit      func(t *testing.T, part string)
+		want      error
+	}{
+		{"agrees", "the write is made, and leaves the partition writable", func(*testing.T, string) {}, nil},
+		{"a document deleted behind the catalog", "its count disagrees: the read-only check refuses it",
+			func(t *testing.T, part string) {
+				idx, err := bleve.Open(part)
+				if err != nil {
+					t.Fatal(err)
+				}
+				batch := idx.NewBatch()
+				batch.Delete("a")
+				if err := errors.Join(idx.Batch(batch), idx.Close()); err != nil {
+					t.Fatal(err)
+				}
+			}, ErrCatalogMismatch},
+		{"root.bolt gone", "opened for writing, bleve would make an empty one and remove the segment",
+			func(t *testing.T, part string) {
+				if err := os.Remove(filepath.Join(part, "store", "root.bolt")); err != nil {
+					t.Fatal(err)
+				}
+			}, ErrDamaged},
+		{"root.bolt empty", "the same, over the empty file",
+			func(t *testing.T, part string) {
+				if err := os.Truncate(filepath.Join(part, "store", "root.bolt"), 0); err != nil {
+					t.Fatal(err)
+				}
+			}, ErrDamaged},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "lex")
+			if err := os.CopyFS(dir, os.DirFS(tmpl)); err != nil {
+				t.Fatal(err)
+			}
+			part := filepath.Join(dir, janDir)
+			tc.edit(t, part)
+			before := files(t, part)
+			l, err := OpenLexical(dir, LexicalOptions{Deferred: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			batch := idx.NewBatch()
-			batch.Delete("a")
-			if err := errors.Join(idx.Batch(batch), idx.Close()); err != nil {
+			defer l.Close()
+			if _, err := l.Adopt(cat, 1, nil); err != nil {
 				t.Fatal(err)
 			}
+			err = l.Index(ctx, []Doc{doc("c", jan.AddDate(0, 0, 1), 2)})
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("%v (%s)", err, tc.why)
+				}
+				if n, err := l.DocCount(); err != nil || n != 3 {
+					t.Fatalf("DocCount after the write: %d, %v; want 3", n, err)
+				}
+				return
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("the write got %v, want %v (%s)", err, tc.want, tc.why)
+			}
+			if _, again := l.DocCount(); again == nil || again.Error() != err.Error() {
+				t.Fatalf("a read after it got %v, want the write's error again", again)
+			}
+			if err := l.Close(); err != nil && !errors.Is(err, ErrLexical) {
+				t.Fatal(err)
+			}
+			if after := files(t, part); !slices.Equal(after, before) {
+				t.Fatalf("the failed write changed the partition (%s):\nbefore %q\nafter  %q", tc.why, before, after)
+			}
 		})
-		err := l.Index(ctx, []Doc{doc("c", jan.AddDate(0, 0, 1), 2)})
-		if !errors.Is(err, ErrCatalogMismatch) || !strings.Contains(err.Error(), "holds 0 documents, the catalog 1") {
-			t.Fatalf("the write got %v, want ErrCatalogMismatch naming the counts", err)
-		}
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if n := count(t, filepath.Join(dir, janDir)); n != 0 {
-			t.Fatalf("the partition holds %d documents after the failed write, want the 0 it held", n)
-		}
-	})
+	}
 }

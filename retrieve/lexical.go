@@ -144,9 +144,6 @@ type Lexical struct {
 	// its whole length, and for writing while a partition opened
 	// read-only is reopened for writing (writable).
 	swap sync.RWMutex
-	// opens counts the partitions opened (openPart), for tests: a write
-	// opens one it is the first to read once, for writing.
-	opens atomic.Int64
 
 	// failed is why the index may no longer be touched, or nil. After a
 	// write that bleve could not persist (a full disk), bleve's in-memory

@@ -235,7 +235,7 @@ func (l *Lexical) partsFor(e Eligibility, b Bounds) ([]searchPart, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := l.ensureAll(out, true); err != nil {
+	if err := l.ensureAll(out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -269,7 +269,7 @@ func (l *Lexical) allParts() ([]*part, error) {
 	all := slices.Clone(l.parts)
 	l.pmu.RUnlock()
 	for _, p := range all {
-		if err := l.ensure(p, true); err != nil {
+		if err := l.ensure(p); err != nil {
 			return nil, err
 		}
 	}
@@ -296,7 +296,7 @@ func (l *Lexical) partOf(k partKey) (*part, error) {
 	}
 	l.pmu.RUnlock()
 	if found {
-		return p, l.ensure(p, false) // a write's: opened for writing if not yet opened
+		return p, l.ensure(p)
 	}
 	p, err := l.makePart(k)
 	if err != nil {
@@ -343,7 +343,6 @@ func (l *Lexical) makePart(k partKey) (*part, error) {
 func (l *Lexical) openPart(dir string, ro bool) (*part, error) {
 	// bleve opens an index for writing by persisting its snapshot again
 	// (a bbolt commit and an fdatasync): not on a query's path.
-	l.opens.Add(1)
 	idx, err := openBleve(dir, ro)
 	if err != nil {
 		return nil, err
