@@ -254,28 +254,8 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 		}
 		named, start = f.Checkpoint != nil || f.Ahead != nil, plan.Start
 	}
-	// The lexical documents the commit writes: its chunks, and the earlier
-	// chunks whose retirement its facts change, as next knows them.
-	docs := make([]retrieve.Doc, 0, len(w.add)+len(w.facts))
-	for i, ch := range w.add {
-		d, _ := next.LexDoc(ch.ID)
-		if an := w.an[i]; an.Freqs != nil { // bleve need not analyze the text again
-			d.Analysis = &retrieve.Analysis{Terms: an.Lex, Freqs: an.Freqs, Tokens: an.Tokens}
-		}
-		docs = append(docs, d)
-	}
-	touched := map[string]bool{} // stored chunks already re-indexed (lookups only)
-	for _, f := range w.facts {
-		if _, gone := st.Purged[f.ChunkID]; gone {
-			continue // a purged chunk has no document: its text must not come back
-		}
-		if _, stored := st.TenantOf(f.ChunkID); stored && !touched[f.ChunkID] { // a new chunk is indexed above
-			touched[f.ChunkID] = true
-			d, _ := next.LexDoc(f.ChunkID)
-			docs = append(docs, d)
-		}
-	}
-	mask := &pendingCommit{next: next, pinned: len(touched) > 0 || len(w.add) > maxMaskedByID}
+	docs, restated := st.LexDocsOf(next, w.add, w.an, w.facts)
+	mask := &pendingCommit{next: next, pinned: restated > 0 || len(w.add) > maxMaskedByID}
 	if !mask.pinned {
 		mask.added = slices.SortedFunc(slices.Values(w.add), func(a, b *evidence.Chunk) int { return strings.Compare(a.ID, b.ID) })
 	}

@@ -100,6 +100,34 @@ func (s *State) LexDoc(id string) (retrieve.Doc, error) {
 	return s.lexDocOf(c, gen), nil
 }
 
+// LexDocsOf returns the lexical documents the commit of next, which is s
+// plus the chunks add (analyzed as an) and the facts, writes: its chunks,
+// then each stored chunk whose retirement its facts change (a purged one
+// has no document: its text must not come back), once, as next knows
+// them; and how many of the latter there are.
+func (s *State) LexDocsOf(next *State, add []*evidence.Chunk, an []Analyzed, facts []*evidence.Fact) ([]retrieve.Doc, int) {
+	docs := make([]retrieve.Doc, 0, len(add)+len(facts))
+	for i, ch := range add {
+		d, _ := next.LexDoc(ch.ID)
+		if a := an[i]; a.Freqs != nil { // bleve need not analyze the text again
+			d.Analysis = &retrieve.Analysis{Terms: a.Lex, Freqs: a.Freqs, Tokens: a.Tokens}
+		}
+		docs = append(docs, d)
+	}
+	restated := map[string]bool{} // lookups only
+	for _, f := range facts {
+		if _, gone := s.Purged[f.ChunkID]; gone {
+			continue
+		}
+		if _, stored := s.TenantOf(f.ChunkID); stored && !restated[f.ChunkID] { // a new chunk is indexed above
+			restated[f.ChunkID] = true
+			d, _ := next.LexDoc(f.ChunkID)
+			docs = append(docs, d)
+		}
+	}
+	return docs, len(restated)
+}
+
 // lexDocOf returns the lexical document of chunk c, committed at
 // generation gen, at the state's generation.
 func (s *State) lexDocOf(c *evidence.Chunk, gen int64) retrieve.Doc {
