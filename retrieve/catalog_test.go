@@ -452,7 +452,7 @@ func TestFirstWriteLeavesADamagedPartitionAlone(t *testing.T) {
 		edit      func(t *testing.T, part string)
 		want      error
 	}{
-		{"agrees", "the write is made, and leaves the partition writable", func(*testing.T, string) {}, nil},
+		{"agrees", "the write is made: nothing to refuse", func(*testing.T, string) {}, nil},
 		{"a document deleted behind the catalog", "its count disagrees: the read-only check refuses it",
 			func(t *testing.T, part string) {
 				idx, err := bleve.Open(part)
