@@ -401,9 +401,11 @@ func TestCatalogAddIsCatalog(t *testing.T) {
 // directory: it makes a root.bolt where there is none and removes the
 // segment files its snapshot does not name. A write into a partition that
 // fails the check or cannot be opened fails, leaves every file of it as it
-// was, and a later read gets the same error. (Opened for writing at once,
-// to save the first write an open, the missing and empty root.bolt cases
-// lost their segment file.)
+// was, a later read gets the same error, and so does a read after the
+// index is opened again. (Opened for writing at once, to save the first
+// write an open, the missing and empty root.bolt cases lost their segment
+// file, and the one that makes bbolt panic left an exclusive lock that the
+// next open waited for.)
 func TestFirstWriteLeavesADamagedPartitionAlone(t *testing.T) {
 	ctx := context.Background()
 	tmpl := filepath.Join(t.TempDir(), "lex")
@@ -477,6 +479,12 @@ func TestFirstWriteLeavesADamagedPartitionAlone(t *testing.T) {
 					t.Fatal(err)
 				}
 			}, ErrDamaged},
+		{"root.bolt cut to its meta pages", "bbolt panics opening it, and its file lock stays held: opened for writing, the lock was exclusive and the next open waited for it forever",
+			func(t *testing.T, part string) {
+				if err := os.Truncate(filepath.Join(part, "store", "root.bolt"), int64(2*os.Getpagesize())); err != nil {
+					t.Fatal(err)
+				}
+			}, ErrDamaged},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -516,6 +524,28 @@ func TestFirstWriteLeavesADamagedPartitionAlone(t *testing.T) {
 			}
 			if after := files(t, part); !slices.Equal(after, before) {
 				t.Fatalf("the failed write changed the partition (%s):\nbefore %q\nafter  %q", tc.why, before, after)
+			}
+			// Reopened in the same process, as the error asks: a read fails
+			// the same way, and does not wait.
+			l2, err := OpenLexical(dir, LexicalOptions{Deferred: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l2.Adopt(cat, 1, nil); err != nil {
+				l2.Close()
+				t.Fatal(err)
+			}
+			read := make(chan error, 1)
+			go func() { _, err := l2.DocCount(); read <- err }()
+			select {
+			case err := <-read:
+				l2.Close()
+				if !errors.Is(err, tc.want) {
+					t.Fatalf("a read after reopening got %v, want %v (%s)", err, tc.want, tc.why)
+				}
+			case <-time.After(time.Minute): // a watchdog, not a wait: the read returns at once
+				// Not closed: Close would wait for the read.
+				t.Fatalf("a read after reopening still waits after a minute (%s)", tc.why)
 			}
 		})
 	}
