@@ -302,16 +302,8 @@ func copyKept(b *testing.B, root string) string {
 //
 //	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'ScaleOpenAfterFacts$' -benchtime 1x -v
 func BenchmarkScaleOpenAfterFacts(b *testing.B) {
-	o := dataset(b)
-	base, _ := Records(o)
-	s := scaleFromEnv(b)
-	root := keptScaleDir(b, s, base)
-	const first = 402 // passages the other write benchmarks leave alone
-	last := first + state.LagGenerations + state.LagGenerations/2 + 1
-	if len(base) <= last {
-		b.Fatalf("%d base records: the benchmark names passages %d..%d", len(base), first, last)
-	}
-	copied := copyKept(b, root)
+	s, base, copied := keptForRetractions(b)
+	first, last := firstRetracted, lastRetracted
 	dir := filepath.Join(copied, "evpack")
 	medianOpen := func() time.Duration {
 		var ds []time.Duration
@@ -435,16 +427,8 @@ func keptLag(b *testing.B, dir string) int64 {
 //
 //	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'ScaleCloseInWindow$' -benchtime 1x -v
 func BenchmarkScaleCloseInWindow(b *testing.B) {
-	o := dataset(b)
-	base, _ := Records(o)
-	s := scaleFromEnv(b)
-	root := keptScaleDir(b, s, base)
-	const first = 402 // passages the other write benchmarks leave alone
-	last := first + state.LagGenerations + state.LagGenerations/2 + 1
-	if len(base) <= last {
-		b.Fatalf("%d base records: the benchmark names passages %d..%d", len(base), first, last)
-	}
-	copied := copyKept(b, root)
+	s, base, copied := keptForRetractions(b)
+	first, last := firstRetracted, lastRetracted
 	e, err := evpack.Open(filepath.Join(copied, "evpack"), evpack.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -497,6 +481,28 @@ func BenchmarkScaleCloseInWindow(b *testing.B) {
 	b.ReportMetric(ms(blClose), "bleve-close-ms")
 	b.ReportMetric(ms(named), "evpack-named-after-reopen-ms")
 	b.ReportMetric(ms(blNamed), "bleve-delete-then-ms")
+}
+
+// The passages the window benchmarks retract, one a commit: from
+// firstRetracted (those before it the other write benchmarks touch) to
+// lastRetracted, the one whose commit names the checkpoint the first
+// LagGenerations+1 started.
+const (
+	firstRetracted = 402
+	lastRetracted  = firstRetracted + state.LagGenerations + state.LagGenerations/2 + 1
+)
+
+// keptForRetractions returns the scale, the base records and a copy of the
+// kept scale index (EVPACK_SCALE_DIR) for a benchmark that retracts
+// passages firstRetracted to lastRetracted.
+func keptForRetractions(b *testing.B) (Scale, []connectors.Record, string) {
+	base, _ := Records(dataset(b))
+	s := scaleFromEnv(b)
+	root := keptScaleDir(b, s, base)
+	if len(base) <= lastRetracted {
+		b.Fatalf("%d base records: the benchmark names passages %d..%d", len(base), firstRetracted, lastRetracted)
+	}
+	return s, base, copyKept(b, root)
 }
 
 // retractInTurn commits to e the retraction of passage i's chunk (of the
