@@ -483,8 +483,11 @@ func (e *Engine) searchLexical(ctx context.Context, st *state.State, text string
 		res, err = e.lex.Search(ctx, text, elig, bounds, e.opts.Pool, stats)
 		return err
 	})
-	if errors.Is(err, retrieve.ErrCatalogMismatch) || errors.Is(err, retrieve.ErrDamaged) { // a partition read for the first time
+	switch {
+	case errors.Is(err, retrieve.ErrCatalogMismatch) || errors.Is(err, retrieve.ErrDamaged): // a partition read for the first time
 		err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+	case errors.Is(err, retrieve.ErrPartitionLocked):
+		err = fmt.Errorf("%w: %w", ErrLocked, err)
 	}
 	return res, err
 }

@@ -32,7 +32,10 @@ var (
 	// reads; the error says how to rebuild it.
 	ErrOldFormat = storage.ErrOldFormat
 	// ErrLocked: another process, or another Open in this one, has the index
-	// open; Open waited Options.LockWait. The error names the holder.
+	// open; Open waited Options.LockWait. The error names the holder. A
+	// request also fails with it when a lexical partition's files stayed
+	// locked by another holder for Options.LockWait (the error names the
+	// partition); the next request tries again.
 	ErrLocked = storage.ErrLocked
 	// ErrNotIndex: Open was given a directory that is not empty and holds no
 	// evpack index (or, from the command line, one that does not exist).

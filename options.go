@@ -116,7 +116,10 @@ type Options struct {
 	// LockWait bounds how long Open waits for another holder of the index
 	// (another process, or another Open in this one) before failing with
 	// ErrLocked: 0 means DefaultLockWait, a negative value means do not wait
-	// (NoLockWait). The CLI's --lock-wait reads the same way.
+	// (NoLockWait). The CLI's --lock-wait reads the same way. It also
+	// bounds how long a request or a write waits for another holder of a
+	// lexical partition's files (a tool that opened them directly): the
+	// call then fails with ErrLocked, and the next one tries again.
 	LockWait time.Duration `cachekey:"-"`
 	// Analyzer is the lexical analyzer used when an index is created
 	// ("en" or "standard"); an existing index keeps its own.
@@ -153,7 +156,8 @@ type Options struct {
 
 // lexicalOptions are the options of the lexical index o asks for.
 func (o Options) lexicalOptions() retrieve.LexicalOptions {
-	return retrieve.LexicalOptions{Analyzer: string(o.Analyzer), PartitionDays: max(o.PartitionDays, 0), Unpartitioned: o.PartitionDays == -1}
+	return retrieve.LexicalOptions{Analyzer: string(o.Analyzer), PartitionDays: max(o.PartitionDays, 0), Unpartitioned: o.PartitionDays == -1,
+		LockWait: o.LockWait}
 }
 
 func (o Options) withDefaults() (Options, error) {

@@ -2,6 +2,7 @@ package retrieve
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"math"
@@ -53,20 +54,33 @@ type catalogPart struct {
 
 // lazyPart is what a part from a catalog needs to be opened and checked.
 type lazyPart struct {
-	once sync.Once
-	done atomic.Bool // once has run
+	mu   sync.Mutex
+	done atomic.Bool // opened, or failed for good: err is final
 	err  error
 	docs uint64 // the catalog's count
 	gen  int64  // the catalog's generation: nothing after it may be there
 }
 
-// do runs f once, the first call's, and returns its error at every call.
+// do runs f until it has run to an end, and returns its error at every
+// later call: a damaged partition stays damaged. A partition another
+// holder had locked (ErrPartitionLocked) is not an end: the next call
+// runs f again. Calls meanwhile wait for the one running.
 func (z *lazyPart) do(f func() error) error {
-	z.once.Do(func() {
-		z.err = f()
-		z.done.Store(true)
-	})
-	return z.err
+	if z.done.Load() {
+		return z.err
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.done.Load() {
+		return z.err
+	}
+	err := f()
+	if errors.Is(err, ErrPartitionLocked) {
+		return err
+	}
+	z.err = err
+	z.done.Store(true)
+	return err
 }
 
 // Catalog returns the catalog of docs, every document of a committed state
@@ -423,6 +437,19 @@ func (l *Lexical) reopen(p *part) error {
 	if err == nil && q.key != p.key {
 		q.idx.Close()
 		err = fmt.Errorf("%w: partition %s: holds %+v after reopening, not %+v", ErrCatalogMismatch, p.dir, q.key, p.key)
+	}
+	if errors.Is(err, ErrPartitionLocked) {
+		// Another holder shares the lock a write needs alone (a tool
+		// reading the partition): the partition is as it was, so it is
+		// read-only again, and the write fails before any batch.
+		if r, rerr := l.openPart(p.dir, true); rerr == nil && r.key == p.key {
+			l.pmu.Lock()
+			p.idx = r.idx
+			l.pmu.Unlock()
+			return err
+		} else if rerr == nil {
+			r.idx.Close()
+		}
 	}
 	l.pmu.Lock()
 	defer l.pmu.Unlock()

@@ -406,29 +406,55 @@ func TestCatalogAddIsCatalog(t *testing.T) {
 // write an open, the missing and empty root.bolt cases lost their segment
 // file, and the one that makes bbolt panic left an exclusive lock that the
 // next open waited for.)
-func TestFirstWriteLeavesADamagedPartitionAlone(t *testing.T) {
-	ctx := context.Background()
-	tmpl := filepath.Join(t.TempDir(), "lex")
-	l, err := OpenLexical(tmpl, LexicalOptions{PartitionDays: 30})
+// twoParts is a partitioned index of two documents at generation 1, in
+// two partitions (January's and June's of 2020), closed, and its catalog.
+type twoParts struct {
+	dir, janDir string
+	cat         []byte
+	jan         time.Time
+}
+
+// doc is a document of twoParts' kind.
+func (twoParts) doc(id string, at time.Time, gen int64) Doc {
+	return Doc{Chunk: &evidence.Chunk{ID: id, DocID: id, Version: "1", Text: "quarterly filing " + id, Anchor: asof.Anchor{At: at, Field: "anchor"}}, Gen: gen}
+}
+
+func makeTwoParts(t *testing.T) twoParts {
+	t.Helper()
+	tp := twoParts{dir: filepath.Join(t.TempDir(), "lex"), jan: time.Date(2020, 1, 5, 0, 0, 0, 0, time.UTC)}
+	l, err := OpenLexical(tp.dir, LexicalOptions{PartitionDays: 30})
 	if err != nil {
 		t.Fatal(err)
 	}
-	jan, jun := time.Date(2020, 1, 5, 0, 0, 0, 0, time.UTC), time.Date(2020, 6, 5, 0, 0, 0, 0, time.UTC)
-	doc := func(id string, at time.Time, gen int64) Doc {
-		return Doc{Chunk: &evidence.Chunk{ID: id, DocID: id, Version: "1", Text: "quarterly filing " + id, Anchor: asof.Anchor{At: at, Field: "anchor"}}, Gen: gen}
-	}
-	a, b := doc("a", jan, 1), doc("b", jun, 1)
-	if err := l.Index(ctx, []Doc{a, b}); err != nil {
+	a, b := tp.doc("a", tp.jan, 1), tp.doc("b", time.Date(2020, 6, 5, 0, 0, 0, 0, time.UTC), 1)
+	if err := l.Index(context.Background(), []Doc{a, b}); err != nil {
 		t.Fatal(err)
 	}
-	cat, err := l.Catalog(iter.Seq2[Doc, bool](func(yield func(Doc, bool) bool) { _ = yield(a, true) && yield(b, true) }))
+	tp.cat, err = l.Catalog(iter.Seq2[Doc, bool](func(yield func(Doc, bool) bool) { _ = yield(a, true) && yield(b, true) }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	janDir := l.keyOf(a).dirName()
+	tp.janDir = l.keyOf(a).dirName()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return tp
+}
+
+// copyOf copies tp's index into a new directory and returns it.
+func (tp twoParts) copyOf(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "lex")
+	if err := os.CopyFS(dir, os.DirFS(tp.dir)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestFirstWriteLeavesADamagedPartitionAlone(t *testing.T) {
+	ctx := context.Background()
+	tp := makeTwoParts(t)
+	cat, janDir, jan, doc := tp.cat, tp.janDir, tp.jan, tp.doc
 	// files returns every file under dir with its size and checksum.
 	files := func(t *testing.T, dir string) []string {
 		t.Helper()
@@ -488,10 +514,7 @@ func TestFirstWriteLeavesADamagedPartitionAlone(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "lex")
-			if err := os.CopyFS(dir, os.DirFS(tmpl)); err != nil {
-				t.Fatal(err)
-			}
+			dir := tp.copyOf(t)
 			part := filepath.Join(dir, janDir)
 			tc.edit(t, part)
 			before := files(t, part)

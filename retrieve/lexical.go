@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -96,6 +97,30 @@ type LexicalOptions struct {
 	// each is opened when a call first reads it, or opens them all
 	// (OpenAll). A call before either opens them all first.
 	Deferred bool
+	// LockWait bounds how long an open of a partition waits for another
+	// holder of its files' lock (bbolt's, on root.bolt) to let go: a tool
+	// that opened the partition directly, or a handle that a bleve panic
+	// left open. Zero means DefaultLockWait; a negative value, do not wait.
+	// The open then fails with ErrPartitionLocked, and the next call that
+	// reads the partition tries again.
+	LockWait time.Duration
+}
+
+// DefaultLockWait is LexicalOptions.LockWait's when it is zero: bbolt's
+// own default waits for ever, and a request would hang on a lock nobody
+// may ever release.
+const DefaultLockWait = 2 * time.Second
+
+// boltTimeout is LockWait as bleve's bolt_timeout: bbolt reads 0 as no
+// bound, so "not at all" is the shortest wait there is.
+func (o LexicalOptions) boltTimeout() string {
+	switch {
+	case o.LockWait == 0:
+		return DefaultLockWait.String()
+	case o.LockWait < 0:
+		return time.Nanosecond.String()
+	}
+	return o.LockWait.String()
 }
 
 func (o LexicalOptions) analyzer() (string, error) {
@@ -132,6 +157,7 @@ type Lexical struct {
 	facts        bool   // the mapping has the fact fields (HoldsFacts)
 	dir          string // "" in memory: Merge has nothing to do
 	days         int64  // a partition's span; 0: one part holds everything
+	boltTimeout  string // LexicalOptions.boltTimeout
 
 	pmu   sync.RWMutex
 	parts []*part // by key
@@ -212,7 +238,7 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Lexical{dir: dir, name: an, days: days, facts: true}
+	l := &Lexical{dir: dir, name: an, days: days, facts: true, boltTimeout: opts.boltTimeout()}
 	unpartitioned := days == 0
 	if dir != "" {
 		_, err := os.Stat(filepath.Join(dir, "index_meta.json"))
@@ -255,7 +281,10 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 		// would give the legacy upsidedown store, ~30x slower here.
 		idx, err = bleve.NewUsing("", newMapping(an), scorch.Name, scorch.Name, nil)
 	} else {
-		idx, err = bleve.Open(dir)
+		idx, err = bleve.OpenUsing(dir, map[string]any{"bolt_timeout": l.boltTimeout})
+		if lerr := lockedError(err, dir, l.boltTimeout); lerr != nil {
+			return nil, lerr
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %q: %v", ErrLexical, dir, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/zeebo/blake3"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/evpack/evpack/internal/fsutil"
 )
@@ -343,7 +344,7 @@ func (l *Lexical) makePart(k partKey) (*part, error) {
 func (l *Lexical) openPart(dir string, ro bool) (*part, error) {
 	// bleve opens an index for writing by persisting its snapshot again
 	// (a bbolt commit and an fdatasync): not on a query's path.
-	idx, err := openBleve(dir, ro)
+	idx, err := openBleve(dir, ro, l.boltTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -418,12 +419,22 @@ func partMergePlan() map[string]any {
 // read.
 var ErrDamaged = fmt.Errorf("%w: damaged partition", ErrLexical)
 
-// openBleve opens the bleve index in dir. bbolt and zapx panic on some
-// damaged files instead of returning an error, in the opening goroutine
-// (a partition may be opened in a goroutine of ensureAll's, where a panic
-// would end the process): it is turned into ErrDamaged here, so that one
-// tenant's damaged file fails that tenant's requests, not the service.
-func openBleve(dir string, ro bool) (idx bleve.Index, err error) {
+// ErrPartitionLocked: a partition's files are locked by another holder
+// (bbolt's lock on its root.bolt), which did not let go within
+// LexicalOptions.LockWait: a tool that opened the partition directly, or a
+// handle a bleve panic left open. The error names the partition's
+// directory; unlike ErrDamaged it is not kept: the next call that reads the
+// partition tries again.
+var ErrPartitionLocked = fmt.Errorf("%w: partition locked by another holder", ErrLexical)
+
+// openBleve opens the bleve index in dir, waiting boltTimeout (bleve's
+// bolt_timeout) for another holder of its lock. bbolt and zapx panic on
+// some damaged files instead of returning an error, in the opening
+// goroutine (a partition may be opened in a goroutine of ensureAll's,
+// where a panic would end the process): it is turned into ErrDamaged here,
+// so that one tenant's damaged file fails that tenant's requests, not the
+// service.
+func openBleve(dir string, ro bool, boltTimeout string) (idx bleve.Index, err error) {
 	// bbolt maps its file and trusts the size its meta page declares: a
 	// truncated file faults on a page past its end, which would kill the
 	// process unless the fault is a panic (then recovered below).
@@ -433,11 +444,23 @@ func openBleve(dir string, ro bool) (idx bleve.Index, err error) {
 			idx, err = nil, fmt.Errorf("%w: partition %s: bleve panicked opening it: %v", ErrDamaged, dir, r)
 		}
 	}()
-	idx, err = bleve.OpenUsing(dir, map[string]any{"read_only": ro, "scorchMergePlanOptions": partMergePlan()})
+	idx, err = bleve.OpenUsing(dir, map[string]any{"read_only": ro, "scorchMergePlanOptions": partMergePlan(), "bolt_timeout": boltTimeout})
+	if lerr := lockedError(err, dir, boltTimeout); lerr != nil {
+		return nil, lerr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: open partition %s: %v", ErrDamaged, dir, err)
 	}
 	return idx, nil
+}
+
+// lockedError is ErrPartitionLocked for err, bleve's open of dir, when it
+// gave up waiting boltTimeout for the lock; otherwise nil.
+func lockedError(err error, dir, boltTimeout string) error {
+	if !errors.Is(err, bolt.ErrTimeout) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: its root.bolt stayed locked for %s", ErrPartitionLocked, dir, boltTimeout)
 }
 
 // write applies one batch to p: adds (indexed, or replacing the document of
