@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,49 +73,73 @@ func temps(t *testing.T, dir string) []string {
 // TestCheckpointWrittenAhead (issue 30): the commit past the checkpoint's
 // lag writes no checkpoint; its state's is written ahead, and the commit
 // past half the lag after it names it. A writer and a replica name the same
-// file at the same generation, byte for byte, and so does a replica that
+// file at the same generation, byte for byte, and so do two replicas that
 // closed and opened again between the two commits, which never wrote it
-// ahead and writes it when it names it. Check is clean in the window (the
-// file being written is no stray) and after; packs at every generation
-// are the same on the three.
+// ahead from the generation that started it: one that commits after it
+// opened again writes it ahead from that commit on (state.Window), and one
+// whose first commit after it opened is the one that names it writes it in
+// that commit. Check is clean in the window (the file being written is no
+// stray) and after; packs at every generation are the same on the four.
 func TestCheckpointWrittenAhead(t *testing.T) {
 	ctx := context.Background()
 	a := newAheadWindow(t)
-	qdir := t.TempDir()
-	q := checked(t, mustOpen(t, qdir))
+	qdir, q2dir := t.TempDir(), t.TempDir()
+	q, q2 := checked(t, mustOpen(t, qdir)), checked(t, mustOpen(t, q2dir))
 	for g := int64(1); g <= a.w.st.Gen; g++ {
 		require.NoError(t, applyBody(ctx, q, committedEntry(t, a.wdir, g)))
+		require.NoError(t, applyBody(ctx, q2, committedEntry(t, a.wdir, g)))
 	}
 	rep, err := a.w.CheckIndex(ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "in the window: %v", rep.Problems)
 
 	for i := range state.CheckpointLag / 2 {
-		a.commitChunk(q)
+		a.commitChunk(q, q2)
 		require.Equal(t, storage.CheckpointName(1), a.checkpoint(a.wdir), "commit %d after the one that started it", i+1)
 		require.Equal(t, storage.CheckpointName(1), a.checkpoint(qdir))
 		if i == state.CheckpointLag/4 {
 			require.NoError(t, q.Close())
 			q = checked(t, mustOpen(t, qdir))
+			require.Equal(t, a.started, state.Window(q.store), "the log says which generation's checkpoint is due")
 		}
 	}
-	require.Empty(t, temps(t, qdir), "the replica that reopened wrote none ahead")
+	require.NoError(t, q2.Close())
+	q2 = checked(t, mustOpen(t, q2dir))
+	require.Empty(t, temps(t, q2dir), "a replica that opened again and committed nothing since wrote none ahead")
+	q.ahead.Wait()
+	qAhead := temps(t, qdir)
+	require.Len(t, qAhead, 1, "the replica that opened again writes it ahead from its next commit")
 	a.w.ahead.Wait()
 	ahead := temps(t, a.wdir)
 	require.Len(t, ahead, 1, "the writer wrote it ahead")
-	var renamed []string
-	a.w.store.Hooks.BeforeRename = func(tmp string) error {
-		renamed = append(renamed, tmp)
-		return nil
+	// renames records the temp files e's commit renames into place.
+	renames := func(e *Engine) *[]string {
+		var renamed []string
+		e.store.Hooks.BeforeRename = func(tmp string) error {
+			renamed = append(renamed, tmp)
+			return nil
+		}
+		return &renamed
 	}
-	a.commitChunk(q)
-	a.w.store.Hooks.BeforeRename = nil
-	require.Contains(t, renamed, ahead[0], "the writer's commit renamed the file written ahead, and wrote no other")
-	for _, tmp := range renamed {
-		require.False(t, tmp != ahead[0] && strings.HasPrefix(filepath.Base(tmp), ".state-"), "a checkpoint written in the commit: %s", tmp)
+	renamed, qRenamed, q2Renamed := renames(a.w), renames(q), renames(q2)
+	a.commitChunk(q, q2)
+	for _, e := range []*Engine{a.w, q, q2} {
+		e.store.Hooks.BeforeRename = nil
 	}
+	for _, tc := range []struct {
+		who     string
+		renamed []string
+		ahead   string
+	}{{"the writer", *renamed, ahead[0]}, {"the replica that opened again in the window", *qRenamed, qAhead[0]}} {
+		require.Contains(t, tc.renamed, tc.ahead, "%s: its commit renamed the file written ahead, and wrote no other", tc.who)
+		for _, tmp := range tc.renamed {
+			require.False(t, tmp != tc.ahead && strings.HasPrefix(filepath.Base(tmp), ".state-"), "%s: a checkpoint written in the commit: %s", tc.who, tmp)
+		}
+	}
+	require.True(t, slices.ContainsFunc(*q2Renamed, func(tmp string) bool { return strings.HasPrefix(filepath.Base(tmp), ".state-") }),
+		"the replica whose naming commit was its first writes it in that commit: %q", *q2Renamed)
 	named := storage.CheckpointName(a.started)
-	for _, dir := range []string{a.wdir, a.rdir, qdir} {
+	for _, dir := range []string{a.wdir, a.rdir, qdir, q2dir} {
 		require.Equal(t, named, a.checkpoint(dir), "%s: the commit past half the lag after it names it", dir)
 		require.Empty(t, temps(t, dir))
 		require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(1)), "and the old one is gone")
@@ -123,6 +148,7 @@ func TestCheckpointWrittenAhead(t *testing.T) {
 	inMemory := len(a.w.st.Chunks)
 	requireSameFiles(t, a.wdir, a.rdir, "the replica")
 	requireSameFiles(t, a.wdir, qdir, "the replica that reopened in the window")
+	requireSameFiles(t, a.wdir, q2dir, "the replica that reopened before the naming commit")
 
 	var reqs []Request
 	for g := int64(1); g <= a.w.st.Gen; g += 7 {
@@ -131,6 +157,7 @@ func TestCheckpointWrittenAhead(t *testing.T) {
 	want := packsOf(t, a.w, reqs)
 	require.Equal(t, want, packsOf(t, a.r, reqs))
 	require.Equal(t, want, packsOf(t, q, reqs))
+	require.Equal(t, want, packsOf(t, q2, reqs))
 	require.NoError(t, a.w.Close())
 	a.w = checked(t, mustOpen(t, a.wdir))
 	require.Equal(t, want, packsOf(t, a.w, reqs), "reopened from the named checkpoint")

@@ -276,6 +276,17 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 			return e.st
 		})
 	}
+	if err == nil && e.store != nil && !named && !start {
+		// This process opened the index after the generation that started
+		// the window, so it wrote nothing ahead: it starts now, at its first
+		// commit (a process that only reads never pays for it), and the
+		// commit that names it finds it written, or waits for the rest,
+		// instead of building that state and writing it whole (2.3 to 2.9 s
+		// at a million chunks).
+		if g := state.Window(e.store); g != 0 {
+			e.ahead.StartAt(e.store, e.lex, g)
+		}
+	}
 	return err
 }
 

@@ -419,11 +419,18 @@ func keptLag(b *testing.B, dir string) int64 {
 // commit (the last starts the checkpoint), each taking turns with bare
 // bleve's delete of that document, then times each system's Close, evpack
 // first. No commit names that checkpoint: Close removes what was written of
-// it. Then it opens the index again and commits state.LagGenerations/2+1
-// retractions more, the last of which names that checkpoint: this process
-// never wrote it ahead, so that commit writes it, from the state as of its
-// generation (state.OpenStateAt), against bleve's delete of one more
-// document. b.N is not used: one pass.
+// it. Then it opens the index again, commits one retraction and closes it
+// (what a process that commits once pays at Close: its commit started
+// writing the checkpoint ahead), and opens it again and commits
+// state.LagGenerations/2 retractions more, the last of which names that
+// checkpoint: this process opened the index after the generation that
+// started it, so its first commit starts writing it ahead from the state
+// as of that generation (state.Window, state.WriteAheadAt), and the commit
+// that names it takes the file, waiting for what is left of the write
+// (before, that commit built the state and wrote the checkpoint itself).
+// It reports that commit, against bleve's delete of one more document,
+// and the median and slowest of the commits before it, which share the
+// cores with the writer. b.N is not used: one pass.
 //
 //	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'ScaleCloseInWindow$' -benchtime 1x -v
 func BenchmarkScaleCloseInWindow(b *testing.B) {
@@ -457,14 +464,31 @@ func BenchmarkScaleCloseInWindow(b *testing.B) {
 	if lag := keptGenerations(b, filepath.Join(copied, "evpack")); lag != state.LagGenerations+1 {
 		b.Fatalf("%d generations after the checkpoint, not %d: the last commit did not start one", lag, state.LagGenerations+1)
 	}
-	if e, err = evpack.Open(filepath.Join(copied, "evpack"), evpack.Options{}); err != nil {
+	reopen := func() {
+		if e, err = evpack.Open(filepath.Join(copied, "evpack"), evpack.Options{}); err != nil {
+			b.Fatal(err)
+		}
+		if idx, err = bleve.Open(filepath.Join(copied, "bleve")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reopen()
+	// A process that opens, commits once and closes (evpack index): its
+	// commit starts the write ahead, its Close stops it.
+	retract(first + state.LagGenerations + 1)
+	t0 = time.Now()
+	if err := e.Close(); err != nil {
 		b.Fatal(err)
 	}
-	if idx, err = bleve.Open(filepath.Join(copied, "bleve")); err != nil {
+	evCloseAfterOne := time.Since(t0)
+	if err := idx.Close(); err != nil {
 		b.Fatal(err)
 	}
-	for i := first + state.LagGenerations + 1; i < last; i++ {
-		retract(i)
+	reopen()
+	var window []time.Duration
+	for i := first + state.LagGenerations + 2; i < last; i++ {
+		ev, _ := retract(i)
+		window = append(window, ev)
 	}
 	named, blNamed := retract(last)
 	if err := e.Close(); err != nil {
@@ -479,7 +503,11 @@ func BenchmarkScaleCloseInWindow(b *testing.B) {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(ms(evClose), "evpack-close-ms")
 	b.ReportMetric(ms(blClose), "bleve-close-ms")
+	b.ReportMetric(ms(evCloseAfterOne), "evpack-close-after-one-commit-ms")
 	b.ReportMetric(ms(named), "evpack-named-after-reopen-ms")
+	slices.Sort(window)
+	b.ReportMetric(ms(window[len(window)/2]), "evpack-window-after-reopen-p50-ms")
+	b.ReportMetric(ms(window[len(window)-1]), "evpack-window-after-reopen-max-ms")
 	b.ReportMetric(ms(blNamed), "bleve-delete-then-ms")
 }
 

@@ -32,9 +32,44 @@ type Ahead struct {
 // index in d, for lexical index lex. It only reads st; whoever closes st's
 // rows first waits for it (Wait, or Drop).
 func WriteAhead(d *storage.Dir, lex *retrieve.Lexical, st *State) *Ahead {
-	a := &Ahead{gen: st.Gen, done: make(chan struct{})}
+	return writeAhead(d, lex, st.Gen, func() (*State, func() error, error) { return st, func() error { return nil }, nil })
+}
+
+// WriteAheadAt starts writing the checkpoint of generation gen, committed
+// before the state this process holds, of the index in d: the window a
+// generation of the log started (Window) when this process opened the
+// index after it, so that no one here wrote it ahead. It builds gen's
+// state on its goroutine from the manifest's checkpoint and the batch
+// files up to gen (OpenStateAt), then writes it as WriteAhead does: the
+// same bytes, which the commit that names it would otherwise build and
+// write itself (CheckpointAt). When that state cannot be read so, the
+// write fails and the naming commit builds it the long way.
+func WriteAheadAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) *Ahead {
+	return writeAhead(d, lex, gen, func() (*State, func() error, error) {
+		st, err := OpenStateAt(d, lex, gen)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, st.Rows.Close, nil
+	})
+}
+
+// writeAhead starts writing the checkpoint of generation gen, whose state
+// build returns with what lets go of it once written, on a goroutine.
+func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, build func() (*State, func() error, error)) *Ahead {
+	a := &Ahead{gen: gen, done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
+		st, release, err := build()
+		if err != nil {
+			a.err = err
+			return
+		}
+		defer func() { a.err = errors.Join(a.err, release()) }()
+		if a.stop.Load() {
+			a.err = checkpoint.ErrStopped
+			return
+		}
 		f, err := CheckpointAhead(st, lex, a.stop.Load)
 		if err == nil {
 			a.sum, err = checkpoint.Sum(f.Head())
@@ -98,6 +133,17 @@ func CheckpointAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) (checkpoint.
 type AheadSlot struct {
 	mu sync.Mutex
 	a  *Ahead
+}
+
+// StartAt starts writing the checkpoint of generation gen (WriteAheadAt)
+// unless the slot holds one already (being written, written, or failed:
+// the commit that names it takes what it holds).
+func (s *AheadSlot) StartAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.a == nil {
+		s.a = WriteAheadAt(d, lex, gen)
+	}
 }
 
 // Start drops the checkpoint the slot holds, if any, and starts writing

@@ -191,16 +191,7 @@ func PlanCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64, chunks, fa
 	if c == 0 || gen <= c || gen-1 > int64(len(m.Batches)) || this.over(2) || !readable(d, m.Checkpoint, lex) {
 		return Plan{Write: true}
 	}
-	var since lag // after c
-	started := int64(0)
-	// The first generation after c past the bounds started one.
-	for _, b := range m.Batches[c : gen-1] {
-		since.add(b.Chunks, b.Facts)
-		if since.over(1) {
-			started = b.Generation
-			break
-		}
-	}
+	started, since := startedIn(m.Batches[c : gen-1])
 	if started == 0 {
 		since.add(chunks, facts)
 		return Plan{Start: since.over(1)}
@@ -215,6 +206,36 @@ func PlanCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64, chunks, fa
 		return Plan{}
 	}
 	return Plan{Name: started} // after it at most the bounds, this commit at most half of them: none to start
+}
+
+// startedIn returns the generation of later, the batches after the
+// checkpoint, that started the next one (the first past the lag's bounds:
+// Plan.Start), or 0 and what later holds when none did.
+func startedIn(later []storage.Batch) (int64, lag) {
+	var since lag
+	for _, b := range later {
+		since.add(b.Chunks, b.Facts)
+		if since.over(1) {
+			return b.Generation, since
+		}
+	}
+	return 0, since
+}
+
+// Window returns the generation whose checkpoint the next commits of the
+// index in d are to name (Plan.Name): one that started a checkpoint,
+// committed after the one the manifest names; 0 when there is none. Like
+// the plan, it is a function of the log: a process that opened the index
+// after that generation learns from it what to write ahead
+// (AheadSlot.StartAt).
+func Window(d *storage.Dir) int64 {
+	m := d.Manifest()
+	c := m.CheckpointGeneration()
+	if c == 0 || c > int64(len(m.Batches)) {
+		return 0
+	}
+	started, _ := startedIn(m.Batches[c:])
+	return started
 }
 
 // readable reports whether Open would read checkpoint name of the index in
