@@ -168,7 +168,8 @@ func TestCheckpointWrittenAhead(t *testing.T) {
 // TestCheckpointAheadDropped (issue 30): a checkpoint written ahead that no
 // commit will name leaves nothing behind: a purge in the window writes its
 // own checkpoint, as a replica applying it does; Close in the window
-// removes the file; a commit whose write fails before it adopts the file
+// removes the file, and so does the Close of a process that opened in the
+// window and started writing it at its first commit; a commit whose write fails before it adopts the file
 // at the rename that adopts it removes it too, and the retry writes it.
 func TestCheckpointAheadDropped(t *testing.T) {
 	ctx := context.Background()
@@ -191,10 +192,14 @@ func TestCheckpointAheadDropped(t *testing.T) {
 		require.NoError(t, a.w.Close())
 		require.Empty(t, temps(t, a.wdir), "Close removes it")
 		a.w = checked(t, mustOpen(t, a.wdir))
-		for range state.CheckpointLag/2 + 1 {
+		a.commitChunk() // opened in the window, its first commit starts writing it ahead (state.Window)
+		require.NoError(t, a.w.Close())
+		require.Empty(t, temps(t, a.wdir), "Close removes what a process that opened in the window started")
+		a.w = checked(t, mustOpen(t, a.wdir))
+		for range state.CheckpointLag / 2 {
 			a.commitChunk()
 		}
-		require.Equal(t, storage.CheckpointName(a.started), a.checkpoint(a.wdir), "written when named, after the reopening")
+		require.Equal(t, storage.CheckpointName(a.started), a.checkpoint(a.wdir), "named after the reopenings")
 		requireSameFiles(t, a.wdir, a.rdir, "after the reopening")
 	})
 	t.Run("failed commit", func(t *testing.T) {

@@ -207,7 +207,10 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
-	err := errors.Join(e.lex.Close(), e.ahead.Drop()) // the writer reads st's rows: it ends first
+	// The writer reads st's rows and lex's analyzers and partition keys: it
+	// ends first.
+	err := e.ahead.Drop()
+	err = errors.Join(err, e.lex.Close())
 	e.retired.Wait()
 	if e.st.Rows != nil {
 		err = errors.Join(err, e.st.Rows.Close())

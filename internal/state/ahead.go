@@ -32,7 +32,7 @@ type Ahead struct {
 // index in d, for lexical index lex. It only reads st; whoever closes st's
 // rows first waits for it (Wait, or Drop).
 func WriteAhead(d *storage.Dir, lex *retrieve.Lexical, st *State) *Ahead {
-	return writeAhead(d, lex, st.Gen, func() (*State, func() error, error) { return st, func() error { return nil }, nil })
+	return writeAhead(d, lex, st.Gen, func(func() bool) (*State, func() error, error) { return st, func() error { return nil }, nil })
 }
 
 // WriteAheadAt starts writing the checkpoint of generation gen, committed
@@ -45,8 +45,8 @@ func WriteAhead(d *storage.Dir, lex *retrieve.Lexical, st *State) *Ahead {
 // write itself (CheckpointAt). When that state cannot be read so, the
 // write fails and the naming commit builds it the long way.
 func WriteAheadAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) *Ahead {
-	return writeAhead(d, lex, gen, func() (*State, func() error, error) {
-		st, err := OpenStateAt(d, lex, gen)
+	return writeAhead(d, lex, gen, func(stop func() bool) (*State, func() error, error) {
+		st, err := openStateAt(d, lex, gen, stop)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -55,12 +55,13 @@ func WriteAheadAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) *Ahead {
 }
 
 // writeAhead starts writing the checkpoint of generation gen, whose state
-// build returns with what lets go of it once written, on a goroutine.
-func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, build func() (*State, func() error, error)) *Ahead {
+// build returns with what lets go of it once written, on a goroutine;
+// build is handed the writer's stop.
+func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, build func(stop func() bool) (*State, func() error, error)) *Ahead {
 	a := &Ahead{gen: gen, done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
-		st, release, err := build()
+		st, release, err := build(a.stop.Load)
 		if err != nil {
 			a.err = err
 			return

@@ -470,7 +470,7 @@ func OpenState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 	if m.Checkpoint == "" || emb != nil {
 		return LoadState(d, lex, emb, graph)
 	}
-	st, ok, err := openCheckpoint(d, lex, m, m.Generation)
+	st, ok, err := openCheckpoint(d, lex, m, m.Generation, nil)
 	switch {
 	case err != nil:
 		return nil, err
@@ -495,11 +495,17 @@ func OpenState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 // up to gen: the state a checkpoint deferred past its generation is of
 // (Plan.Name), when no one wrote it ahead.
 func OpenStateAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) (*State, error) {
+	return openStateAt(d, lex, gen, nil)
+}
+
+// openStateAt is OpenStateAt, giving up with checkpoint.ErrStopped between
+// two batch files once stop (nil: never) says true.
+func openStateAt(d *storage.Dir, lex *retrieve.Lexical, gen int64, stop func() bool) (*State, error) {
 	m := d.Manifest()
 	if m.Checkpoint == "" || gen < m.CheckpointGeneration() || gen > m.Generation {
 		return nil, fmt.Errorf("evpack: state of generation %d from checkpoint %q of an index at %d", gen, m.Checkpoint, m.Generation)
 	}
-	st, ok, err := openCheckpoint(d, lex, m, gen)
+	st, ok, err := openCheckpoint(d, lex, m, gen, stop)
 	switch {
 	case err != nil:
 		return nil, err
@@ -510,9 +516,9 @@ func OpenStateAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) (*State, erro
 }
 
 // openCheckpoint reads the checkpoint m names and adds to it m's
-// generations after it up to upTo; false when it is of another format or
-// other analyzers.
-func openCheckpoint(d *storage.Dir, lex *retrieve.Lexical, m *storage.Manifest, upTo int64) (*State, bool, error) {
+// generations after it up to upTo (addLater, with stop); false when it is
+// of another format or other analyzers.
+func openCheckpoint(d *storage.Dir, lex *retrieve.Lexical, m *storage.Manifest, upTo int64, stop func() bool) (*State, bool, error) {
 	f, err := d.OpenData(m.Checkpoint)
 	if err != nil {
 		return nil, false, err
@@ -533,7 +539,7 @@ func openCheckpoint(d *storage.Dir, lex *retrieve.Lexical, m *storage.Manifest, 
 	if st.Gen != m.CheckpointGeneration() {
 		return fail(fmt.Errorf("%w: %s holds generation %d", storage.ErrCorrupt, m.Checkpoint, st.Gen))
 	}
-	if err := st.addLater(d, m, m.Batches[st.Gen:upTo], lex); err != nil {
+	if err := st.addLater(d, m, m.Batches[st.Gen:upTo], lex, stop); err != nil {
 		return fail(err)
 	}
 	if st.Gen != upTo {
@@ -549,12 +555,16 @@ func openCheckpoint(d *storage.Dir, lex *retrieve.Lexical, m *storage.Manifest, 
 // its chunks, analyzed by lex's analyzers from its analysis file (or its
 // texts), then its facts. It sets s.Catalog as the commits did
 // (CatalogAfter: added to, or nil after facts) and s.adopt to the catalog
-// Open settles the partitions by (OpenCatalog).
-func (s *State) addLater(d *storage.Dir, m *storage.Manifest, later []storage.Batch, lex *retrieve.Lexical) error {
+// Open settles the partitions by (OpenCatalog). Once stop (nil: never)
+// says true, it gives up with checkpoint.ErrStopped before the next batch.
+func (s *State) addLater(d *storage.Dir, m *storage.Manifest, later []storage.Batch, lex *retrieve.Lexical, stop func() bool) error {
 	s.adopt = s.Rows.Catalog()
 	b := NewBuilding()
 	own := b.Own
 	for _, batch := range later {
+		if stop != nil && stop() {
+			return checkpoint.ErrStopped
+		}
 		c, err := d.ReadBatch(batch)
 		if err != nil {
 			return err
