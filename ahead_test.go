@@ -302,8 +302,10 @@ func aheadCrashChild(arg string) error {
 // names it at the rename of that file, and that commit's manifest written.
 // Open removes the temp file and rolls the commit back (the first two) or
 // finishes it (the third); Check finds nothing amiss and no stray; and the
-// commit that names the checkpoint, made again by a process that never
-// wrote it ahead, writes it then.
+// commit that names the checkpoint is made again by a process that opened
+// after the commit that started it: from the file its first commit in the
+// window started writing ahead (the first point), or, where that is the
+// naming commit itself, written then.
 func TestKillInTheCheckpointWindow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ingests 6,146 chunks and retracts each; run without -short")
@@ -351,6 +353,8 @@ func TestKillInTheCheckpointWindow(t *testing.T) {
 				if tc.gen == 4 {
 					_, err = e.Ingest(ctx, connectors.Records(retractions(state.LagFacts+1, state.LagFacts+1+half/2)), IngestOptions{})
 					require.NoError(t, err)
+					e.ahead.Wait()
+					require.Len(t, temps(t, dir), 1, "opened in the window, its first commit there writes it ahead")
 				}
 				_, err = e.Ingest(ctx, connectors.Records(retractions(state.LagFacts+1+half/2, state.LagFacts+half+2)), IngestOptions{})
 				require.NoError(t, err)
