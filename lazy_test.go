@@ -24,6 +24,19 @@ import (
 	"github.com/evpack/evpack/internal/storagetest"
 )
 
+// lazyVictim makes lazyHistory's index in a new directory, closed, and
+// returns the directory, the requests and the first of its partitions'
+// directories: the one a test damages or locks.
+func lazyVictim(t *testing.T) (dir string, reqs []Request, victim string) {
+	t.Helper()
+	dir = t.TempDir()
+	reqs = lazyHistory(t, dir)
+	parts, err := filepath.Glob(filepath.Join(dir, storage.LexicalDir, "p-*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, parts)
+	return dir, reqs, parts[0]
+}
+
 // lazyHistory commits, to the index in dir, the golden corpus, two
 // tenants' chunks, an ALFRED series fetched twice (its second fetch ends a
 // vintage: a fact) and a purge, and returns the requests to ask of it:
@@ -428,12 +441,7 @@ func TestQueriesWriteNothing(t *testing.T) {
 // it. A partition the catalog names that is gone is refused at Open.
 func TestPartitionDisagreeingWithItsCatalog(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	reqs := lazyHistory(t, dir)
-	parts, err := filepath.Glob(filepath.Join(dir, storage.LexicalDir, "p-*"))
-	require.NoError(t, err)
-	require.NotEmpty(t, parts)
-	victim := parts[0]
+	dir, reqs, victim := lazyVictim(t)
 	idx, err := bleve.Open(victim)
 	require.NoError(t, err)
 	res, err := idx.Search(bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), 1, 0, false))

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/evpack/evpack/internal/storage"
 )
 
 // TestPartitionLockedByAnotherHolder: a lexical partition whose root.bolt
@@ -22,12 +20,7 @@ import (
 // answered; once the holder lets go, the next requests are answered too.
 func TestPartitionLockedByAnotherHolder(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	reqs := lazyHistory(t, dir)
-	parts, err := filepath.Glob(filepath.Join(dir, storage.LexicalDir, "p-*"))
-	require.NoError(t, err)
-	require.NotEmpty(t, parts)
-	victim := parts[0]
+	dir, reqs, victim := lazyVictim(t)
 	f, err := os.Open(filepath.Join(victim, "store", "root.bolt"))
 	require.NoError(t, err)
 	defer f.Close()
