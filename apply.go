@@ -259,7 +259,7 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 	if !mask.pinned {
 		mask.added = slices.SortedFunc(slices.Values(w.add), func(a, b *evidence.Chunk) int { return strings.Compare(a.ID, b.ID) })
 	}
-	err := e.publish(ctx, c, next, mask, func() error { return e.lex.Index(ctx, docs) }, func() error {
+	err := e.publish(ctx, c, next, mask, func() error { return lockedPartition(e.lex.Index(ctx, docs)) }, func() error {
 		_, err := e.lex.RollBack(context.WithoutCancel(ctx), st.Gen, st.LexDoc)
 		return err
 	})

@@ -486,13 +486,20 @@ func (e *Engine) searchLexical(ctx context.Context, st *state.State, text string
 		res, err = e.lex.Search(ctx, text, elig, bounds, e.opts.Pool, stats)
 		return err
 	})
-	switch {
-	case errors.Is(err, retrieve.ErrCatalogMismatch) || errors.Is(err, retrieve.ErrDamaged): // a partition read for the first time
+	if errors.Is(err, retrieve.ErrCatalogMismatch) || errors.Is(err, retrieve.ErrDamaged) { // a partition read for the first time
 		err = fmt.Errorf("%w: %w", ErrCorrupt, err)
-	case errors.Is(err, retrieve.ErrPartitionLocked):
-		err = fmt.Errorf("%w: %w", ErrLocked, err)
 	}
-	return res, err
+	return res, lockedPartition(err)
+}
+
+// lockedPartition is err, from the lexical index, as ErrLocked when a
+// partition's files stayed locked by another holder (a read's or a
+// write's: the next call tries again).
+func lockedPartition(err error) error {
+	if errors.Is(err, retrieve.ErrPartitionLocked) {
+		return fmt.Errorf("%w: %w", ErrLocked, err)
+	}
+	return err
 }
 
 // readFailed returns the error of a query on st that could not read a
