@@ -430,8 +430,19 @@ func (l *Lexical) writableAll(parts []*part) error {
 // reopen reopens p, open read-only, for writing. The caller holds swap
 // for writing.
 func (l *Lexical) reopen(p *part) error {
+	// What a fresh open must find, should another holder take the lock
+	// between the close and the opens below.
+	again := p.lazy
+	if again != nil {
+		again = &lazyPart{docs: again.docs, gen: again.gen}
+	} else if n, err := p.idx.DocCount(); err == nil {
+		again = &lazyPart{docs: n, gen: math.MaxInt64} // no catalog: its count alone
+	}
 	if err := p.idx.Close(); err != nil {
 		return fmt.Errorf("%w: partition %s: close to write: %v", ErrLexical, p.dir, err)
+	}
+	if h := l.Hooks.ReadOnlyClosed; h != nil {
+		h(filepath.Base(p.dir))
 	}
 	q, err := l.openPart(p.dir, false)
 	if err == nil && q.key != p.key {
@@ -442,13 +453,24 @@ func (l *Lexical) reopen(p *part) error {
 		// Another holder shares the lock a write needs alone (a tool
 		// reading the partition): the partition is as it was, so it is
 		// read-only again, and the write fails before any batch.
-		if r, rerr := l.openPart(p.dir, true); rerr == nil && r.key == p.key {
+		r, rerr := l.openPart(p.dir, true)
+		switch {
+		case rerr == nil && r.key == p.key:
 			l.pmu.Lock()
 			p.idx = r.idx
 			l.pmu.Unlock()
 			return err
-		} else if rerr == nil {
+		case rerr == nil:
 			r.idx.Close()
+		case errors.Is(rerr, ErrPartitionLocked) && again != nil:
+			// A holder waiting to lock it alone took the lock the moment
+			// it was closed: the partition is as it was, closed, and the
+			// next call that reads it opens it afresh and checks it as a
+			// catalog's partition is checked at first.
+			l.pmu.Lock()
+			p.idx, p.lazy = nil, again
+			l.pmu.Unlock()
+			return err
 		}
 	}
 	l.pmu.Lock()

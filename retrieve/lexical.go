@@ -194,6 +194,11 @@ type LexicalHooks struct {
 	// an unpartitioned index); an error it returns fails the write as a
 	// cancelled context would, before bleve sees the batch.
 	BeforeBatch func(partition string) error
+	// ReadOnlyClosed runs when a write has closed a partition it had open
+	// read-only, before it opens it for writing, with the partition's
+	// directory name, in the goroutine that reopens it (several may run
+	// at once).
+	ReadOnlyClosed func(partition string)
 }
 
 // ErrLexicalFailed: an earlier write to the lexical index failed, and the

@@ -43,8 +43,9 @@ func holdLock(t *testing.T, dir string, how int) (release func()) {
 // ErrPartitionLocked naming it, instead of waiting for ever (bbolt's own
 // default), and the next call, once the holder lets go, opens it: the
 // error is not kept as a damaged partition's is. A write that meets a
-// holder sharing the lock it needs alone fails before any batch and leaves
-// the index usable.
+// holder sharing the lock it needs alone, or one that takes the lock as
+// the write closes its read-only handle, fails before any batch and
+// leaves the index usable.
 func TestPartitionLockedByAnotherHolder(t *testing.T) {
 	ctx := context.Background()
 	tp := makeTwoParts(t)
@@ -96,6 +97,34 @@ func TestPartitionLockedByAnotherHolder(t *testing.T) {
 		}
 		defer l.Close()
 		count(t, l, 2)
+	})
+
+	t.Run("a holder that takes the lock as a write closes it", func(t *testing.T) {
+		// Another process waiting to open the partition for writing gets
+		// the lock the moment the write closes its read-only handle: both
+		// the write's opens then wait in vain. The partition is closed,
+		// not the index failed, and opened afresh, and checked, by the
+		// next call once the holder lets go.
+		dir := tp.copyOf(t)
+		l := opened(t, dir)
+		count(t, l, 2)
+		var release func()
+		l.Hooks.ReadOnlyClosed = func(part string) {
+			if part == tp.janDir {
+				release = holdLock(t, filepath.Join(dir, part), syscall.LOCK_EX)
+			}
+		}
+		c := tp.doc("c", tp.jan.AddDate(0, 0, 1), 2)
+		wantLocked(t, "a write whose partition another took as it closed it", l.Index(ctx, []Doc{c}))
+		l.Hooks.ReadOnlyClosed = nil
+		_, err := l.DocCount()
+		wantLocked(t, "a read while the holder keeps it", err)
+		release()
+		count(t, l, 2)
+		if err := l.Index(ctx, []Doc{c}); err != nil {
+			t.Fatal(err)
+		}
+		count(t, l, 3)
 	})
 
 	t.Run("a write that needs the lock alone", func(t *testing.T) {
