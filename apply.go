@@ -260,7 +260,7 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 		mask.added = slices.SortedFunc(slices.Values(w.add), func(a, b *evidence.Chunk) int { return strings.Compare(a.ID, b.ID) })
 	}
 	err := e.publish(ctx, c, next, mask, func() error { return lockedPartition(e.lex.Index(ctx, docs)) }, func() error {
-		_, err := e.lex.RollBack(context.WithoutCancel(ctx), st.Gen, st.LexDoc)
+		_, err := e.lex.Undo(context.WithoutCancel(ctx), st.Gen, st.LexDoc)
 		return err
 	})
 	if err == nil && named {

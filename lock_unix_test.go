@@ -21,7 +21,8 @@ import (
 // another holder keeps locked (a tool that opened the partition directly)
 // fails the requests that read it with ErrLocked naming it, after
 // Options.LockWait, instead of waiting for ever; other requests are
-// answered; once the holder lets go, the next requests are answered too.
+// answered; Check says ErrLocked, not ErrCorrupt; once the holder lets go,
+// the next requests are answered too.
 func TestPartitionLockedByAnotherHolder(t *testing.T) {
 	ctx := context.Background()
 	dir, reqs, victim := lazyVictim(t)
@@ -44,6 +45,9 @@ func TestPartitionLockedByAnotherHolder(t *testing.T) {
 	}
 	require.NotEmpty(t, failed, "some request reads the locked partition")
 	require.Less(t, len(failed), len(reqs), "and some do not")
+	err = e.Check()
+	require.ErrorIs(t, err, ErrLocked, "Check: a lock is not damage")
+	require.NotErrorIs(t, err, ErrCorrupt)
 
 	require.NoError(t, f.Close(), "the holder lets go")
 	for _, r := range failed {
@@ -54,27 +58,96 @@ func TestPartitionLockedByAnotherHolder(t *testing.T) {
 }
 
 // TestWriteMeetsALockedPartition: a commit whose chunks fall in partitions
-// another holder is reading (a shared lock, which a write cannot share)
-// fails with ErrLocked after Options.LockWait, before anything is written:
-// the generation stays, the index answers and checks clean, and once the
-// holder lets go the same commit is made.
+// another holder keeps locked fails with ErrLocked after Options.LockWait,
+// before anything is written, whether the holder reads them (a shared
+// lock, which a write cannot share: the write's reopen for writing waits)
+// or writes them (an exclusive one: the write's first, read-only, open
+// waits). The commit is undone in the partitions this process opened for
+// writing, not in the locked ones, so the engine keeps serving: the
+// generation stays, the index checks clean, and once the holder lets go
+// the same commit is made.
 func TestWriteMeetsALockedPartition(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	e := mustOpen(t, base)
+	_, err := e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "a", 40, 3)), IngestOptions{})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	same := vocabularyRecords(t, "acme", "b", 40, 3) // the same seed: the same anchor days, so the same partitions
+	for _, tc := range []struct {
+		name      string
+		how       int
+		readFirst bool // a request opens the partitions before the holder locks them
+	}{
+		{"a reader holds them, opened by a request first", syscall.LOCK_SH, true},
+		{"a reader holds them", syscall.LOCK_SH, false},
+		{"a writer holds them", syscall.LOCK_EX, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.CopyFS(dir, os.DirFS(base)))
+			e, err := Open(dir, Options{LockWait: 20 * time.Millisecond})
+			require.NoError(t, err)
+			defer e.Close()
+			req := Request{Question: same[0].Chunk.Text, AsOf: asof.MustDate("2026-06-01"), Tenant: "acme", K: 5}
+			if tc.readFirst {
+				_, err := e.Query(ctx, req)
+				require.NoError(t, err)
+			}
+			parts, err := filepath.Glob(filepath.Join(dir, storage.LexicalDir, "p-*"))
+			require.NoError(t, err)
+			require.NotEmpty(t, parts)
+			var held []*os.File
+			release := func() {
+				for _, f := range held {
+					f.Close()
+				}
+				held = nil
+			}
+			defer release()
+			for _, p := range parts {
+				f, err := os.Open(filepath.Join(p, "store", "root.bolt"))
+				require.NoError(t, err)
+				held = append(held, f)
+				require.NoError(t, syscall.Flock(int(f.Fd()), tc.how|syscall.LOCK_NB))
+			}
+
+			gen := e.st.Gen
+			_, err = e.Ingest(ctx, connectors.Records(same), IngestOptions{})
+			require.ErrorIs(t, err, ErrLocked)
+			require.NotErrorIs(t, err, ErrBroken, "undone: the locked partitions were never written")
+			require.Equal(t, gen, e.st.Gen, "nothing committed")
+			if tc.how == syscall.LOCK_SH {
+				_, err = e.Query(ctx, req)
+				require.NoError(t, err, "the index still answers: the holder shares its lock with reads")
+			}
+
+			release()
+			_, err = e.Query(ctx, req)
+			require.NoError(t, err)
+			_, err = e.Ingest(ctx, connectors.Records(same), IngestOptions{})
+			require.NoError(t, err)
+			require.Equal(t, gen+1, e.st.Gen)
+			require.NoError(t, e.Check())
+		})
+	}
+}
+
+// TestPurgeMeetsALockedPartition: a purge whose chunks lie in a partition
+// another holder keeps locked fails with ErrLocked, and its undo puts back
+// only what it deleted, in the partitions it opened for writing: the
+// engine keeps serving, and once the holder lets go the purge is made.
+func TestPurgeMeetsALockedPartition(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	e := mustOpen(t, dir)
-	_, err := e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "a", 40, 3)), IngestOptions{})
+	recs := vocabularyRecords(t, "acme", "a", 40, 3)
+	_, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 	require.NoError(t, err)
 	require.NoError(t, e.Close())
 	parts, err := filepath.Glob(filepath.Join(dir, storage.LexicalDir, "p-*"))
 	require.NoError(t, err)
-	require.NotEmpty(t, parts)
 	var held []*os.File
-	for _, p := range parts {
-		f, err := os.Open(filepath.Join(p, "store", "root.bolt"))
-		require.NoError(t, err)
-		held = append(held, f)
-		require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB))
-	}
 	release := func() {
 		for _, f := range held {
 			f.Close()
@@ -82,22 +155,25 @@ func TestWriteMeetsALockedPartition(t *testing.T) {
 		held = nil
 	}
 	defer release()
+	for _, p := range parts {
+		f, err := os.Open(filepath.Join(p, "store", "root.bolt"))
+		require.NoError(t, err)
+		held = append(held, f)
+		require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+	}
 
 	e, err = Open(dir, Options{LockWait: 20 * time.Millisecond})
 	require.NoError(t, err)
 	defer e.Close()
 	gen := e.st.Gen
-	same := vocabularyRecords(t, "acme", "b", 40, 3) // the same seed: the same anchor days, so the same partitions
-	_, err = e.Ingest(ctx, connectors.Records(same), IngestOptions{})
+	ids := []string{recs[0].Chunk.ID, recs[1].Chunk.ID}
+	_, err = e.Purge(ctx, ids, "erasure request")
 	require.ErrorIs(t, err, ErrLocked)
+	require.NotErrorIs(t, err, ErrBroken, "undone: the locked partitions were never written")
 	require.Equal(t, gen, e.st.Gen, "nothing committed")
-	req := Request{Question: same[0].Chunk.Text, AsOf: asof.MustDate("2026-06-01"), Tenant: "acme", K: 5}
-	_, err = e.Query(ctx, req)
-	require.NoError(t, err, "the index still answers: the holder shares its lock with reads")
-	require.NoError(t, e.Check())
 
 	release()
-	_, err = e.Ingest(ctx, connectors.Records(same), IngestOptions{})
+	_, err = e.Purge(ctx, ids, "erasure request")
 	require.NoError(t, err)
 	require.Equal(t, gen+1, e.st.Gen)
 	require.NoError(t, e.Check())

@@ -153,7 +153,7 @@ func (e *Engine) applyPurge(ctx context.Context, st *state.State, en entry, ids 
 		for i, id := range ids {
 			docs[i], _ = st.LexDoc(id)
 		}
-		return e.lex.Index(context.WithoutCancel(ctx), docs)
+		return e.lex.Restore(context.WithoutCancel(ctx), docs)
 	})
 	if err != nil {
 		return nil, e.appliedOrBroken(en, err)

@@ -36,7 +36,7 @@ func (e *Engine) writable() (*state.State, error) {
 		// A checkpoint written ahead may be reading st's rows (one started
 		// after the swap reads full's): not under the lock, which queries
 		// wait for.
-		e.ahead.Wait()
+		e.ahead.WaitRows()
 		st.Rows.Close() // a read error only: nothing was written
 	}
 	return now, nil

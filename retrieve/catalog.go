@@ -57,25 +57,37 @@ type lazyPart struct {
 	mu   sync.Mutex
 	done atomic.Bool // opened, or failed for good: err is final
 	err  error
-	docs uint64 // the catalog's count
-	gen  int64  // the catalog's generation: nothing after it may be there
+	// locked counts the runs that found the partition locked by another
+	// holder (ErrPartitionLocked), the last of which said lockedErr.
+	locked    atomic.Int64
+	lockedErr error
+	docs      uint64 // the catalog's count
+	gen       int64  // the catalog's generation: nothing after it may be there
 }
 
 // do runs f until it has run to an end, and returns its error at every
 // later call: a damaged partition stays damaged. A partition another
-// holder had locked (ErrPartitionLocked) is not an end: the next call
-// runs f again. Calls meanwhile wait for the one running.
+// holder had locked (ErrPartitionLocked) is not an end: a later call runs
+// f again. A call that waited for a run that found it locked returns that
+// run's error instead of waiting a LockWait of its own, so that no call
+// waits much more than one.
 func (z *lazyPart) do(f func() error) error {
 	if z.done.Load() {
 		return z.err
 	}
+	seen := z.locked.Load()
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	if z.done.Load() {
+	switch {
+	case z.done.Load():
 		return z.err
+	case z.locked.Load() != seen:
+		return z.lockedErr
 	}
 	err := f()
 	if errors.Is(err, ErrPartitionLocked) {
+		z.lockedErr = err
+		z.locked.Add(1)
 		return err
 	}
 	z.err = err
@@ -275,7 +287,8 @@ func (l *Lexical) settle() error {
 }
 
 // ensure opens p if it is a catalog's part not yet opened, and checks it
-// against the catalog; every later call returns the first one's error.
+// against the catalog; every later call returns the first one's error,
+// unless that was ErrPartitionLocked (lazyPart.do).
 func (l *Lexical) ensure(p *part) error {
 	if p.lazy == nil {
 		return nil
@@ -294,20 +307,32 @@ func (l *Lexical) ensureAll(parts []searchPart) error {
 			todo = append(todo, sp.p)
 		}
 	}
+	// The error of each part opened here: a locked part's is not kept, and
+	// asking it again would wait LockWait a second time.
+	var tried map[*part]error
 	if len(todo) > 1 {
+		tried = make(map[*part]error, len(todo))
+		var mu sync.Mutex
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 		for _, p := range todo {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				l.ensure(p) // its error is kept, and returned below
+				err := l.ensure(p)
+				mu.Lock()
+				tried[p] = err
+				mu.Unlock()
 			})
 		}
 		wg.Wait()
 	}
 	for _, sp := range parts {
-		if err := l.ensure(sp.p); err != nil {
+		err, ok := tried[sp.p]
+		if !ok {
+			err = l.ensure(sp.p)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -554,6 +554,9 @@ func (l *Lexical) eachPart(ctx context.Context, docs []Doc, fn func(*part, []Doc
 			return err
 		}
 		p, err := l.partOf(g.key)
+		if errors.Is(err, ErrPartitionLocked) {
+			return err // not bleve's failure: nothing of this partition was written
+		}
 		if err != nil {
 			return l.fail(err)
 		}
@@ -1306,6 +1309,57 @@ func (l *Lexical) RollBack(ctx context.Context, gen int64, restore func(id strin
 		}
 	}
 	return changed, nil
+}
+
+// Undo is RollBack over the partitions this process has opened for
+// writing: the only ones a write of this process, the one being undone,
+// can have reached (a write opens each partition it touches for writing
+// before its first batch). A partition the write could not open for
+// writing, because another holder keeps it locked, is left alone, where
+// RollBack, which must look at every partition (a crash's writes are
+// undone at Open), would wait for it again and fail.
+func (l *Lexical) Undo(ctx context.Context, gen int64, restore func(id string) (Doc, error)) (changed int, err error) {
+	defer l.recoverBleve(&err, "undo")
+	if err := l.usable(); err != nil {
+		return 0, err
+	}
+	var written []*part
+	l.pmu.RLock()
+	for _, p := range l.parts {
+		if p.idx != nil && !p.ro {
+			written = append(written, p)
+		}
+	}
+	l.pmu.RUnlock()
+	for _, p := range written {
+		n, err := l.rollBackPart(ctx, p, gen, restore)
+		changed += n
+		if err != nil {
+			return changed, err
+		}
+	}
+	return changed, nil
+}
+
+// Restore is Index for the documents that fall in partitions this process
+// has opened for writing: it puts back what a write of this process, the
+// one being undone, deleted (Delete opens each partition it touches for
+// writing before its first batch). A partition the write could not open
+// for writing, because another holder keeps it locked, was never reached,
+// and is left alone.
+func (l *Lexical) Restore(ctx context.Context, docs []Doc) error {
+	var reached []Doc
+	l.pmu.RLock()
+	for _, d := range docs {
+		if i, ok := l.find(l.keyOf(d)); ok && l.parts[i].idx != nil && !l.parts[i].ro {
+			reached = append(reached, d)
+		}
+	}
+	l.pmu.RUnlock()
+	if len(reached) == 0 {
+		return nil
+	}
+	return l.Index(ctx, reached)
 }
 
 func (l *Lexical) rollBackPart(ctx context.Context, p *part, gen int64, restore func(id string) (Doc, error)) (changed int, err error) {

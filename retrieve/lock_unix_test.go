@@ -85,6 +85,33 @@ func TestPartitionLockedByAnotherHolder(t *testing.T) {
 		count(t, l, 2)
 	})
 
+	t.Run("a write across both partitions", func(t *testing.T) {
+		dir := tp.copyOf(t)
+		release := holdLock(t, filepath.Join(dir, tp.janDir), syscall.LOCK_EX)
+		l := opened(t, dir)
+		c, d := tp.doc("c", tp.jan.AddDate(0, 0, 1), 2), tp.doc("d", time.Date(2020, 6, 6, 0, 0, 0, 0, time.UTC), 2)
+		wantLocked(t, "a write while another holds one partition's lock", l.Index(ctx, []Doc{c, d}))
+		// Both partitions were opened side by side; the locked one's open
+		// ran once, not again for its error (each run waits LockWait).
+		var runs int64
+		l.pmu.RLock()
+		for _, p := range l.parts {
+			if p.key.dirName() == tp.janDir {
+				runs = p.lazy.locked.Load()
+			}
+		}
+		l.pmu.RUnlock()
+		if runs != 1 {
+			t.Fatalf("the locked partition's open ran %d times in one write, want 1", runs)
+		}
+		release()
+		count(t, l, 2) // nothing written: the checks come before any batch
+		if err := l.Index(ctx, []Doc{c, d}); err != nil {
+			t.Fatal(err)
+		}
+		count(t, l, 4)
+	})
+
 	t.Run("Open without a catalog", func(t *testing.T) {
 		dir := tp.copyOf(t)
 		release := holdLock(t, filepath.Join(dir, tp.janDir), syscall.LOCK_EX)

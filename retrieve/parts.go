@@ -203,8 +203,9 @@ func (b Bounds) meet(o Bounds) Bounds {
 type part struct {
 	key partKey
 	dir string // "" in memory
-	// idx is nil while a part from a catalog is unopened (see lazy); once
-	// lazy's once has run it is set for good.
+	// idx is nil while a part from a catalog is unopened (see lazy), and
+	// again when another holder took its lock as a write reopened it (see
+	// reopen): then lazy is a fresh one, and the next read opens it.
 	idx bleve.Index
 	// sum is nil for an unpartitioned index, whose one part holds
 	// everything. It is replaced, never changed, under Lexical.pmu: a part

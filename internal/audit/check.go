@@ -64,10 +64,15 @@ func CheckTenants(st, fresh *state.State, bad func(string, ...any)) {
 // existing index, as storage.ErrCorrupt: a partition bleve refuses or panics on, a
 // damaged layout file, a partition the catalog does not name. Those are
 // damage to be rebuilt (evpack rebuild-lexical), not bad input. A
-// cancelled context is left as it is.
+// cancelled context is left as it is, and a partition another holder kept
+// locked (retrieve.ErrPartitionLocked) is storage.ErrLocked: nothing to
+// rebuild.
 func CorruptLexical(ctx context.Context, err error) error {
-	if err == nil || ctx.Err() != nil || errors.Is(err, storage.ErrCorrupt) || !errors.Is(err, retrieve.ErrLexical) {
+	switch {
+	case err == nil || ctx.Err() != nil || errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrLocked) || !errors.Is(err, retrieve.ErrLexical):
 		return err
+	case errors.Is(err, retrieve.ErrPartitionLocked): // not damage: another holder's lock, which it may let go
+		return fmt.Errorf("%w: %w", storage.ErrLocked, err)
 	}
 	return fmt.Errorf("%w: %w", storage.ErrCorrupt, err)
 }

@@ -21,6 +21,7 @@ import (
 // its index (storage.Dir.WriteAhead).
 type Ahead struct {
 	gen  int64         // the generation whose state it holds
+	own  bool          // it reads a state of its own (WriteAheadAt), not the caller's
 	done chan struct{} // closed once file and sum, or err, are set
 	stop atomic.Bool   // set: give up (no commit will name it)
 	file *storage.Ahead
@@ -45,13 +46,15 @@ func WriteAhead(d *storage.Dir, lex *retrieve.Lexical, st *State) *Ahead {
 // write itself (CheckpointAt). When that state cannot be read so, the
 // write fails and the naming commit builds it the long way.
 func WriteAheadAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) *Ahead {
-	return writeAhead(d, lex, gen, func(stop func() bool) (*State, func() error, error) {
+	a := writeAhead(d, lex, gen, func(stop func() bool) (*State, func() error, error) {
 		st, err := openStateAt(d, lex, gen, stop)
 		if err != nil {
 			return nil, nil, err
 		}
 		return st, st.Rows.Close, nil
 	})
+	a.own = true // set before anyone but the goroutine, which never reads it, holds a
+	return a
 }
 
 // writeAhead starts writing the checkpoint of generation gen, whose state
@@ -185,8 +188,20 @@ func (s *AheadSlot) Drop() error {
 	return nil
 }
 
-// Wait waits for the writer the slot holds, if any, and leaves it there:
-// before the rows it reads are closed.
+// WaitRows waits for the writer the slot holds, if it reads the rows of a
+// state its caller handed it (WriteAhead), and leaves it there: before
+// those rows are closed. A writer that reads a state of its own
+// (WriteAheadAt) is not waited for: it may take seconds.
+func (s *AheadSlot) WaitRows() {
+	s.mu.Lock()
+	a := s.a
+	s.mu.Unlock()
+	if a != nil && !a.own {
+		a.Wait()
+	}
+}
+
+// Wait waits for the writer the slot holds, if any, and leaves it there.
 func (s *AheadSlot) Wait() {
 	s.mu.Lock()
 	a := s.a
