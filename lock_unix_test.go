@@ -57,6 +57,31 @@ func TestPartitionLockedByAnotherHolder(t *testing.T) {
 	require.NoError(t, e.Check())
 }
 
+// lockEveryPartition takes how's flock (syscall.LOCK_SH or LOCK_EX) on the
+// root.bolt of every lexical partition of the index in dir, as another
+// holder would, and returns the release (also run at the test's end).
+func lockEveryPartition(t *testing.T, dir string, how int) (release func()) {
+	t.Helper()
+	parts, err := filepath.Glob(filepath.Join(dir, storage.LexicalDir, "p-*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, parts)
+	var held []*os.File
+	release = func() {
+		for _, f := range held {
+			f.Close()
+		}
+		held = nil
+	}
+	t.Cleanup(release)
+	for _, p := range parts {
+		f, err := os.Open(filepath.Join(p, "store", "root.bolt"))
+		require.NoError(t, err)
+		held = append(held, f)
+		require.NoError(t, syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB))
+	}
+	return release
+}
+
 // TestWriteMeetsALockedPartition: a commit whose chunks fall in partitions
 // another holder keeps locked fails with ErrLocked after Options.LockWait,
 // before anything is written, whether the holder reads them (a shared
@@ -94,23 +119,7 @@ func TestWriteMeetsALockedPartition(t *testing.T) {
 				_, err := e.Query(ctx, req)
 				require.NoError(t, err)
 			}
-			parts, err := filepath.Glob(filepath.Join(dir, storage.LexicalDir, "p-*"))
-			require.NoError(t, err)
-			require.NotEmpty(t, parts)
-			var held []*os.File
-			release := func() {
-				for _, f := range held {
-					f.Close()
-				}
-				held = nil
-			}
-			defer release()
-			for _, p := range parts {
-				f, err := os.Open(filepath.Join(p, "store", "root.bolt"))
-				require.NoError(t, err)
-				held = append(held, f)
-				require.NoError(t, syscall.Flock(int(f.Fd()), tc.how|syscall.LOCK_NB))
-			}
+			release := lockEveryPartition(t, dir, tc.how)
 
 			gen := e.st.Gen
 			_, err = e.Ingest(ctx, connectors.Records(same), IngestOptions{})
@@ -145,22 +154,7 @@ func TestPurgeMeetsALockedPartition(t *testing.T) {
 	_, err := e.Ingest(ctx, connectors.Records(recs), IngestOptions{})
 	require.NoError(t, err)
 	require.NoError(t, e.Close())
-	parts, err := filepath.Glob(filepath.Join(dir, storage.LexicalDir, "p-*"))
-	require.NoError(t, err)
-	var held []*os.File
-	release := func() {
-		for _, f := range held {
-			f.Close()
-		}
-		held = nil
-	}
-	defer release()
-	for _, p := range parts {
-		f, err := os.Open(filepath.Join(p, "store", "root.bolt"))
-		require.NoError(t, err)
-		held = append(held, f)
-		require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
-	}
+	release := lockEveryPartition(t, dir, syscall.LOCK_EX)
 
 	e, err = Open(dir, Options{LockWait: 20 * time.Millisecond})
 	require.NoError(t, err)

@@ -1301,14 +1301,7 @@ func (l *Lexical) RollBack(ctx context.Context, gen int64, restore func(id strin
 	if err != nil {
 		return 0, err
 	}
-	for _, p := range all {
-		n, err := l.rollBackPart(ctx, p, gen, restore)
-		changed += n
-		if err != nil {
-			return changed, err
-		}
-	}
-	return changed, nil
+	return l.rollBackParts(ctx, all, gen, restore)
 }
 
 // Undo is RollBack over the partitions this process has opened for
@@ -1331,7 +1324,12 @@ func (l *Lexical) Undo(ctx context.Context, gen int64, restore func(id string) (
 		}
 	}
 	l.pmu.RUnlock()
-	for _, p := range written {
+	return l.rollBackParts(ctx, written, gen, restore)
+}
+
+// rollBackParts is rollBackPart for each of parts, in order.
+func (l *Lexical) rollBackParts(ctx context.Context, parts []*part, gen int64, restore func(id string) (Doc, error)) (changed int, err error) {
+	for _, p := range parts {
 		n, err := l.rollBackPart(ctx, p, gen, restore)
 		changed += n
 		if err != nil {
