@@ -132,26 +132,37 @@ func TestPartitionLockedByAnotherHolder(t *testing.T) {
 		// the write's opens then wait in vain. The partition is closed,
 		// not the index failed, and opened afresh, and checked, by the
 		// next call once the holder lets go.
-		dir := tp.copyOf(t)
-		l := opened(t, dir)
-		count(t, l, 2)
-		var release func()
-		l.Hooks.ReadOnlyClosed = func(part string) {
-			if part == tp.janDir {
-				release = holdLock(t, filepath.Join(dir, part), syscall.LOCK_EX)
+		for _, withCatalog := range []bool{true, false} {
+			dir := tp.copyOf(t)
+			var l *Lexical
+			if withCatalog {
+				l = opened(t, dir)
+			} else { // every partition opened at Open: checked again by its count alone
+				var err error
+				if l, err = OpenLexical(dir, LexicalOptions{LockWait: wait}); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { l.Close() })
 			}
+			count(t, l, 2)
+			var release func()
+			l.Hooks.ReadOnlyClosed = func(part string) {
+				if part == tp.janDir {
+					release = holdLock(t, filepath.Join(dir, part), syscall.LOCK_EX)
+				}
+			}
+			c := tp.doc("c", tp.jan.AddDate(0, 0, 1), 2)
+			wantLocked(t, "a write whose partition another took as it closed it", l.Index(ctx, []Doc{c}))
+			l.Hooks.ReadOnlyClosed = nil
+			_, err := l.DocCount()
+			wantLocked(t, "a read while the holder keeps it", err)
+			release()
+			count(t, l, 2)
+			if err := l.Index(ctx, []Doc{c}); err != nil {
+				t.Fatalf("with a catalog %v: %v", withCatalog, err)
+			}
+			count(t, l, 3)
 		}
-		c := tp.doc("c", tp.jan.AddDate(0, 0, 1), 2)
-		wantLocked(t, "a write whose partition another took as it closed it", l.Index(ctx, []Doc{c}))
-		l.Hooks.ReadOnlyClosed = nil
-		_, err := l.DocCount()
-		wantLocked(t, "a read while the holder keeps it", err)
-		release()
-		count(t, l, 2)
-		if err := l.Index(ctx, []Doc{c}); err != nil {
-			t.Fatal(err)
-		}
-		count(t, l, 3)
 	})
 
 	t.Run("a write that needs the lock alone", func(t *testing.T) {
