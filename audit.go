@@ -9,6 +9,7 @@ import (
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/audit"
 	"github.com/evpack/evpack/internal/checkpoint"
+	"github.com/evpack/evpack/internal/periodleg"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/rerank"
 )
@@ -198,7 +199,7 @@ type engineRanker struct{ e *Engine }
 // Header returns the request header pack p answered, its period parsed again.
 func (r engineRanker) Header(p *evidence.Pack) evidence.Header {
 	h := evidence.Header{Question: p.Question, AsOf: p.AsOf, Tenant: p.Tenant, Filters: p.Filters, K: p.K, Period: p.Period, PeriodFrom: p.PeriodFrom}
-	r.e.askedPeriod(&h) // a question's period parsed again, a request's kept
+	periodleg.Asked(&h, r.e.opts.QuestionPeriods) // a question's period parsed again, a request's kept
 	return h
 }
 

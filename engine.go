@@ -420,7 +420,10 @@ func (r Request) canonical(defaultK int) (evidence.Header, error) {
 		}
 		h.Filters = append(h.Filters, evidence.Filter{Key: k, Value: r.Filters[k]})
 	}
-	return h, requestPeriod(r, &h)
+	if err := periodleg.FromRequestPeriod(r.Period, &h); err != nil {
+		return h, fmt.Errorf("%w: period: %w", ErrBadRequest, err)
+	}
+	return h, nil
 }
 
 // Query answers r with an evidence pack. It reads one committed state from
@@ -430,7 +433,7 @@ func (e *Engine) Query(ctx context.Context, r Request) (*evidence.Pack, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.askedPeriod(&h)
+	periodleg.Asked(&h, e.opts.QuestionPeriods)
 	if err := e.awaitGeneration(ctx, r.MinGeneration); err != nil {
 		return nil, err
 	}
@@ -522,7 +525,7 @@ func (e *Engine) CacheKey(r Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	e.askedPeriod(&h)
+	periodleg.Asked(&h, e.opts.QuestionPeriods)
 	st, err := e.snapshot()
 	if err != nil {
 		return "", err

@@ -1,12 +1,9 @@
 package evpack
 
 import (
-	"fmt"
-
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/periodleg"
 	"github.com/evpack/evpack/internal/state"
-	"github.com/evpack/evpack/period"
 	"github.com/evpack/evpack/rerank"
 	"github.com/evpack/evpack/retrieve"
 )
@@ -17,38 +14,6 @@ import (
 // PeriodNone is the Request.Period that turns a question's period off: rank
 // as if the question named no period.
 const PeriodNone = periodleg.None
-
-// requestPeriod validates r's explicit period into h.
-func requestPeriod(r Request, h *evidence.Header) error {
-	switch r.Period {
-	case "":
-		return nil
-	case PeriodNone:
-	default:
-		if _, err := period.ParseCanonical(r.Period); err != nil {
-			return fmt.Errorf("%w: period: %w", ErrBadRequest, err)
-		}
-	}
-	h.Period, h.PeriodFrom = r.Period, periodleg.FromRequest
-	return nil
-}
-
-// askedPeriod completes h's period: a request's own stays; otherwise the
-// question's, parsed now (so a pack's claim that its question named a
-// period is checked, never trusted, on replay), unless the options ignore
-// questions' periods.
-func (e *Engine) askedPeriod(h *evidence.Header) {
-	if h.PeriodFrom == periodleg.FromRequest {
-		return
-	}
-	h.Period, h.PeriodFrom = "", ""
-	if !e.opts.QuestionPeriods {
-		return
-	}
-	if p, ok := period.Parse(h.Question); ok {
-		h.Period, h.PeriodFrom = p.String(), periodleg.FromQuestion
-	}
-}
 
 // whileCommitted runs read, each read of the lexical index a query on st
 // that admits elig makes, under the read lock and only while st is the

@@ -238,7 +238,7 @@ func TestYearLegNeverAdmitsAnIneligibleChunk(t *testing.T) {
 			}
 			h, err := r.canonical(e.opts.K)
 			require.NoError(t, err)
-			e.askedPeriod(&h)
+			periodleg.Asked(&h, e.opts.QuestionPeriods)
 			require.Equal(t, "question", h.PeriodFrom, "seed %d: %q", seed, r.Question)
 			sc, err := st.ScopeOf(&h, state.Reads{Gen: r.Generation})
 			require.NoError(t, err)

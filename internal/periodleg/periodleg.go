@@ -132,6 +132,39 @@ func Boost(ctx context.Context, lex *retrieve.Lexical, guard Search, fused []fus
 	return fmt.Sprintf("year boost: +%d%% of a first place to %d of %d fused chunks whose metadata declares %d", s.Boost, n, len(fused), p.Year), nil
 }
 
+// FromRequestPeriod sets h's period to p, a request's explicit one ("":
+// none given; None: turn the question's off), once p is valid.
+func FromRequestPeriod(p string, h *evidence.Header) error {
+	switch p {
+	case "":
+		return nil
+	case None:
+	default:
+		if _, err := period.ParseCanonical(p); err != nil {
+			return err
+		}
+	}
+	h.Period, h.PeriodFrom = p, FromRequest
+	return nil
+}
+
+// Asked completes h's period: a request's own stays; otherwise the
+// question's, parsed now (so that a pack's claim that its question named a
+// period is checked, never trusted, on replay), unless fromQuestions is
+// false (the options ignore questions' periods).
+func Asked(h *evidence.Header, fromQuestions bool) {
+	if h.PeriodFrom == FromRequest {
+		return
+	}
+	h.Period, h.PeriodFrom = "", ""
+	if !fromQuestions {
+		return
+	}
+	if p, ok := period.Parse(h.Question); ok {
+		h.Period, h.PeriodFrom = p.String(), FromQuestion
+	}
+}
+
 // Setting is the fingerprint's "period" entry of a pack ranked for a
 // period: the parser's version and how the year shaped the ranking. A pack
 // without a period has no such entry.
