@@ -145,6 +145,8 @@ func TestCheckpointWrittenAhead(t *testing.T) {
 		require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(1)), "and the old one is gone")
 	}
 	require.Equal(t, a.started, a.w.st.Base, "the writer reads it back (Engine.rebase)")
+	require.Equal(t, a.started, q.st.Base, "and so does the replica that wrote it ahead after opening again")
+	require.Equal(t, a.started, q2.st.Base, "and the one that wrote it in its naming commit")
 	inMemory := len(a.w.st.Chunks)
 	requireSameFiles(t, a.wdir, a.rdir, "the replica")
 	requireSameFiles(t, a.wdir, qdir, "the replica that reopened in the window")
@@ -407,4 +409,102 @@ func TestCheckpointNamedPastADamagedOne(t *testing.T) {
 	rep, err := e.CheckIndex(ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%q", rep.Problems)
+}
+
+// TestCheckpointReadBackAhead (issue 30): the writer of a checkpoint ahead
+// reads it back once written (state.Read), so the commit that names it
+// makes the engine's state from that and the batch files after it, not
+// from the file again. The test garbles the named file once the manifest
+// names it (a file of its own put in its place; what was read back maps
+// the file written): read from disk, the state stays the one in memory
+// (Base unchanged), as it does where the naming commit wrote the file
+// itself, after a commit that failed at the rename that adopts the file
+// let go of what was read back. The state read back encodes to the same
+// checkpoint as the one Open reads from the file, and packs agree with
+// the replica's and after reopening.
+func TestCheckpointReadBackAhead(t *testing.T) {
+	ctx := context.Background()
+	a := newAheadWindow(t)
+	a.recs = append(a.recs, vocabularyRecords(t, "acme", "b", 2*state.CheckpointLag, 11)...)
+	// garbleNamed garbles the checkpoint a commit of a.w names, once its
+	// manifest names it, and returns what puts it back.
+	garbleNamed := func() (restore func()) {
+		saved := filepath.Join(t.TempDir(), "named")
+		var named string
+		before := a.checkpoint(a.wdir)
+		a.w.store.Hooks.AfterManifest = func() {
+			if a.checkpoint(a.wdir) == before {
+				return // not the naming commit
+			}
+			named = filepath.Join(a.wdir, a.checkpoint(a.wdir))
+			require.NoError(t, os.Link(named, saved))
+			garbled := named + ".garbled"
+			require.NoError(t, os.WriteFile(garbled, []byte("evpack-state/garbled\n"), 0o644))
+			require.NoError(t, os.Rename(garbled, named))
+		}
+		return func() {
+			a.w.store.Hooks.AfterManifest = nil
+			require.NotEmpty(t, named, "no commit named a checkpoint")
+			require.NoError(t, os.Rename(saved, named))
+		}
+	}
+
+	for range state.CheckpointLag / 2 {
+		a.commitChunk()
+	}
+	a.w.ahead.Wait()
+	ahead := temps(t, a.wdir)
+	require.Len(t, ahead, 1)
+	a.w.store.Hooks.BeforeRename = func(tmp string) error {
+		if tmp == ahead[0] {
+			return fmt.Errorf("no space left on device (test, %s)", filepath.Base(tmp))
+		}
+		return nil
+	}
+	_, err := a.w.Ingest(ctx, connectors.Records(a.recs[a.next:a.next+1]), IngestOptions{})
+	require.ErrorContains(t, err, "no space left on device")
+	a.w.store.Hooks.BeforeRename = nil
+	require.Empty(t, temps(t, a.wdir))
+	require.Zero(t, a.w.ahead.TakeRead(), "the failed commit let go of what was read back")
+	restore := garbleNamed()
+	a.commitChunk() // the retry names it, written in that commit and read back from disk
+	restore()
+	require.Equal(t, storage.CheckpointName(a.started), a.checkpoint(a.wdir))
+	require.Equal(t, int64(1), a.w.st.Base, "read back from the garbled file, the state stays the one in memory")
+	requireSameFiles(t, a.wdir, a.rdir, "after the retry")
+
+	// The next window: the commit past the lag after that checkpoint
+	// writes the next one ahead and reads it back.
+	for len(temps(t, a.wdir)) == 0 {
+		a.commitChunk()
+	}
+	started := a.w.st.Gen
+	a.w.ahead.Wait()
+	restore = garbleNamed()
+	for a.checkpoint(a.wdir) == storage.CheckpointName(a.started) {
+		a.commitChunk()
+	}
+	restore()
+	require.Equal(t, storage.CheckpointName(started), a.checkpoint(a.wdir))
+	require.Equal(t, started, a.w.st.Base, "made from what the writer read back, not from the garbled file")
+	requireSameFiles(t, a.wdir, a.rdir, "after the second window")
+
+	encode := func(e *Engine) []byte {
+		t.Helper()
+		f, err := state.CheckpointAhead(e.st, e.lex, nil)
+		require.NoError(t, err)
+		return slices.Concat(f...)
+	}
+	inMemory := encode(a.w)
+	var reqs []Request
+	for g := int64(1); g <= a.w.st.Gen; g += 11 {
+		reqs = append(reqs, Request{Question: a.recs[g].Chunk.Text, AsOf: asof.MustDate("2026-06-01"), Tenant: "acme", K: 5, Generation: g})
+	}
+	want := packsOf(t, a.w, reqs)
+	require.Equal(t, want, packsOf(t, a.r, reqs), "the replica")
+	require.NoError(t, a.w.Close())
+	a.w = checked(t, mustOpen(t, a.wdir))
+	require.Equal(t, started, a.w.st.Base)
+	require.Equal(t, inMemory, encode(a.w), "the state read back ahead is the one Open reads from the file")
+	require.Equal(t, want, packsOf(t, a.w, reqs), "reopened")
 }

@@ -247,9 +247,11 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 		var err error
 		f, plan, err := e.filesOf(st, next, w)
 		if err != nil {
+			e.ahead.TakeRead().Close()
 			return fmt.Errorf("evpack: ingest: %w", errors.Join(err, f.Ahead.Discard()))
 		}
 		if c, err = commit.Write(e.store, f); err != nil {
+			e.ahead.TakeRead().Close()
 			return fmt.Errorf("evpack: ingest: %w", errors.Join(err, f.Ahead.Discard()))
 		}
 		named, start = f.Checkpoint != nil || f.Ahead != nil, plan.Start
@@ -265,6 +267,8 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 	})
 	if err == nil && named {
 		e.rebase(next)
+	} else {
+		e.ahead.TakeRead().Close() // a failed commit's, or none
 	}
 	if err == nil && start {
 		// Under ingestMu, which every commit and Close take: no commit
@@ -297,8 +301,9 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 // that named another, and it reads the rows rebase closes: it is dropped
 // first.
 func (e *Engine) rebase(next *state.State) {
+	read := e.ahead.TakeRead()
 	e.ahead.Drop()
-	fresh, ok := state.ReadBack(e.store, e.lex, e.emb, next.Gen)
+	fresh, ok := state.ReadBack(e.store, e.lex, e.emb, next.Gen, read)
 	if !ok {
 		return
 	}

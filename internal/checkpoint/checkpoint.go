@@ -699,6 +699,10 @@ type reader struct {
 	b   []byte
 	off int
 	err error
+	// pts is where series take their points from, a slab at a time: a
+	// million chunks' head holds about 94,000 series of 11 points, and
+	// one allocation each was a third of Decode.
+	pts []Point
 }
 
 func (r *reader) fail(what string) {
@@ -768,8 +772,18 @@ func (r *reader) date() asof.Date {
 	return asof.DateFromDays(r.int())
 }
 
+// seriesSlab is how many points reader.series allocates at once.
+const seriesSlab = 1 << 14
+
 func (r *reader) series() Series {
-	s := make(Series, r.count(2))
+	n := r.count(2)
+	if n > len(r.pts) {
+		r.pts = make([]Point, max(n, seriesSlab))
+	}
+	// Capped at its length: an append to it copies, never writes into
+	// the next series.
+	s := Series(r.pts[:n:n])
+	r.pts = r.pts[n:]
 	for i := range s {
 		s[i] = Point{Gen: r.int(), N: r.int()}
 	}

@@ -27,13 +27,33 @@ type Ahead struct {
 	file *storage.Ahead
 	sum  string
 	err  error
+	read Read // the file read back, once written, when asked (readAhead)
+}
+
+// Read is a checkpoint written ahead and read back on its writer's
+// goroutine: the state its file holds (the head decoded, the body mapped)
+// and the file's sum. The commit that names the file makes its state from
+// it (ReadBack) instead of reading the file again: at a million chunks the
+// decode was 22 to 33 ms of the 50 to 80 that commit took. The zero value
+// holds none.
+type Read struct {
+	st  *State
+	sum string
+}
+
+// Close lets go of the state r holds, if any.
+func (r Read) Close() {
+	if r.st != nil {
+		r.st.Rows.Close()
+	}
 }
 
 // WriteAhead starts writing the checkpoint of st, a committed state of the
-// index in d, for lexical index lex. It only reads st; whoever closes st's
-// rows first waits for it (Wait, or Drop).
-func WriteAhead(d *storage.Dir, lex *retrieve.Lexical, st *State) *Ahead {
-	return writeAhead(d, lex, st.Gen, func(func() bool) (*State, func() error, error) { return st, func() error { return nil }, nil })
+// index in d, for lexical index lex, and then, if readBack, reads it back
+// (Read). It only reads st; whoever closes st's rows first waits for it
+// (Wait, or Drop).
+func WriteAhead(d *storage.Dir, lex *retrieve.Lexical, st *State, readBack bool) *Ahead {
+	return writeAhead(d, lex, st.Gen, readBack, func(func() bool) (*State, func() error, error) { return st, func() error { return nil }, nil })
 }
 
 // WriteAheadAt starts writing the checkpoint of generation gen, committed
@@ -45,8 +65,8 @@ func WriteAhead(d *storage.Dir, lex *retrieve.Lexical, st *State) *Ahead {
 // same bytes, which the commit that names it would otherwise build and
 // write itself (CheckpointAt). When that state cannot be read so, the
 // write fails and the naming commit builds it the long way.
-func WriteAheadAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) *Ahead {
-	a := writeAhead(d, lex, gen, func(stop func() bool) (*State, func() error, error) {
+func WriteAheadAt(d *storage.Dir, lex *retrieve.Lexical, gen int64, readBack bool) *Ahead {
+	a := writeAhead(d, lex, gen, readBack, func(stop func() bool) (*State, func() error, error) {
 		st, err := openStateAt(d, lex, gen, stop)
 		if err != nil {
 			return nil, nil, err
@@ -58,9 +78,9 @@ func WriteAheadAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) *Ahead {
 }
 
 // writeAhead starts writing the checkpoint of generation gen, whose state
-// build returns with what lets go of it once written, on a goroutine;
-// build is handed the writer's stop.
-func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, build func(stop func() bool) (*State, func() error, error)) *Ahead {
+// build returns with what lets go of it once written, on a goroutine, and
+// then, if readBack, reads it back; build is handed the writer's stop.
+func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, readBack bool, build func(stop func() bool) (*State, func() error, error)) *Ahead {
 	a := &Ahead{gen: gen, done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
@@ -82,23 +102,57 @@ func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, build func(sto
 			a.file, err = d.WriteAhead(storage.CheckpointName(a.gen), a.stop.Load, f...)
 		}
 		a.err = err
+		if err == nil && readBack && !a.stop.Load() {
+			a.read = readAhead(d, lex, a.file, a.sum, a.gen)
+		}
 	}()
 	return a
+}
+
+// readAhead reads back file, the checkpoint of generation gen just written
+// ahead with sum, as the commit that names it would read it (ReadBack).
+// The zero Read when it cannot be: that commit then reads the file again,
+// and says what is wrong with it.
+func readAhead(d *storage.Dir, lex *retrieve.Lexical, file *storage.Ahead, sum string, gen int64) Read {
+	m := d.Manifest()
+	if int64(len(m.Batches)) < gen {
+		return Read{}
+	}
+	f, err := file.Open()
+	if err != nil {
+		return Read{}
+	}
+	defer f.Close() // the body's mapping outlives it
+	files := make([]string, gen)
+	for i, b := range m.Batches[:gen] {
+		files[i] = b.File
+	}
+	st, ok, err := decodeCheckpoint(file.Name(), f, sum, AnalysisIdentity(lex), d, files)
+	if err != nil || !ok {
+		return Read{}
+	}
+	if st.Gen != gen {
+		st.Rows.Close()
+		return Read{}
+	}
+	return Read{st: st, sum: sum}
 }
 
 // Wait waits for the writer to return.
 func (a *Ahead) Wait() { <-a.done }
 
-// Take returns the checkpoint of generation gen, once written, and its
-// checksum; nil when a is of another generation or its write failed (then
-// the caller writes it, and what a wrote is removed).
-func (a *Ahead) Take(gen int64) (*storage.Ahead, string) {
+// Take returns the checkpoint of generation gen, once written, its
+// checksum and what read it back (Read); nil when a is of another
+// generation or its write failed (then the caller writes it, and what a
+// wrote is removed).
+func (a *Ahead) Take(gen int64) (*storage.Ahead, string, Read) {
 	<-a.done
 	if a.gen != gen || a.err != nil {
 		a.file.Discard()
-		return nil, ""
+		a.read.Close()
+		return nil, "", Read{}
 	}
-	return a.file, a.sum
+	return a.file, a.sum, a.read
 }
 
 // Drop stops the writer, waits for it to return and removes what it wrote:
@@ -111,6 +165,7 @@ func (a *Ahead) Take(gen int64) (*storage.Ahead, string) {
 func (a *Ahead) Drop() error {
 	a.stop.Store(true)
 	<-a.done
+	a.read.Close()
 	return a.file.Discard()
 }
 
@@ -135,8 +190,14 @@ func CheckpointAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) (checkpoint.
 // AheadSlot holds the checkpoint an engine is writing ahead, one at most
 // (the zero value holds none). It is safe for concurrent use.
 type AheadSlot struct {
-	mu sync.Mutex
-	a  *Ahead
+	// ReadBack: a writer reads back what it wrote (Read), for a commit
+	// that reads its state back from the checkpoint it names (ReadBack:
+	// an engine without a dense leg). Set before the first Start.
+	ReadBack bool
+
+	mu   sync.Mutex
+	a    *Ahead
+	read Read // what the last Take's writer read back, for the commit that took it
 }
 
 // StartAt starts writing the checkpoint of generation gen (WriteAheadAt)
@@ -146,7 +207,7 @@ func (s *AheadSlot) StartAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.a == nil {
-		s.a = WriteAheadAt(d, lex, gen)
+		s.a = WriteAheadAt(d, lex, gen, s.ReadBack)
 	}
 }
 
@@ -159,7 +220,7 @@ func (s *AheadSlot) Start(d *storage.Dir, lex *retrieve.Lexical, current func() 
 	s.Drop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.a = WriteAhead(d, lex, current())
+	s.a = WriteAhead(d, lex, current(), s.ReadBack)
 }
 
 // take empties the slot and returns what it held.
@@ -173,15 +234,37 @@ func (s *AheadSlot) take() *Ahead {
 
 // Take empties the slot and returns the checkpoint of generation gen it
 // held, once written, and its checksum (Ahead.Take); nil when it held none.
+// It keeps what read the file back for TakeRead, in place of any Read an
+// earlier Take kept.
 func (s *AheadSlot) Take(gen int64) (*storage.Ahead, string) {
+	var file *storage.Ahead
+	var sum string
+	var read Read
 	if a := s.take(); a != nil {
-		return a.Take(gen)
+		file, sum, read = a.Take(gen)
 	}
-	return nil, ""
+	s.mu.Lock()
+	old := s.read
+	s.read = read
+	s.mu.Unlock()
+	old.Close()
+	return file, sum
 }
 
-// Drop empties the slot, stopping and removing what it held (Ahead.Drop).
+// TakeRead returns what read back the file the last Take returned, and
+// forgets it: the caller closes it, or hands it to ReadBack.
+func (s *AheadSlot) TakeRead() Read {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.read
+	s.read = Read{}
+	return r
+}
+
+// Drop empties the slot, stopping and removing what it held (Ahead.Drop),
+// and lets go of what TakeRead would return.
 func (s *AheadSlot) Drop() error {
+	s.TakeRead().Close()
 	if a := s.take(); a != nil {
 		return a.Drop()
 	}

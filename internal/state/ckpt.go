@@ -298,10 +298,19 @@ func CheckpointAhead(st *State, lex *retrieve.Lexical, stop func() bool) (checkp
 // index in memory), when emb is not nil (a dense leg's vectors are over
 // every chunk in memory), or when it cannot be read; the caller keeps its
 // state (which answers the same), and Check and the next Open say what is
-// wrong.
-func ReadBack(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gen int64) (*State, bool) {
+// wrong. When ahead (which ReadBack closes or takes) holds the named
+// checkpoint, read back by its writer (AheadSlot.TakeRead), the state is
+// made from it and the batch files after it, as OpenState makes it from
+// the file.
+func ReadBack(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gen int64, ahead Read) (*State, bool) {
 	if d == nil || emb != nil || d.Manifest().Checkpoint == "" {
+		ahead.Close()
 		return nil, false
+	}
+	if ahead.st != nil {
+		if st, ok := readBackAhead(d, lex, gen, ahead); ok {
+			return st, true
+		}
 	}
 	st, err := OpenState(d, lex, nil, nil)
 	switch {
@@ -311,6 +320,35 @@ func ReadBack(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gen 
 		if st.Rows != nil {
 			st.Rows.Close()
 		}
+		return nil, false
+	}
+	return st, true
+}
+
+// readBackAhead is ReadBack from ahead, when it holds the checkpoint the
+// manifest of d names; ahead is closed when false.
+func readBackAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, ahead Read) (*State, bool) {
+	st, m := ahead.st, d.Manifest()
+	if m.CheckpointSum != ahead.sum || m.CheckpointGeneration() != st.Gen || m.Generation != gen {
+		ahead.Close()
+		return nil, false
+	}
+	// The rows name generations up to the checkpoint's; the files after it
+	// are the batches the state adds, as OpenState's rows list them.
+	st.Rows.files = make([]string, len(m.Batches))
+	for i, b := range m.Batches {
+		st.Rows.files[i] = b.File
+	}
+	since := int64(0) // chunks committed after the checkpoint
+	for _, b := range m.Batches[st.Gen:] {
+		since += int64(b.Chunks)
+	}
+	err := st.addLater(d, m, m.Batches[st.Gen:gen], lex, nil)
+	if err == nil && (st.Gen != gen || st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens || int64(st.Rows.Len())+since != m.Docs) {
+		err = errors.New("disagrees with the manifest")
+	}
+	if err != nil {
+		ahead.Close()
 		return nil, false
 	}
 	return st, true
@@ -613,6 +651,7 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 	st.Gen, st.Commits, st.Bounds = h.Gen, h.Commits, h.Bounds
 	st.Stats.Docs, st.Stats.Tokens = h.Docs, h.Tokens
 	st.Names = h.Terms
+	st.Intern = make(map[string]uint32, len(h.Terms)) // sized: growing it step by step moved every entry again
 	for i, n := range h.Terms {
 		st.Intern[n] = uint32(i)
 	}
@@ -634,7 +673,7 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 		st.Purged[p.ID] = PurgeAt{Gen: p.Gen, Reason: p.Reason, Hash: p.Hash, Redaction: p.Redaction}
 	}
 	for _, ht := range h.Tenants {
-		ts := newTenantStats()
+		ts := &tenantStats{LexDF: make(map[string]Series, len(ht.LexDF)), RerankDF: make(map[string]Series, len(ht.RRDF))}
 		ts.Docs, ts.Tokens, ts.Facts, ts.Purges, ts.RerankTerms = Series(ht.Docs), Series(ht.Tokens), Series(ht.Facts), Series(ht.Purges), Series(ht.RRTerms)
 		ts.Digest = make([]lanePoint, len(ht.Digest))
 		for i, l := range ht.Digest {

@@ -82,6 +82,11 @@ func (d *Dir) WriteAhead(name string, stop func() bool, parts ...[]byte) (*Ahead
 // Name returns the path the file will have once adopted.
 func (a *Ahead) Name() string { return a.name }
 
+// Open opens the written file for reading. Before it is adopted or
+// discarded (the writer of a checkpoint ahead reads it back there, before
+// handing it over): the file is then its temp file, which Adopt renames.
+func (a *Ahead) Open() (*os.File, error) { return os.Open(a.tmp) }
+
 // Discard removes the file. Discarding one adopted or discarded already,
 // or nil, does nothing.
 func (a *Ahead) Discard() error {
