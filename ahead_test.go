@@ -62,6 +62,28 @@ func newAheadWindow(t *testing.T) *aheadWindow {
 	return a
 }
 
+// failNamingCommit commits up to the commit that names the checkpoint
+// written ahead, whose rename adopting that file then fails (a full disk):
+// the commit fails.
+func (a *aheadWindow) failNamingCommit(t *testing.T) {
+	t.Helper()
+	for range state.CheckpointLag / 2 {
+		a.commitChunk()
+	}
+	a.w.ahead.Wait()
+	ahead := temps(t, a.wdir)
+	require.Len(t, ahead, 1)
+	a.w.store.Hooks.BeforeRename = func(tmp string) error {
+		if tmp == ahead[0] {
+			return fmt.Errorf("no space left on device (test, %s)", filepath.Base(tmp))
+		}
+		return nil
+	}
+	_, err := a.w.Ingest(context.Background(), connectors.Records(a.recs[a.next:a.next+1]), IngestOptions{})
+	require.ErrorContains(t, err, "no space left on device")
+	a.w.store.Hooks.BeforeRename = nil
+}
+
 // temps lists the temp files in dir (a checkpoint's written ahead).
 func temps(t *testing.T, dir string) []string {
 	t.Helper()
@@ -206,21 +228,7 @@ func TestCheckpointAheadDropped(t *testing.T) {
 	})
 	t.Run("failed commit", func(t *testing.T) {
 		a := newAheadWindow(t)
-		for range state.CheckpointLag / 2 {
-			a.commitChunk()
-		}
-		a.w.ahead.Wait()
-		ahead := temps(t, a.wdir)
-		require.Len(t, ahead, 1)
-		a.w.store.Hooks.BeforeRename = func(tmp string) error {
-			if tmp == ahead[0] { // the rename that adopts it fails
-				return fmt.Errorf("no space left on device (test, %s)", filepath.Base(tmp))
-			}
-			return nil
-		}
-		_, err := a.w.Ingest(ctx, connectors.Records(a.recs[a.next:a.next+1]), IngestOptions{})
-		require.ErrorContains(t, err, "no space left on device")
-		a.w.store.Hooks.BeforeRename = nil
+		a.failNamingCommit(t)
 		require.Empty(t, temps(t, a.wdir), "the failed commit removed the file written ahead")
 		require.NoFileExists(t, filepath.Join(a.wdir, storage.CheckpointName(a.started)))
 		require.NoFileExists(t, filepath.Join(a.wdir, storage.PendingName))
@@ -423,7 +431,6 @@ func TestCheckpointNamedPastADamagedOne(t *testing.T) {
 // checkpoint as the one Open reads from the file, and packs agree with
 // the replica's and after reopening.
 func TestCheckpointReadBackAhead(t *testing.T) {
-	ctx := context.Background()
 	a := newAheadWindow(t)
 	a.recs = append(a.recs, vocabularyRecords(t, "acme", "b", 2*state.CheckpointLag, 11)...)
 	// garbleNamed garbles the checkpoint a commit of a.w names, once its
@@ -449,21 +456,7 @@ func TestCheckpointReadBackAhead(t *testing.T) {
 		}
 	}
 
-	for range state.CheckpointLag / 2 {
-		a.commitChunk()
-	}
-	a.w.ahead.Wait()
-	ahead := temps(t, a.wdir)
-	require.Len(t, ahead, 1)
-	a.w.store.Hooks.BeforeRename = func(tmp string) error {
-		if tmp == ahead[0] {
-			return fmt.Errorf("no space left on device (test, %s)", filepath.Base(tmp))
-		}
-		return nil
-	}
-	_, err := a.w.Ingest(ctx, connectors.Records(a.recs[a.next:a.next+1]), IngestOptions{})
-	require.ErrorContains(t, err, "no space left on device")
-	a.w.store.Hooks.BeforeRename = nil
+	a.failNamingCommit(t)
 	require.Empty(t, temps(t, a.wdir))
 	require.Zero(t, a.w.ahead.TakeRead(), "the failed commit let go of what was read back")
 	restore := garbleNamed()
