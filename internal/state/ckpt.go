@@ -339,13 +339,9 @@ func readBackAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, ahead Read)
 	for i, b := range m.Batches {
 		st.Rows.files[i] = b.File
 	}
-	since := int64(0) // chunks committed after the checkpoint
-	for _, b := range m.Batches[st.Gen:] {
-		since += int64(b.Chunks)
-	}
 	err := st.addLater(d, m, m.Batches[st.Gen:gen], lex, nil)
-	if err == nil && (st.Gen != gen || st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens || int64(st.Rows.Len())+since != m.Docs) {
-		err = errors.New("disagrees with the manifest")
+	if err == nil {
+		err = st.agrees(m)
 	}
 	if err != nil {
 		ahead.Close()

@@ -477,16 +477,25 @@ func OpenState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 	case !ok:
 		return LoadState(d, lex, emb, graph)
 	}
+	if err := st.agrees(m); err != nil {
+		st.Rows.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// agrees checks st, read from the checkpoint manifest m names with the
+// batch files after it added, against m's counts.
+func (st *State) agrees(m *storage.Manifest) error {
 	since := 0 // chunks committed after the checkpoint
 	for _, b := range m.Batches[st.Base:] {
 		since += b.Chunks
 	}
-	if st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens || int64(st.Rows.Len()+since) != m.Docs {
-		st.Rows.Close()
-		return nil, fmt.Errorf("%w: %s and the %d chunks committed after it are of generation %d, %d chunks and %d tokens, the manifest's %d, %d and %d",
+	if st.Gen != m.Generation || st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens || int64(st.Rows.Len()+since) != m.Docs {
+		return fmt.Errorf("%w: %s and the %d chunks committed after it are of generation %d, %d chunks and %d tokens, the manifest's %d, %d and %d",
 			storage.ErrCorrupt, m.Checkpoint, since, st.Gen, st.Rows.Len()+since, st.Stats.Tokens, m.Generation, m.Docs, m.Tokens)
 	}
-	return st, nil
+	return nil
 }
 
 // OpenStateAt returns the state of the index in d as of generation gen,

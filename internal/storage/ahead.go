@@ -82,9 +82,9 @@ func (d *Dir) WriteAhead(name string, stop func() bool, parts ...[]byte) (*Ahead
 // Name returns the path the file will have once adopted.
 func (a *Ahead) Name() string { return a.name }
 
-// Open opens the written file for reading. Before it is adopted or
-// discarded (the writer of a checkpoint ahead reads it back there, before
-// handing it over): the file is then its temp file, which Adopt renames.
+// Open opens the written file for reading, by its temp file's name: only
+// before it is adopted or discarded (the writer of a checkpoint ahead
+// reads it back before handing it over).
 func (a *Ahead) Open() (*os.File, error) { return os.Open(a.tmp) }
 
 // Discard removes the file. Discarding one adopted or discarded already,
