@@ -41,7 +41,7 @@ func (e *Engine) diff(ctx context.Context, raw []byte) (*audit.DiffReport, error
 	if err != nil {
 		return nil, err // as Verify: the pack cannot be read
 	}
-	st, err := e.writable()
+	st, err := e.unfolded()
 	if err != nil {
 		return nil, err
 	}

@@ -627,27 +627,13 @@ func (e *Engine) fingerprint(sc state.Scope, rr rerank.Reranker) evidence.Finger
 		evidence.Setting{Key: "pool", Value: strconv.Itoa(e.opts.Pool)},
 		evidence.Setting{Key: "reranker", Value: rr.Name()},
 		evidence.Setting{Key: "reranker_bit_stable", Value: strconv.FormatBool(pipeline.BitStable(rr))},
-		evidence.Setting{Key: "entity_names", Value: entityPolicy(e.opts.KeepEntityNames)},
+		evidence.Setting{Key: "entity_names", Value: pipeline.EntityPolicy(e.opts.KeepEntityNames)},
 		evidence.Setting{Key: "dense", Value: e.denseSetting()},
 	)
 }
 
-func entityPolicy(keep bool) string {
-	if keep {
-		return "kept"
-	}
-	return "removed from ranking text under a filter on the entity a chunk declares"
-}
-
 func (e *Engine) fusionSetting() string {
-	s := fmt.Sprintf("rrf k=%d", e.opts.RRFK)
-	if strings.Contains(string(e.opts.Legs), "lexical") {
-		s += " lexical=" + strconv.FormatFloat(e.opts.LexicalWeight, 'g', -1, 64)
-	}
-	if strings.Contains(string(e.opts.Legs), "dense") {
-		s += " dense=" + strconv.FormatFloat(e.opts.DenseWeight, 'g', -1, 64)
-	}
-	return s
+	return pipeline.FusionSetting(e.opts.RRFK, string(e.opts.Legs), e.opts.LexicalWeight, e.opts.DenseWeight)
 }
 
 func (e *Engine) denseSetting() string {

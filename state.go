@@ -11,6 +11,8 @@ import (
 // answers every query the same). A purge, Diff and History start from it;
 // a commit of chunks and facts extends the latest state as it is
 // (state.State.Extend). (Check builds its own from the batch files alone.)
+// The caller holds ingestMu: the swap closes the rows of the state it
+// replaces, which a commit in flight reads (unfolded takes it).
 func (e *Engine) writable() (*state.State, error) {
 	st, err := e.snapshot()
 	if err != nil || st.Rows == nil {
@@ -26,7 +28,7 @@ func (e *Engine) writable() (*state.State, error) {
 		return nil, err
 	}
 	e.mu.Lock()
-	swapped := e.st == st // only a commit moves st, and a commit starts here
+	swapped := e.st == st // only a commit moves st, and none runs (ingestMu)
 	if swapped {
 		e.st = full
 	}
@@ -42,13 +44,27 @@ func (e *Engine) writable() (*state.State, error) {
 	return now, nil
 }
 
+// unfolded is writable for a caller that does not hold ingestMu (History,
+// Diff): it takes it when the state is to be unfolded. Without it, a
+// commit beside the first History after Open read the rows that the swap
+// had closed and failed as ErrCorrupt on an index that was fine.
+func (e *Engine) unfolded() (*state.State, error) {
+	st, err := e.snapshot()
+	if err != nil || st.Rows == nil {
+		return st, err
+	}
+	e.ingestMu.Lock()
+	defer e.ingestMu.Unlock()
+	return e.writable()
+}
+
 // History returns every committed generation, oldest first, with what it
 // did per tenant (history.go): what Request.Generation and Request.KnownAt
 // choose from. KnownAt reads this commit clock, not the sources' dates: a
 // mirror backfilled today has every generation committed today. Like Diff,
 // on an index opened from its checkpoint the first call reads every chunk.
 func (e *Engine) History() ([]state.Commit, error) {
-	st, err := e.writable() // the full state: each chunk's tenant and generation
+	st, err := e.unfolded() // the full state: each chunk's tenant and generation
 	if err != nil {
 		return nil, err
 	}

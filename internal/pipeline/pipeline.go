@@ -21,6 +21,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
@@ -180,4 +182,26 @@ func candidates(fused []fuse.Item, rr rerank.Reranker, st State) ([]rerank.Candi
 func BitStable(rr rerank.Reranker) bool {
 	b, ok := rr.(rerank.BitStable)
 	return ok && b.BitStable()
+}
+
+// EntityPolicy is the pack fingerprint's entity_names setting: whether the
+// names of a chunk's declared entity are kept in its ranking text.
+func EntityPolicy(keep bool) string {
+	if keep {
+		return "kept"
+	}
+	return "removed from ranking text under a filter on the entity a chunk declares"
+}
+
+// FusionSetting is the pack fingerprint's fusion setting: Reciprocal Rank
+// Fusion's k and the weight of each leg legs names.
+func FusionSetting(rrfK int, legs string, lexicalWeight, denseWeight float64) string {
+	s := fmt.Sprintf("rrf k=%d", rrfK)
+	if strings.Contains(legs, "lexical") {
+		s += " lexical=" + strconv.FormatFloat(lexicalWeight, 'g', -1, 64)
+	}
+	if strings.Contains(legs, "dense") {
+		s += " dense=" + strconv.FormatFloat(denseWeight, 'g', -1, 64)
+	}
+	return s
 }
