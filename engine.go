@@ -48,7 +48,6 @@ type index struct {
 	views *denseleg.Views
 
 	ingestMu sync.Mutex // one ingest at a time
-	fullMu   sync.Mutex // one build of the full state at a time (writable)
 	// ahead holds the checkpoint being written ahead of the commit that
 	// will name it (state.Plan, state.AheadSlot).
 	ahead state.AheadSlot

@@ -18,30 +18,21 @@ func (e *Engine) writable() (*state.State, error) {
 	if err != nil || st.Rows == nil {
 		return st, err
 	}
-	e.fullMu.Lock()
-	defer e.fullMu.Unlock()
-	if st, err = e.snapshot(); err != nil || st.Rows == nil {
-		return st, err // another caller built it meanwhile
-	}
 	full, err := st.UnfoldOrLoad(e.store, e.lex, e.emb, e.graph)
 	if err != nil {
 		return nil, err
 	}
+	// Invariant: st is still the committed state; only a commit or a
+	// purge moves it, and both hold ingestMu.
 	e.mu.Lock()
-	swapped := e.st == st // only a commit moves st, and none runs (ingestMu)
-	if swapped {
-		e.st = full
-	}
-	now := e.st
+	e.st = full
 	e.mu.Unlock()
-	if swapped {
-		// A checkpoint written ahead may be reading st's rows (one started
-		// after the swap reads full's): not under the lock, which queries
-		// wait for.
-		e.ahead.WaitRows()
-		st.Rows.Close() // a read error only: nothing was written
-	}
-	return now, nil
+	// A checkpoint written ahead may be reading st's rows (one started
+	// after the swap reads full's): not under the lock, which queries wait
+	// for.
+	e.ahead.WaitRows()
+	st.Rows.Close() // a read error only: nothing was written
+	return full, nil
 }
 
 // unfolded is writable for a caller that does not hold ingestMu (History,

@@ -1319,7 +1319,7 @@ func (l *Lexical) Undo(ctx context.Context, gen int64, restore func(id string) (
 	var written []*part
 	l.pmu.RLock()
 	for _, p := range l.parts {
-		if p.idx != nil && !p.ro {
+		if p.writing() {
 			written = append(written, p)
 		}
 	}
@@ -1349,7 +1349,7 @@ func (l *Lexical) Restore(ctx context.Context, docs []Doc) error {
 	var reached []Doc
 	l.pmu.RLock()
 	for _, d := range docs {
-		if i, ok := l.find(l.keyOf(d)); ok && l.parts[i].idx != nil && !l.parts[i].ro {
+		if i, ok := l.find(l.keyOf(d)); ok && l.parts[i].writing() {
 			reached = append(reached, d)
 		}
 	}

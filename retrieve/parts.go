@@ -222,6 +222,10 @@ type part struct {
 	cols columns
 }
 
+// writing reports whether p is open for writing in this process: a write
+// of this process can have reached it. The caller holds Lexical.pmu.
+func (p *part) writing() bool { return p.idx != nil && !p.ro }
+
 // searchPart is a part a search reads, with the bounds its clauses are
 // compiled against.
 type searchPart struct {
