@@ -152,6 +152,8 @@ func (e *Engine) apply(ctx context.Context, st *state.State, en entry) error {
 	if err := st.HoldsFactsOf(en.gen, add, facts); err != nil {
 		return err
 	}
+	ready := e.lex.Ready(add) // the partitions opened beside what follows
+	defer ready()             // on every path: Close must not find it opening
 	an := make([]state.Analyzed, len(add))
 	var total int64
 	var sp terms.Splitter
@@ -199,7 +201,7 @@ func (e *Engine) apply(ctx context.Context, st *state.State, en entry) error {
 		}
 	}
 	err = e.commit(ctx, st, next, batchWrite{add: add, an: an, facts: facts, total: total, dense: dense, graph: graph,
-		body: en.body, lines: en.lines, file: en.file, chain: en.chain})
+		body: en.body, lines: en.lines, file: en.file, chain: en.chain, ready: ready})
 	return e.appliedOrBroken(en, err)
 }
 
@@ -234,6 +236,8 @@ type batchWrite struct {
 	lines []storage.Span
 	// file and chain name a batch a later purge rewrote (entry.file).
 	file, chain string
+	// ready waits for retrieve.Lexical.Ready on add's partitions.
+	ready func() error
 }
 
 // commit makes next, which is st plus w, the committed state, through the
@@ -261,7 +265,12 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 	if !mask.pinned {
 		mask.added = slices.SortedFunc(slices.Values(w.add), func(a, b *evidence.Chunk) int { return strings.Compare(a.ID, b.ID) })
 	}
-	err := e.publish(ctx, c, next, mask, func() error { return lockedPartition(e.lex.Index(ctx, docs)) }, func() error {
+	err := e.publish(ctx, c, next, mask, func() error {
+		if err := w.ready(); err != nil {
+			return lockedPartition(err)
+		}
+		return lockedPartition(e.lex.Index(ctx, docs))
+	}, func() error {
 		_, err := e.lex.Undo(context.WithoutCancel(ctx), st.Gen, st.LexDoc)
 		return err
 	})

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -452,9 +453,7 @@ func (tp twoParts) copyOf(t *testing.T) string {
 }
 
 func TestFirstWriteLeavesADamagedPartitionAlone(t *testing.T) {
-	ctx := context.Background()
 	tp := makeTwoParts(t)
-	cat, janDir, jan, doc := tp.cat, tp.janDir, tp.jan, tp.doc
 	// files returns every file under dir with its size and checksum.
 	files := func(t *testing.T, dir string) []string {
 		t.Helper()
@@ -512,64 +511,157 @@ func TestFirstWriteLeavesADamagedPartitionAlone(t *testing.T) {
 				}
 			}, ErrDamaged},
 	}
+	// Each case runs as Index alone, and as a commit writes: Ready first,
+	// on its goroutine, then Index once it is done (Lexical.Ready), where
+	// the check and the reopen happen in Ready.
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := tp.copyOf(t)
-			part := filepath.Join(dir, janDir)
-			tc.edit(t, part)
-			before := files(t, part)
-			l, err := OpenLexical(dir, LexicalOptions{Deferred: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			if _, err := l.Adopt(cat, 1, nil); err != nil {
-				t.Fatal(err)
-			}
-			err = l.Index(ctx, []Doc{doc("c", jan.AddDate(0, 0, 1), 2)})
-			if tc.want == nil {
-				if err != nil {
-					t.Fatalf("%v (%s)", err, tc.why)
-				}
-				if n, err := l.DocCount(); err != nil || n != 3 {
-					t.Fatalf("DocCount after the write: %d, %v; want 3", n, err)
-				}
-				return
-			}
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("the write got %v, want %v (%s)", err, tc.want, tc.why)
-			}
-			if _, again := l.DocCount(); again == nil || again.Error() != err.Error() {
-				t.Fatalf("a read after it got %v, want the write's error again", again)
-			}
-			if err := l.Close(); err != nil && !errors.Is(err, ErrLexical) {
-				t.Fatal(err)
-			}
-			if after := files(t, part); !slices.Equal(after, before) {
-				t.Fatalf("the failed write changed the partition (%s):\nbefore %q\nafter  %q", tc.why, before, after)
-			}
-			// Reopened in the same process, as the error asks: a read fails
-			// the same way, and does not wait.
-			l2, err := OpenLexical(dir, LexicalOptions{Deferred: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := l2.Adopt(cat, 1, nil); err != nil {
-				l2.Close()
-				t.Fatal(err)
-			}
-			read := make(chan error, 1)
-			go func() { _, err := l2.DocCount(); read <- err }()
-			select {
-			case err := <-read:
-				l2.Close()
-				if !errors.Is(err, tc.want) {
-					t.Fatalf("a read after reopening got %v, want %v (%s)", err, tc.want, tc.why)
-				}
-			case <-time.After(time.Minute): // a watchdog, not a wait: the read returns at once
-				// Not closed: Close would wait for the read.
-				t.Fatalf("a read after reopening still waits after a minute (%s)", tc.why)
-			}
-		})
+		for _, ready := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/ready=%v", tc.name, ready), func(t *testing.T) {
+				firstWriteCase(t, tp, tc.edit, tc.want, tc.why, ready, files)
+			})
+		}
 	}
+}
+
+// firstWriteCase is one case of TestFirstWriteLeavesADamagedPartitionAlone:
+// tp's January partition edited by edit, then a write of one document to
+// it, Index alone or after Ready, fails with want (nil: succeeds), and a
+// failed one leaves the partition's files as they were.
+func firstWriteCase(t *testing.T, tp twoParts, edit func(*testing.T, string), want error, why string, ready bool, files func(*testing.T, string) []string) {
+	ctx := context.Background()
+	cat, janDir, jan, doc := tp.cat, tp.janDir, tp.jan, tp.doc
+	dir := tp.copyOf(t)
+	part := filepath.Join(dir, janDir)
+	edit(t, part)
+	before := files(t, part)
+	l, err := OpenLexical(dir, LexicalOptions{Deferred: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Adopt(cat, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	var reopened atomic.Int32
+	l.Hooks.ReadOnlyClosed = func(string) { reopened.Add(1) }
+	c := doc("c", jan.AddDate(0, 0, 1), 2)
+	if ready {
+		err = l.Ready([]*evidence.Chunk{c.Chunk})()
+		if err == nil && reopened.Load() != 1 {
+			t.Fatalf("Ready reopened %d partitions, want 1", reopened.Load())
+		}
+	}
+	if err == nil {
+		err = l.Index(ctx, []Doc{c})
+	}
+	if want == nil {
+		if err != nil {
+			t.Fatalf("%v (%s)", err, why)
+		}
+		if n := reopened.Load(); n != 1 {
+			t.Fatalf("the partition was reopened for writing %d times, want once", n)
+		}
+		if n, err := l.DocCount(); err != nil || n != 3 {
+			t.Fatalf("DocCount after the write: %d, %v; want 3", n, err)
+		}
+		return
+	}
+	if !errors.Is(err, want) {
+		t.Fatalf("the write got %v, want %v (%s)", err, want, why)
+	}
+	if _, again := l.DocCount(); again == nil || again.Error() != err.Error() {
+		t.Fatalf("a read after it got %v, want the write's error again", again)
+	}
+	if err := l.Close(); err != nil && !errors.Is(err, ErrLexical) {
+		t.Fatal(err)
+	}
+	if after := files(t, part); !slices.Equal(after, before) {
+		t.Fatalf("the failed write changed the partition (%s):\nbefore %q\nafter  %q", why, before, after)
+	}
+	// Reopened in the same process, as the error asks: a read fails
+	// the same way, and does not wait.
+	l2, err := OpenLexical(dir, LexicalOptions{Deferred: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l2.Adopt(cat, 1, nil); err != nil {
+		l2.Close()
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() { _, err := l2.DocCount(); read <- err }()
+	select {
+	case err := <-read:
+		l2.Close()
+		if !errors.Is(err, want) {
+			t.Fatalf("a read after reopening got %v, want %v (%s)", err, want, why)
+		}
+	case <-time.After(time.Minute): // a watchdog, not a wait: the read returns at once
+		// Not closed: Close would wait for the read.
+		t.Fatalf("a read after reopening still waits after a minute (%s)", why)
+	}
+}
+
+func TestReady(t *testing.T) {
+	tp := makeTwoParts(t)
+	open := func(t *testing.T) (*Lexical, string) {
+		t.Helper()
+		dir := tp.copyOf(t)
+		l, err := OpenLexical(dir, LexicalOptions{Deferred: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		if _, err := l.Adopt(tp.cat, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		return l, dir
+	}
+	names := func(t *testing.T, dir string) []string {
+		t.Helper()
+		es, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+	t.Run("a partition not made yet is left to Index", func(t *testing.T) {
+		l, dir := open(t)
+		before := names(t, dir)
+		c := tp.doc("c", tp.jan.AddDate(5, 0, 0), 2)
+		if err := l.Ready([]*evidence.Chunk{c.Chunk})(); err != nil {
+			t.Fatal(err)
+		}
+		if after := names(t, dir); !slices.Equal(after, before) {
+			t.Fatalf("Ready changed the index's directory: %q, then %q", before, after)
+		}
+		if err := l.Index(context.Background(), []Doc{c}); err != nil {
+			t.Fatal(err)
+		}
+		if after := names(t, dir); len(after) != len(before)+1 {
+			t.Fatalf("Index made %d partitions, want 1: %q, then %q", len(after)-len(before), before, after)
+		}
+	})
+	t.Run("no chunks: nothing to wait for", func(t *testing.T) {
+		l, _ := open(t)
+		var reopened atomic.Int32
+		l.Hooks.ReadOnlyClosed = func(string) { reopened.Add(1) }
+		if err := l.Ready(nil)(); err != nil || reopened.Load() != 0 {
+			t.Fatalf("Ready(nil): %v, %d partitions reopened; want nil, 0", err, reopened.Load())
+		}
+	})
+	t.Run("closed: its error, as Index's", func(t *testing.T) {
+		l, _ := open(t)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		c := tp.doc("c", tp.jan.AddDate(0, 0, 1), 2)
+		if err := l.Ready([]*evidence.Chunk{c.Chunk})(); !errors.Is(err, ErrLexicalClosed) {
+			t.Fatalf("Ready after Close: %v, want ErrLexicalClosed", err)
+		}
+	})
 }

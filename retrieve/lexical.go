@@ -542,6 +542,37 @@ func (l *Lexical) Index(ctx context.Context, docs []Doc) (err error) {
 	return l.eachPart(ctx, docs, func(p *part, docs []Doc) error { return l.write(ctx, p, docs, nil) })
 }
 
+// Ready starts making the partitions that chunks fall in ready for Index
+// to write them, on a goroutine of its own, and returns what waits for it
+// and gives its error: those not yet opened are opened and checked, those
+// open read-only are reopened for writing, as Index's first step does
+// (writableAll), which then finds them ready. Why: the first write after
+// Open pays about a millisecond of opens for each partition it touches,
+// and a commit can pay them beside the rest of its work (its analysis,
+// its next state, its batch file) instead of before its batches.
+// Partitions that do not exist yet are left to Index, which makes them.
+// Like Index, it is serialized with the writes by the caller, who waits
+// before any other write, and before Close.
+func (l *Lexical) Ready(chunks []*evidence.Chunk) (wait func() error) {
+	if len(chunks) == 0 {
+		return func() error { return nil }
+	}
+	docs := make([]Doc, len(chunks))
+	for i, c := range chunks {
+		docs[i] = Doc{Chunk: c}
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { done <- err }()
+		defer l.recoverBleve(&err, "ready")
+		if err = l.usable(); err == nil {
+			err = l.writableAll(l.existing(l.group(docs)))
+		}
+	}()
+	return sync.OnceValue(func() error { return <-done })
+}
+
 // eachPart calls fn with each partition docs fall in and its docs, in key
 // order, making the partitions there are none of yet.
 func (l *Lexical) eachPart(ctx context.Context, docs []Doc, fn func(*part, []Doc) error) error {
