@@ -501,3 +501,75 @@ func TestCheckpointReadBackAhead(t *testing.T) {
 	require.Equal(t, inMemory, encode(a.w), "the state read back ahead is the one Open reads from the file")
 	require.Equal(t, want, packsOf(t, a.w, reqs), "reopened")
 }
+
+// TestCheckpointReadBackCatchesUp: once the writer has read its file back,
+// it adds the batches committed while it wrote (state.Read.catchUp), so the
+// commit that names the file adds only those committed since. The writer
+// is held once its file is written while five commits go on; once it has
+// caught up, their batch files are moved away: a naming commit that read
+// them would fail to read its state back and keep the one in memory.
+func TestCheckpointReadBackCatchesUp(t *testing.T) {
+	a := newAheadWindow(t)
+	a.recs = append(a.recs, vocabularyRecords(t, "acme", "b", 2*state.CheckpointLag, 11)...)
+	for a.checkpoint(a.wdir) == storage.CheckpointName(1) {
+		a.commitChunk()
+	}
+	named := a.w.st.Gen
+
+	written, release := make(chan struct{}), make(chan struct{})
+	a.w.ahead.Then.Written = func() {
+		close(written)
+		<-release
+	}
+	for held := false; !held; {
+		a.commitChunk()
+		select {
+		case <-written:
+			held = true
+		default:
+		}
+	}
+	a.w.ahead.Then.Written = nil
+	ahead := temps(t, a.wdir)
+	require.Len(t, ahead, 1)
+	var started int64
+	for g := named + 1; g <= a.w.st.Gen; g++ {
+		if strings.HasPrefix(filepath.Base(ahead[0]), "."+storage.CheckpointName(g)) {
+			started = g
+		}
+	}
+	require.NotZero(t, started, "the file written ahead, %s, is of none of generations %d..%d", ahead[0], named+1, a.w.st.Gen)
+	for range 5 {
+		a.commitChunk()
+	}
+	caughtUp := a.w.st.Gen
+	close(release)
+	a.w.ahead.Wait()
+
+	m := storagetest.ReadManifest(t, a.wdir)
+	aside := t.TempDir()
+	var moved []string
+	for _, b := range m.Batches[started:caughtUp] {
+		moved = append(moved, b.File)
+		require.NoError(t, os.Rename(filepath.Join(a.wdir, storage.ChunksDir, b.File), filepath.Join(aside, b.File)))
+	}
+	for a.checkpoint(a.wdir) != storage.CheckpointName(started) {
+		a.commitChunk()
+	}
+	for _, f := range moved {
+		require.NoError(t, os.Rename(filepath.Join(aside, f), filepath.Join(a.wdir, storage.ChunksDir, f)))
+	}
+	require.Equal(t, started, a.w.st.Base, "the naming commit read back %d batch files it had no need of: the writer had added them", len(moved))
+	requireSameFiles(t, a.wdir, a.rdir, "after the window")
+
+	var reqs []Request
+	for g := int64(1); g <= a.w.st.Gen; g += 13 {
+		reqs = append(reqs, Request{Question: a.recs[g].Chunk.Text, AsOf: asof.MustDate("2026-06-01"), Tenant: "acme", K: 5, Generation: g})
+	}
+	want := packsOf(t, a.w, reqs)
+	require.Equal(t, want, packsOf(t, a.r, reqs), "the replica")
+	require.NoError(t, a.w.Close())
+	a.w = checked(t, mustOpen(t, a.wdir))
+	require.Equal(t, started, a.w.st.Base)
+	require.Equal(t, want, packsOf(t, a.w, reqs), "reopened")
+}

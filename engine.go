@@ -145,7 +145,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	opts.Analyzer = Analyzer(o.Lex.Analyzer())
 	ix := &index{dir: dir, store: o.Store, lex: o.Lex, emb: opts.Embedder, graph: graphSettings(opts), st: o.State,
 		views: denseleg.NewViews(), now: time.Now, readOnly: o.ReadOnly, advanced: make(chan struct{})}
-	ix.ahead.ReadBack = ix.emb == nil // as state.ReadBack reads back a checkpoint a commit names
+	ix.ahead.Then.ReadBack = ix.emb == nil // as state.ReadBack reads back a checkpoint a commit names
 	return &Engine{index: ix, opts: opts}, nil
 }
 

@@ -329,16 +329,12 @@ func ReadBack(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gen 
 // manifest of d names; ahead is closed when false.
 func readBackAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, ahead Read) (*State, bool) {
 	st, m := ahead.st, d.Manifest()
-	if m.CheckpointSum != ahead.sum || m.CheckpointGeneration() != st.Gen || m.Generation != gen {
+	if m.CheckpointSum != ahead.sum || m.CheckpointGeneration() != st.Base || m.Generation != gen || st.Gen > gen {
 		ahead.Close()
 		return nil, false
 	}
-	// The rows name generations up to the checkpoint's; the files after it
-	// are the batches the state adds, as OpenState's rows list them.
-	st.Rows.files = make([]string, len(m.Batches))
-	for i, b := range m.Batches {
-		st.Rows.files[i] = b.File
-	}
+	// The batches after those its writer added (Read.catchUp).
+	st.Rows.setFiles(m)
 	err := st.addLater(d, m, m.Batches[st.Gen:gen], lex, nil)
 	if err == nil {
 		err = st.agrees(m)
@@ -790,4 +786,14 @@ type RowTable struct {
 	Checked []atomic.Pointer[checkedChunk]
 	dir     *storage.Dir
 	files   []string // batch file of generation g at files[g-1]
+}
+
+// setFiles makes t name the batch files of every generation m holds: the
+// rows name those up to the checkpoint's, and a state goes on with the
+// batches after it. Only before the state is anyone's but its maker's.
+func (t *RowTable) setFiles(m *storage.Manifest) {
+	t.files = make([]string, len(m.Batches))
+	for i, b := range m.Batches {
+		t.files[i] = b.File
+	}
 }

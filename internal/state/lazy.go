@@ -567,7 +567,9 @@ func openCheckpoint(d *storage.Dir, lex *retrieve.Lexical, m *storage.Manifest, 
 // Open settles the partitions by (OpenCatalog). Once stop (nil: never)
 // says true, it gives up with checkpoint.ErrStopped before the next batch.
 func (s *State) addLater(d *storage.Dir, m *storage.Manifest, later []storage.Batch, lex *retrieve.Lexical, stop func() bool) error {
-	s.adopt = s.Rows.Catalog()
+	if s.Gen == s.Base { // else it goes on from where an earlier call stopped (catchUp)
+		s.adopt = s.Rows.Catalog()
+	}
 	b := NewBuilding()
 	own := b.Own
 	for _, batch := range later {
