@@ -290,6 +290,7 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 		})
 	}
 	if err == nil && e.store != nil && !named && !start {
+		e.ahead.CatchUp(e.store, e.lex) // the commit that names it then adds only its own batch
 		// This process opened the index after the generation that started
 		// the window, so it wrote nothing ahead: it starts now, at its first
 		// commit (a process that only reads never pays for it), and the

@@ -318,6 +318,35 @@ func (s *AheadSlot) Drop() error {
 	return nil
 }
 
+// CatchUp adds to the state the slot's writer read back the batches
+// committed since it caught up (Read.catchUp), once the writer is done; a
+// writer still at work catches up itself when it is. Each commit of the
+// window calls it once published, so that the one that names the file
+// adds only its own batch: at a million chunks, after 511 one-fact
+// commits, the writer caught up with the 170 committed while it wrote and
+// the naming commit still added the other 343, 8.5 ms of its 18 ms. What
+// it costs each commit: reading its own batch file again.
+//
+// Invariant: the caller holds what serializes the engine's commits (its
+// ingest lock), as the callers of Take and Drop do, so nothing takes or
+// drops the state while it grows.
+func (s *AheadSlot) CatchUp(d *storage.Dir, lex *retrieve.Lexical) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.a
+	if a == nil {
+		return
+	}
+	select {
+	case <-a.done:
+	default:
+		return
+	}
+	if a.err == nil {
+		a.read = a.read.catchUp(d, lex, func() bool { return false })
+	}
+}
+
 // WaitRows waits for the writer the slot holds, if it reads the rows of a
 // state its caller handed it (WriteAhead), and leaves it there: before
 // those rows are closed. A writer that reads a state of its own
