@@ -152,8 +152,10 @@ func (e *Engine) apply(ctx context.Context, st *state.State, en entry) error {
 	if err := st.HoldsFactsOf(en.gen, add, facts); err != nil {
 		return err
 	}
-	ready := e.lex.Ready(add) // the partitions opened beside what follows
-	defer ready()             // on every path: Close must not find it opening
+	// The partitions it writes, opened beside what follows (Lexical.Ready),
+	// waited for on every path: Close must not find them opening.
+	ready := e.lex.Ready(st.WrittenChunks(add, facts))
+	defer ready()
 	an := make([]state.Analyzed, len(add))
 	var total int64
 	var sp terms.Splitter

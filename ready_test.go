@@ -12,15 +12,27 @@ import (
 )
 
 // TestFirstWriteReadiesPartitionsBeside: the first commit after Open
-// reopens the partitions its chunks fall in for writing on a goroutine of
+// reopens the partitions it writes for writing on a goroutine of
 // retrieve.Lexical.Ready, beside the rest of the commit, not in the
-// lexical write; and what it commits is what a process that never closed
-// commits.
+// lexical write: those its new chunks fall in, and those of the stored
+// chunks its facts index again (State.WrittenChunks); and what it commits
+// is what a process that never closed commits.
 func TestFirstWriteReadiesPartitionsBeside(t *testing.T) {
+	for _, tc := range []struct {
+		step int
+		why  string
+	}{{1, "new chunks"}, {2, "facts on stored chunks"}} {
+		t.Run(partSteps()[tc.step].name, func(t *testing.T) { firstWriteReadies(t, tc.step, tc.why) })
+	}
+}
+
+// firstWriteReadies runs the fixture's step n as the first commit after
+// reopening an index of the steps before it.
+func firstWriteReadies(t *testing.T, n int, why string) {
 	ctx := context.Background()
 	steps := partSteps()
 	dir := filepath.Join(t.TempDir(), "idx")
-	e := partIndex(t, dir, 1)
+	e := partIndex(t, dir, n)
 	require.NoError(t, e.Close())
 	e, err := Open(dir, Options{PartitionDays: partFixtureDays})
 	require.NoError(t, err)
@@ -38,14 +50,14 @@ func TestFirstWriteReadiesPartitionsBeside(t *testing.T) {
 		case <-reopened:
 			return nil
 		case <-time.After(time.Minute): // a watchdog, not a wait: Ready reopens them at once
-			return fmt.Errorf("%s: no partition was reopened beside the commit's files", tmp)
+			return fmt.Errorf("%s: no partition was reopened beside the commit's files (%s)", tmp, why)
 		}
 	}
-	require.NoError(t, steps[1].run(ctx, e), steps[1].name)
+	require.NoError(t, steps[n].run(ctx, e), steps[n].name)
 	e.lex.Hooks.ReadOnlyClosed, e.store.Hooks.BeforeRename = nil, nil
 
 	// The same steps in one process, never closed: the same packs.
-	one := partIndex(t, filepath.Join(t.TempDir(), "one"), 2)
+	one := partIndex(t, filepath.Join(t.TempDir(), "one"), n+1)
 	defer one.Close()
 	want, got := partPacks(t, one), partPacks(t, e)
 	require.Equal(t, len(want), len(got))

@@ -551,7 +551,8 @@ func (l *Lexical) Index(ctx context.Context, docs []Doc) (err error) {
 // and a commit can pay them beside the rest of its work (its analysis,
 // its next state, its batch file) instead of before its batches.
 // Partitions that do not exist yet are left to Index, which makes them.
-// Like Index, it is serialized with the writes by the caller, who waits
+// Of a chunk it reads only what places it in a partition: its tenant, its
+// anchor and its validity start. Like Index, it is serialized with the writes by the caller, who waits
 // before any other write, and before Close.
 func (l *Lexical) Ready(chunks []*evidence.Chunk) (wait func() error) {
 	if len(chunks) == 0 {

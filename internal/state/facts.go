@@ -128,6 +128,25 @@ func (s *State) LexDocsOf(next *State, add []*evidence.Chunk, an []Analyzed, fac
 	return docs, len(restated)
 }
 
+// WrittenChunks returns the chunks whose lexical documents a commit of add
+// and facts onto s writes (LexDocsOf), each as far as the lexical
+// partitions need it: its tenant and days (retrieve.Lexical.Ready). A
+// stored chunk comes from memory or from its row (chunkOfDays), reading no
+// batch file; a fact on a chunk s does not hold adds none.
+func (s *State) WrittenChunks(add []*evidence.Chunk, facts []*evidence.Fact) []*evidence.Chunk {
+	out := slices.Clip(add)
+	for _, f := range facts {
+		if c, ok := s.Chunks[f.ChunkID]; ok {
+			out = append(out, c)
+		} else if s.Rows != nil {
+			if _, w, ok := s.Rows.Find(f.ChunkID); ok {
+				out = append(out, chunkOfDays(new(evidence.Chunk), f.ChunkID, s.Rows.Tenant(w), w.AnchorDay, w.From, w.To))
+			}
+		}
+	}
+	return out
+}
+
 // lexDocOf returns the lexical document of chunk c, committed at
 // generation gen, at the state's generation.
 func (s *State) lexDocOf(c *evidence.Chunk, gen int64) retrieve.Doc {
