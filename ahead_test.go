@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -574,4 +575,42 @@ func TestCheckpointReadBackCatchesUp(t *testing.T) {
 	a.w = checked(t, mustOpen(t, a.wdir))
 	require.Equal(t, started, a.w.st.Base)
 	require.Equal(t, want, packsOf(t, a.w, reqs), "reopened")
+}
+
+// TestHistoryBesideAWriterReadingBack: the first History after a rebase
+// unfolds the state and closes the rows a checkpoint's writer may read
+// (AheadSlot.WaitRows); once the writer's file is written it reads only
+// its own file, so History does not wait for its read-back and catch-up.
+// The writer is held after its write until History has returned.
+func TestHistoryBesideAWriterReadingBack(t *testing.T) {
+	a := newAheadWindow(t)
+	a.recs = append(a.recs, vocabularyRecords(t, "acme", "b", 2*state.CheckpointLag, 11)...)
+	for a.checkpoint(a.wdir) == storage.CheckpointName(1) {
+		a.commitChunk()
+	}
+	require.NotNil(t, a.w.st.Rows, "rebased onto the checkpoint it named")
+	written, release := make(chan struct{}), make(chan struct{})
+	a.w.ahead.Then.Written = func() {
+		close(written)
+		<-release
+	}
+	defer close(release)
+	for held := false; !held; {
+		a.commitChunk()
+		select {
+		case <-written:
+			held = true
+		default:
+		}
+	}
+	a.w.ahead.Then.Written = nil
+	done := make(chan error, 1)
+	go func() { _, err := a.w.History(); done <- err }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(time.Minute): // a watchdog, not a wait: History returns at once
+		t.Fatal("History waited for a writer whose file was written")
+	}
+	require.Nil(t, a.w.st.Rows, "History unfolded the state")
 }

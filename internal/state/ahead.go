@@ -24,7 +24,10 @@ type Ahead struct {
 	gen  int64         // the generation whose state it holds
 	own  bool          // it reads a state of its own (WriteAheadAt), not the caller's
 	done chan struct{} // closed once file and sum, or err, are set
-	stop atomic.Bool   // set: give up (no commit will name it)
+	// wrote is closed once the state it was handed is no longer read: the
+	// file written, or the write given up (WaitRows).
+	wrote chan struct{}
+	stop  atomic.Bool // set: give up (no commit will name it)
 	// taken is set once a commit takes the file (Take): the read-back
 	// stops adding the batches after it (Read.catchUp).
 	taken atomic.Bool
@@ -95,9 +98,11 @@ func WriteAheadAt(d *storage.Dir, lex *retrieve.Lexical, gen int64, then Then) *
 // build returns with what lets go of it once written, on a goroutine, and
 // then does what then says; build is handed the writer's stop.
 func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, then Then, build func(stop func() bool) (*State, func() error, error)) *Ahead {
-	a := &Ahead{gen: gen, done: make(chan struct{})}
+	a := &Ahead{gen: gen, done: make(chan struct{}), wrote: make(chan struct{})}
 	go func() {
 		defer close(a.done)
+		wrote := sync.OnceFunc(func() { close(a.wrote) })
+		defer wrote()
 		st, release, err := build(a.stop.Load)
 		if err != nil {
 			a.err = err
@@ -116,6 +121,7 @@ func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, then Then, bui
 			a.file, err = d.WriteAhead(storage.CheckpointName(a.gen), a.stop.Load, f...)
 		}
 		a.err = err
+		wrote() // what follows reads the file, not st
 		if err == nil && then.Written != nil {
 			then.Written()
 		}
@@ -357,16 +363,17 @@ func (s *AheadSlot) CatchUp(d *storage.Dir, lex *retrieve.Lexical) {
 	}
 }
 
-// WaitRows waits for the writer the slot holds, if it reads the rows of a
-// state its caller handed it (WriteAhead), and leaves it there: before
-// those rows are closed. A writer that reads a state of its own
-// (WriteAheadAt) is not waited for: it may take seconds.
+// WaitRows waits, before the rows of a state its caller handed the
+// slot's writer (WriteAhead) are closed, until the writer no longer reads
+// them: once its file is written, not read back and caught up. It leaves
+// the writer there. A writer that reads a state of its own (WriteAheadAt)
+// is not waited for: it may take seconds.
 func (s *AheadSlot) WaitRows() {
 	s.mu.Lock()
 	a := s.a
 	s.mu.Unlock()
 	if a != nil && !a.own {
-		a.Wait()
+		<-a.wrote
 	}
 }
 
