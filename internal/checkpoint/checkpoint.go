@@ -226,10 +226,6 @@ type Input struct {
 	// written ahead that no commit will name: its engine is closing). Once
 	// true it must stay true: a run of blocks it skipped is not hashed.
 	Stop func() bool
-	// Workers bounds the goroutines Encode works on at once (0:
-	// GOMAXPROCS). A checkpoint written ahead, beside commits, leaves them
-	// a core. The bytes do not depend on it.
-	Workers int
 }
 
 // ErrStopped is Encode's error when Input.Stop said to give up.
@@ -336,7 +332,7 @@ func Encode(in Input) (File, error) {
 	hw.str(in.Identity)
 	hw.str(string(cat))
 	hw.b = append(hw.b, w.b...)
-	return assemble(hw.b, body, stop, in.Workers)
+	return assemble(hw.b, body, stop)
 }
 
 // The file: Format, the head's length (8 bytes), the head (the figures,
@@ -386,11 +382,10 @@ func (f File) Head() []byte { return f[0] }
 func (f File) Bytes() []byte { return bytes.Join(f, nil) }
 
 // assemble returns the checkpoint file of head and the body sections
-// (rows, ID order, ID arena, document table, key arena, number arena),
-// its blocks summed on workers goroutines at most (Input.Workers).
-func assemble(head []byte, body [sections][]byte, stop func() bool, workers int) (File, error) {
+// (rows, ID order, ID arena, document table, key arena, number arena).
+func assemble(head []byte, body [sections][]byte, stop func() bool) (File, error) {
 	sizes := [sections]int{rowsPerBlock * rowSize, orderPerBlock * orderSize, block, docsPerBlock * docSize, block, block}
-	sums := blockSums(body, sizes, stop, workers)
+	sums := blockSums(body, sizes, stop)
 	if stop() {
 		return nil, ErrStopped
 	}
@@ -429,7 +424,7 @@ func assemble(head []byte, body [sections][]byte, stop func() bool, workers int)
 // section i cut into blocks of sizes[i] bytes, hashed on every core: a
 // block's sum is a function of its bytes alone, so the sums do not depend
 // on which goroutine computed them.
-func blockSums(body [sections][]byte, sizes [sections]int, stop func() bool, workers int) [sections][][32]byte {
+func blockSums(body [sections][]byte, sizes [sections]int, stop func() bool) [sections][][32]byte {
 	var sums [sections][][32]byte
 	type job struct{ sec, lo, hi int } // blocks [lo, hi) of section sec
 	var jobs []job
@@ -440,7 +435,7 @@ func blockSums(body [sections][]byte, sizes [sections]int, stop func() bool, wor
 			jobs = append(jobs, job{i, lo, min(lo+1024, n)})
 		}
 	}
-	onEveryCore(len(jobs), workers, func(k int) {
+	onEveryCore(len(jobs), func(k int) {
 		if stop() {
 			return // the caller asks stop again and gives up
 		}
@@ -453,37 +448,13 @@ func blockSums(body [sections][]byte, sizes [sections]int, stop func() bool, wor
 	return sums
 }
 
-// Workers is n goroutines, or GOMAXPROCS for 0: what Input.Workers says.
-func Workers(n int) int {
-	if n > 0 {
-		return n
-	}
-	return runtime.GOMAXPROCS(0)
-}
-
-// beside runs f on a goroutine of its own when workers (Workers) allow two
-// at once, else before it returns, and returns what waits for it.
-func beside(workers int, f func()) (wait func()) {
-	if Workers(workers) < 2 {
-		f()
-		return func() {}
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	return func() { <-done }
-}
-
-// onEveryCore calls do(k) once for every k in [0, n), on workers
-// goroutines at most (0: GOMAXPROCS), each taking the next k not yet
-// taken, and returns when every call has. do must write only what k alone
-// owns.
-func onEveryCore(n, workers int, do func(k int)) {
+// onEveryCore calls do(k) once for every k in [0, n), on GOMAXPROCS
+// goroutines at most, each taking the next k not yet taken, and returns
+// when every call has. do must write only what k alone owns.
+func onEveryCore(n int, do func(k int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(Workers(workers), n) {
+	for range min(runtime.GOMAXPROCS(0), n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -643,7 +614,9 @@ func (w *writer) rows(in *Input, tenants []string, canon []uint32, stop func() b
 	// and a block of it checked for each cold lookup.)
 	idKeys := make([]uint64, len(ids))
 	byID := make([]uint32, len(ids))
-	sorted := beside(in.Workers, func() {
+	sorted := make(chan struct{})
+	go func() {
+		defer close(sorted)
 		for i, id := range ids {
 			byID[i], idKeys[i] = uint32(i), idKey(id)
 		}
@@ -656,7 +629,7 @@ func (w *writer) rows(in *Input, tenants []string, canon []uint32, stop func() b
 			}
 			return strings.Compare(ids[a], ids[b])
 		})
-	})
+	}()
 	// Documents in runs of about a 64th of the rows, each filled by
 	// whichever worker takes it; the first error in document order wins.
 	var runs []int // first document of each run, then len(docs)
@@ -667,8 +640,8 @@ func (w *writer) rows(in *Input, tenants []string, canon []uint32, stop func() b
 	}
 	runs = append(runs, len(docs))
 	errs := make([]error, len(runs)-1)
-	onEveryCore(len(errs), in.Workers, func(r int) { errs[r] = fill(runs[r], runs[r+1]) })
-	sorted()
+	onEveryCore(len(errs), func(r int) { errs[r] = fill(runs[r], runs[r+1]) })
+	<-sorted
 	for _, err := range errs {
 		if err != nil {
 			return body, err

@@ -133,16 +133,6 @@ func TestPinnedRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, raw, f.Bytes())
 	require.Greater(t, asked.Load(), int64(1))
-
-	// On any number of goroutines (Workers; 1 sorts and sums inline): the
-	// same bytes.
-	for _, workers := range []int{1, 2, 7} {
-		in := inputOf(t, h, tbl)
-		in.Workers = workers
-		f, err = Encode(in)
-		require.NoError(t, err)
-		require.Equal(t, raw, f.Bytes(), "on %d workers", workers)
-	}
 }
 
 // TestDecodePassesOver: a checkpoint of other analyzers, or of an older

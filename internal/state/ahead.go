@@ -2,7 +2,6 @@ package state
 
 import (
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -113,7 +112,7 @@ func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, then Then, bui
 			a.err = checkpoint.ErrStopped
 			return
 		}
-		f, err := checkpointAhead(st, lex, a.stop.Load, besideCommits())
+		f, err := CheckpointAhead(st, lex, a.stop.Load)
 		if err == nil {
 			a.sum, err = checkpoint.Sum(f.Head())
 		}
@@ -132,15 +131,6 @@ func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, then Then, bui
 	}()
 	return a
 }
-
-// besideCommits is how many goroutines a checkpoint written ahead is
-// encoded on: every core but one, which it leaves to the commits made
-// meanwhile. On every core, at a million chunks on two, the encoder kept
-// both busy for about a second, and the commits made meanwhile waited for
-// a core at each of their steps (a lexical batch took up to 64 ms, against
-// 2 to 5 ms beside the file's write); it now takes longer, and the
-// commit that names the file waits for what is left of it, if any.
-func besideCommits() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 
 // readAhead reads back file, the checkpoint of generation gen just written
 // ahead with sum, as the commit that names it would read it (ReadBack).

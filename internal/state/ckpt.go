@@ -41,24 +41,19 @@ func CheckpointSum(raw []byte) (string, error) { return checkpoint.Sum(raw) }
 // both: at a million chunks each walk took 1.3 s, and the catalog and the
 // encoder each made its own.
 func Checkpoint(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint.Doc) ([]byte, error)) (checkpoint.File, error) {
-	return checkpointUnless(st, lex, catalog, nil, 0)
+	return checkpointUnless(st, lex, catalog, nil)
 }
 
 // checkpointUnless is Checkpoint giving up with checkpoint.ErrStopped once
 // stop (nil: never) says true, asked every stopEvery rows of the walk and
-// every run of the encoder, on workers goroutines at most (0: GOMAXPROCS;
-// checkpoint.Input.Workers): with one, the catalog is computed after the
-// rest, not beside it.
-func checkpointUnless(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint.Doc) ([]byte, error), stop func() bool, workers int) (checkpoint.File, error) {
+// every run of the encoder.
+func checkpointUnless(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint.Doc) ([]byte, error), stop func() bool) (checkpoint.File, error) {
 	if catalog == nil {
 		catalog = func(docs []checkpoint.Doc) ([]byte, error) { return catalogOf(lex, st, docs, stop) }
 	}
-	docs, err := st.docsInKeyOrder(true, min(st.walkParts(), checkpoint.Workers(workers)), stop)
+	docs, err := st.docsInKeyOrder(true, st.walkParts(), stop)
 	if err != nil {
 		return nil, err
-	}
-	if checkpoint.Workers(workers) < 2 {
-		return encodeCheckpoint(st, AnalysisIdentity(lex), docs, func() ([]byte, error) { return catalog(docs) }, stop, workers)
 	}
 	type result struct {
 		raw []byte
@@ -74,7 +69,7 @@ func checkpointUnless(st *State, lex *retrieve.Lexical, catalog func(docs []chec
 		r := <-done
 		waited = true
 		return r.raw, r.err
-	}, stop, workers)
+	}, stop)
 	if !waited {
 		<-done // an encoder that failed or stopped first: the catalog reads st's rows, which the caller may close next
 	}
@@ -286,19 +281,13 @@ func NextCheckpoint(d *storage.Dir, lex *retrieve.Lexical, parent, next *State, 
 // (Plan.Start). Its bytes are those Checkpoint gives of the same state.
 // Once stop (nil: never) says true, it gives up with checkpoint.ErrStopped.
 func CheckpointAhead(st *State, lex *retrieve.Lexical, stop func() bool) (checkpoint.File, error) {
-	return checkpointAhead(st, lex, stop, 0)
-}
-
-// checkpointAhead is CheckpointAhead on workers goroutines at most (0:
-// GOMAXPROCS; checkpoint.Input.Workers).
-func checkpointAhead(st *State, lex *retrieve.Lexical, stop func() bool, workers int) (checkpoint.File, error) {
 	known := st.Catalog // set before st was committed, never after
 	return checkpointUnless(st, lex, func(docs []checkpoint.Doc) ([]byte, error) {
 		if known != nil {
 			return known, nil
 		}
 		return catalogOf(lex, st, docs, stop)
-	}, stop, workers)
+	}, stop)
 }
 
 // ReadBack returns the state read from the checkpoint the manifest of d
@@ -389,12 +378,12 @@ func EncodeCheckpoint(st *State, identity string, catalog func() ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	return encodeCheckpoint(st, identity, docs, catalog, nil, 0)
+	return encodeCheckpoint(st, identity, docs, catalog, nil)
 }
 
 // encodeCheckpoint is EncodeCheckpoint of st's documents in key order,
 // docs (docsInKeyOrder with their reranker terms).
-func encodeCheckpoint(st *State, identity string, docs []checkpoint.Doc, catalog func() ([]byte, error), stop func() bool, workers int) (checkpoint.File, error) {
+func encodeCheckpoint(st *State, identity string, docs []checkpoint.Doc, catalog func() ([]byte, error), stop func() bool) (checkpoint.File, error) {
 	h := checkpoint.Head{Gen: st.Gen, Commits: st.Commits, Docs: st.Stats.Docs, Tokens: st.Stats.Tokens, Bounds: st.Bounds}
 	for _, k := range evidence.SortedKeys(st.Entities) {
 		names := make([]checkpoint.Entity, len(st.Entities[k]))
@@ -429,7 +418,7 @@ func encodeCheckpoint(st *State, identity string, docs []checkpoint.Doc, catalog
 	}
 	var bad atomic.Pointer[string] // the first malformed content hash (the encoder runs on every core)
 	f, err := checkpoint.Encode(checkpoint.Input{Head: h, Identity: identity, Names: st.Names, Docs: docs, Placed: placed,
-		Catalog: catalog, Stop: stop, Workers: workers,
+		Catalog: catalog, Stop: stop,
 		Chunk: func(id string) checkpoint.Chunk {
 			pl, c := st.DocPlace[id], st.Chunks[id]
 			_, purged := st.Purged[id] // nil in memory, or none read back: the same
