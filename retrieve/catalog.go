@@ -466,6 +466,9 @@ func (l *Lexical) reopen(p *part) error {
 	if err := p.idx.Close(); err != nil {
 		return fmt.Errorf("%w: partition %s: close to write: %v", ErrLexical, p.dir, err)
 	}
+	l.pmu.Lock()
+	p.idx = nil // closed: should the open below panic (recoverBleve), Close must not close it again
+	l.pmu.Unlock()
 	if h := l.Hooks.ReadOnlyClosed; h != nil {
 		h(filepath.Base(p.dir))
 	}
