@@ -22,6 +22,7 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/internal/storagetest"
 )
 
 // rvCommit ingests recs on a.w in one commit and applies the entry to the
@@ -294,7 +295,7 @@ func TestCatchUpFailedCommits(t *testing.T) {
 	for a.checkpoint(a.wdir) == named {
 		a.commitChunk()
 	}
-	require.Equal(t, storagetestCheckpointGen(t, a.checkpoint(a.wdir)), a.w.st.Base, "read back")
+	require.Equal(t, storagetest.ReadManifest(t, a.wdir).CheckpointGeneration(), a.w.st.Base, "read back")
 	requireSameFiles(t, a.wdir, a.rdir, "after the window")
 	reqs := rvReqs(a, "acme", a.recs[:a.next])
 	want := packsOf(t, a.w, reqs)
@@ -303,19 +304,6 @@ func TestCatchUpFailedCommits(t *testing.T) {
 	a.r = checked(t, mustOpen(t, a.rdir))
 	require.Equal(t, string(rvEncode(t, a.r)), string(writerBytes))
 	require.Equal(t, want, packsOf(t, a.r, reqs))
-}
-
-// storagetestCheckpointGen parses the generation out of a checkpoint's
-// name (state-NNN.bin).
-func storagetestCheckpointGen(t *testing.T, name string) int64 {
-	t.Helper()
-	for g := int64(1); g < 100000; g++ {
-		if storage.CheckpointName(g) == name {
-			return g
-		}
-	}
-	t.Fatalf("no generation names %s", name)
-	return 0
 }
 
 // TestCatchUpEndsWithoutLeaks: a read-back state that no commit
@@ -391,7 +379,7 @@ func TestCatchUpEndsWithoutLeaks(t *testing.T) {
 			for a.checkpoint(a.wdir) == before {
 				a.commitChunk()
 			}
-			require.Equal(t, storagetestCheckpointGen(t, a.checkpoint(a.wdir)), a.w.st.Base, "window %d", w)
+			require.Equal(t, storagetest.ReadManifest(t, a.wdir).CheckpointGeneration(), a.w.st.Base, "window %d", w)
 			var stale []string
 			for _, l := range rvMaps(t, a.wdir) {
 				if strings.Contains(l, ".state-") || strings.Contains(l, "(deleted)") {
