@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,6 +84,27 @@ func (a *aheadWindow) failNamingCommit(t *testing.T) {
 	_, err := a.w.Ingest(context.Background(), connectors.Records(a.recs[a.next:a.next+1]), IngestOptions{})
 	require.ErrorContains(t, err, "no space left on device")
 	a.w.store.Hooks.BeforeRename = nil
+}
+
+// holdNextWriter commits a chunk at a time until the next checkpoint
+// writer a.w starts has written its file, and holds that writer there
+// (state.Then.Written) until release is called.
+func (a *aheadWindow) holdNextWriter() (release func()) {
+	written, goOn := make(chan struct{}), make(chan struct{})
+	a.w.ahead.Then.Written = func() {
+		close(written)
+		<-goOn
+	}
+	for held := false; !held; {
+		a.commitChunk()
+		select {
+		case <-written:
+			held = true
+		default:
+		}
+	}
+	a.w.ahead.Then.Written = nil
+	return sync.OnceFunc(func() { close(goOn) })
 }
 
 // temps lists the temp files in dir (a checkpoint's written ahead).
@@ -519,20 +541,7 @@ func TestCheckpointReadBackCatchesUp(t *testing.T) {
 	}
 	named := a.w.st.Gen
 
-	written, release := make(chan struct{}), make(chan struct{})
-	a.w.ahead.Then.Written = func() {
-		close(written)
-		<-release
-	}
-	for held := false; !held; {
-		a.commitChunk()
-		select {
-		case <-written:
-			held = true
-		default:
-		}
-	}
-	a.w.ahead.Then.Written = nil
+	release := a.holdNextWriter()
 	ahead := temps(t, a.wdir)
 	require.Len(t, ahead, 1)
 	var started int64
@@ -545,7 +554,7 @@ func TestCheckpointReadBackCatchesUp(t *testing.T) {
 	for range 5 {
 		a.commitChunk()
 	}
-	close(release)
+	release()
 	a.w.ahead.Wait()
 
 	aside := t.TempDir()
@@ -589,21 +598,8 @@ func TestHistoryBesideAWriterReadingBack(t *testing.T) {
 		a.commitChunk()
 	}
 	require.NotNil(t, a.w.st.Rows, "rebased onto the checkpoint it named")
-	written, release := make(chan struct{}), make(chan struct{})
-	a.w.ahead.Then.Written = func() {
-		close(written)
-		<-release
-	}
-	defer close(release)
-	for held := false; !held; {
-		a.commitChunk()
-		select {
-		case <-written:
-			held = true
-		default:
-		}
-	}
-	a.w.ahead.Then.Written = nil
+	release := a.holdNextWriter()
+	defer release()
 	done := make(chan error, 1)
 	go func() { _, err := a.w.History(); done <- err }()
 	select {
