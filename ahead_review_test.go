@@ -81,6 +81,19 @@ func rvHold(a *aheadWindow) (written <-chan struct{}, release func()) {
 	return w, func() { once.Do(func() { close(r) }) }
 }
 
+// rvAsReopened requires the replica, reopened (Open's path), to encode to
+// the checkpoint bytes of the writer's state and to answer reqs with the
+// writer's packs.
+func rvAsReopened(t *testing.T, a *aheadWindow, reqs []Request) {
+	t.Helper()
+	writerBytes := rvEncode(t, a.w)
+	want := packsOf(t, a.w, reqs)
+	require.NoError(t, a.r.Close())
+	a.r = checked(t, mustOpen(t, a.rdir))
+	require.Equal(t, string(rvEncode(t, a.r)), string(writerBytes), "the writer's state encodes as a fresh Open's")
+	require.Equal(t, want, packsOf(t, a.r, reqs), "packs: the writer against a fresh Open")
+}
+
 // rvReqs asks for a text of each of recs at several generations.
 func rvReqs(a *aheadWindow, tenant string, recs []connectors.Record) []Request {
 	var reqs []Request
@@ -150,17 +163,8 @@ func TestCatchUpMixedWindow(t *testing.T) {
 	require.Equal(t, storage.CheckpointName(a.started), a.checkpoint(a.wdir))
 
 	// The next window, with the writer held after its write.
-	written, release := rvHold(a)
+	release := a.holdNextWriter(func(...*Engine) { rvCommit(t, a, nextB(1)) })
 	defer release()
-	for held := false; !held; {
-		rvCommit(t, a, nextB(1))
-		select {
-		case <-written:
-			held = true
-		default:
-		}
-	}
-	a.w.ahead.Then.Written = nil
 	started := a.w.st.Gen - 1 // the commit before the one that saw it written, or earlier
 	for _, tmp := range temps(t, a.wdir) {
 		for s := a.started + 1; s <= a.w.st.Gen; s++ {
@@ -185,14 +189,8 @@ func TestCatchUpMixedWindow(t *testing.T) {
 	require.Equal(t, started, a.w.st.Base, "the naming commit read its state back")
 	requireSameFiles(t, a.wdir, a.rdir, "after the second window")
 
-	writerBytes := rvEncode(t, a.w)
-	reqs := append(rvReqs(a, "acme", b[:bi]), rvReqs(a, "globex", g[:gi])...)
-	want := packsOf(t, a.w, reqs)
-	require.NoError(t, a.r.Close())
-	a.r = checked(t, mustOpen(t, a.rdir))
+	rvAsReopened(t, a, append(rvReqs(a, "acme", b[:bi]), rvReqs(a, "globex", g[:gi])...))
 	require.Equal(t, started, a.r.st.Base)
-	require.Equal(t, string(rvEncode(t, a.r)), string(writerBytes), "the caught-up state encodes as a fresh Open's")
-	require.Equal(t, want, packsOf(t, a.r, reqs), "packs: the caught-up writer against a fresh Open")
 
 	// The third window: its checkpoint is written from the caught-up state
 	// (its catalog) on the writer and from Open's on the replica.
@@ -272,17 +270,8 @@ func TestCatchUpFailedCommits(t *testing.T) {
 	for a.checkpoint(a.wdir) == storage.CheckpointName(1) {
 		a.commitChunk()
 	}
-	written, release := rvHold(a)
+	release := a.holdNextWriter(a.commitChunk)
 	defer release()
-	for held := false; !held; {
-		a.commitChunk()
-		select {
-		case <-written:
-			held = true
-		default:
-		}
-	}
-	a.w.ahead.Then.Written = nil
 	fail(0)
 	a.commitChunk()
 	fail(1)
@@ -297,13 +286,7 @@ func TestCatchUpFailedCommits(t *testing.T) {
 	}
 	require.Equal(t, storagetest.ReadManifest(t, a.wdir).CheckpointGeneration(), a.w.st.Base, "read back")
 	requireSameFiles(t, a.wdir, a.rdir, "after the window")
-	reqs := rvReqs(a, "acme", a.recs[:a.next])
-	want := packsOf(t, a.w, reqs)
-	writerBytes := rvEncode(t, a.w)
-	require.NoError(t, a.r.Close())
-	a.r = checked(t, mustOpen(t, a.rdir))
-	require.Equal(t, string(rvEncode(t, a.r)), string(writerBytes))
-	require.Equal(t, want, packsOf(t, a.r, reqs))
+	rvAsReopened(t, a, rvReqs(a, "acme", a.recs[:a.next]))
 }
 
 // TestCatchUpEndsWithoutLeaks: a read-back state that no commit
@@ -343,17 +326,8 @@ func TestCatchUpEndsWithoutLeaks(t *testing.T) {
 		for a.checkpoint(a.wdir) == storage.CheckpointName(1) {
 			a.commitChunk()
 		}
-		written, release := rvHold(a)
+		release := a.holdNextWriter(a.commitChunk)
 		defer release()
-		for held := false; !held; {
-			a.commitChunk()
-			select {
-			case <-written:
-				held = true
-			default:
-			}
-		}
-		a.w.ahead.Then.Written = nil
 		a.commitChunk()
 		closed := make(chan error, 1)
 		go func() { closed <- a.w.Close() }()
@@ -421,13 +395,7 @@ func TestCatchUpReopenedInWindow(t *testing.T) {
 	}
 	require.Equal(t, a.started, a.w.st.Base)
 	requireSameFiles(t, a.wdir, a.rdir, "after the window")
-	reqs := rvReqs(a, "acme", a.recs[:a.next])
-	want := packsOf(t, a.w, reqs)
-	writerBytes := rvEncode(t, a.w)
-	require.NoError(t, a.r.Close())
-	a.r = checked(t, mustOpen(t, a.rdir))
-	require.Equal(t, string(rvEncode(t, a.r)), string(writerBytes))
-	require.Equal(t, want, packsOf(t, a.r, reqs))
+	rvAsReopened(t, a, rvReqs(a, "acme", a.recs[:a.next]))
 }
 
 // TestCatchUpInterruptedByTake: the writer is held after its
@@ -446,17 +414,8 @@ func TestCatchUpInterruptedByTake(t *testing.T) {
 			for a.checkpoint(a.wdir) == storage.CheckpointName(1) {
 				a.commitChunk()
 			}
-			written, release := rvHold(a)
+			release := a.holdNextWriter(a.commitChunk)
 			defer release()
-			for held := false; !held; {
-				a.commitChunk()
-				select {
-				case <-written:
-					held = true
-				default:
-				}
-			}
-			a.w.ahead.Then.Written = nil
 			var started int64
 			for _, tmp := range temps(t, a.wdir) {
 				for s := a.started + 1; s <= a.w.st.Gen; s++ {
@@ -477,13 +436,7 @@ func TestCatchUpInterruptedByTake(t *testing.T) {
 			require.Equal(t, storage.CheckpointName(started), a.checkpoint(a.wdir))
 			require.Equal(t, started, a.w.st.Base)
 			requireSameFiles(t, a.wdir, a.rdir, "after the window")
-			writerBytes := rvEncode(t, a.w)
-			reqs := rvReqs(a, "acme", a.recs[:a.next])
-			want := packsOf(t, a.w, reqs)
-			require.NoError(t, a.r.Close())
-			a.r = checked(t, mustOpen(t, a.rdir))
-			require.Equal(t, string(rvEncode(t, a.r)), string(writerBytes))
-			require.Equal(t, want, packsOf(t, a.r, reqs))
+			rvAsReopened(t, a, rvReqs(a, "acme", a.recs[:a.next]))
 			for a.checkpoint(a.wdir) == storage.CheckpointName(started) {
 				a.commitChunk()
 			}

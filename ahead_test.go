@@ -86,17 +86,17 @@ func (a *aheadWindow) failNamingCommit(t *testing.T) {
 	a.w.store.Hooks.BeforeRename = nil
 }
 
-// holdNextWriter commits a chunk at a time until the next checkpoint
+// holdNextWriter calls commit (a commit on a.w) until the next checkpoint
 // writer a.w starts has written its file, and holds that writer there
 // (state.Then.Written) until release is called.
-func (a *aheadWindow) holdNextWriter() (release func()) {
+func (a *aheadWindow) holdNextWriter(commit func(also ...*Engine)) (release func()) {
 	written, goOn := make(chan struct{}), make(chan struct{})
 	a.w.ahead.Then.Written = func() {
 		close(written)
 		<-goOn
 	}
 	for held := false; !held; {
-		a.commitChunk()
+		commit()
 		select {
 		case <-written:
 			held = true
@@ -541,7 +541,7 @@ func TestCheckpointReadBackCatchesUp(t *testing.T) {
 	}
 	named := a.w.st.Gen
 
-	release := a.holdNextWriter()
+	release := a.holdNextWriter(a.commitChunk)
 	ahead := temps(t, a.wdir)
 	require.Len(t, ahead, 1)
 	var started int64
@@ -598,7 +598,7 @@ func TestHistoryBesideAWriterReadingBack(t *testing.T) {
 		a.commitChunk()
 	}
 	require.NotNil(t, a.w.st.Rows, "rebased onto the checkpoint it named")
-	release := a.holdNextWriter()
+	release := a.holdNextWriter(a.commitChunk)
 	defer release()
 	done := make(chan error, 1)
 	go func() { _, err := a.w.History(); done <- err }()

@@ -146,11 +146,7 @@ func readAhead(d *storage.Dir, lex *retrieve.Lexical, file *storage.Ahead, sum s
 		return Read{}
 	}
 	defer f.Close() // the body's mapping outlives it
-	files := make([]string, gen)
-	for i, b := range m.Batches[:gen] {
-		files[i] = b.File
-	}
-	st, ok, err := decodeCheckpoint(file.Name(), f, sum, AnalysisIdentity(lex), d, files)
+	st, ok, err := decodeCheckpoint(file.Name(), f, sum, AnalysisIdentity(lex), d, batchFiles(m.Batches[:gen]))
 	if err != nil || !ok {
 		return Read{}
 	}

@@ -791,9 +791,14 @@ type RowTable struct {
 // setFiles makes t name the batch files of every generation m holds: the
 // rows name those up to the checkpoint's, and a state goes on with the
 // batches after it. Only before the state is anyone's but its maker's.
-func (t *RowTable) setFiles(m *storage.Manifest) {
-	t.files = make([]string, len(m.Batches))
-	for i, b := range m.Batches {
-		t.files[i] = b.File
+func (t *RowTable) setFiles(m *storage.Manifest) { t.files = batchFiles(m.Batches) }
+
+// batchFiles is the file of each of batches, in their order: a row
+// table's files (RowTable.files).
+func batchFiles(batches []storage.Batch) []string {
+	files := make([]string, len(batches))
+	for i, b := range batches {
+		files[i] = b.File
 	}
+	return files
 }

@@ -533,11 +533,7 @@ func openCheckpoint(d *storage.Dir, lex *retrieve.Lexical, m *storage.Manifest, 
 		return nil, false, err
 	}
 	defer f.Close() // the body's mapping outlives it
-	files := make([]string, len(m.Batches))
-	for i, b := range m.Batches {
-		files[i] = b.File
-	}
-	st, ok, err := decodeCheckpoint(m.Checkpoint, f, m.CheckpointSum, AnalysisIdentity(lex), d, files)
+	st, ok, err := decodeCheckpoint(m.Checkpoint, f, m.CheckpointSum, AnalysisIdentity(lex), d, batchFiles(m.Batches))
 	if err != nil || !ok {
 		return nil, ok, err
 	}
