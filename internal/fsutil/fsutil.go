@@ -114,12 +114,13 @@ func WriteAtomicHooked(path string, beforeRename func(tmp string) error, data ..
 	return RenameHooked(tmp, path, beforeRename)
 }
 
-// syncEvery is how many bytes WriteTemp writes between fsyncs. A large file
-// synced once at its end left hundreds of megabytes for the kernel to
-// write back at once, and every fsync made meanwhile, a commit's, waited
-// for them: a checkpoint of a million chunks (332 MB) written beside
-// commits made one of them take 125 ms, against 7 ms for the others.
-const syncEvery = 32 << 20
+// A large file synced once at its end left hundreds of megabytes for the
+// kernel to write back at once, and every fsync made meanwhile, a commit's,
+// waited for them: a checkpoint of a million chunks (332 MB) written beside
+// commits made one of them take 125 ms, against 7 ms for the others. So
+// WriteTemp writes a file back as it goes, every writeBackEvery bytes
+// (writeBack: see writeback_linux.go), and a commit's fsync waits for one
+// run at most.
 
 // ErrStopped is WriteTemp's error when its stop said to give up.
 var ErrStopped = errors.New("stopped")
@@ -128,7 +129,7 @@ var ErrStopped = errors.New("stopped")
 // IsTemp knows it) as the slices of data one after the other, and fsyncs
 // it: the first half of WriteAtomic, for a file written ahead of the
 // commit that renames it into place (RenameHooked). stop, when set, is
-// asked between runs of syncEvery bytes: once it says true, the write gives
+// asked between runs of writeBackEvery bytes: once it says true, the write gives
 // up with ErrStopped. On error no temp file stays.
 func WriteTemp(path string, stop func() bool, data ...[]byte) (string, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+tempInfix+"*")
@@ -144,22 +145,23 @@ func WriteTemp(path string, stop func() bool, data ...[]byte) (string, error) {
 	if err := f.Chmod(0o644); err != nil { // CreateTemp makes 0600
 		return fail(err)
 	}
-	unsynced := 0
+	var off int64 // where the run not yet written back starts
+	unsynced := 0 // its length
 	for _, part := range data {
 		for len(part) > 0 {
 			if unsynced == 0 && stop != nil && stop() {
 				return fail(ErrStopped)
 			}
-			n := min(len(part), syncEvery-unsynced)
+			n := min(len(part), writeBackEvery-unsynced)
 			if _, err := f.Write(part[:n]); err != nil {
 				return fail(err)
 			}
 			part, unsynced = part[n:], unsynced+n
-			if unsynced == syncEvery { // see syncEvery
-				if err := f.Sync(); err != nil {
+			if unsynced == writeBackEvery {
+				if err := writeBack(f, off, unsynced); err != nil {
 					return fail(err)
 				}
-				unsynced = 0
+				off, unsynced = off+int64(unsynced), 0
 			}
 		}
 	}

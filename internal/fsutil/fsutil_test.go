@@ -1,6 +1,7 @@
 package fsutil
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,5 +107,44 @@ func TestTempFiles(t *testing.T) {
 	}
 	if strings.Join(left, ",") != ".dir.tmp-1,keep.jsonl" {
 		t.Fatalf("the directory holds %q, want the directory and the kept file", left)
+	}
+}
+
+// TestWriteTempRuns: a file of several write-back runs, in parts that
+// straddle them, holds the parts in order; stop is asked once before each
+// run, and once it says true the write gives up and leaves no file.
+func TestWriteTempRuns(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "big.bin")
+	// 2.5 runs, cut where no run ends.
+	whole := make([]byte, 5*writeBackEvery/2)
+	for i := range whole {
+		whole[i] = byte(i * 7 / 3)
+	}
+	parts := [][]byte{whole[:writeBackEvery/3], whole[writeBackEvery/3 : 2*writeBackEvery+1], whole[2*writeBackEvery+1:]}
+	const runs = 3
+	asked := 0
+	tmp, err := WriteTemp(path, func() bool { asked++; return false }, parts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(tmp)
+	if err != nil || string(got) != string(whole) {
+		t.Fatalf("the temp file holds %d bytes (%v), not the %d of the parts in order", len(got), err, len(whole))
+	}
+	if asked != runs {
+		t.Fatalf("stop was asked %d times, want once before each of the %d runs", asked, runs)
+	}
+	if err := os.Remove(tmp); err != nil {
+		t.Fatal(err)
+	}
+
+	asked = 0
+	_, err = WriteTemp(path, func() bool { asked++; return asked == runs }, parts...)
+	if !errors.Is(err, ErrStopped) {
+		t.Fatalf("stop said true before the last run: err %v, want ErrStopped", err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Fatalf("a stopped write left %v (%v), want nothing", entries, err)
 	}
 }
