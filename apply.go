@@ -149,6 +149,7 @@ func (e *Engine) applyEntry(ctx context.Context, body []byte, sum string) error 
 // next state, then the commit protocol. The caller holds ingestMu.
 func (e *Engine) apply(ctx context.Context, st *state.State, en entry) error {
 	add, facts := en.cont.Chunks, en.cont.Facts
+	defer e.ahead.Committing()() // the checkpoint's writer gives way to it
 	if err := st.HoldsFactsOf(en.gen, add, facts); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/internal/storage"
@@ -30,10 +31,14 @@ type Ahead struct {
 	// taken is set once a commit takes the file (Take): the read-back
 	// stops adding the batches after it (Read.catchUp).
 	taken atomic.Bool
-	file  *storage.Ahead
-	sum   string
-	err   error
-	read  Read // the file read back, once written, when asked (readAhead)
+	// wanted is closed once someone waits for the writer (need): it no
+	// longer gives way to the commits in flight (pause).
+	wanted   chan struct{}
+	wantOnce sync.Once
+	file     *storage.Ahead
+	sum      string
+	err      error
+	read     Read // the file read back, once written, when asked (readAhead)
 }
 
 // Read is a checkpoint written ahead and read back on its writer's
@@ -62,6 +67,9 @@ type Then struct {
 	// Written, when set, runs first, on the writer's goroutine: tests hold
 	// the writer there while commits go on.
 	Written func()
+	// turns, set by the AheadSlot that starts the writer, are the commits
+	// it gives way to (pause).
+	turns *turns
 }
 
 // WriteAhead starts writing the checkpoint of st, a committed state of the
@@ -97,12 +105,13 @@ func WriteAheadAt(d *storage.Dir, lex *retrieve.Lexical, gen int64, then Then) *
 // build returns with what lets go of it once written, on a goroutine, and
 // then does what then says; build is handed the writer's stop.
 func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, then Then, build func(stop func() bool) (*State, func() error, error)) *Ahead {
-	a := &Ahead{gen: gen, done: make(chan struct{}), wrote: make(chan struct{})}
+	a := &Ahead{gen: gen, done: make(chan struct{}), wrote: make(chan struct{}), wanted: make(chan struct{})}
+	stop := a.pause(then.turns, giveWayFor)
 	go func() {
 		defer close(a.done)
 		wrote := sync.OnceFunc(func() { close(a.wrote) })
 		defer wrote()
-		st, release, err := build(a.stop.Load)
+		st, release, err := build(stop)
 		if err != nil {
 			a.err = err
 			return
@@ -112,12 +121,12 @@ func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, then Then, bui
 			a.err = checkpoint.ErrStopped
 			return
 		}
-		f, err := CheckpointAhead(st, lex, a.stop.Load)
+		f, err := CheckpointAhead(st, lex, stop)
 		if err == nil {
 			a.sum, err = checkpoint.Sum(f.Head())
 		}
 		if err == nil {
-			a.file, err = d.WriteAhead(storage.CheckpointName(a.gen), a.stop.Load, f...)
+			a.file, err = d.WriteAhead(storage.CheckpointName(a.gen), stop, f...)
 		}
 		a.err = err
 		wrote() // what follows reads the file, not st
@@ -185,8 +194,48 @@ func (r Read) catchUp(d *storage.Dir, lex *retrieve.Lexical, stop func() bool) R
 	return r
 }
 
+// giveWayFor is the longest the writer pauses for the commits in flight
+// at one of its stops (pause): a commit of one fact takes a few
+// milliseconds; one of thousands of chunks should not hold the writer for
+// all of its length.
+const giveWayFor = 20 * time.Millisecond
+
+// pause returns the writer's stop: before it says whether to give up, it
+// waits while a commit is in flight (t, nil: none), for max at most
+// (giveWayFor), unless someone waits for the writer. The writer asks it
+// often (checkpoint.Input.Stop; every stopEvery rows of its walk and of
+// its catalog; every run it writes, fsutil.WriteTemp), about every
+// millisecond at a million chunks.
+//
+// Invariant: the writer gives way for half of its time at most (the
+// time some goroutine of it paused: pauseClock), so commits back to
+// back, such as a replica's catching up, slow it at most twice and never
+// starve it: the commit that names its file would wait for all of it.
+func (a *Ahead) pause(t *turns, max time.Duration) func() bool {
+	if t == nil {
+		return a.stop.Load
+	}
+	c := pauseClock{start: time.Now()}
+	return func() bool {
+		if owed := c.owed(); owed > 0 {
+			c.enter()
+			t.wait(min(max, owed), a.wanted)
+			c.leave()
+		}
+		return a.stop.Load()
+	}
+}
+
+// need says that someone waits for the writer, which then no longer gives
+// way to the commits in flight: the one waiting may be one of them (the
+// commit that names the file).
+func (a *Ahead) need() { a.wantOnce.Do(func() { close(a.wanted) }) }
+
 // Wait waits for the writer to return.
-func (a *Ahead) Wait() { <-a.done }
+func (a *Ahead) Wait() {
+	a.need()
+	<-a.done
+}
 
 // Take returns the checkpoint of generation gen, once written, its
 // checksum and what read it back (Read); nil when a is of another
@@ -194,6 +243,7 @@ func (a *Ahead) Wait() { <-a.done }
 // wrote is removed).
 func (a *Ahead) Take(gen int64) (*storage.Ahead, string, Read) {
 	a.taken.Store(true)
+	a.need()
 	<-a.done
 	if a.gen != gen || a.err != nil {
 		a.file.Discard()
@@ -205,13 +255,14 @@ func (a *Ahead) Take(gen int64) (*storage.Ahead, string, Read) {
 
 // Drop stops the writer, waits for it to return and removes what it wrote:
 // no commit will name it. The writer asks to stop every stopEvery rows or
-// chunks, every run of the encoder and every 32 MB written (the ID sort,
+// chunks, every run of the encoder and every run written (the ID sort,
 // 0.2 s at a million chunks, does not ask). Before it could stop, Close
 // waited for the whole write, and a process that opened, committed once
 // and closed paid the checkpoint twice: at Close, and in the commit that
 // names it.
 func (a *Ahead) Drop() error {
 	a.stop.Store(true)
+	a.need()
 	<-a.done
 	a.read.Close()
 	return a.file.Discard()
@@ -244,9 +295,10 @@ type AheadSlot struct {
 	// Start.
 	Then Then
 
-	mu   sync.Mutex
-	a    *Ahead
-	read Read // what the last Take's writer read back, for the commit that took it
+	turns turns // the engine's commits in flight (Committing)
+	mu    sync.Mutex
+	a     *Ahead
+	read  Read // what the last Take's writer read back, for the commit that took it
 }
 
 // StartAt starts writing the checkpoint of generation gen (WriteAheadAt)
@@ -256,7 +308,7 @@ func (s *AheadSlot) StartAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.a == nil {
-		s.a = WriteAheadAt(d, lex, gen, s.Then)
+		s.a = WriteAheadAt(d, lex, gen, s.then())
 	}
 }
 
@@ -269,8 +321,19 @@ func (s *AheadSlot) Start(d *storage.Dir, lex *retrieve.Lexical, current func() 
 	s.Drop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.a = WriteAhead(d, lex, current(), s.Then)
+	s.a = WriteAhead(d, lex, current(), s.then())
 }
+
+// then is Then for a writer the slot starts: giving way to its commits.
+func (s *AheadSlot) then() Then {
+	then := s.Then
+	then.turns = &s.turns
+	return then
+}
+
+// Committing counts a commit of the engine in flight, which the slot's
+// writer gives way to, until the func it returns is called.
+func (s *AheadSlot) Committing() (end func()) { return s.turns.begin() }
 
 // take empties the slot and returns what it held.
 func (s *AheadSlot) take() *Ahead {
@@ -359,6 +422,7 @@ func (s *AheadSlot) WaitRows() {
 	a := s.a
 	s.mu.Unlock()
 	if a != nil && !a.own {
+		a.need()
 		<-a.wrote
 	}
 }
