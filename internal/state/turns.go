@@ -10,11 +10,11 @@ import (
 // concurrent use.
 //
 // Why: on two cores the writer (every core, then 332 MB to the disk at a
-// million chunks) and a commit of one fact share the cores and the disk,
-// and the commits made while it wrote took up to 45 to 99 ms, 75 to 230
-// times bleve's delete of a document, against 13 to 18 ms without a
-// writer. Pausing between its runs while a commit is in flight, it took 21
-// to … ms (docs/benchmarks.md, "The checkpoint's writer gives way").
+// million chunks) and a commit of one fact share the cores and the disk:
+// the slowest of the commits made while it wrote took 48 to 59 ms, against
+// 15 to 16 ms without a writer. Pausing at its stops while a commit is in
+// flight, the slowest took 36 to 39 ms (docs/benchmarks.md, "The
+// checkpoint's writer gives way").
 type turns struct {
 	mu   sync.Mutex
 	n    int           // commits in flight
