@@ -254,9 +254,8 @@ func (a *Ahead) Take(gen int64) (*storage.Ahead, string, Read) {
 }
 
 // Drop stops the writer, waits for it to return and removes what it wrote:
-// no commit will name it. The writer asks to stop every stopEvery rows or
-// chunks, every run of the encoder and every run written (the ID sort,
-// 0.2 s at a million chunks, does not ask). Before it could stop, Close
+// no commit will name it. The writer asks to stop about every millisecond
+// (pause says where). Before it could stop, Close
 // waited for the whole write, and a process that opened, committed once
 // and closed paid the checkpoint twice: at Close, and in the commit that
 // names it.
