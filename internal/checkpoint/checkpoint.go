@@ -669,6 +669,9 @@ func (w *writer) rows(in *Input, tenants []string, canon []uint32, stop func() b
 			return body, err
 		}
 	}
+	if stop() { // the sort may have stopped part-way: its order is not the ID order
+		return body, ErrStopped
+	}
 	order := make([]byte, 0, orderSize*len(byID))
 	for _, r := range byID {
 		order = binary.LittleEndian.AppendUint32(order, r)

@@ -1,6 +1,7 @@
 package fsutil
 
 import (
+	"errors"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -17,11 +18,17 @@ import (
 const writeBackEvery = 2 << 20
 
 // writeBack writes bytes [off, off+n) of f to the disk and waits for them.
-// It makes nothing durable: WriteTemp's fsync at the end does.
+// It makes nothing durable: WriteTemp's fsync at the end does. Where the
+// kernel or the file system has no sync_file_range (WSL1, some sandboxes:
+// ENOSYS, EOPNOTSUPP), it fsyncs instead, as other systems do.
 func writeBack(f *os.File, off int64, n int) error {
 	const flags = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
-	if err := unix.SyncFileRange(int(f.Fd()), off, int64(n), flags); err != nil {
-		return &os.PathError{Op: "sync_file_range", Path: f.Name(), Err: err}
+	err := unix.SyncFileRange(int(f.Fd()), off, int64(n), flags)
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+		err = f.Sync()
+	}
+	if err != nil {
+		return &os.PathError{Op: "write back", Path: f.Name(), Err: err}
 	}
 	return nil
 }

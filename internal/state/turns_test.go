@@ -2,7 +2,6 @@ package state
 
 import (
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -39,19 +38,28 @@ func TestTurnsWait(t *testing.T) {
 	t.Run("until every commit in flight ends", func(t *testing.T) {
 		var tr turns
 		endA, endB := tr.begin(), tr.begin()
-		var ended atomic.Bool
-		returned := make(chan bool)
-		go func() {
-			tr.wait(forever, nil)
-			returned <- ended.Load()
-		}()
+		idle := tr.idle // what wait waits on while they are in flight
+		closed := func() bool {
+			select {
+			case <-idle:
+				return true
+			default:
+				return false
+			}
+		}
+		if closed() {
+			t.Fatal("idle with two commits in flight")
+		}
 		endA()
 		endA() // a second call is not a second commit's end
-		ended.Store(true)
-		endB()
-		if !<-returned {
-			t.Fatal("wait returned before the last commit in flight ended")
+		if closed() {
+			t.Fatal("idle with one commit in flight: an end counted twice")
 		}
+		endB()
+		if !closed() {
+			t.Fatal("not idle once every commit ended")
+		}
+		returnsWithin(t, "wait once idle", func() { tr.wait(forever, nil) })
 	})
 	t.Run("someone wants the writer", func(t *testing.T) {
 		var tr turns
@@ -70,67 +78,91 @@ func TestTurnsWait(t *testing.T) {
 // errNotWritten is the error of a test's writer that writes nothing.
 var errNotWritten = errors.New("not written (test)")
 
-// TestWriterWantedGivesWayNoMore: whoever waits for a writer (the commit
-// that names its file, Close, a rebase) stops it giving way, for it may be
-// the commit in flight the writer gives way to: with a writer that would
-// otherwise pause for an hour, each of Take, Wait, Drop and WaitRows
-// returns.
-func TestWriterWantedGivesWayNoMore(t *testing.T) {
+// TestEveryWaitForTheWriterWantsIt: every way of waiting for the writer,
+// on the Ahead and through the slot, says it wants it (need, closing
+// wanted) first: the one waiting may be the commit in flight that the
+// writer would otherwise give way to at each of its stops, 20 ms each.
+// CatchUp neither waits nor wants. (From helper-20's review: an earlier
+// test that a wait returned while a commit was in flight passed with every
+// need taken out, for its writer owed only microseconds of pause.)
+func TestEveryWaitForTheWriterWantsIt(t *testing.T) {
+	// returned is a writer that has returned and whose write failed: each
+	// wait on it returns at once.
+	returned := func() *Ahead {
+		a := &Ahead{gen: 7, done: make(chan struct{}), wrote: make(chan struct{}), wanted: make(chan struct{}), err: errNotWritten}
+		close(a.done)
+		close(a.wrote)
+		return a
+	}
+	wanted := func(a *Ahead) bool {
+		select {
+		case <-a.wanted:
+			return true
+		default:
+			return false
+		}
+	}
 	for _, c := range []struct {
 		name string
 		wait func(s *AheadSlot, a *Ahead)
 	}{
-		{"Take, by the commit that names the file", func(_ *AheadSlot, a *Ahead) { a.Take(a.gen) }},
-		{"Wait", func(_ *AheadSlot, a *Ahead) { a.Wait() }},
-		{"Drop, by Close", func(_ *AheadSlot, a *Ahead) { a.Drop() }},
-		{"WaitRows, by a rebase", func(s *AheadSlot, _ *Ahead) { s.WaitRows() }},
+		{"Ahead.Take, the naming commit's", func(_ *AheadSlot, a *Ahead) { a.Take(a.gen) }},
+		{"Ahead.Take of another generation", func(_ *AheadSlot, a *Ahead) { a.Take(a.gen + 1) }},
+		{"Ahead.Wait", func(_ *AheadSlot, a *Ahead) { a.Wait() }},
+		{"Ahead.Drop", func(_ *AheadSlot, a *Ahead) { a.Drop() }},
+		{"AheadSlot.Take", func(s *AheadSlot, a *Ahead) { s.Take(a.gen) }},
+		{"AheadSlot.Drop, Close's", func(s *AheadSlot, _ *Ahead) { s.Drop() }},
+		{"AheadSlot.Wait", func(s *AheadSlot, _ *Ahead) { s.Wait() }},
+		{"AheadSlot.WaitRows, a rebase's", func(s *AheadSlot, _ *Ahead) { s.WaitRows() }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := &AheadSlot{}
-			defer s.Committing()() // the commit that waits
-			a := &Ahead{gen: 7, done: make(chan struct{}), wrote: make(chan struct{}), wanted: make(chan struct{}), err: errNotWritten}
-			s.a = a
-			asked := make(chan struct{})
-			go func() {
-				defer close(a.done)
-				defer close(a.wrote)
-				stop := a.pause(&s.turns, time.Hour)
-				close(asked)
-				stop()
-			}()
-			<-asked
-			returnsWithin(t, c.name, func() { c.wait(s, a) })
+			a := returned()
+			s := &AheadSlot{a: a}
+			c.wait(s, a)
+			if !wanted(a) {
+				t.Fatalf("%s waited for the writer without saying it wants it", c.name)
+			}
 		})
 	}
+	t.Run("AheadSlot.CatchUp does not wait, nor want", func(t *testing.T) {
+		a := &Ahead{gen: 7, done: make(chan struct{}), wrote: make(chan struct{}), wanted: make(chan struct{})}
+		s := &AheadSlot{a: a}
+		returnsWithin(t, "CatchUp beside a writer at work", func() { s.CatchUp(nil, nil) })
+		if wanted(a) {
+			t.Fatal("CatchUp said it wants the writer")
+		}
+	})
 }
 
-// TestWriterGivesWayHalfItsTimeAtMost: commits back to back (one always in
-// flight) slow the writer, never stop it: with a pause of up to an hour
-// at each of its stops, two hundred stops return, and its pauses sum to
-// about half the time they took at most.
-func TestWriterGivesWayHalfItsTimeAtMost(t *testing.T) {
+// TestWriterGivesWayAboutHalfItsTime: with a commit always in flight
+// (commits back to back) the writer's stops pause about half its time: at
+// least a quarter (it gives way), at most half plus its longest pause (it
+// is not starved; the pauses run over by a timer's lateness, which the
+// next stops make up). With a pause of up to an hour at each stop, two
+// hundred stops return. (helper-20's review: the lower bound was missing.)
+func TestWriterGivesWayAboutHalfItsTime(t *testing.T) {
 	var tr turns
 	defer tr.begin()() // in flight throughout
 	a := &Ahead{wanted: make(chan struct{})}
 	stop := a.pause(&tr, time.Hour)
-	var paused, elapsed time.Duration
+	var paused, longest, elapsed time.Duration
 	returnsWithin(t, "two hundred stops", func() {
 		start := time.Now()
 		for range 200 {
 			t0 := time.Now()
 			stop()
-			paused += time.Since(t0)
+			d := time.Since(t0)
+			paused, longest = paused+d, max(longest, d)
 			for w := time.Now(); time.Since(w) < 500*time.Microsecond; { // the writer's work between stops
 			}
 		}
 		elapsed = time.Since(start)
 	})
-	// The pauses run over by a timer's lateness; the next stops make it
-	// up, all but the last's: 25 ms of slack (about 100 ms of pauses).
-	if paused > elapsed/2+25*time.Millisecond {
-		t.Fatalf("the writer paused %v of %v: more than half", paused, elapsed)
+	t.Logf("paused %v of %v, the longest stop %v", paused, elapsed, longest)
+	if paused < elapsed/4 {
+		t.Fatalf("the writer paused %v of %v with a commit always in flight: it hardly gave way", paused, elapsed)
 	}
-	if paused == 0 {
-		t.Fatal("the writer never gave way to the commit in flight")
+	if paused > elapsed/2+longest {
+		t.Fatalf("the writer paused %v of %v: more than half and its longest stop (%v)", paused, elapsed, longest)
 	}
 }
