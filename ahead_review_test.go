@@ -31,16 +31,16 @@ func rvCommit(t *testing.T, a *aheadWindow, recs []connectors.Record, also ...*E
 	t.Helper()
 	ctx := context.Background()
 	_, err := a.w.Ingest(ctx, connectors.Records(recs), IngestOptions{})
-	require.NoError(t, err, "generation %d", a.w.st.Gen+1)
+	require.NoError(t, err, "generation %d", committedState(a.w).Gen+1)
 	for _, e := range append([]*Engine{a.r}, also...) {
-		require.NoError(t, applyBody(ctx, e, committedEntry(t, a.wdir, a.w.st.Gen)), "generation %d", a.w.st.Gen)
+		require.NoError(t, applyBody(ctx, e, committedEntry(t, a.wdir, committedState(a.w).Gen)), "generation %d", committedState(a.w).Gen)
 	}
 }
 
 // rvEncode is the checkpoint e's state encodes to (state.CheckpointAhead).
 func rvEncode(t *testing.T, e *Engine) []byte {
 	t.Helper()
-	f, err := state.CheckpointAhead(e.st, e.lex, nil)
+	f, err := state.CheckpointAhead(committedState(e), e.lex, nil)
 	require.NoError(t, err)
 	return slices.Concat(f...)
 }
@@ -97,7 +97,7 @@ func rvAsReopened(t *testing.T, a *aheadWindow, reqs []Request) {
 // rvReqs asks for a text of each of recs at several generations.
 func rvReqs(a *aheadWindow, tenant string, recs []connectors.Record) []Request {
 	var reqs []Request
-	for g := int64(1); g <= a.w.st.Gen; g += 5 {
+	for g := int64(1); g <= committedState(a.w).Gen; g += 5 {
 		r := recs[int(g)%len(recs)]
 		reqs = append(reqs, Request{Question: r.Chunk.Text, AsOf: asof.MustDate("2026-06-01"), Tenant: tenant, K: 5, Generation: g})
 	}
@@ -165,9 +165,9 @@ func TestCatchUpMixedWindow(t *testing.T) {
 	// The next window, with the writer held after its write.
 	release := a.holdNextWriter(func(...*Engine) { rvCommit(t, a, nextB(1)) })
 	defer release()
-	started := a.w.st.Gen - 1 // the commit before the one that saw it written, or earlier
+	started := committedState(a.w).Gen - 1 // the commit before the one that saw it written, or earlier
 	for _, tmp := range temps(t, a.wdir) {
-		for s := a.started + 1; s <= a.w.st.Gen; s++ {
+		for s := a.started + 1; s <= committedState(a.w).Gen; s++ {
 			if strings.HasPrefix(filepath.Base(tmp), "."+storage.CheckpointName(s)) {
 				started = s
 			}
@@ -186,11 +186,11 @@ func TestCatchUpMixedWindow(t *testing.T) {
 		rvCommit(t, a, nextB(1))
 	}
 	require.Equal(t, storage.CheckpointName(started), a.checkpoint(a.wdir))
-	require.Equal(t, started, a.w.st.Base, "the naming commit read its state back")
+	require.Equal(t, started, committedState(a.w).Base, "the naming commit read its state back")
 	requireSameFiles(t, a.wdir, a.rdir, "after the second window")
 
 	rvAsReopened(t, a, append(rvReqs(a, "acme", b[:bi]), rvReqs(a, "globex", g[:gi])...))
-	require.Equal(t, started, a.r.st.Base)
+	require.Equal(t, started, committedState(a.r).Base)
 
 	// The third window: its checkpoint is written from the caught-up state
 	// (its catalog) on the writer and from Open's on the replica.
@@ -227,11 +227,11 @@ func TestCatchUpUnreadableBatch(t *testing.T) {
 	require.NoError(t, err)
 	a.next++
 	require.NoError(t, os.Rename(aside, moved))
-	require.NoError(t, applyBody(context.Background(), a.r, committedEntry(t, a.wdir, a.w.st.Gen)))
+	require.NoError(t, applyBody(context.Background(), a.r, committedEntry(t, a.wdir, committedState(a.w).Gen)))
 	for a.checkpoint(a.wdir) == storage.CheckpointName(1) {
 		a.commitChunk()
 	}
-	require.Equal(t, a.started, a.w.st.Base, "read back from disk")
+	require.Equal(t, a.started, committedState(a.w).Base, "read back from disk")
 	requireSameFiles(t, a.wdir, a.rdir, "after the window")
 	reqs := rvReqs(a, "acme", a.recs[:a.next])
 	want := packsOf(t, a.w, reqs)
@@ -284,7 +284,7 @@ func TestCatchUpFailedCommits(t *testing.T) {
 	for a.checkpoint(a.wdir) == named {
 		a.commitChunk()
 	}
-	require.Equal(t, storagetest.ReadManifest(t, a.wdir).CheckpointGeneration(), a.w.st.Base, "read back")
+	require.Equal(t, storagetest.ReadManifest(t, a.wdir).CheckpointGeneration(), committedState(a.w).Base, "read back")
 	requireSameFiles(t, a.wdir, a.rdir, "after the window")
 	rvAsReopened(t, a, rvReqs(a, "acme", a.recs[:a.next]))
 }
@@ -306,7 +306,7 @@ func TestCatchUpEndsWithoutLeaks(t *testing.T) {
 		a.commitChunk()
 		_, err := a.w.Purge(ctx, []string{a.recs[3].Chunk.ID}, "erasure request")
 		require.NoError(t, err)
-		require.NoError(t, applyBody(ctx, a.r, committedEntry(t, a.wdir, a.w.st.Gen)))
+		require.NoError(t, applyBody(ctx, a.r, committedEntry(t, a.wdir, committedState(a.w).Gen)))
 		for _, l := range rvMaps(t, a.wdir) {
 			require.NotContains(t, l, ".state-", "a mapping of the dropped temp file")
 		}
@@ -353,7 +353,7 @@ func TestCatchUpEndsWithoutLeaks(t *testing.T) {
 			for a.checkpoint(a.wdir) == before {
 				a.commitChunk()
 			}
-			require.Equal(t, storagetest.ReadManifest(t, a.wdir).CheckpointGeneration(), a.w.st.Base, "window %d", w)
+			require.Equal(t, storagetest.ReadManifest(t, a.wdir).CheckpointGeneration(), committedState(a.w).Base, "window %d", w)
 			var stale []string
 			for _, l := range rvMaps(t, a.wdir) {
 				if strings.Contains(l, ".state-") || strings.Contains(l, "(deleted)") {
@@ -393,7 +393,7 @@ func TestCatchUpReopenedInWindow(t *testing.T) {
 	for a.checkpoint(a.wdir) == storage.CheckpointName(1) {
 		a.commitChunk()
 	}
-	require.Equal(t, a.started, a.w.st.Base)
+	require.Equal(t, a.started, committedState(a.w).Base)
 	requireSameFiles(t, a.wdir, a.rdir, "after the window")
 	rvAsReopened(t, a, rvReqs(a, "acme", a.recs[:a.next]))
 }
@@ -418,14 +418,14 @@ func TestCatchUpInterruptedByTake(t *testing.T) {
 			defer release()
 			var started int64
 			for _, tmp := range temps(t, a.wdir) {
-				for s := a.started + 1; s <= a.w.st.Gen; s++ {
+				for s := a.started + 1; s <= committedState(a.w).Gen; s++ {
 					if strings.HasPrefix(filepath.Base(tmp), "."+storage.CheckpointName(s)) {
 						started = s
 					}
 				}
 			}
 			require.NotZero(t, started)
-			for chunks := a.w.st.Gen - started; chunks < int64(state.CheckpointLag/2); chunks++ {
+			for chunks := committedState(a.w).Gen - started; chunks < int64(state.CheckpointLag/2); chunks++ {
 				if chunks%5 == 2 { // facts alone: no generation of chunks
 					rvCommit(t, a, []connectors.Record{retraction(a.recs[a.next-2].Chunk.ID)})
 				}
@@ -434,7 +434,7 @@ func TestCatchUpInterruptedByTake(t *testing.T) {
 			release()
 			a.commitChunk() // names it, at once
 			require.Equal(t, storage.CheckpointName(started), a.checkpoint(a.wdir))
-			require.Equal(t, started, a.w.st.Base)
+			require.Equal(t, started, committedState(a.w).Base)
 			requireSameFiles(t, a.wdir, a.rdir, "after the window")
 			rvAsReopened(t, a, rvReqs(a, "acme", a.recs[:a.next]))
 			for a.checkpoint(a.wdir) == storage.CheckpointName(started) {

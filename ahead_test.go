@@ -48,7 +48,7 @@ func newAheadWindow(t *testing.T) *aheadWindow {
 		require.NoError(t, err)
 		a.next++
 		for _, e := range append([]*Engine{a.r}, also...) {
-			require.NoError(t, applyBody(ctx, e, committedEntry(t, a.wdir, a.w.st.Gen)), "generation %d", a.w.st.Gen)
+			require.NoError(t, applyBody(ctx, e, committedEntry(t, a.wdir, committedState(a.w).Gen)), "generation %d", committedState(a.w).Gen)
 		}
 	}
 	for range state.CheckpointLag + 1 {
@@ -58,7 +58,7 @@ func newAheadWindow(t *testing.T) *aheadWindow {
 	_, err := os.Stat(filepath.Join(a.wdir, storage.CheckpointName(int64(state.CheckpointLag+1))))
 	require.ErrorIs(t, err, os.ErrNotExist)
 	a.commitChunk()
-	a.started = a.w.st.Gen
+	a.started = committedState(a.w).Gen
 	require.Equal(t, int64(state.CheckpointLag+2), a.started)
 	require.Equal(t, storage.CheckpointName(1), a.checkpoint(a.wdir), "the commit past the lag keeps it, and starts one")
 	return a
@@ -130,7 +130,7 @@ func TestCheckpointWrittenAhead(t *testing.T) {
 	a := newAheadWindow(t)
 	qdir, q2dir := t.TempDir(), t.TempDir()
 	q, q2 := checked(t, mustOpen(t, qdir)), checked(t, mustOpen(t, q2dir))
-	for g := int64(1); g <= a.w.st.Gen; g++ {
+	for g := int64(1); g <= committedState(a.w).Gen; g++ {
 		require.NoError(t, applyBody(ctx, q, committedEntry(t, a.wdir, g)))
 		require.NoError(t, applyBody(ctx, q2, committedEntry(t, a.wdir, g)))
 	}
@@ -189,16 +189,16 @@ func TestCheckpointWrittenAhead(t *testing.T) {
 		require.Empty(t, temps(t, dir))
 		require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(1)), "and the old one is gone")
 	}
-	require.Equal(t, a.started, a.w.st.Base, "the writer reads it back (Engine.rebase)")
+	require.Equal(t, a.started, committedState(a.w).Base, "the writer reads it back (Engine.rebase)")
 	require.Equal(t, a.started, q.st.Base, "and so does the replica that wrote it ahead after opening again")
 	require.Equal(t, a.started, q2.st.Base, "and the one that wrote it in its naming commit")
-	inMemory := len(a.w.st.Chunks)
+	inMemory := len(committedState(a.w).Chunks)
 	requireSameFiles(t, a.wdir, a.rdir, "the replica")
 	requireSameFiles(t, a.wdir, qdir, "the replica that reopened in the window")
 	requireSameFiles(t, a.wdir, q2dir, "the replica that reopened before the naming commit")
 
 	var reqs []Request
-	for g := int64(1); g <= a.w.st.Gen; g += 7 {
+	for g := int64(1); g <= committedState(a.w).Gen; g += 7 {
 		reqs = append(reqs, Request{Question: a.recs[g].Chunk.Text, AsOf: asof.MustDate("2026-06-01"), Tenant: "acme", K: 5, Generation: g})
 	}
 	want := packsOf(t, a.w, reqs)
@@ -208,8 +208,8 @@ func TestCheckpointWrittenAhead(t *testing.T) {
 	require.NoError(t, a.w.Close())
 	a.w = checked(t, mustOpen(t, a.wdir))
 	require.Equal(t, want, packsOf(t, a.w, reqs), "reopened from the named checkpoint")
-	require.Equal(t, a.started, a.w.st.Base)
-	require.Len(t, a.w.st.Chunks, inMemory, "the writer held in memory what Open holds")
+	require.Equal(t, a.started, committedState(a.w).Base)
+	require.Len(t, committedState(a.w).Chunks, inMemory, "the writer held in memory what Open holds")
 }
 
 // TestCheckpointAheadDropped (issue 30): a checkpoint written ahead that no
@@ -224,8 +224,8 @@ func TestCheckpointAheadDropped(t *testing.T) {
 		a := newAheadWindow(t)
 		_, err := a.w.Purge(ctx, []string{a.recs[3].Chunk.ID}, "erasure request")
 		require.NoError(t, err)
-		require.NoError(t, applyBody(ctx, a.r, committedEntry(t, a.wdir, a.w.st.Gen)))
-		require.Equal(t, storage.CheckpointName(a.w.st.Gen), a.checkpoint(a.wdir), "the purge writes its own")
+		require.NoError(t, applyBody(ctx, a.r, committedEntry(t, a.wdir, committedState(a.w).Gen)))
+		require.Equal(t, storage.CheckpointName(committedState(a.w).Gen), a.checkpoint(a.wdir), "the purge writes its own")
 		require.Empty(t, temps(t, a.wdir), "and the one written ahead is gone")
 		requireSameFiles(t, a.wdir, a.rdir, "after the purge")
 		for range state.CheckpointLag / 2 {
@@ -373,7 +373,7 @@ func TestKillInTheCheckpointWindow(t *testing.T) {
 			}
 
 			e := checked(t, mustOpen(t, dir))
-			require.Equal(t, tc.gen, e.st.Gen, tc.reason)
+			require.Equal(t, tc.gen, committedState(e).Gen, tc.reason)
 			require.Empty(t, temps(t, dir), "Open removes the temp file")
 			require.NoFileExists(t, filepath.Join(dir, storage.PendingName), tc.reason)
 			rep, err := e.CheckIndex(ctx)
@@ -416,13 +416,13 @@ func TestCheckpointNamedPastADamagedOne(t *testing.T) {
 	commit := func() {
 		t.Helper()
 		_, err := e.Ingest(ctx, connectors.Records(recs[next:next+1]), IngestOptions{})
-		require.NoError(t, err, "generation %d", e.st.Gen+1)
+		require.NoError(t, err, "generation %d", committedState(e).Gen+1)
 		next++
 	}
 	for range state.CheckpointLag + 2 { // the last starts one
 		commit()
 	}
-	started := e.st.Gen
+	started := committedState(e).Gen
 	require.Equal(t, storage.CheckpointName(1), storagetest.ReadManifest(t, dir).Checkpoint)
 	require.NoError(t, e.Close())
 	path := filepath.Join(dir, storage.CheckpointName(1))
@@ -486,7 +486,7 @@ func TestCheckpointReadBackAhead(t *testing.T) {
 	a.commitChunk() // the retry names it, written in that commit and read back from disk
 	restore()
 	require.Equal(t, storage.CheckpointName(a.started), a.checkpoint(a.wdir))
-	require.Equal(t, int64(1), a.w.st.Base, "read back from the garbled file, the state stays the one in memory")
+	require.Equal(t, int64(1), committedState(a.w).Base, "read back from the garbled file, the state stays the one in memory")
 	requireSameFiles(t, a.wdir, a.rdir, "after the retry")
 
 	// The next window: the commit past the lag after that checkpoint
@@ -494,7 +494,7 @@ func TestCheckpointReadBackAhead(t *testing.T) {
 	for len(temps(t, a.wdir)) == 0 {
 		a.commitChunk()
 	}
-	started := a.w.st.Gen
+	started := committedState(a.w).Gen
 	a.w.ahead.Wait()
 	restore = garbleNamed()
 	for a.checkpoint(a.wdir) == storage.CheckpointName(a.started) {
@@ -502,25 +502,25 @@ func TestCheckpointReadBackAhead(t *testing.T) {
 	}
 	restore()
 	require.Equal(t, storage.CheckpointName(started), a.checkpoint(a.wdir))
-	require.Equal(t, started, a.w.st.Base, "made from what the writer read back, not from the garbled file")
+	require.Equal(t, started, committedState(a.w).Base, "made from what the writer read back, not from the garbled file")
 	requireSameFiles(t, a.wdir, a.rdir, "after the second window")
 
 	encode := func(e *Engine) []byte {
 		t.Helper()
-		f, err := state.CheckpointAhead(e.st, e.lex, nil)
+		f, err := state.CheckpointAhead(committedState(e), e.lex, nil)
 		require.NoError(t, err)
 		return slices.Concat(f...)
 	}
 	inMemory := encode(a.w)
 	var reqs []Request
-	for g := int64(1); g <= a.w.st.Gen; g += 11 {
+	for g := int64(1); g <= committedState(a.w).Gen; g += 11 {
 		reqs = append(reqs, Request{Question: a.recs[g].Chunk.Text, AsOf: asof.MustDate("2026-06-01"), Tenant: "acme", K: 5, Generation: g})
 	}
 	want := packsOf(t, a.w, reqs)
 	require.Equal(t, want, packsOf(t, a.r, reqs), "the replica")
 	require.NoError(t, a.w.Close())
 	a.w = checked(t, mustOpen(t, a.wdir))
-	require.Equal(t, started, a.w.st.Base)
+	require.Equal(t, started, committedState(a.w).Base)
 	require.Equal(t, inMemory, encode(a.w), "the state read back ahead is the one Open reads from the file")
 	require.Equal(t, want, packsOf(t, a.w, reqs), "reopened")
 }
@@ -539,18 +539,18 @@ func TestCheckpointReadBackCatchesUp(t *testing.T) {
 	for a.checkpoint(a.wdir) == storage.CheckpointName(1) {
 		a.commitChunk()
 	}
-	named := a.w.st.Gen
+	named := committedState(a.w).Gen
 
 	release := a.holdNextWriter(a.commitChunk)
 	ahead := temps(t, a.wdir)
 	require.Len(t, ahead, 1)
 	var started int64
-	for g := named + 1; g <= a.w.st.Gen; g++ {
+	for g := named + 1; g <= committedState(a.w).Gen; g++ {
 		if strings.HasPrefix(filepath.Base(ahead[0]), "."+storage.CheckpointName(g)) {
 			started = g
 		}
 	}
-	require.NotZero(t, started, "the file written ahead, %s, is of none of generations %d..%d", ahead[0], named+1, a.w.st.Gen)
+	require.NotZero(t, started, "the file written ahead, %s, is of none of generations %d..%d", ahead[0], named+1, committedState(a.w).Gen)
 	for range 5 {
 		a.commitChunk()
 	}
@@ -570,19 +570,19 @@ func TestCheckpointReadBackCatchesUp(t *testing.T) {
 	for _, f := range moved {
 		require.NoError(t, os.Rename(filepath.Join(aside, f), filepath.Join(a.wdir, storage.ChunksDir, f)))
 	}
-	require.Greater(t, a.w.st.Gen, started+6, "commits after the writer was done")
-	require.Equal(t, started, a.w.st.Base, "the naming commit read back batch files the writer had added (%d of them)", len(moved))
+	require.Greater(t, committedState(a.w).Gen, started+6, "commits after the writer was done")
+	require.Equal(t, started, committedState(a.w).Base, "the naming commit read back batch files the writer had added (%d of them)", len(moved))
 	requireSameFiles(t, a.wdir, a.rdir, "after the window")
 
 	var reqs []Request
-	for g := int64(1); g <= a.w.st.Gen; g += 13 {
+	for g := int64(1); g <= committedState(a.w).Gen; g += 13 {
 		reqs = append(reqs, Request{Question: a.recs[g].Chunk.Text, AsOf: asof.MustDate("2026-06-01"), Tenant: "acme", K: 5, Generation: g})
 	}
 	want := packsOf(t, a.w, reqs)
 	require.Equal(t, want, packsOf(t, a.r, reqs), "the replica")
 	require.NoError(t, a.w.Close())
 	a.w = checked(t, mustOpen(t, a.wdir))
-	require.Equal(t, started, a.w.st.Base)
+	require.Equal(t, started, committedState(a.w).Base)
 	require.Equal(t, want, packsOf(t, a.w, reqs), "reopened")
 }
 
@@ -597,7 +597,7 @@ func TestHistoryBesideAWriterReadingBack(t *testing.T) {
 	for a.checkpoint(a.wdir) == storage.CheckpointName(1) {
 		a.commitChunk()
 	}
-	require.NotNil(t, a.w.st.Rows, "rebased onto the checkpoint it named")
+	require.NotNil(t, committedState(a.w).Rows, "rebased onto the checkpoint it named")
 	release := a.holdNextWriter(a.commitChunk)
 	defer release()
 	done := make(chan error, 1)
@@ -608,5 +608,5 @@ func TestHistoryBesideAWriterReadingBack(t *testing.T) {
 	case <-time.After(time.Minute): // a watchdog, not a wait: History returns at once
 		t.Fatal("History waited for a writer whose file was written")
 	}
-	require.Nil(t, a.w.st.Rows, "History unfolded the state")
+	require.Nil(t, committedState(a.w).Rows, "History unfolded the state")
 }

@@ -191,6 +191,15 @@ func loadFull(dir string) error {
 	return err
 }
 
+// committedState returns e's committed state as a query reads it (under
+// its lock): a test reading e.st itself races with History or Diff beside
+// it, which swap in the unfolded state.
+func committedState(e *Engine) *state.State {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.st
+}
+
 // fullState returns e's state with every chunk in memory (a test that looks
 // at the chunks themselves after Open, which reads a checkpoint).
 func fullState(t testing.TB, e *Engine) *state.State {
