@@ -180,9 +180,18 @@ func TestReadyCancelledAndClose(t *testing.T) {
 	emb.fail.Store(true)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
+	// Close comes once each goroutine has gone round three times (or
+	// given up): Close then meets commits and queries in flight.
+	var warm sync.WaitGroup
+	warm.Add(3)
 	for i := range 2 {
 		wg.Go(func() {
+			warmed := sync.OnceFunc(warm.Done)
+			defer warmed()
 			for k := 0; ; k++ {
+				if k == 3 {
+					warmed()
+				}
 				select {
 				case <-stop:
 					return
@@ -199,7 +208,12 @@ func TestReadyCancelledAndClose(t *testing.T) {
 	}
 	wg.Go(func() {
 		req := Request{Question: same[1].Chunk.Text, AsOf: asof.MustDate("2026-06-01"), Tenant: "acme", K: 5}
-		for {
+		warmed := sync.OnceFunc(warm.Done)
+		defer warmed()
+		for k := 0; ; k++ {
+			if k == 3 {
+				warmed()
+			}
 			select {
 			case <-stop:
 				return
@@ -211,7 +225,7 @@ func TestReadyCancelledAndClose(t *testing.T) {
 			}
 		}
 	})
-	time.Sleep(300 * time.Millisecond)
+	warm.Wait()
 	require.NoError(t, e.Close())
 	close(stop)
 	wg.Wait()
