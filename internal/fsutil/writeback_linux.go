@@ -22,8 +22,14 @@ const writeBackEvery = 2 << 20
 // kernel or the file system has no sync_file_range (WSL1, some sandboxes:
 // ENOSYS, EOPNOTSUPP), it fsyncs instead, as other systems do.
 func writeBack(f *os.File, off int64, n int) error {
+	return writeBackWith(f, off, n, unix.SyncFileRange)
+}
+
+// writeBackWith is writeBack with syncRange in place of sync_file_range:
+// tests hand it one that fails as a kernel without it does.
+func writeBackWith(f *os.File, off int64, n int, syncRange func(fd int, off, n int64, flags int) error) error {
 	const flags = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
-	err := unix.SyncFileRange(int(f.Fd()), off, int64(n), flags)
+	err := syncRange(int(f.Fd()), off, int64(n), flags)
 	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
 		err = f.Sync()
 	}
