@@ -207,10 +207,11 @@ const giveWayFor = 20 * time.Millisecond
 // its catalog; every run it writes, fsutil.WriteTemp), about every
 // millisecond at a million chunks.
 //
-// Invariant: the writer gives way for half of its time at most (the
-// time some goroutine of it paused: pauseClock), so commits back to
-// back, such as a replica's catching up, slow it at most twice and never
-// starve it: the commit that names its file would wait for all of it.
+// Invariant: the writer gives way for three quarters of its time at most
+// (pauseShare; the time some goroutine of it paused: pauseClock), so
+// commits back to back, such as a replica's catching up, slow it at most
+// four times and never starve it: the commit that names its file would
+// wait for all of it.
 func (a *Ahead) pause(t *turns, max time.Duration) func() bool {
 	if t == nil {
 		return a.stop.Load
