@@ -18,14 +18,22 @@ import (
 // several segments with deleted documents; after a merge, the cache keeps
 // the merged segment's columns alone, and they hold the same values.
 func TestColumnsAsIndexed(t *testing.T) {
-	// On disk: scorch merges (ForceMerge) only persisted segments.
-	idx, err := bleve.NewUsing(filepath.Join(t.TempDir(), "idx"), bleve.NewIndexMapping(), scorch.Name, scorch.Name, nil)
+	// On disk: scorch merges (ForceMerge) only persisted segments. The
+	// index is closed after each batch, which persists that batch's segment
+	// alone: left open, a persister that ran late (CI, under load) merged
+	// the three batches' segments into one as it persisted them.
+	path := filepath.Join(t.TempDir(), "idx")
+	idx, err := bleve.NewUsing(path, bleve.NewIndexMapping(), scorch.Name, scorch.Name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer idx.Close()
 	want := map[string]float64{} // by document ID; absent: no "day"
 	for b := range 3 {
+		if b > 0 {
+			if idx, err = bleve.Open(path); err != nil {
+				t.Fatal(err)
+			}
+		}
 		batch := idx.NewBatch()
 		for i := range 40 {
 			id := fmt.Sprintf("b%d-%02d", b, i)
@@ -48,7 +56,14 @@ func TestColumnsAsIndexed(t *testing.T) {
 		if err := idx.Batch(batch); err != nil {
 			t.Fatal(err)
 		}
+		if err := idx.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
+	if idx, err = bleve.Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
 	var c columns
 	// check reads the columns of idx's snapshot, which must hold from
 	// least to most segments (bleve may merge meanwhile).
