@@ -13,8 +13,14 @@ import (
 // EOPNOTSUPP) writeBack fsyncs instead; any other failure is returned as
 // a *os.PathError that names the file and wraps the errno.
 func TestWriteBackFallsBackToFsync(t *testing.T) {
-	missing := func(errno error) func(int, int64, int64, int) error {
-		return func(int, int64, int64, int) error { return errno }
+	const wantFlags = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
+	missing := func(t *testing.T, errno error) func(int, int64, int64, int) error {
+		return func(_ int, off, n int64, flags int) error {
+			if off != 3 || n != 7 || flags != wantFlags {
+				t.Errorf("sync_file_range asked for [%d, +%d) with flags %#x, want [3, +7) with %#x", off, n, flags, wantFlags)
+			}
+			return errno
+		}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -27,7 +33,7 @@ func TestWriteBackFallsBackToFsync(t *testing.T) {
 		{"eopnotsupp", unix.EOPNOTSUPP, false, nil, "the file system has none: fsync"},
 		{"enosys, fsync fails", unix.ENOSYS, true, os.ErrClosed, "the fallback's fsync ran: its error is the one returned"},
 		{"eio", unix.EIO, false, unix.EIO, "a failed write-back is not hidden by an fsync"},
-		{"works", nil, false, nil, "sync_file_range succeeds: nothing else is asked"},
+		{"works", nil, true, nil, "sync_file_range succeeds: nothing else is asked (no fsync, which would fail)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "f")
@@ -42,7 +48,7 @@ func TestWriteBackFallsBackToFsync(t *testing.T) {
 			if tc.closed {
 				f.Close()
 			}
-			err = writeBackWith(f, 0, 10, missing(tc.errno))
+			err = writeBackWith(f, 3, 7, missing(t, tc.errno))
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("%s: got %v, want no error", tc.reason, err)
