@@ -14,7 +14,7 @@ import (
 // the slowest of the commits made while it wrote took 48 to 59 ms, against
 // 15 to 16 ms without a writer. Pausing at its stops while a commit is in
 // flight, the slowest took 36 to 39 ms (docs/benchmarks.md, "The
-// checkpoint's writer gives way"), and 20 to 33 ms once it paused up to
+// checkpoint's writer gives way"), and 20 to 34 ms once it paused up to
 // three quarters of its time (pauseShare).
 type turns struct {
 	mu   sync.Mutex
@@ -74,7 +74,7 @@ type pauseClock struct {
 // pauseShare is the most of a writer's time it pauses (Ahead.pause), in
 // quarters. At a million chunks, with commits of one fact back to back,
 // the slowest commit of the window took 25 to 51 ms (31 the median of five
-// runs) when the writer paused half its time at most, 20 to 33 ms (26) at
+// runs) when the writer paused half its time at most, 20 to 34 ms (26) at
 // three quarters (docs/benchmarks.md, "The writer gives way three quarters
 // of its time"); the commit that names its file still found it written.
 const pauseShare = 3
