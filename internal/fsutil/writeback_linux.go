@@ -10,11 +10,12 @@ import (
 // writeBackEvery is how many bytes WriteTemp writes between write-backs.
 // Linux writes a run back without flushing the disk's cache
 // (sync_file_range), so a run can be small: a commit's fsync waits for one
-// run of the file at most. At a million chunks the slowest commits made
-// while the checkpoint was written took 15 to 47 ms with an fsync every
-// 32 MB, 12 to 47 ms with a write-back every 2 MB, and at most 17 ms once
-// the writer also gave way to the commits in flight
-// (docs/benchmarks.md, "The checkpoint's writer gives way").
+// run of the file at most. At a million chunks, in temporary builds that
+// printed them, the commits made while the checkpoint was written took 15
+// to 47 ms with an fsync every 32 MB and 12 to 47 ms with a write-back
+// every 2 MB; once the writer also gave way to the commits in flight, the
+// slowest commit of its whole window took 36 to 39 ms (docs/benchmarks.md,
+// "The checkpoint's writer gives way").
 const writeBackEvery = 2 << 20
 
 // writeBack writes bytes [off, off+n) of f to the disk and waits for them.
