@@ -204,7 +204,7 @@ func committedState(e *Engine) *state.State {
 // at the chunks themselves after Open, which reads a checkpoint).
 func fullState(t testing.TB, e *Engine) *state.State {
 	t.Helper()
-	st, err := e.writable()
+	st, err := e.unfolded() // writable under ingestMu, which writable requires
 	if err != nil {
 		t.Fatal(err)
 	}
