@@ -184,6 +184,14 @@ func TestReadyCancelledAndClose(t *testing.T) {
 	// given up): Close then meets commits and queries in flight.
 	var warm sync.WaitGroup
 	warm.Add(3)
+	// Made here: vocabularyRecords may stop the test, which only the
+	// test's goroutine may do. Every commit fails, so a batch can come again.
+	var batches [2][4][]connectors.Record
+	for i := range batches {
+		for k := range batches[i] {
+			batches[i][k] = vocabularyRecords(t, "acme", "x", 5, uint64(100+10*i+k))
+		}
+	}
 	for i := range 2 {
 		wg.Go(func() {
 			warmed := sync.OnceFunc(warm.Done)
@@ -197,7 +205,7 @@ func TestReadyCancelledAndClose(t *testing.T) {
 					return
 				default:
 				}
-				recs := vocabularyRecords(t, "acme", "x", 5, uint64(100+10*i+k))
+				recs := batches[i][k%len(batches[i])]
 				_, err := e.Ingest(context.Background(), connectors.Records(recs), IngestOptions{})
 				if err == nil || !(errors.Is(err, errR53Embed) || errors.Is(err, ErrClosed)) {
 					t.Errorf("a commit beside Close: %v", err)
