@@ -17,6 +17,7 @@ import (
 	"github.com/evpack/evpack"
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/eval"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
@@ -301,8 +302,10 @@ func copyKept(b *testing.B, root string) string {
 // commit of the lag, the commit that starts the checkpoint, the median and
 // slowest of the window after it, the commit that names it, bleve's median
 // and slowest delete of the lag, and evpack's commits over bleve's deletes, all of them summed:
-// the average cost of a retraction, a checkpoint's share included. b.N is
-// not used: one pass.
+// the average cost of a retraction, a checkpoint's share included. With
+// EVPACK_WINDOW_QUERIES=1 it also asks a question after each retraction
+// of the lag and of the window, evpack and bleve in turn (windowQueries).
+// b.N is not used: one pass.
 //
 //	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'ScaleOpenAfterFacts$' -benchtime 1x -v
 func BenchmarkScaleOpenAfterFacts(b *testing.B) {
@@ -346,7 +349,12 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer idx.Close()
-	retract := func(i int) (ev, bl time.Duration) { return retractInTurn(b, e, idx, s, base, i) }
+	probe := newWindowQueries(b, s)
+	retract := func(i int) (ev, bl time.Duration) {
+		ev, bl = retractInTurn(b, e, idx, s, base, i)
+		probe.ask(b, i, e, idx)
+		return ev, bl
+	}
 	var commits, deletes []time.Duration
 	var evSum, blSum time.Duration
 	for i := first; i < first+state.LagGenerations; i++ {
@@ -361,6 +369,7 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 	if e, err = evpack.Open(dir, evpack.Options{}); err != nil {
 		b.Fatal(err)
 	}
+	probe.phase = "window"
 	again, blAgain := retract(first + state.LagGenerations)
 	evSum, blSum = evSum+again, blSum+blAgain
 	var window []time.Duration
@@ -369,6 +378,7 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 		window = append(window, ev)
 		evSum, blSum = evSum+ev, blSum+bl
 	}
+	probe.phase = "after"
 	named, blNamed := retract(last)
 	evSum, blSum = evSum+named, blSum+blNamed
 	if err := e.Close(); err != nil {
@@ -393,6 +403,7 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 	b.ReportMetric(ms(deletes[len(deletes)/2]), "bleve-delete-p50-ms")
 	b.ReportMetric(ms(deletes[len(deletes)-1]), "bleve-delete-max-ms")
 	b.ReportMetric(float64(evSum)/float64(blSum), "fact-commits-vs-bleve-deletes")
+	probe.report(b)
 }
 
 // keptGenerations returns how many generations the evpack index in dir
@@ -572,4 +583,89 @@ func retractInTurn(b *testing.B, e *evpack.Engine, idx bleve.Index, s Scale, bas
 		bl = time.Since(t0)
 	})
 	return ev, bl
+}
+
+// windowQueries, when EVPACK_WINDOW_QUERIES=1, asks one question after
+// each retraction of BenchmarkScaleOpenAfterFacts, evpack's request (the
+// pack's bytes and hash included) and bleve's filtered search by hand
+// taking turns, and reports each system's median and slowest in the lag
+// (no checkpoint written beside it) and in the window (its writer beside
+// it): what the writer, which gives way to commits but not to queries,
+// costs a request. Off by default: the queries change the commits'
+// conditions (warm pages and caches), so the commit figures of runs with
+// and without them do not compare.
+type windowQueries struct {
+	on     bool
+	o      *eval.ObliQA
+	s      Scale
+	days   []asof.Date
+	phase  string // "lag", "window"; "after" is not asked
+	ev, bl map[string][]time.Duration
+	n      int
+}
+
+func newWindowQueries(b *testing.B, s Scale) *windowQueries {
+	q := &windowQueries{on: os.Getenv("EVPACK_WINDOW_QUERIES") == "1", s: s, phase: "lag",
+		ev: map[string][]time.Duration{}, bl: map[string][]time.Duration{}}
+	if q.on {
+		q.o = dataset(b)
+		q.days = s.AskDays(4096, scaleAskSeed)
+		b.Logf("window queries: question k asks on AskDays(4096, %d)[k mod 4096] for tenant k mod %d", scaleAskSeed, s.Tenants)
+	}
+	return q
+}
+
+// ask times question q.n on e and on idx, in turn (evpack first for even
+// i), and keeps the times under the phase.
+func (q *windowQueries) ask(b *testing.B, i int, e *evpack.Engine, idx bleve.Index) {
+	if !q.on || q.phase == "after" {
+		return
+	}
+	k := q.n
+	q.n++
+	text := q.o.Questions[k%len(q.o.Questions)].Text
+	day, tenant := q.days[k%len(q.days)], q.s.Tenant(k%q.s.Tenants)
+	var ev, bl time.Duration
+	inTurn(i, func() {
+		t0 := time.Now()
+		p, err := e.Query(context.Background(), evpack.Request{Question: text, AsOf: day, Tenant: tenant})
+		if err != nil {
+			b.Fatalf("window query %d: %v", k, err)
+		}
+		_ = p.Hash()
+		ev = time.Since(t0)
+	}, func() {
+		t0 := time.Now()
+		mq := bleve.NewMatchQuery(text)
+		mq.SetField("text")
+		if _, err := idx.Search(bleve.NewSearchRequestOptions(scaleFilter(mq, tenant, day), 10, 0, false)); err != nil {
+			b.Fatalf("window query %d, bleve: %v", k, err)
+		}
+		bl = time.Since(t0)
+	})
+	q.ev[q.phase] = append(q.ev[q.phase], ev)
+	q.bl[q.phase] = append(q.bl[q.phase], bl)
+}
+
+// report reports, for the lag and the window, evpack's median, 99th
+// percentile and slowest request, bleve's median and 99th percentile, and
+// evpack's median over bleve's.
+func (q *windowQueries) report(b *testing.B) {
+	if !q.on {
+		return
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	at := func(ds []time.Duration, p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
+	for _, phase := range []string{"lag", "window"} {
+		ev, bl := slices.Sorted(slices.Values(q.ev[phase])), slices.Sorted(slices.Values(q.bl[phase]))
+		if len(ev) == 0 {
+			continue
+		}
+		b.ReportMetric(ms(at(ev, 0.5)), "query-"+phase+"-p50-ms")
+		b.ReportMetric(ms(at(ev, 0.99)), "query-"+phase+"-p99-ms")
+		b.ReportMetric(ms(ev[len(ev)-1]), "query-"+phase+"-max-ms")
+		b.ReportMetric(ms(at(bl, 0.5)), "bleve-query-"+phase+"-p50-ms")
+		b.ReportMetric(ms(at(bl, 0.99)), "bleve-query-"+phase+"-p99-ms")
+		b.ReportMetric(float64(at(ev, 0.5))/float64(at(bl, 0.5)), "query-"+phase+"-p50-vs-bleve")
+	}
 }
