@@ -114,14 +114,6 @@ func WriteAtomicHooked(path string, beforeRename func(tmp string) error, data ..
 	return RenameHooked(tmp, path, beforeRename)
 }
 
-// A large file synced once at its end left hundreds of megabytes for the
-// kernel to write back at once, and every fsync made meanwhile, a commit's,
-// waited for them: a checkpoint of a million chunks (332 MB) written beside
-// commits made one of them take 125 ms, against 7 ms for the others. So
-// WriteTemp writes a file back as it goes, every writeBackEvery bytes
-// (writeBack: see writeback_linux.go), and a commit's fsync waits for one
-// run at most.
-
 // ErrStopped is WriteTemp's error when its stop said to give up.
 var ErrStopped = errors.New("stopped")
 
@@ -129,8 +121,15 @@ var ErrStopped = errors.New("stopped")
 // IsTemp knows it) as the slices of data one after the other, and fsyncs
 // it: the first half of WriteAtomic, for a file written ahead of the
 // commit that renames it into place (RenameHooked). stop, when set, is
-// asked between runs of writeBackEvery bytes: once it says true, the write gives
-// up with ErrStopped. On error no temp file stays.
+// asked between runs of writeBackEvery bytes: once it says true, the write
+// gives up with ErrStopped. On error no temp file stays.
+//
+// It writes each run back as it goes (writeBack: see writeback_linux.go),
+// so that a commit's fsync meanwhile waits for one run at most. Why: a
+// large file synced once at its end left hundreds of megabytes for the
+// kernel to write back at once, and every fsync made meanwhile waited for
+// them: a checkpoint of a million chunks (332 MB) written beside commits
+// made one of them take 125 ms, against 7 ms for the others.
 func WriteTemp(path string, stop func() bool, data ...[]byte) (string, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+tempInfix+"*")
 	if err != nil {
