@@ -67,10 +67,11 @@ func BenchmarkScaleAfterCommits(b *testing.B) {
 	eng := open("committed")
 	rng := rand.New(rand.NewPCG(scaleCommitsSeed, 0))
 	var took []time.Duration
+	record := s.Records(base)
 	for c := range commits {
 		recs := make([]connectors.Record, 100)
 		for k := range recs {
-			recs[k] = s.Record(base, rng.IntN(len(base)), rng.IntN(s.Tenants), rng.IntN(s.Versions))
+			recs[k] = record(rng.IntN(len(base)), rng.IntN(s.Tenants), rng.IntN(s.Versions))
 			recs[k].Chunk.ID += fmt.Sprintf("/c%d-%d", c, k)
 		}
 		t0 := time.Now()

@@ -147,8 +147,9 @@ func BenchmarkScaleWrites(b *testing.B) {
 	// in both shapes), of passages the new chunks leave alone: the
 	// retraction passage 400, the supersessions passages 300..399.
 	t, v := s.Tenants-1, s.Versions-1
+	record := s.Records(base)
 	factOf := func(i int, kind evidence.FactKind) (connectors.Record, connectors.Record) {
-		r := s.Record(base, i, t, v)
+		r := record(i, t, v)
 		end := asof.DateFromDays(r.Chunk.Valid.From.Days() + 10)
 		f := &evidence.Fact{Kind: kind, ChunkID: r.Chunk.ID, End: end, Anchor: end.Start()}
 		if kind == evidence.FactSuperseded {
@@ -310,6 +311,7 @@ func copyKept(b *testing.B, root string) string {
 //	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'ScaleOpenAfterFacts$' -benchtime 1x -v
 func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 	s, base, copied := keptForRetractions(b)
+	record := s.Records(base)
 	first, last := firstRetracted, lastRetracted
 	dir := filepath.Join(copied, "evpack")
 	medianOpen := func() time.Duration {
@@ -351,7 +353,7 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 	defer idx.Close()
 	probe := newWindowQueries(b, s)
 	retract := func(i int) (ev, bl time.Duration) {
-		ev, bl = retractInTurn(b, e, idx, s, base, i)
+		ev, bl = retractInTurn(b, e, idx, s, record, i)
 		probe.ask(b, i, e, idx)
 		return ev, bl
 	}
@@ -463,6 +465,7 @@ func keptLag(b *testing.B, dir string) int64 {
 //	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'ScaleCloseInWindow$' -benchtime 1x -v
 func BenchmarkScaleCloseInWindow(b *testing.B) {
 	s, base, copied := keptForRetractions(b)
+	record := s.Records(base)
 	first, last := firstRetracted, lastRetracted
 	e, err := evpack.Open(filepath.Join(copied, "evpack"), evpack.Options{})
 	if err != nil {
@@ -472,7 +475,7 @@ func BenchmarkScaleCloseInWindow(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	retract := func(i int) (ev, bl time.Duration) { return retractInTurn(b, e, idx, s, base, i) }
+	retract := func(i int) (ev, bl time.Duration) { return retractInTurn(b, e, idx, s, record, i) }
 	for i := first; i <= first+state.LagGenerations; i++ {
 		retract(i)
 	}
@@ -562,11 +565,11 @@ func keptForRetractions(b *testing.B) (Scale, []connectors.Record, string) {
 }
 
 // retractInTurn commits to e the retraction of passage i's chunk (of the
-// last tenant's last version in scale s over base) and deletes that
+// last tenant's last version in scale s, as record gives it) and deletes that
 // document from idx, in turn (evpack first for even i), returning each's
 // wall time.
-func retractInTurn(b *testing.B, e *evpack.Engine, idx bleve.Index, s Scale, base []connectors.Record, i int) (ev, bl time.Duration) {
-	r := s.Record(base, i, s.Tenants-1, s.Versions-1)
+func retractInTurn(b *testing.B, e *evpack.Engine, idx bleve.Index, s Scale, record func(i, t, v int) connectors.Record, i int) (ev, bl time.Duration) {
+	r := record(i, s.Tenants-1, s.Versions-1)
 	end := asof.DateFromDays(r.Chunk.Valid.From.Days() + 10)
 	f := &evidence.Fact{Kind: evidence.FactRetracted, ChunkID: r.Chunk.ID, End: end, Anchor: end.Start()}
 	inTurn(i, func() {
