@@ -32,6 +32,7 @@ func (s *State) Purge(gen int64, at time.Time, ids []string, reason string, lex 
 		rr := s.TermsOf(p.List.Nums[p.Pos])
 		committed := s.Committed[id]
 		ts := n.OwnTenant(c.Tenant, own)
+		ts.ownDF()
 		for _, t := range lexTerms {
 			dropOne(ts.LexDF, t, committed)
 		}

@@ -99,12 +99,29 @@ type tenantStats struct {
 	Digest       []lanePoint
 	LexDF        map[string]Series // analyzed (bleve) term -> chunks holding it
 	RerankDF     map[string]Series // reranker term -> chunks holding it
+	// sharedDF is set on a copy (clone) whose LexDF and RerankDF are still
+	// those of the figures it was copied from: read here, written only
+	// once ownDF has copied them. Why: a commit of facts alone changes
+	// none of them, and copying them cost each one-fact commit at a
+	// million chunks 840 KB of allocation (docs/benchmarks.md, "Sections
+	// outside the heap").
+	sharedDF bool
+}
+
+// ownDF makes ts's term counts its own to write: copied from the figures
+// ts was cloned from, unless they are already.
+func (ts *tenantStats) ownDF() {
+	if ts.sharedDF {
+		ts.LexDF, ts.RerankDF = maps.Clone(ts.LexDF), maps.Clone(ts.RerankDF)
+		ts.sharedDF = false
+	}
 }
 
 // add counts chunk c, committed at generation gen, with its distinct
 // lexical and reranker terms and its token count. ts must be a copy owned by
 // the state being built (see state.touch).
 func (ts *tenantStats) add(gen int64, c *evidence.Chunk, lexTerms, rrTerms []string, tokens, rrCount int) {
+	ts.ownDF()
 	ts.Docs = ts.Docs.add(gen, 1)
 	ts.ChunkIDs = append(ts.ChunkIDs, c.ID)
 	ts.RerankTerms = ts.RerankTerms.add(gen, int64(rrCount))
@@ -147,10 +164,12 @@ func (ts *tenantStats) digestAt(g int64) lanes {
 	return ts.Digest[i-1].l
 }
 
-// clone returns a copy of ts whose maps can be written without touching ts.
+// clone returns a copy of ts that can be written without touching ts: its
+// series are appended to (Series.add), and its term counts copied when
+// first written (ownDF).
 func (ts *tenantStats) clone() *tenantStats {
 	cp := *ts
-	cp.LexDF, cp.RerankDF = maps.Clone(ts.LexDF), maps.Clone(ts.RerankDF)
+	cp.sharedDF = true
 	return &cp
 }
 
