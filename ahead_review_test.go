@@ -40,7 +40,7 @@ func rvCommit(t *testing.T, a *aheadWindow, recs []connectors.Record, also ...*E
 // rvEncode is the checkpoint e's state encodes to (state.CheckpointAhead).
 func rvEncode(t *testing.T, e *Engine) []byte {
 	t.Helper()
-	f, err := state.CheckpointAhead(committedState(e), e.lex, nil)
+	f, err := state.CheckpointAhead(committedState(e), e.lex, nil, nil)
 	require.NoError(t, err)
 	return slices.Concat(f...)
 }

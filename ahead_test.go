@@ -507,7 +507,7 @@ func TestCheckpointReadBackAhead(t *testing.T) {
 
 	encode := func(e *Engine) []byte {
 		t.Helper()
-		f, err := state.CheckpointAhead(committedState(e), e.lex, nil)
+		f, err := state.CheckpointAhead(committedState(e), e.lex, nil, nil)
 		require.NoError(t, err)
 		return slices.Concat(f...)
 	}

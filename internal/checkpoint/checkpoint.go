@@ -225,6 +225,9 @@ type Input struct {
 	// written ahead that no commit will name: its engine is closing). Once
 	// true it must stay true: a run of blocks it skipped is not hashed.
 	Stop func() bool
+	// Scratch, when set, makes the body's sections (the File's parts
+	// after the head); the File lives until its Free. Nil: the Go heap.
+	Scratch *Scratch
 }
 
 // ErrStopped is Encode's error when Input.Stop said to give up.
@@ -569,7 +572,7 @@ func (w *writer) rows(in *Input, tenants []string, canon []uint32, stop func() b
 		if stop() {
 			return body, ErrStopped
 		}
-		*s.b = make([]byte, s.n)
+		*s.b = in.Scratch.make(s.n)
 	}
 	// fill writes documents [lo, hi), and returns the first error among
 	// them in document order.
@@ -672,10 +675,10 @@ func (w *writer) rows(in *Input, tenants []string, canon []uint32, stop func() b
 	if stop() { // the sort may have stopped part-way: its order is not the ID order
 		return body, ErrStopped
 	}
-	order := make([]byte, 0, orderSize*len(byID))
-	for _, r := range byID {
-		order = binary.LittleEndian.AppendUint32(order, r)
-		order = binary.LittleEndian.AppendUint64(order, idKeys[r])
+	order := in.Scratch.make(orderSize * len(byID))
+	for i, r := range byID {
+		binary.LittleEndian.PutUint32(order[i*orderSize:], r)
+		binary.LittleEndian.PutUint64(order[i*orderSize+4:], idKeys[r])
 	}
 	w.uint(uint64(len(ids)))
 	for k := 0; k < len(byID); k += fenceEvery {

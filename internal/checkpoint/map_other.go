@@ -16,3 +16,10 @@ func mapBody(f *os.File, off, n int64) ([]byte, error) {
 
 // unmapBody releases what mapBody read: the collector frees it.
 func unmapBody([]byte) error { return nil }
+
+// mapScratch makes n bytes on the heap: a platform without mmap has no
+// memory outside it to offer.
+func mapScratch(n int) ([]byte, error) { return make([]byte, n), nil }
+
+// unmapScratch releases what mapScratch made: the collector frees it.
+func unmapScratch([]byte) error { return nil }

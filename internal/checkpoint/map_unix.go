@@ -29,3 +29,11 @@ func unmapBody(b []byte) error {
 	}
 	return syscall.Munmap(b)
 }
+
+// mapScratch maps n bytes of anonymous memory for a Scratch section.
+func mapScratch(n int) ([]byte, error) {
+	return syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+}
+
+// unmapScratch releases what mapScratch made.
+func unmapScratch(b []byte) error { return syscall.Munmap(b) }

@@ -121,13 +121,16 @@ func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, then Then, bui
 			a.err = checkpoint.ErrStopped
 			return
 		}
-		f, err := CheckpointAhead(st, lex, stop)
+		var sc checkpoint.Scratch
+		f, err := CheckpointAhead(st, lex, stop, &sc)
 		if err == nil {
 			a.sum, err = checkpoint.Sum(f.Head())
 		}
 		if err == nil {
 			a.file, err = d.WriteAhead(storage.CheckpointName(a.gen), stop, f...)
 		}
+		f = nil // its body is sc's, freed next
+		err = errors.Join(err, sc.Free())
 		a.err = err
 		wrote() // what follows reads the file, not st
 		if err == nil && then.Written != nil {
@@ -282,7 +285,7 @@ func CheckpointAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) (checkpoint.
 			return nil, err
 		}
 	}
-	f, err := CheckpointAhead(st, lex, nil)
+	f, err := CheckpointAhead(st, lex, nil, nil)
 	return f, errors.Join(err, st.Rows.Close())
 }
 

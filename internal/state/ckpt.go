@@ -41,13 +41,13 @@ func CheckpointSum(raw []byte) (string, error) { return checkpoint.Sum(raw) }
 // both: at a million chunks each walk took 1.3 s, and the catalog and the
 // encoder each made its own.
 func Checkpoint(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint.Doc) ([]byte, error)) (checkpoint.File, error) {
-	return checkpointUnless(st, lex, catalog, nil)
+	return checkpointUnless(st, lex, catalog, nil, nil)
 }
 
 // checkpointUnless is Checkpoint giving up with checkpoint.ErrStopped once
 // stop (nil: never) says true, asked every stopEvery rows of the walk and
-// every run of the encoder.
-func checkpointUnless(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint.Doc) ([]byte, error), stop func() bool) (checkpoint.File, error) {
+// every run of the encoder, its body's sections made in sc (nil: the heap).
+func checkpointUnless(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint.Doc) ([]byte, error), stop func() bool, sc *checkpoint.Scratch) (checkpoint.File, error) {
 	if catalog == nil {
 		catalog = func(docs []checkpoint.Doc) ([]byte, error) { return catalogOf(lex, st, docs, stop) }
 	}
@@ -69,7 +69,7 @@ func checkpointUnless(st *State, lex *retrieve.Lexical, catalog func(docs []chec
 		r := <-done
 		waited = true
 		return r.raw, r.err
-	}, stop)
+	}, stop, sc)
 	if !waited {
 		<-done // an encoder that failed or stopped first: the catalog reads st's rows, which the caller may close next
 	}
@@ -280,14 +280,16 @@ func NextCheckpoint(d *storage.Dir, lex *retrieve.Lexical, parent, next *State, 
 // st), for lexical index lex: what a commit that starts one writes ahead
 // (Plan.Start). Its bytes are those Checkpoint gives of the same state.
 // Once stop (nil: never) says true, it gives up with checkpoint.ErrStopped.
-func CheckpointAhead(st *State, lex *retrieve.Lexical, stop func() bool) (checkpoint.File, error) {
+// The body's sections are made in sc (nil: on the heap): the File lives
+// until sc.Free.
+func CheckpointAhead(st *State, lex *retrieve.Lexical, stop func() bool, sc *checkpoint.Scratch) (checkpoint.File, error) {
 	known := st.Catalog // set before st was committed, never after
 	return checkpointUnless(st, lex, func(docs []checkpoint.Doc) ([]byte, error) {
 		if known != nil {
 			return known, nil
 		}
 		return catalogOf(lex, st, docs, stop)
-	}, stop)
+	}, stop, sc)
 }
 
 // ReadBack returns the state read from the checkpoint the manifest of d
@@ -378,12 +380,12 @@ func EncodeCheckpoint(st *State, identity string, catalog func() ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	return encodeCheckpoint(st, identity, docs, catalog, nil)
+	return encodeCheckpoint(st, identity, docs, catalog, nil, nil)
 }
 
 // encodeCheckpoint is EncodeCheckpoint of st's documents in key order,
 // docs (docsInKeyOrder with their reranker terms).
-func encodeCheckpoint(st *State, identity string, docs []checkpoint.Doc, catalog func() ([]byte, error), stop func() bool) (checkpoint.File, error) {
+func encodeCheckpoint(st *State, identity string, docs []checkpoint.Doc, catalog func() ([]byte, error), stop func() bool, sc *checkpoint.Scratch) (checkpoint.File, error) {
 	h := checkpoint.Head{Gen: st.Gen, Commits: st.Commits, Docs: st.Stats.Docs, Tokens: st.Stats.Tokens, Bounds: st.Bounds}
 	for _, k := range evidence.SortedKeys(st.Entities) {
 		names := make([]checkpoint.Entity, len(st.Entities[k]))
@@ -421,7 +423,7 @@ func encodeCheckpoint(st *State, identity string, docs []checkpoint.Doc, catalog
 	}
 	var bad atomic.Pointer[string] // the first malformed content hash (the encoder runs on every core)
 	f, err := checkpoint.Encode(checkpoint.Input{Head: h, Identity: identity, Names: st.Names, Docs: docs, Placed: placed,
-		Catalog: catalog, Stop: stop,
+		Catalog: catalog, Stop: stop, Scratch: sc,
 		Chunk: func(id string) checkpoint.Chunk {
 			pl, c := st.DocPlace[id], st.Chunks[id]
 			_, purged := st.Purged[id] // nil in memory, or none read back: the same

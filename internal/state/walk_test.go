@@ -147,7 +147,7 @@ func copiedOut(maps map[string]*DocList, rowKeys []string) int {
 func TestCheckpointAheadStops(t *testing.T) {
 	st := rowsState(t, 9000) // more than one walk part's worth of documents, more than stopEvery chunks
 	lex := testLexical(t)
-	if _, err := CheckpointAhead(st, lex, func() bool { return true }); !errors.Is(err, checkpoint.ErrStopped) {
+	if _, err := CheckpointAhead(st, lex, func() bool { return true }, nil); !errors.Is(err, checkpoint.ErrStopped) {
 		t.Fatalf("told to stop: %v, want ErrStopped", err)
 	}
 	// The catalog over every chunk (after facts, a state has none to take
@@ -164,7 +164,7 @@ func TestCheckpointAheadStops(t *testing.T) {
 		t.Fatalf("the catalog never told: %v", err)
 	}
 	var asked atomic.Int64 // asked on every core
-	got, err := CheckpointAhead(st, lex, func() bool { asked.Add(1); return false })
+	got, err := CheckpointAhead(st, lex, func() bool { asked.Add(1); return false }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
