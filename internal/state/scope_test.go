@@ -18,7 +18,9 @@ func TestCloneSharesTermCountsUntilWritten(t *testing.T) {
 	orig.add(1, &evidence.Chunk{ID: "a"}, []string{"x"}, []string{"r"}, 3, 1)
 	want := map[string]Series{"x": {{Gen: 1, N: 1}}}
 	require.Equal(t, want, orig.LexDF)
-	samemap := func(a, b map[string]Series) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+	samemap := func(a, b map[string]Series) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
 
 	fact := orig.clone()
 	fact.addFact(2, &evidence.Fact{ChunkID: "a"})
