@@ -13,7 +13,10 @@ package checkpoint
 // s after it (its body's parts are the sections). The zero Scratch is
 // ready to use. A Scratch is not safe for concurrent use: Encode makes its
 // sections on one goroutine.
-type Scratch struct{ made [][]byte }
+type Scratch struct {
+	made  [][]byte // mapped and not yet freed
+	count int      // sections mapped, freed or not
+}
 
 // make returns n zero bytes, made outside the heap when it can be.
 func (s *Scratch) make(n int) []byte {
@@ -25,7 +28,17 @@ func (s *Scratch) make(n int) []byte {
 		return make([]byte, n)
 	}
 	s.made = append(s.made, b)
+	s.count++
 	return b
+}
+
+// Made returns how many sections s has made outside the heap, freed or
+// not, and how many bytes of them it still holds.
+func (s *Scratch) Made() (sections, held int) {
+	for _, b := range s.made {
+		held += len(b)
+	}
+	return s.count, held
 }
 
 // Free releases the sections s made, and returns the first error of a

@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,20 +31,28 @@ func TestScratchEncodesTheSameBytes(t *testing.T) {
 		}
 		require.True(t, found || len(b) == 0, "section %d of the scratch is no part of the file", i)
 	}
+	n, held := sc.Made()
+	require.Equal(t, sections, n)
+	body := len(f.Bytes()) - len(f.Head())
+	require.True(t, held <= body && held > body-7*sections, "the body (%d bytes) is the scratch's sections (%d) and their padding", body, held)
 	require.NoError(t, sc.Free())
-	require.Empty(t, sc.made)
+	n, held = sc.Made()
+	require.Equal(t, [2]int{sections, 0}, [2]int{n, held}, "freed")
 	require.NoError(t, sc.Free())
 
-	// An encoding stopped once its sections are made (the ninth question:
-	// two tenants, the documents, five sections) leaves them to Free.
+	// An encoding told to stop once it has made the five sections it makes
+	// before the rows are filled leaves them to Free. (Made is read by the
+	// workers only once the sections are made: they start after.)
 	in = inputOf(t, h, tbl)
 	var stopped Scratch
 	in.Scratch = &stopped
-	var asked atomic.Int64 // asked on every core
-	in.Stop = func() bool { return asked.Add(1) > 8 }
+	in.Stop = func() bool { n, _ := stopped.Made(); return n >= 5 }
 	_, err = Encode(in)
 	require.ErrorIs(t, err, ErrStopped)
-	require.NotEmpty(t, stopped.made, "stopped after its sections were made")
+	n, held = stopped.Made()
+	require.Equal(t, 5, n, "stopped once five sections were made")
+	require.Positive(t, held)
 	require.NoError(t, stopped.Free())
-	require.Empty(t, stopped.made)
+	n, held = stopped.Made()
+	require.Equal(t, [2]int{5, 0}, [2]int{n, held}, "freed")
 }

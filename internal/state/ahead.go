@@ -39,6 +39,9 @@ type Ahead struct {
 	sum      string
 	err      error
 	read     Read // the file read back, once written, when asked (readAhead)
+	// sc holds the body's sections while the file is written, outside the
+	// Go heap; freed before the writer goes on (checkpoint.Scratch).
+	sc checkpoint.Scratch
 }
 
 // Read is a checkpoint written ahead and read back on its writer's
@@ -121,16 +124,15 @@ func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, then Then, bui
 			a.err = checkpoint.ErrStopped
 			return
 		}
-		var sc checkpoint.Scratch
-		f, err := CheckpointAhead(st, lex, stop, &sc)
+		f, err := CheckpointAhead(st, lex, stop, &a.sc)
 		if err == nil {
 			a.sum, err = checkpoint.Sum(f.Head())
 		}
 		if err == nil {
 			a.file, err = d.WriteAhead(storage.CheckpointName(a.gen), stop, f...)
 		}
-		f = nil // its body is sc's, freed next
-		err = errors.Join(err, sc.Free())
+		f = nil // its body is a.sc's, freed next
+		err = errors.Join(err, a.sc.Free())
 		a.err = err
 		wrote() // what follows reads the file, not st
 		if err == nil && then.Written != nil {
