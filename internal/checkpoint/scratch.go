@@ -3,8 +3,9 @@ package checkpoint
 // Scratch is where Encode makes a body's sections when they are not to
 // be made on the Go heap: a checkpoint written ahead holds 319 MB of them
 // at a million chunks, made and dropped once a window, and on the heap
-// they drove the collector through cycles whose mark phases the window's
-// commits waited in (docs/benchmarks.md, "Sections outside the heap").
+// they stayed until a collection freed them and grew the heap's goal with
+// them: the process's peak RSS was 300 MiB higher (docs/benchmarks.md,
+// "Sections outside the heap").
 // On unix each section is an anonymous mapping, zeroed by the kernel a
 // page at a time as it is first written; elsewhere it is a slice of the
 // heap.

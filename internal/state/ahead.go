@@ -131,8 +131,7 @@ func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, then Then, bui
 		if err == nil {
 			a.file, err = d.WriteAhead(storage.CheckpointName(a.gen), stop, f...)
 		}
-		f = nil // its body is a.sc's, freed next
-		err = errors.Join(err, a.sc.Free())
+		err = errors.Join(err, a.sc.Free()) // f's body: nothing reads f after
 		a.err = err
 		wrote() // what follows reads the file, not st
 		if err == nil && then.Written != nil {

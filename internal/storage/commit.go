@@ -250,10 +250,10 @@ func (d *Dir) undo(p *pending) error {
 // settles (TestRecover, "record of the manifest's generation", "record of
 // the next generation, nothing above"): its work is done, durably, before
 // the removal (finish, undo), and settling it again finds nothing left to
-// do. The next commit's record replaces it, durably. Why: that fsync was
-// one of the seven a one-fact commit waited for in turn, and a commit's
-// slowest are slow in one of them (docs/benchmarks.md, "Sections outside
-// the heap").
+// do. The next commit's record replaces it, durably. Why: a commit waits
+// for its syncs in turn (about eight of evpack's own for one fact), and
+// its slowest are slow in one of them (docs/benchmarks.md, "Sections
+// outside the heap").
 func (d *Dir) removePending() error {
 	err := os.Remove(filepath.Join(d.path, PendingName))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
