@@ -41,13 +41,22 @@ func CheckpointSum(raw []byte) (string, error) { return checkpoint.Sum(raw) }
 // both: at a million chunks each walk took 1.3 s, and the catalog and the
 // encoder each made its own.
 func Checkpoint(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint.Doc) ([]byte, error)) (checkpoint.File, error) {
-	return checkpointUnless(st, lex, catalog, nil, nil)
+	return checkpointUnless(st, lex, catalog, encodeWith{})
 }
 
-// checkpointUnless is Checkpoint giving up with checkpoint.ErrStopped once
-// stop (nil: never) says true, asked every stopEvery rows of the walk and
-// every run of the encoder, its body's sections made in sc (nil: the heap).
-func checkpointUnless(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint.Doc) ([]byte, error), stop func() bool, sc *checkpoint.Scratch) (checkpoint.File, error) {
+// encodeWith is how a checkpoint is encoded besides its state: stop (nil:
+// never) says when to give up with checkpoint.ErrStopped, and the body's
+// sections are made in scratch (nil: on the heap). The zero value is a
+// commit's own checkpoint; a checkpoint written ahead sets both.
+type encodeWith struct {
+	stop    func() bool
+	scratch *checkpoint.Scratch
+}
+
+// checkpointUnless is Checkpoint encoded as with says: its stop is asked
+// every stopEvery rows of the walk and every run of the encoder.
+func checkpointUnless(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint.Doc) ([]byte, error), with encodeWith) (checkpoint.File, error) {
+	stop := with.stop
 	if catalog == nil {
 		catalog = func(docs []checkpoint.Doc) ([]byte, error) { return catalogOf(lex, st, docs, stop) }
 	}
@@ -69,7 +78,7 @@ func checkpointUnless(st *State, lex *retrieve.Lexical, catalog func(docs []chec
 		r := <-done
 		waited = true
 		return r.raw, r.err
-	}, stop, sc)
+	}, with)
 	if !waited {
 		<-done // an encoder that failed or stopped first: the catalog reads st's rows, which the caller may close next
 	}
@@ -289,7 +298,7 @@ func CheckpointAhead(st *State, lex *retrieve.Lexical, stop func() bool, sc *che
 			return known, nil
 		}
 		return catalogOf(lex, st, docs, stop)
-	}, stop, sc)
+	}, encodeWith{stop: stop, scratch: sc})
 }
 
 // ReadBack returns the state read from the checkpoint the manifest of d
@@ -380,12 +389,13 @@ func EncodeCheckpoint(st *State, identity string, catalog func() ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	return encodeCheckpoint(st, identity, docs, catalog, nil, nil)
+	return encodeCheckpoint(st, identity, docs, catalog, encodeWith{})
 }
 
 // encodeCheckpoint is EncodeCheckpoint of st's documents in key order,
-// docs (docsInKeyOrder with their reranker terms).
-func encodeCheckpoint(st *State, identity string, docs []checkpoint.Doc, catalog func() ([]byte, error), stop func() bool, sc *checkpoint.Scratch) (checkpoint.File, error) {
+// docs (docsInKeyOrder with their reranker terms), encoded as with says.
+func encodeCheckpoint(st *State, identity string, docs []checkpoint.Doc, catalog func() ([]byte, error), with encodeWith) (checkpoint.File, error) {
+	stop := with.stop
 	h := checkpoint.Head{Gen: st.Gen, Commits: st.Commits, Docs: st.Stats.Docs, Tokens: st.Stats.Tokens, Bounds: st.Bounds}
 	for _, k := range evidence.SortedKeys(st.Entities) {
 		names := make([]checkpoint.Entity, len(st.Entities[k]))
@@ -423,7 +433,7 @@ func encodeCheckpoint(st *State, identity string, docs []checkpoint.Doc, catalog
 	}
 	var bad atomic.Pointer[string] // the first malformed content hash (the encoder runs on every core)
 	f, err := checkpoint.Encode(checkpoint.Input{Head: h, Identity: identity, Names: st.Names, Docs: docs, Placed: placed,
-		Catalog: catalog, Stop: stop, Scratch: sc,
+		Catalog: catalog, Stop: stop, Scratch: with.scratch,
 		Chunk: func(id string) checkpoint.Chunk {
 			pl, c := st.DocPlace[id], st.Chunks[id]
 			_, purged := st.Purged[id] // nil in memory, or none read back: the same
