@@ -375,8 +375,12 @@ func createLexical(dir, an string) error {
 
 // syncDir makes the entries of directory dir, and of its store/
 // subdirectory when there is one, durable.
-func syncDir(dir string) error {
-	for _, d := range []string{filepath.Join(dir, "store"), dir} {
+func syncDir(dir string) error { return syncDirs(filepath.Join(dir, "store"), dir) }
+
+// syncDirs makes the entries of each directory of dirs that exists
+// durable.
+func syncDirs(dirs ...string) error {
+	for _, d := range dirs {
 		f, err := os.Open(d)
 		if errors.Is(err, os.ErrNotExist) {
 			continue

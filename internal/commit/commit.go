@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/retrieve"
@@ -168,16 +169,34 @@ func Write(d *storage.Dir, f Files) (*Commit, error) {
 			}
 		}
 	}
+	// The batch file is written beside the record, not after it: its temp
+	// file needs no record (Open removes any), only its rename does. Why:
+	// a commit waits for its syncs one after the other (Prepare).
+	type written struct {
+		a   *storage.Ahead
+		sum string
+		err error
+	}
+	body := make(chan written, 1)
+	go func() {
+		a, err := d.WriteAhead(batchPath, nil, f.Body)
+		body <- written{a, evidence.Sum(f.Body), err}
+	}()
 	c, err := d.Begin(gen, writes, obsolete)
+	w := <-body
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, w.a.Discard())
 	}
 	fail := func(err error) (*Commit, error) {
 		return nil, errors.Join(fmt.Errorf("evpack: commit of generation %d: %w", gen, err), c.Abort())
 	}
-	if b.Sum, err = c.Write(batchPath, f.Body); err != nil {
+	if w.err != nil {
+		return fail(w.err)
+	}
+	if err := c.Adopt(w.a); err != nil {
 		return fail(err)
 	}
+	b.Sum = w.sum
 	if f.Analysis != nil {
 		if b.AnalysisSum, err = c.Write(storage.ChunksDir+"/"+b.Analysis, f.Analysis(b.Sum)); err != nil {
 			return fail(err)
@@ -245,10 +264,13 @@ func (e *UndoError) Error() string {
 func (e *UndoError) Unwrap() []error { return []error{e.Cause, e.Err} }
 
 // Publish finishes c (nil for an index in memory): apply changes the
-// lexical index, then the manifest is written, the commit point. When
-// either fails, undo puts the lexical index back and c's files are removed;
-// when undo fails too, the error is an *UndoError and the files stay.
-// The caller holds its write lock and swaps its state after a nil return.
+// lexical index while c's files' names are made durable and its manifest
+// is written to a temp file beside it (storage.Commit.Prepare: the two
+// wait for the disk independently, and neither needs the other), then the
+// manifest is renamed into place, the commit point. When any fails, undo puts the lexical index back and c's files
+// are removed; when undo fails too, the error is an *UndoError and the
+// files stay. The caller holds its write lock and swaps its state after a
+// nil return.
 func Publish(c *Commit, apply, undo func() error) error {
 	fail := func(cause error) error {
 		if err := undo(); err != nil {
@@ -256,12 +278,22 @@ func Publish(c *Commit, apply, undo func() error) error {
 		}
 		return errors.Join(cause, Abort(c))
 	}
-	if err := apply(); err != nil {
+	var synced chan error
+	if c != nil {
+		synced = make(chan error, 1)
+		go func() { synced <- c.c.Prepare(c.m) }()
+	}
+	err := apply()
+	if synced != nil {
+		// Joined before anything else touches c, failed or not.
+		err = errors.Join(err, <-synced)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	if c != nil {
 		if err := c.c.Publish(c.m); err != nil {
-			return fail(fmt.Errorf("evpack: commit: %w", err))
+			return fail(err) // it names the commit already
 		}
 	}
 	return nil

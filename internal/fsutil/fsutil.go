@@ -120,7 +120,7 @@ var ErrStopped = errors.New("stopped")
 // WriteTemp writes the temp file of path (in its directory, named so that
 // IsTemp knows it) as the slices of data one after the other, and fsyncs
 // it: the first half of WriteAtomic, for a file written ahead of the
-// commit that renames it into place (RenameHooked). stop, when set, is
+// commit that renames it into place (Rename). stop, when set, is
 // asked between runs of writeBackEvery bytes: once it says true, the write
 // gives up with ErrStopped. On error no temp file stays.
 //
@@ -177,6 +177,18 @@ func WriteTemp(path string, stop func() bool, data ...[]byte) (string, error) {
 // makes the rename durable (an fsync of the directory), calling
 // beforeRename first as WriteAtomicHooked does. On error tmp is removed.
 func RenameHooked(tmp, path string, beforeRename func(tmp string) error) error {
+	if err := Rename(tmp, path, beforeRename); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// Rename is RenameHooked without the fsync of the directory: the new name
+// is durable only once the caller syncs the directory (SyncDir). For files
+// whose names nothing depends on until a later step syncs their
+// directories, once for all of them (a commit's files, before its
+// manifest). On error tmp is removed.
+func Rename(tmp, path string, beforeRename func(tmp string) error) error {
 	if beforeRename != nil {
 		if err := beforeRename(tmp); err != nil {
 			os.Remove(tmp)
@@ -187,5 +199,5 @@ func RenameHooked(tmp, path string, beforeRename func(tmp string) error) error {
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return SyncDir(filepath.Dir(path))
+	return nil
 }

@@ -100,7 +100,7 @@ func (a *Ahead) Discard() error {
 }
 
 // Adopt makes a, written ahead, the file a.Name() of c, which Begin must
-// have announced: a rename, made durable. Once called, a is c's file
+// have announced: a rename, made durable by c's Sync. Once called, a is c's file
 // whatever the outcome: on error, or when c is aborted, it is removed as c
 // removes what it wrote.
 func (c *Commit) Adopt(a *Ahead) error {
@@ -110,8 +110,9 @@ func (c *Commit) Adopt(a *Ahead) error {
 	if a.d != c.d || !c.d.ahead.remove(a) {
 		return fmt.Errorf("evpack: commit: %s was not written ahead in this index, or was adopted or discarded already", a.name)
 	}
-	if err := fsutil.RenameHooked(a.tmp, filepath.Join(c.d.path, a.name), c.d.Hooks.BeforeRename); err != nil {
+	if err := fsutil.Rename(a.tmp, filepath.Join(c.d.path, a.name), c.d.Hooks.BeforeRename); err != nil {
 		return fmt.Errorf("evpack: commit: %w", err)
 	}
+	c.unsynced = append(c.unsynced, a.name)
 	return nil
 }

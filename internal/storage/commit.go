@@ -18,16 +18,20 @@ import (
 //  1. Begin records in PENDING.json the generation and every file it will
 //     write or make obsolete;
 //  2. the caller writes those files (Write) and applies the batch to the
-//     lexical index;
-//  3. Publish writes the manifest, the commit point, then removes the
-//     obsolete files and PENDING.json.
+//     lexical index; beside that change or in Publish, Prepare makes the
+//     files' names durable and writes the manifest to a synced temp file;
+//  3. Publish renames the manifest into place, the commit point, then
+//     removes the obsolete files and PENDING.json.
 //
 // Abort (or, after a crash, Recover at the next Open) undoes a commit that
 // never reached step 3, guided by PENDING.json alone.
 type Commit struct {
-	d    *Dir
-	p    pending
-	done bool
+	d        *Dir
+	p        pending
+	done     bool
+	unsynced []string  // files renamed into place whose directories are not synced since
+	staged   *Manifest // the manifest Prepare wrote, to tmp
+	tmp      string
 }
 
 // Begin starts committing generation gen (the manifest's plus one), which
@@ -80,17 +84,34 @@ func (c *Commit) WriteSealed(name string, parts ...[]byte) error {
 	if c.done || !slices.Contains(c.p.Writes, name) {
 		return fmt.Errorf("evpack: commit: %s was not announced", name)
 	}
-	if err := fsutil.WriteAtomicHooked(filepath.Join(c.d.path, name), c.d.Hooks.BeforeRename, parts...); err != nil {
+	path := filepath.Join(c.d.path, name)
+	tmp, err := fsutil.WriteTemp(path, nil, parts...)
+	if err == nil {
+		err = fsutil.Rename(tmp, path, c.d.Hooks.BeforeRename)
+	}
+	if err != nil {
 		return fmt.Errorf("evpack: commit: %w", err)
 	}
+	c.unsynced = append(c.unsynced, name)
 	return nil
 }
 
-// Publish makes m, which must be the next generation, the committed
-// manifest. An error before the manifest is written leaves the commit to
-// Abort; once it is written the generation is committed, and failing to
-// tidy up after it is left to the next Begin or Open.
-func (c *Commit) Publish(m *Manifest) error {
+// Prepare readies c to publish m, which must be the next generation: it
+// checks m, makes durable the names of the files written (and adopted)
+// since, an fsync of each directory they are in, once for all of them
+// (their contents were synced as each was written), and writes m to a
+// synced temp file beside the manifest, for Publish to rename. Nothing
+// depends on either before Publish, so Publish prepares m itself when the
+// caller has not; a caller may call Prepare earlier, beside its change to
+// the lexical index, which needs neither. m must not change after. It must
+// not run beside Write, Adopt, Publish or Abort.
+//
+// Why: a commit waits for its syncs one after the other, each waiting for
+// the file system's journal, and its slowest commits are slow in one of
+// them (docs/benchmarks.md, "Syncs beside bleve's batch"): a fact's commit
+// synced chunks/ and then the manifest's temp file on either side of
+// bleve's batch; now they wait beside it.
+func (c *Commit) Prepare(m *Manifest) error {
 	if c.done {
 		return errors.New("evpack: commit: already finished")
 	}
@@ -100,12 +121,50 @@ func (c *Commit) Publish(m *Manifest) error {
 	if err := m.validate(c.d.cur.Load().Batches); err != nil {
 		return fmt.Errorf("evpack: commit: %w", err)
 	}
+	if err := c.d.syncDirsOf(c.unsynced); err != nil {
+		return fmt.Errorf("evpack: commit: %w", err)
+	}
+	c.unsynced = nil
+	c.unstage()
+	raw, err := EncodeManifest(m)
+	if err != nil {
+		return fmt.Errorf("evpack: commit: %w", err)
+	}
+	tmp, err := fsutil.WriteTemp(filepath.Join(c.d.path, ManifestName), nil, raw)
+	if err != nil {
+		return fmt.Errorf("evpack: commit: %w", err)
+	}
+	c.staged, c.tmp = m, tmp
+	return nil
+}
+
+// unstage removes the manifest's temp file that Prepare wrote, if any.
+func (c *Commit) unstage() {
+	if c.tmp != "" {
+		os.Remove(c.tmp) // best effort: Open removes a temp file left
+	}
+	c.staged, c.tmp = nil, ""
+}
+
+// Publish makes m, which must be the next generation, the committed
+// manifest: it prepares m (Prepare) unless the caller did, then renames
+// the manifest into place. An error before the rename leaves the commit
+// to Abort; once renamed the generation is committed, and failing to tidy
+// up after it is left to the next Begin or Open.
+func (c *Commit) Publish(m *Manifest) error {
+	if c.staged != m || len(c.unsynced) > 0 {
+		if err := c.Prepare(m); err != nil {
+			return err
+		}
+	}
 	if h := c.d.Hooks.BeforeManifest; h != nil {
 		if err := h(); err != nil {
 			return err
 		}
 	}
-	if err := c.d.writeManifest(m); err != nil {
+	tmp := c.tmp
+	c.staged, c.tmp = nil, "" // renamed, or removed by RenameHooked
+	if err := fsutil.RenameHooked(tmp, filepath.Join(c.d.path, ManifestName), nil); err != nil {
 		return fmt.Errorf("evpack: commit: %w", err)
 	}
 	c.done = true
@@ -126,6 +185,7 @@ func (c *Commit) Abort() error {
 		return nil
 	}
 	c.done = true
+	c.unstage()
 	return c.d.undo(&c.p)
 }
 
@@ -251,9 +311,9 @@ func (d *Dir) undo(p *pending) error {
 // the next generation, nothing above"): its work is done, durably, before
 // the removal (finish, undo), and settling it again finds nothing left to
 // do. The next commit's record replaces it, durably. Why: a commit waits
-// for its syncs in turn (about eight of evpack's own for one fact), and
-// its slowest are slow in one of them (docs/benchmarks.md, "Sections
-// outside the heap").
+// for its syncs in turn, and its slowest are slow in one of them
+// (docs/benchmarks.md, "Sections outside the heap"); one fact's commit
+// makes seven of evpack's own, four of them in turn (Prepare).
 func (d *Dir) removePending() error {
 	err := os.Remove(filepath.Join(d.path, PendingName))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
