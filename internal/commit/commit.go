@@ -267,10 +267,10 @@ func (e *UndoError) Unwrap() []error { return []error{e.Cause, e.Err} }
 // lexical index while c's files' names are made durable and its manifest
 // is written to a temp file beside it (storage.Commit.Prepare: the two
 // wait for the disk independently, and neither needs the other), then the
-// manifest is renamed into place, the commit point. When any fails, undo puts the lexical index back and c's files
-// are removed; when undo fails too, the error is an *UndoError and the
-// files stay. The caller holds its write lock and swaps its state after a
-// nil return.
+// manifest is renamed into place, the commit point. When any fails, undo
+// puts the lexical index back and c's files are removed; when undo fails
+// too, the error is an *UndoError and the files stay. The caller holds its
+// write lock and swaps its state after a nil return.
 func Publish(c *Commit, apply, undo func() error) error {
 	fail := func(cause error) error {
 		if err := undo(); err != nil {

@@ -100,9 +100,9 @@ func (a *Ahead) Discard() error {
 }
 
 // Adopt makes a, written ahead, the file a.Name() of c, which Begin must
-// have announced: a rename, made durable by c's Sync. Once called, a is c's file
-// whatever the outcome: on error, or when c is aborted, it is removed as c
-// removes what it wrote.
+// have announced: a rename, made durable by c's Prepare. Once called, a is
+// c's file whatever the outcome: on error, or when c is aborted, it is
+// removed as c removes what it wrote.
 func (c *Commit) Adopt(a *Ahead) error {
 	if c.done || !slices.Contains(c.p.Writes, a.name) {
 		return fmt.Errorf("evpack: commit: %s was not announced", a.name)
