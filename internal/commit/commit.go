@@ -188,7 +188,7 @@ func Write(d *storage.Dir, f Files) (*Commit, error) {
 		return nil, errors.Join(err, w.a.Discard())
 	}
 	fail := func(err error) (*Commit, error) {
-		return nil, errors.Join(fmt.Errorf("evpack: commit of generation %d: %w", gen, err), c.Abort())
+		return nil, errors.Join(fmt.Errorf("generation %d: %w", gen, err), c.Abort()) // storage's errors say "evpack: commit" already
 	}
 	if w.err != nil {
 		return fail(w.err)
@@ -246,14 +246,21 @@ func Write(d *storage.Dir, f Files) (*Commit, error) {
 	return &Commit{c: c, m: m}, nil
 }
 
-// UndoError is Publish's error when the lexical change could not be undone:
-// the files stay, with their PENDING record, for the next Open to roll the
-// commit back, and the caller must stop serving (its lexical index holds a
-// generation that never committed).
+// UndoError is Publish's error when the commit can be neither finished nor
+// rolled back in this process: undoing the lexical change failed, or the
+// manifest is renamed into place and its rename is not durable
+// (storage.ErrNotDurable), so that undoing it would remove files the
+// manifest on disk names. The files stay, with their PENDING record, for
+// the next Open to settle the commit, and the caller must stop serving (its
+// lexical index holds a generation that may never have committed).
 type UndoError struct {
 	Cause error // why the commit failed
-	Err   error // why undoing its lexical change failed
+	Err   error // why it was not rolled back
 }
+
+// errNamed is UndoError.Err for a manifest renamed into place whose rename
+// is not durable.
+var errNamed = errors.New("the manifest on disk names it already; the next Open keeps it or rolls it back, whichever the disk holds")
 
 // Error says what failed.
 func (e *UndoError) Error() string {
@@ -269,7 +276,8 @@ func (e *UndoError) Unwrap() []error { return []error{e.Cause, e.Err} }
 // wait for the disk independently, and neither needs the other), then the
 // manifest is renamed into place, the commit point. When any fails, undo
 // puts the lexical index back and c's files are removed; when undo fails
-// too, the error is an *UndoError and the files stay. The caller holds its
+// too, or the fsync after the manifest's rename does, the error is an
+// *UndoError and the files stay. The caller holds its
 // write lock and swaps its state after a nil return.
 func Publish(c *Commit, apply, undo func() error) error {
 	fail := func(cause error) error {
@@ -292,7 +300,9 @@ func Publish(c *Commit, apply, undo func() error) error {
 		return fail(err)
 	}
 	if c != nil {
-		if err := c.c.Publish(c.m); err != nil {
+		if err := c.c.Publish(c.m); errors.Is(err, storage.ErrNotDurable) {
+			return &UndoError{Cause: err, Err: errNamed}
+		} else if err != nil {
 			return fail(err) // it names the commit already
 		}
 	}

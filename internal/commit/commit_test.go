@@ -4,8 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/evpack/evpack/internal/fsutil"
 	"github.com/evpack/evpack/internal/storage"
@@ -118,6 +120,42 @@ func TestPublishSyncsBesideApply(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPrepareRunsBesideApply: the manifest is staged (its temp file
+// written) while apply runs, not after it: apply waits for the temp file
+// to appear, and gives up after a minute, which only a Publish that
+// prepares after apply would take.
+func TestPrepareRunsBesideApply(t *testing.T) {
+	d, c := writeOne(t)
+	staged := func() bool {
+		entries, err := os.ReadDir(d.Path())
+		if err != nil {
+			t.Error(err)
+			return true
+		}
+		for _, e := range entries {
+			if fsutil.IsTempOf(e.Name(), storage.ManifestName) {
+				return true
+			}
+		}
+		return false
+	}
+	errNotBeside := errors.New("no manifest was staged while apply ran")
+	apply := func() error {
+		for deadline := time.Now().Add(time.Minute); !staged(); runtime.Gosched() {
+			if time.Now().After(deadline) {
+				return errNotBeside
+			}
+		}
+		return nil
+	}
+	if err := Publish(c, apply, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if d.Manifest().Generation != 1 || staged() {
+		t.Fatalf("after Publish: manifest at generation %d, a temp manifest left: %v", d.Manifest().Generation, staged())
 	}
 }
 

@@ -175,7 +175,9 @@ func WriteTemp(path string, stop func() bool, data ...[]byte) (string, error) {
 
 // RenameHooked renames tmp, a synced temp file of WriteTemp, to path and
 // makes the rename durable (an fsync of the directory), calling
-// beforeRename first as WriteAtomicHooked does. On error tmp is removed.
+// beforeRename first as WriteAtomicHooked does. When the rename fails tmp
+// is removed; when the fsync fails the rename has happened, and path may
+// hold either file after a power cut.
 func RenameHooked(tmp, path string, beforeRename func(tmp string) error) error {
 	if err := Rename(tmp, path, beforeRename); err != nil {
 		return err

@@ -39,7 +39,7 @@ type Commit struct {
 // relative to the index directory).
 func (d *Dir) Begin(gen int64, writes, obsolete []string) (*Commit, error) {
 	if d.pending != nil && d.pending.Generation == d.cur.Load().Generation {
-		if err := d.finish(d.pending); err != nil {
+		if err := d.finish(d.pending, false); err != nil {
 			return nil, err
 		}
 	}
@@ -148,9 +148,12 @@ func (c *Commit) unstage() {
 
 // Publish makes m, which must be the next generation, the committed
 // manifest: it prepares m (Prepare) unless the caller did, then renames
-// the manifest into place. An error before the rename leaves the commit
-// to Abort; once renamed the generation is committed, and failing to tidy
-// up after it is left to the next Begin or Open.
+// the manifest into place and fsyncs its directory. An error before the
+// rename leaves the commit to Abort. Once renamed, the generation is on
+// disk: when the fsync fails, the error is ErrNotDurable and the commit is
+// finished in this process, its files and record kept for the next Open;
+// failing to tidy up after a durable rename is left to the next Begin or
+// Open.
 func (c *Commit) Publish(m *Manifest) error {
 	if c.staged != m || len(c.unsynced) > 0 {
 		if err := c.Prepare(m); err != nil {
@@ -162,17 +165,20 @@ func (c *Commit) Publish(m *Manifest) error {
 			return err
 		}
 	}
-	tmp := c.tmp
-	c.staged, c.tmp = nil, "" // renamed, or removed by RenameHooked
-	if err := fsutil.RenameHooked(tmp, filepath.Join(c.d.path, ManifestName), nil); err != nil {
+	tmp, path := c.tmp, filepath.Join(c.d.path, ManifestName)
+	c.staged, c.tmp = nil, "" // renamed, or removed by Rename
+	if err := fsutil.Rename(tmp, path, nil); err != nil {
 		return fmt.Errorf("evpack: commit: %w", err)
 	}
 	c.done = true
 	c.d.cur.Store(m.Clone())
+	if err := fsutil.SyncDir(c.d.path); err != nil {
+		return fmt.Errorf("%w: generation %d: %s is renamed into place and the fsync of its directory failed: %w", ErrNotDurable, m.Generation, path, err)
+	}
 	if h := c.d.Hooks.AfterManifest; h != nil {
 		h()
 	}
-	c.d.finish(&c.p) // best effort: a leftover record is finished later
+	c.d.finish(&c.p, true) // best effort: a leftover record is finished later
 	return nil
 }
 
@@ -219,7 +225,7 @@ func (d *Dir) Recover(above func(gen int64) (uint64, error), rollback func() err
 		return "", fmt.Errorf("%w: %s: the lexical index holds %d documents of generations after %d and no unfinished commit (%s) explains them; nothing was deleted",
 			ErrCorrupt, d.path, n, gen, PendingName)
 	case p.Generation == gen && n == 0:
-		return fmt.Sprintf("generation %d was committed; tidied up after it", gen), d.finish(p)
+		return fmt.Sprintf("generation %d was committed; tidied up after it", gen), d.finish(p, false)
 	case p.Generation == gen+1 && beyond == 0:
 		// Called even when no document is above gen: a purge deletes
 		// documents instead of adding them, and only the caller can tell.
@@ -246,12 +252,21 @@ func (d *Dir) PendingFiles() []string {
 // crash interrupted: Recover has work to do.
 func (d *Dir) Unfinished() bool { return d.pending != nil }
 
-// finish tidies up after a published commit. The removals are made
-// durable (an fsync of each directory they were made in) before the
+// finish tidies up after a published commit. durable says the manifest's
+// rename is known durable (Publish synced its directory); when it is not
+// (a record found by Open or left by ErrNotDurable), the directory is
+// synced first: removing the files the previous manifest names, with a
+// power cut bringing that manifest back, would lose them. The removals are
+// made durable (an fsync of each directory they were made in) before the
 // record is removed: a power cut in between must find the record, and the
 // next Open remove the files again, or a purged batch file, with its text,
 // could come back with no record of it.
-func (d *Dir) finish(p *pending) error {
+func (d *Dir) finish(p *pending, durable bool) error {
+	if !durable {
+		if err := fsutil.SyncDir(d.path); err != nil {
+			return fmt.Errorf("evpack: commit: %w", err)
+		}
+	}
 	named := d.cur.Load()
 	for _, f := range p.Obsolete {
 		if !named.Names(f) {

@@ -33,9 +33,9 @@ type Options struct {
 // the point its name says; an error it returns fails the commit there, as a
 // crash or a full disk would.
 type Hooks struct {
-	// BeforeManifest runs after the batch reached the lexical index and
-	// every data file was written, before the manifest names them: the
-	// window a rollback must close.
+	// BeforeManifest runs after the batch reached the lexical index, every
+	// data file was written and the manifest was staged (Prepare), just
+	// before its rename names them: the window a rollback must close.
 	BeforeManifest func() error
 	// AfterManifest runs once the manifest is written, before the commit's
 	// record (PENDING.json) and the files it made obsolete are removed. The

@@ -26,8 +26,10 @@
 //	LOG.LOCK                  flock()ed for the length of one append or lease change
 //
 // Entry points: [Open] takes the lock and reads the manifest; [Dir.Begin]
-// starts a commit, [Commit.Publish] makes it durable, [Commit.Abort] undoes
-// it; [Dir.Recover] finishes or undoes a commit that a crash interrupted;
+// starts a commit, [Commit.Write] and [Commit.Adopt] (of a file written
+// ahead, [Dir.WriteAhead]) place its files, [Commit.Prepare] makes their
+// names durable and stages the manifest, [Commit.Publish] renames it into
+// place, [Commit.Abort] undoes it; [Dir.Recover] finishes or undoes a commit that a crash interrupted;
 // [Dir.ReadBatch] and [Dir.ReadFile] return stored bytes only after checking
 // them against the manifest; [OpenLog] opens a directory as a log.
 //

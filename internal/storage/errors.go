@@ -18,6 +18,13 @@ var (
 	// this one does not read. It wraps ErrCorrupt's meaning for callers that
 	// only check that, and says how to rebuild.
 	ErrOldFormat = errors.New("evpack: index format too old")
+	// ErrNotDurable: a commit's manifest was renamed into place but the
+	// fsync of its directory, which makes the rename durable, failed. The
+	// manifest on disk names the generation, which a power cut may still
+	// take back: neither undo it (files the manifest names would go) nor
+	// trust it. Its files and commit record stay, for the next Open to
+	// keep it or roll it back, whichever the disk holds.
+	ErrNotDurable = errors.New("evpack: commit not durable")
 )
 
 // ErrUnstorable: a chunk would not read back from its batch file exactly as

@@ -711,3 +711,92 @@ func namedFiles(m *Manifest) []string {
 	}
 	return out
 }
+
+// temps lists the temp files of atomic writes in dir (not in chunks/).
+func temps(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		if fsutil.IsTemp(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestPrepare: Prepare stages one manifest at a time, Publish publishes
+// the one it is given and makes durable the names written since the last
+// Prepare, and Abort and a finished commit leave no staged manifest.
+func TestPrepare(t *testing.T) {
+	batch2, analysis2 := ChunksDir+"/"+BatchName(2), ChunksDir+"/"+AnalysisName(2)
+	cases := []struct {
+		name, reason string
+		run          func(t *testing.T, d *Dir, c *Commit, m *Manifest)
+	}{
+		{"prepared twice", "the second manifest replaces the first's temp file, and Publish publishes the one it is given",
+			func(t *testing.T, d *Dir, c *Commit, m *Manifest) {
+				other := m.Clone()
+				other.Tokens = 7
+				require.NoError(t, c.Prepare(other))
+				require.NoError(t, c.Prepare(m))
+				require.Len(t, temps(t, d.Path()), 1, "one staged manifest")
+				require.NoError(t, c.Publish(m))
+				require.Empty(t, temps(t, d.Path()))
+				require.Equal(t, m.Tokens, d.Manifest().Tokens)
+			}},
+		{"a file written after Prepare", "Publish makes its name durable before the commit point: with chunks/ gone its fsync fails, and nothing is published",
+			func(t *testing.T, d *Dir, c *Commit, m *Manifest) {
+				require.NoError(t, c.Prepare(m))
+				_, err := c.Write(analysis2, []byte("analysis\n"))
+				require.NoError(t, err)
+				chunks := filepath.Join(d.Path(), ChunksDir)
+				require.NoError(t, os.Rename(chunks, chunks+".away"))
+				require.Error(t, c.Publish(m))
+				require.NoError(t, os.Rename(chunks+".away", chunks))
+				require.Equal(t, int64(1), d.Manifest().Generation, "nothing published")
+				require.NoError(t, c.Abort())
+				require.Empty(t, temps(t, d.Path()))
+			}},
+		{"aborted after Prepare", "Abort removes the staged manifest with the commit's files",
+			func(t *testing.T, d *Dir, c *Commit, m *Manifest) {
+				require.NoError(t, c.Prepare(m))
+				require.NoError(t, c.Abort())
+				require.Empty(t, temps(t, d.Path()))
+				require.NoFileExists(t, filepath.Join(d.Path(), batch2))
+				require.NoFileExists(t, filepath.Join(d.Path(), PendingName))
+				require.Equal(t, int64(1), d.Manifest().Generation)
+			}},
+		{"another generation", "a manifest must be the commit's generation",
+			func(t *testing.T, d *Dir, c *Commit, m *Manifest) {
+				other := m.Clone()
+				other.Generation = 3
+				require.ErrorContains(t, c.Prepare(other), "manifest of generation 3 for commit 2")
+				require.Empty(t, temps(t, d.Path()))
+				require.NoError(t, c.Abort())
+			}},
+		{"after Publish", "a finished commit stages nothing",
+			func(t *testing.T, d *Dir, c *Commit, m *Manifest) {
+				require.NoError(t, c.Publish(m))
+				require.ErrorContains(t, c.Prepare(m), "already finished")
+				require.Empty(t, temps(t, d.Path()))
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, m1 := committedIndex(t)
+			d, err := Open(dir, Options{})
+			require.NoError(t, err)
+			defer d.Close()
+			c, err := d.Begin(2, []string{batch2, analysis2}, nil)
+			require.NoError(t, err)
+			sum, err := c.Write(batch2, []byte("a batch\n"))
+			require.NoError(t, err)
+			m := m1.Clone()
+			m.Generation, m.Docs = 2, 2
+			m.Batches = append(m.Batches, Batch{Generation: 2, File: BatchName(2), Sum: sum, Chunks: 1, CommittedAt: "2024-06-02T00:00:00Z"})
+			tc.run(t, d, c, m)
+		})
+	}
+}
