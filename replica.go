@@ -135,40 +135,33 @@ func (e *Engine) awaitGeneration(ctx context.Context, min int64) error {
 // apply it stops e (ErrBroken) until it is reopened and follows the log.
 //
 // An Append that fails may have appended all the same (an acknowledgement
-// lost with the connection, a record renamed into place whose directory's
-// fsync failed), so the head is read back: holding en, the append stands;
-// holding another entry at en's generation or later, or unreadable, e may
-// be behind the log it leads and stops (ErrBroken), for a reopen to follow
-// the log; below en, nothing was appended and e goes on.
+// lost with the connection): the ingest fails, since what the log shows
+// is not proof that the entry is durable (a commit cancelled in its wait
+// for a synchronous standby is visible on the primary, and lost in a
+// failover). The next append then finds the generation taken (evlog.ErrFork)
+// and stops e, for a reopen to follow the log.
 func (e *Engine) appendEntry(ctx context.Context, st *state.State, en entry, redactions []evlog.Redaction) error {
 	if e.writer == nil {
 		return nil
 	}
-	sum := evidence.Sum(en.body)
-	err := e.writer.Append(ctx, evlog.Entry{Generation: en.gen, Prev: en.prev, Sum: sum, CommittedAt: en.at, Clamped: en.clamped,
+	err := e.writer.Append(ctx, evlog.Entry{Generation: en.gen, Prev: en.prev, Sum: evidence.Sum(en.body), CommittedAt: en.at, Clamped: en.clamped,
 		Tenants: st.TenantsOf(en.cont), Body: en.body, Redactions: redactions})
-	if err == nil {
-		return nil
+	if errors.Is(err, evlog.ErrFork) {
+		// The log holds this generation already: an earlier append whose
+		// acknowledgement was lost (its ingest failed, its entry stands).
+		// This writer is behind the log it leads, and every commit would
+		// fail the same way until it follows the log.
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.broken == nil {
+			e.broken = fmt.Errorf("%w: the log holds generation %d already, which this writer did not apply; reopen the index and lead again (it follows the log first)", ErrBroken, en.gen)
+		}
+		return errors.Join(fmt.Errorf("evpack: append generation %d to the log: %w", en.gen, err), e.broken)
 	}
-	err = fmt.Errorf("evpack: append generation %d to the log: %w", en.gen, err)
-	head, herr := e.writer.Log.Head(ctx)
-	switch {
-	case herr == nil && head.Generation == en.gen && head.Sum == sum:
-		return nil
-	case herr == nil && head.Generation < en.gen:
-		return err
+	if err != nil {
+		return fmt.Errorf("evpack: append generation %d to the log: %w", en.gen, err)
 	}
-	why := fmt.Sprintf("its head is generation %d", head.Generation)
-	if herr != nil {
-		why = fmt.Sprintf("its head could not be read: %v", herr)
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.broken == nil {
-		e.broken = fmt.Errorf("%w: the append of generation %d failed and the log may hold it or a later one (%s); reopen the index and follow the log",
-			ErrBroken, en.gen, why)
-	}
-	return errors.Join(err, e.broken)
+	return nil
 }
 
 // Resign gives up the lease Lead took, so that another writer need not wait

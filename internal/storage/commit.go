@@ -20,11 +20,14 @@ import (
 //  2. the caller writes those files (Write) and applies the batch to the
 //     lexical index; beside that change or in Publish, Prepare makes the
 //     files' names durable and writes the manifest to a synced temp file;
-//  3. Publish renames the manifest into place, the commit point, then
-//     removes the obsolete files and PENDING.json.
+//  3. Publish renames the manifest into place, the commit point once the
+//     index directory's fsync makes the rename durable, then removes the
+//     obsolete files and PENDING.json.
 //
 // Abort (or, after a crash, Recover at the next Open) undoes a commit that
-// never reached step 3, guided by PENDING.json alone.
+// never reached step 3, guided by PENDING.json alone. A commit whose
+// rename is not durable (ErrNotDurable) is left to Recover, which keeps or
+// undoes it as the manifest on disk says.
 type Commit struct {
 	d        *Dir
 	p        pending
