@@ -175,7 +175,7 @@ func (c *Commit) Publish(m *Manifest) error {
 	}
 	c.done = true
 	c.d.cur.Store(m.Clone())
-	if err := fsutil.SyncDir(c.d.path); err != nil {
+	if err := c.d.syncDir(c.d.path); err != nil {
 		return fmt.Errorf("%w: generation %d: %s is renamed into place and the fsync of its directory failed: %w", ErrNotDurable, m.Generation, path, err)
 	}
 	if h := c.d.Hooks.AfterManifest; h != nil {
@@ -266,7 +266,7 @@ func (d *Dir) Unfinished() bool { return d.pending != nil }
 // could come back with no record of it.
 func (d *Dir) finish(p *pending, durable bool) error {
 	if !durable {
-		if err := fsutil.SyncDir(d.path); err != nil {
+		if err := d.syncDir(d.path); err != nil {
 			return fmt.Errorf("evpack: commit: %w", err)
 		}
 	}
@@ -295,11 +295,21 @@ func (d *Dir) syncDirsOf(files []string) error {
 	}
 	slices.Sort(dirs)
 	for _, dir := range dirs {
-		if err := fsutil.SyncDir(filepath.Join(d.path, dir)); err != nil {
+		if err := d.syncDir(filepath.Join(d.path, dir)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// syncDir fsyncs directory dir, after the BeforeSyncDir hook.
+func (d *Dir) syncDir(dir string) error {
+	if h := d.Hooks.BeforeSyncDir; h != nil {
+		if err := h(dir); err != nil {
+			return fmt.Errorf("sync %s: %w", dir, err)
+		}
+	}
+	return fsutil.SyncDir(dir)
 }
 
 // undo removes what an unpublished commit wrote.

@@ -47,6 +47,11 @@ type Hooks struct {
 	// file (named tmp) is written and synced, before its rename: where a
 	// kill -9 leaves a temp file that holds the batch's text.
 	BeforeRename func(tmp string) error
+	// BeforeSyncDir runs before each fsync of a directory (its path) that
+	// a commit makes, or the tidying up after one: a test sees their order
+	// against the files, or fails one as a disk would (an error it returns
+	// is that fsync's).
+	BeforeSyncDir func(dir string) error
 }
 
 // Dir is an open, locked index directory. Its commits must be serialized

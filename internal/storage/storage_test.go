@@ -742,9 +742,16 @@ func TestPrepare(t *testing.T) {
 				require.NoError(t, c.Prepare(other))
 				require.NoError(t, c.Prepare(m))
 				require.Len(t, temps(t, d.Path()), 1, "one staged manifest")
+				require.NoError(t, c.Prepare(other))
 				require.NoError(t, c.Publish(m))
 				require.Empty(t, temps(t, d.Path()))
 				require.Equal(t, m.Tokens, d.Manifest().Tokens)
+				name := filepath.Join(d.Path(), ManifestName)
+				raw, err := os.ReadFile(name)
+				require.NoError(t, err)
+				onDisk, err := DecodeManifest(name, raw, func(f string) ([]byte, error) { return os.ReadFile(filepath.Join(d.Path(), f)) })
+				require.NoError(t, err)
+				require.Equal(t, m.Tokens, onDisk.Tokens, "the manifest on disk is the one given to Publish")
 			}},
 		{"a file written after Prepare", "Publish makes its name durable before the commit point: with chunks/ gone its fsync fails, and nothing is published",
 			func(t *testing.T, d *Dir, c *Commit, m *Manifest) {
@@ -797,6 +804,77 @@ func TestPrepare(t *testing.T) {
 			m.Generation, m.Docs = 2, 2
 			m.Batches = append(m.Batches, Batch{Generation: 2, File: BatchName(2), Sum: sum, Chunks: 1, CommittedAt: "2024-06-02T00:00:00Z"})
 			tc.run(t, d, c, m)
+		})
+	}
+}
+
+// TestTidyingSyncsTheManifestFirst: a commit whose manifest was renamed
+// into place and whose index directory's fsync failed (ErrNotDurable) is
+// done in this process, its record and files kept. Whoever tidies up after
+// it, the next Begin or Recover at the next Open, fsyncs the index
+// directory before removing the files it made obsolete: until then a power
+// cut may bring back the manifest before, which names them.
+func TestTidyingSyncsTheManifestFirst(t *testing.T) {
+	obsolete := CheckpointName(1)
+	for _, by := range []string{"the next Begin", "Recover at the next Open"} {
+		t.Run(by, func(t *testing.T) {
+			dir, m1 := committedIndex(t)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, obsolete), []byte("the state the manifest before may name"), 0o644))
+			d, err := Open(dir, Options{})
+			require.NoError(t, err)
+			defer func() { d.Close() }()
+			batch2 := ChunksDir + "/" + BatchName(2)
+			c, err := d.Begin(2, []string{batch2}, []string{obsolete})
+			require.NoError(t, err)
+			sum, err := c.Write(batch2, []byte("a batch\n"))
+			require.NoError(t, err)
+			m := m1.Clone()
+			m.Generation, m.Docs = 2, 2
+			m.Batches = append(m.Batches, Batch{Generation: 2, File: BatchName(2), Sum: sum, Chunks: 1, CommittedAt: "2024-06-02T00:00:00Z"})
+			errEIO := errors.New("test: I/O error")
+			d.Hooks.BeforeSyncDir = func(p string) error {
+				if p == dir {
+					return errEIO
+				}
+				return nil
+			}
+			err = c.Publish(m)
+			require.ErrorIs(t, err, ErrNotDurable)
+			require.ErrorIs(t, err, errEIO)
+			require.Equal(t, int64(2), d.Manifest().Generation, "the manifest on disk is generation 2's")
+			require.NoError(t, c.Abort(), "a commit past its rename is not undone")
+			for _, f := range []string{PendingName, batch2, obsolete} {
+				require.FileExists(t, filepath.Join(dir, f), "kept for whoever settles the commit")
+			}
+
+			var synced []bool // at each fsync of the index directory: was the obsolete file still there?
+			watch := func(d *Dir) {
+				d.Hooks.BeforeSyncDir = func(p string) error {
+					if p == dir {
+						_, err := os.Stat(filepath.Join(dir, obsolete))
+						synced = append(synced, err == nil)
+					}
+					return nil
+				}
+			}
+			if by == "the next Begin" {
+				watch(d)
+				c, err := d.Begin(3, []string{ChunksDir + "/" + BatchName(3)}, nil)
+				require.NoError(t, err)
+				require.NoError(t, c.Abort())
+			} else {
+				require.NoError(t, d.Close())
+				d, err = Open(dir, Options{})
+				require.NoError(t, err)
+				watch(d)
+				did, err := d.Recover(func(int64) (uint64, error) { return 0, nil }, func() error { return errors.New("test: no rollback") })
+				require.NoError(t, err)
+				require.Contains(t, did, "generation 2 was committed")
+			}
+			require.NotEmpty(t, synced, "the index directory was synced")
+			require.True(t, synced[0], "the index directory was synced before %s was removed", obsolete)
+			require.NoFileExists(t, filepath.Join(dir, obsolete))
+			require.NoFileExists(t, filepath.Join(dir, PendingName))
 		})
 	}
 }
