@@ -115,27 +115,31 @@ func (c *Commit) WriteSealed(name string, parts ...[]byte) error {
 // synced chunks/ and then the manifest's temp file on either side of
 // bleve's batch; now they wait beside it.
 func (c *Commit) Prepare(m *Manifest) error {
+	gen := c.p.Generation
 	if c.done {
-		return errors.New("evpack: commit: already finished")
+		return fmt.Errorf("evpack: commit of generation %d: already finished", gen)
 	}
-	if m.Generation != c.p.Generation {
-		return fmt.Errorf("evpack: commit: manifest of generation %d for commit %d", m.Generation, c.p.Generation)
+	if m.Generation != gen {
+		return fmt.Errorf("evpack: commit of generation %d: a manifest of generation %d", gen, m.Generation)
+	}
+	fail := func(step string, err error) error {
+		return fmt.Errorf("evpack: commit of generation %d: %s: %w", gen, step, err)
 	}
 	if err := m.validate(c.d.cur.Load().Batches); err != nil {
-		return fmt.Errorf("evpack: commit: %w", err)
+		return fail("check the manifest", err)
 	}
 	if err := c.d.syncDirsOf(c.unsynced); err != nil {
-		return fmt.Errorf("evpack: commit: %w", err)
+		return fail("make its files' names durable", err)
 	}
 	c.unsynced = nil
 	c.unstage()
 	raw, err := EncodeManifest(m)
 	if err != nil {
-		return fmt.Errorf("evpack: commit: %w", err)
+		return fail("encode the manifest", err)
 	}
 	tmp, err := fsutil.WriteTemp(filepath.Join(c.d.path, ManifestName), nil, raw)
 	if err != nil {
-		return fmt.Errorf("evpack: commit: %w", err)
+		return fail("stage the manifest", err)
 	}
 	c.staged, c.tmp = m, tmp
 	return nil

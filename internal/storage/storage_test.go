@@ -779,7 +779,7 @@ func TestPrepare(t *testing.T) {
 			func(t *testing.T, d *Dir, c *Commit, m *Manifest) {
 				other := m.Clone()
 				other.Generation = 3
-				require.ErrorContains(t, c.Prepare(other), "manifest of generation 3 for commit 2")
+				require.ErrorContains(t, c.Prepare(other), "commit of generation 2: a manifest of generation 3")
 				require.Empty(t, temps(t, d.Path()))
 				require.NoError(t, c.Abort())
 			}},
