@@ -102,3 +102,70 @@ func TestAppendWhoseOutcomeIsUnknown(t *testing.T) {
 		})
 	}
 }
+
+// slowRenewLog is a log whose lease renewal outlives the caller's context
+// (a slow round trip to PostgreSQL): Renew fails with the context's error,
+// before anything is appended.
+type slowRenewLog struct {
+	*evlog.Memory
+	cancel context.CancelFunc
+}
+
+func (l *slowRenewLog) Renew(ctx context.Context, epoch int64, lease time.Duration) error {
+	if l.cancel != nil {
+		l.cancel() // the deadline passes during the round trip
+	}
+	return l.Memory.Renew(ctx, epoch, lease)
+}
+
+// TestAppendCanceledBeforeTheLogChanges: an Ingest whose context
+// ends while the lease is renewed appended nothing (Renew failed, the log
+// never saw the entry); the outcome is known. The writer must report the
+// context's error and go on serving.
+func TestAppendCanceledBeforeTheLogChanges(t *testing.T) {
+	ctx := context.Background()
+	log := &slowRenewLog{Memory: evlog.NewMemory(func() time.Time { return time.Unix(1700000000, 0) })}
+	w := mustOpen(t, t.TempDir())
+	require.NoError(t, w.Lead(ctx, log, "writer", time.Hour))
+	_, err := w.Ingest(ctx, connectors.Records(replicaRecords(1)), IngestOptions{})
+	require.NoError(t, err)
+
+	cctx, cancel := context.WithCancel(ctx)
+	log.cancel = cancel
+	_, err = w.Ingest(cctx, connectors.Records(replicaRecords(2)), IngestOptions{})
+	log.cancel = nil
+	require.ErrorIs(t, err, context.Canceled)
+	head, herr := log.Head(ctx)
+	require.NoError(t, herr)
+	require.Equal(t, int64(1), head.Generation, "nothing was appended")
+	require.False(t, errors.Is(err, ErrBroken), "a known outcome (nothing appended) stopped the writer: %v", err)
+	_, qerr := w.Query(ctx, Request{Question: "anything", AsOf: asof.MustDate("2030-01-01")})
+	require.NotErrorIs(t, qerr, ErrBroken, "queries refused after a canceled Ingest")
+}
+
+// TestFencedAfterTheSuccessorAppended: writer A's lease passes to B,
+// which appends the next generation; A's next Ingest is refused by the
+// fence (ErrStaleEpoch: nothing appended, a definite outcome), though the
+// log holds B's entry at A's generation. A gets ErrFenced and keeps
+// answering queries at its generation, as a replica behind the log does.
+func TestFencedAfterTheSuccessorAppended(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1700000000, 0)
+	log := evlog.NewMemory(func() time.Time { return now })
+	a := mustOpen(t, t.TempDir())
+	require.NoError(t, a.Lead(ctx, log, "a", time.Hour))
+	_, err := a.Ingest(ctx, connectors.Records(replicaRecords(1)), IngestOptions{})
+	require.NoError(t, err)
+
+	now = now.Add(2 * time.Hour) // a's lease ran out
+	b := mustOpen(t, t.TempDir())
+	require.NoError(t, b.Lead(ctx, log, "b", time.Hour))
+	_, err = b.Ingest(ctx, connectors.Records(replicaRecords(2)), IngestOptions{})
+	require.NoError(t, err)
+
+	_, err = a.Ingest(ctx, connectors.Records(replicaRecords(3)), IngestOptions{})
+	require.ErrorIs(t, err, ErrFenced)
+	require.False(t, errors.Is(err, ErrBroken), "a fenced writer (nothing appended) stopped serving: %v", err)
+	_, qerr := a.Query(ctx, Request{Question: "anything", AsOf: asof.MustDate("2030-01-01")})
+	require.NotErrorIs(t, qerr, ErrBroken)
+}
