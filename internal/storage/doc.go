@@ -29,9 +29,10 @@
 // starts a commit, [Commit.Write] and [Commit.Adopt] (of a file written
 // ahead, [Dir.WriteAhead]) place its files, [Commit.Prepare] makes their
 // names durable and stages the manifest, [Commit.Publish] renames it into
-// place, [Commit.Abort] undoes it; [Dir.Recover] finishes or undoes a commit that a crash interrupted;
-// [Dir.ReadBatch] and [Dir.ReadFile] return stored bytes only after checking
-// them against the manifest; [OpenLog] opens a directory as a log.
+// place, [Commit.Abort] undoes it; [Dir.Recover] finishes or undoes a
+// commit that a crash interrupted; [Dir.ReadBatch] and [Dir.ReadFile]
+// return stored bytes only after checking them against the manifest;
+// [OpenLog] opens a directory as a log.
 //
 // Invariant: a generation exists iff MANIFEST.json names it; every file the
 // manifest names hashes to the checksum it records, but the checkpoint,
