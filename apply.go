@@ -352,8 +352,7 @@ const maxMaskedByID = 256 // the most chunks a commit kept out of queries by ID 
 // publish finishes commit c (nil for a memory index): apply changes the
 // lexical index, the manifest is published and next becomes the state.
 // When the lexical change cannot be undone, or the manifest's rename is
-// not durable, the engine stops serving (ErrBroken) and the next Open
-// settles the commit from its record.
+// not durable, the engine stops (ErrBroken) for Open to settle the commit.
 // With a mask, apply (adds, re-indexes) and the manifest's fsyncs run
 // outside the write lock, the commit pending, so a replica applying entries
 // keeps answering; a purge's deletions hold it throughout. The caller holds

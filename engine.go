@@ -615,32 +615,15 @@ func (e *Engine) denseLeg() denseleg.Settings {
 	return denseleg.Settings{Embedder: e.emb, Build: e.graph, Pool: e.opts.Pool, HNSW: e.opts.DenseIndex == "hnsw", Graph: e.opts.Graph}
 }
 
-// fingerprint lists every setting that shaped a pack from state st with
+// fingerprint lists every setting that shaped a pack from scope sc with
 // reranker rr.
 func (e *Engine) fingerprint(sc state.Scope, rr rerank.Reranker) evidence.Fingerprint {
-	return evidence.NewFingerprint(
-		evidence.Setting{Key: "corpus", Value: sc.Corpus},
-		evidence.Setting{Key: "legs", Value: string(e.opts.Legs)},
-		evidence.Setting{Key: "lexical", Value: fmt.Sprintf("bleve bm25 analyzer=%s quantum=1e-9 corpus_stats=true", e.lex.Analyzer())},
-		evidence.Setting{Key: "fusion", Value: e.fusionSetting()},
-		evidence.Setting{Key: "pool", Value: strconv.Itoa(e.opts.Pool)},
-		evidence.Setting{Key: "reranker", Value: rr.Name()},
-		evidence.Setting{Key: "reranker_bit_stable", Value: strconv.FormatBool(pipeline.BitStable(rr))},
-		evidence.Setting{Key: "entity_names", Value: pipeline.EntityPolicy(e.opts.KeepEntityNames)},
-		evidence.Setting{Key: "dense", Value: e.denseSetting()},
-	)
+	o := e.opts
+	return pipeline.Fingerprint(pipeline.Settings{Corpus: sc.Corpus, Legs: string(o.Legs), Analyzer: e.lex.Analyzer(), RRFK: o.RRFK, Pool: o.Pool,
+		LexicalWeight: o.LexicalWeight, DenseWeight: o.DenseWeight, KeepEntityNames: o.KeepEntityNames,
+		Dense: pipeline.DenseSetting(string(o.Legs), e.emb, o.DenseIndex == "hnsw", o.Graph.String())}, rr)
 }
 
 func (e *Engine) fusionSetting() string {
 	return pipeline.FusionSetting(e.opts.RRFK, string(e.opts.Legs), e.opts.LexicalWeight, e.opts.DenseWeight)
-}
-
-func (e *Engine) denseSetting() string {
-	if e.emb == nil || !strings.Contains(string(e.opts.Legs), "dense") {
-		return "off"
-	}
-	if e.opts.DenseIndex == "hnsw" {
-		return e.opts.Graph.String() + " (approximate; exact scan when eligible² < exact_factor × indexed), " + e.emb.Identity()
-	}
-	return "exact int8 scan, " + e.emb.Identity()
 }

@@ -45,12 +45,10 @@ var (
 	// given (a field that is not valid UTF-8); nothing of its batch was
 	// written.
 	ErrUnstorable = storage.ErrUnstorable
-	// ErrBroken: a commit failed and could not be settled in this process
-	// (its lexical change not undone, its manifest renamed and not durable,
-	// or the log the engine leads ahead of it); the engine refuses further
-	// work. Reopen the index: Open keeps or rolls back the commit, as its
-	// record and the manifest on disk say, and a writer leading a log
-	// follows it first.
+	// ErrBroken: a commit could not be settled in this process (its lexical
+	// change not undone, its manifest's rename not durable, or the log the
+	// engine leads ahead of it); the engine refuses further work. Reopen:
+	// Open settles the commit from its record, and Lead follows the log.
 	ErrBroken = errors.New("evpack: index needs reopening")
 	// ErrReadOnly: the index was opened read-only at its last generation,
 	// because the rollback of a commit a crash interrupted could not be

@@ -146,11 +146,7 @@ func (e *Engine) appendEntry(ctx context.Context, st *state.State, en entry, red
 	}
 	err := e.writer.Append(ctx, evlog.Entry{Generation: en.gen, Prev: en.prev, Sum: evidence.Sum(en.body), CommittedAt: en.at, Clamped: en.clamped,
 		Tenants: st.TenantsOf(en.cont), Body: en.body, Redactions: redactions})
-	if errors.Is(err, evlog.ErrFork) {
-		// The log holds this generation already: an earlier append whose
-		// acknowledgement was lost (its ingest failed, its entry stands).
-		// This writer is behind the log it leads, and every commit would
-		// fail the same way until it follows the log.
+	if errors.Is(err, evlog.ErrFork) { // every commit would fail so until e follows the log
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		if e.broken == nil {

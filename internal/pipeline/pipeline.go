@@ -193,6 +193,45 @@ func EntityPolicy(keep bool) string {
 	return "removed from ranking text under a filter on the entity a chunk declares"
 }
 
+// Settings are an engine's settings that shape a pack, for its
+// fingerprint (Fingerprint), as plain data.
+type Settings struct {
+	Corpus, Legs, Analyzer     string
+	RRFK, Pool                 int
+	LexicalWeight, DenseWeight float64
+	KeepEntityNames            bool
+	// Dense is the dense leg's setting (DenseSetting).
+	Dense string
+}
+
+// Fingerprint lists every setting that shaped a pack ranked by rr.
+func Fingerprint(s Settings, rr rerank.Reranker) evidence.Fingerprint {
+	return evidence.NewFingerprint(
+		evidence.Setting{Key: "corpus", Value: s.Corpus},
+		evidence.Setting{Key: "legs", Value: s.Legs},
+		evidence.Setting{Key: "lexical", Value: fmt.Sprintf("bleve bm25 analyzer=%s quantum=1e-9 corpus_stats=true", s.Analyzer)},
+		evidence.Setting{Key: "fusion", Value: FusionSetting(s.RRFK, s.Legs, s.LexicalWeight, s.DenseWeight)},
+		evidence.Setting{Key: "pool", Value: strconv.Itoa(s.Pool)},
+		evidence.Setting{Key: "reranker", Value: rr.Name()},
+		evidence.Setting{Key: "reranker_bit_stable", Value: strconv.FormatBool(BitStable(rr))},
+		evidence.Setting{Key: "entity_names", Value: EntityPolicy(s.KeepEntityNames)},
+		evidence.Setting{Key: "dense", Value: s.Dense},
+	)
+}
+
+// DenseSetting is the pack fingerprint's dense setting: "off" without an
+// embedder (nil) or a dense leg, else the search (HNSW graph described by
+// graph, or the exact scan) and the embedder's identity.
+func DenseSetting(legs string, emb interface{ Identity() string }, hnsw bool, graph string) string {
+	if emb == nil || !strings.Contains(legs, "dense") {
+		return "off"
+	}
+	if hnsw {
+		return graph + " (approximate; exact scan when eligible² < exact_factor × indexed), " + emb.Identity()
+	}
+	return "exact int8 scan, " + emb.Identity()
+}
+
 // FusionSetting is the pack fingerprint's fusion setting: Reciprocal Rank
 // Fusion's k and the weight of each leg legs names.
 func FusionSetting(rrfK int, legs string, lexicalWeight, denseWeight float64) string {
