@@ -215,11 +215,15 @@ func (e *Engine) appliedOrBroken(en entry, err error) error {
 	if err == nil || !en.lead || e.writer == nil {
 		return err
 	}
+	return e.stop(err, fmt.Errorf("%w: generation %d is in the log but was not applied here (%v); reopen the index and follow the log", ErrBroken, en.gen, err))
+}
+
+// stop makes e refuse further work (the first reason, why, wins) and
+// returns err with it.
+func (e *Engine) stop(err, why error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.broken == nil {
-		e.broken = fmt.Errorf("%w: generation %d is in the log but was not applied here (%v); reopen the index and follow the log", ErrBroken, en.gen, err)
-	}
+	e.broken = cmp.Or(e.broken, why)
 	return errors.Join(err, e.broken)
 }
 

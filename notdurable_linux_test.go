@@ -4,7 +4,6 @@ package evpack
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/internal/storagetest"
 )
 
 // TestManifestNotDurableStopsServing: the fsync that makes the manifest's
@@ -32,31 +32,8 @@ func TestManifestNotDurableStopsServing(t *testing.T) {
 	ingestCorpus(t, e)
 	gen := e.st.Gen
 
-	var lim syscall.Rlimit
-	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim))
-	var filler []*os.File
-	restore := func() {
-		for _, f := range filler {
-			f.Close()
-		}
-		filler = nil
-		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim))
-	}
-	t.Cleanup(restore)
-	e.store.Hooks.BeforeManifest = func() error {
-		low := lim
-		low.Cur = min(lim.Cur, 512)
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-			return err
-		}
-		for {
-			f, err := os.Open(os.DevNull)
-			if err != nil {
-				return nil
-			}
-			filler = append(filler, f)
-		}
-	}
+	use, restore := storagetest.ExhaustDescriptors(t)
+	e.store.Hooks.BeforeManifest = use
 	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{strayRecord(t)}), IngestOptions{})
 	restore()
 	e.store.Hooks.BeforeManifest = nil

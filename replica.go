@@ -146,18 +146,14 @@ func (e *Engine) appendEntry(ctx context.Context, st *state.State, en entry, red
 	}
 	err := e.writer.Append(ctx, evlog.Entry{Generation: en.gen, Prev: en.prev, Sum: evidence.Sum(en.body), CommittedAt: en.at, Clamped: en.clamped,
 		Tenants: st.TenantsOf(en.cont), Body: en.body, Redactions: redactions})
+	if err == nil {
+		return nil
+	}
+	err = fmt.Errorf("evpack: append generation %d to the log: %w", en.gen, err)
 	if errors.Is(err, evlog.ErrFork) { // every commit would fail so until e follows the log
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if e.broken == nil {
-			e.broken = fmt.Errorf("%w: the log holds generation %d already, which this writer did not apply; reopen the index and lead again (it follows the log first)", ErrBroken, en.gen)
-		}
-		return errors.Join(fmt.Errorf("evpack: append generation %d to the log: %w", en.gen, err), e.broken)
+		return e.stop(err, fmt.Errorf("%w: the log holds generation %d already, which this writer did not apply; reopen the index and lead again (it follows the log first)", ErrBroken, en.gen))
 	}
-	if err != nil {
-		return fmt.Errorf("evpack: append generation %d to the log: %w", en.gen, err)
-	}
-	return nil
+	return err
 }
 
 // Resign gives up the lease Lead took, so that another writer need not wait

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/internal/storagetest"
 )
 
 // TestPublishKeepsWhatARenamedManifestNames: once the manifest is renamed
@@ -24,35 +25,8 @@ import (
 func TestPublishKeepsWhatARenamedManifestNames(t *testing.T) {
 	d, c := writeOne(t)
 	path := d.Path()
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	var filler []*os.File
-	restore := func() {
-		for _, f := range filler {
-			f.Close()
-		}
-		filler = nil
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-			t.Error(err)
-		}
-	}
-	t.Cleanup(restore)
-	d.Hooks.BeforeManifest = func() error {
-		low := lim
-		low.Cur = min(lim.Cur, 256)
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-			return err
-		}
-		for {
-			f, err := os.Open(os.DevNull)
-			if err != nil {
-				return nil // no descriptor left: the rename goes on, the fsync's open fails
-			}
-			filler = append(filler, f)
-		}
-	}
+	use, restore := storagetest.ExhaustDescriptors(t)
+	d.Hooks.BeforeManifest = use
 	undone := false
 	err := Publish(c, func() error { return nil }, func() error { undone = true; return nil })
 	restore()

@@ -726,6 +726,23 @@ func temps(t *testing.T, dir string) []string {
 	return out
 }
 
+// secondCommit begins generation 2 of the index committedIndex made, at
+// generation 1 with manifest m1, in d, writing batch2 (and announcing
+// writes and obsolete besides), and returns the commit and the manifest
+// that publishes it.
+func secondCommit(t *testing.T, d *Dir, m1 *Manifest, writes, obsolete []string) (*Commit, *Manifest) {
+	t.Helper()
+	batch2 := ChunksDir + "/" + BatchName(2)
+	c, err := d.Begin(2, append([]string{batch2}, writes...), obsolete)
+	require.NoError(t, err)
+	sum, err := c.Write(batch2, []byte("a batch\n"))
+	require.NoError(t, err)
+	m := m1.Clone()
+	m.Generation, m.Docs = 2, 2
+	m.Batches = append(m.Batches, Batch{Generation: 2, File: BatchName(2), Sum: sum, Chunks: 1, CommittedAt: "2024-06-02T00:00:00Z"})
+	return c, m
+}
+
 // TestPrepare: Prepare stages one manifest at a time, Publish publishes
 // the one it is given and makes durable the names written since the last
 // Prepare, and Abort and a finished commit leave no staged manifest.
@@ -796,13 +813,7 @@ func TestPrepare(t *testing.T) {
 			d, err := Open(dir, Options{})
 			require.NoError(t, err)
 			defer d.Close()
-			c, err := d.Begin(2, []string{batch2, analysis2}, nil)
-			require.NoError(t, err)
-			sum, err := c.Write(batch2, []byte("a batch\n"))
-			require.NoError(t, err)
-			m := m1.Clone()
-			m.Generation, m.Docs = 2, 2
-			m.Batches = append(m.Batches, Batch{Generation: 2, File: BatchName(2), Sum: sum, Chunks: 1, CommittedAt: "2024-06-02T00:00:00Z"})
+			c, m := secondCommit(t, d, m1, []string{analysis2}, nil)
 			tc.run(t, d, c, m)
 		})
 	}
@@ -824,13 +835,7 @@ func TestTidyingSyncsTheManifestFirst(t *testing.T) {
 			require.NoError(t, err)
 			defer func() { d.Close() }()
 			batch2 := ChunksDir + "/" + BatchName(2)
-			c, err := d.Begin(2, []string{batch2}, []string{obsolete})
-			require.NoError(t, err)
-			sum, err := c.Write(batch2, []byte("a batch\n"))
-			require.NoError(t, err)
-			m := m1.Clone()
-			m.Generation, m.Docs = 2, 2
-			m.Batches = append(m.Batches, Batch{Generation: 2, File: BatchName(2), Sum: sum, Chunks: 1, CommittedAt: "2024-06-02T00:00:00Z"})
+			c, m := secondCommit(t, d, m1, nil, []string{obsolete})
 			errEIO := errors.New("test: I/O error")
 			d.Hooks.BeforeSyncDir = func(p string) error {
 				if p == dir {

@@ -2,7 +2,9 @@
 // formats: read a closed index's manifest, write one back sealed, and
 // rewrite batch files with every checksum and chain link made consistent
 // again. What such a forger changes must still be caught, by content hashes
-// (Check, the citation gate) or by Open's cross-checks.
+// (Check, the citation gate) or by Open's cross-checks. On Linux it also
+// plays a process out of file descriptors (ExhaustDescriptors), which fails
+// a directory's fsync after a rename that needed none.
 package storagetest
 
 import (
