@@ -19,6 +19,7 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/eval"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/fsutil"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 )
@@ -303,7 +304,10 @@ func copyKept(b *testing.B, root string) string {
 // commit of the lag, the commit that starts the checkpoint, the median and
 // slowest of the window after it, the commit that names it, bleve's median
 // and slowest delete of the lag, and evpack's commits over bleve's deletes, all of them summed:
-// the average cost of a retraction, a checkpoint's share included. With
+// the average cost of a retraction, a checkpoint's share included. In the
+// lag a third peer takes its turn beside the two, the disk's floor: the two
+// durable renames a commit waits for, on files alone (syncedRenames); its
+// median, 99th percentile and slowest are reported. With
 // EVPACK_WINDOW_QUERIES=1 it also asks a question after each retraction
 // of the lag and of the window, evpack and bleve in turn (windowQueries).
 // b.N is not used: one pass.
@@ -357,12 +361,24 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 		probe.ask(b, i, e, idx)
 		return ev, bl
 	}
-	var commits, deletes []time.Duration
+	var commits, deletes, floors []time.Duration
 	var evSum, blSum time.Duration
+	floorDir := filepath.Join(copied, "floor")
+	if err := os.Mkdir(floorDir, 0o755); err != nil {
+		b.Fatal(err)
+	}
 	for i := first; i < first+state.LagGenerations; i++ {
+		// The disk's floor takes its turn before the two systems on even
+		// commits, after them on odd ones.
+		if i%2 == 0 {
+			floors = append(floors, syncedRenames(b, floorDir, i))
+		}
 		ev, bl := retract(i)
 		commits, deletes = append(commits, ev), append(deletes, bl)
 		evSum, blSum = evSum+ev, blSum+bl
+		if i%2 != 0 {
+			floors = append(floors, syncedRenames(b, floorDir, i))
+		}
 	}
 	if err := e.Close(); err != nil {
 		b.Fatal(err)
@@ -392,6 +408,7 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 	slices.Sort(commits)
 	slices.Sort(deletes)
 	slices.Sort(window)
+	slices.Sort(floors)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(ms(before), "open-ms")
 	b.ReportMetric(ms(after), "open-after-facts-ms")
@@ -411,7 +428,35 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 	b.ReportMetric(p99(deletes), "bleve-delete-p99-ms")
 	b.ReportMetric(ms(deletes[len(deletes)-1]), "bleve-delete-max-ms")
 	b.ReportMetric(float64(evSum)/float64(blSum), "fact-commits-vs-bleve-deletes")
+	b.ReportMetric(ms(floors[len(floors)/2]), "disk-floor-p50-ms")
+	b.ReportMetric(p99(floors), "disk-floor-p99-ms")
+	b.ReportMetric(ms(floors[len(floors)-1]), "disk-floor-max-ms")
 	probe.report(b)
+}
+
+// syncedRenames is the disk's floor under a one-fact commit's own waits,
+// with no index beside it: a small record written to a temp file, fsynced,
+// renamed into place and its directory fsynced (PENDING.json), then a
+// manifest's temp file, written and synced before the timer (a commit
+// syncs it beside bleve's batch), renamed into place and its directory
+// fsynced. It returns the time of those two durable renames, which every
+// commit waits for one after the other: what of a commit's time, and of
+// its slowest, the disk alone accounts for.
+func syncedRenames(b *testing.B, dir string, i int) time.Duration {
+	manifest := filepath.Join(dir, "MANIFEST.json")
+	// About the size of the 1M spread index's manifest (7,890 bytes).
+	tmp, err := fsutil.WriteTemp(manifest, nil, fmt.Appendf(nil, `{"generation":%d,"pad":"%0*d"}`, i, 7800, 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := fsutil.WriteAtomic(filepath.Join(dir, "PENDING.json"), fmt.Appendf(nil, `{"generation":%d}`, i)); err != nil {
+		b.Fatal(err)
+	}
+	if err := fsutil.RenameHooked(tmp, manifest, nil); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(t0)
 }
 
 // keptGenerations returns how many generations the evpack index in dir
