@@ -34,6 +34,9 @@ const (
 	NoLockWait      time.Duration = -1
 )
 
+// DefaultPostingsCache is Options.PostingsCache's size when it is zero.
+const DefaultPostingsCache = retrieve.DefaultPostingsCache
+
 // Legs names the recall legs a query runs. The command line passes the
 // same strings.
 type Legs string
@@ -121,6 +124,11 @@ type Options struct {
 	// lexical partition's files (a tool that opened them directly): the
 	// call then fails with ErrLocked, and the next one tries again.
 	LockWait time.Duration `cachekey:"-"`
+	// PostingsCache bounds, in bytes, the decoded postings the lexical
+	// search keeps for the terms questions ask, shared by the engine's
+	// queries: 0 means DefaultPostingsCache (16 MiB), a negative value none.
+	// It changes no pack, only how fast a term asked again is read.
+	PostingsCache int64 `cachekey:"-"`
 	// Analyzer is the lexical analyzer used when an index is created
 	// ("en" or "standard"); an existing index keeps its own.
 	Analyzer Analyzer
@@ -157,7 +165,7 @@ type Options struct {
 // lexicalOptions are the options of the lexical index o asks for.
 func (o Options) lexicalOptions() retrieve.LexicalOptions {
 	return retrieve.LexicalOptions{Analyzer: string(o.Analyzer), PartitionDays: max(o.PartitionDays, 0), Unpartitioned: o.PartitionDays == -1,
-		LockWait: o.LockWait}
+		LockWait: o.LockWait, PostingsCache: o.PostingsCache}
 }
 
 func (o Options) withDefaults() (Options, error) {

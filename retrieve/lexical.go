@@ -104,12 +104,26 @@ type LexicalOptions struct {
 	// The open then fails with ErrPartitionLocked, and the next call that
 	// reads the partition tries again.
 	LockWait time.Duration
+	// PostingsCache bounds, in bytes, the decoded postings that the pruned
+	// search keeps for the terms questions ask (postings.go): zero means
+	// DefaultPostingsCache, a negative value none. It changes no hit, only
+	// how fast a question's terms are read again.
+	PostingsCache int64
 }
 
 // DefaultLockWait is LexicalOptions.LockWait's when it is zero: bbolt's
 // own default waits for ever, and a request would hang on a lock nobody
 // may ever release.
 const DefaultLockWait = 2 * time.Second
+
+// postingsCache is PostingsCache with its default: the cache's size in
+// bytes, not positive for none.
+func (o LexicalOptions) postingsCache() int64 {
+	if o.PostingsCache == 0 {
+		return DefaultPostingsCache
+	}
+	return o.PostingsCache
+}
 
 // boltTimeout is LockWait as bleve's bolt_timeout: bbolt reads 0 as no
 // bound, so "not at all" is the shortest wait there is.
@@ -158,6 +172,9 @@ type Lexical struct {
 	dir          string // "" in memory: Merge has nothing to do
 	days         int64  // a partition's span; 0: one part holds everything
 	boltTimeout  string // LexicalOptions.boltTimeout
+	// postings is the pruned search's cache of decoded postings, nil for
+	// none; the index's searches share it.
+	postings *postingsCache
 
 	pmu   sync.RWMutex
 	parts []*part // by key
@@ -243,7 +260,8 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Lexical{dir: dir, name: an, days: days, facts: true, boltTimeout: opts.boltTimeout()}
+	l := &Lexical{dir: dir, name: an, days: days, facts: true, boltTimeout: opts.boltTimeout(),
+		postings: newPostingsCache(opts.postingsCache())}
 	unpartitioned := days == 0
 	if dir != "" {
 		_, err := os.Stat(filepath.Join(dir, "index_meta.json"))

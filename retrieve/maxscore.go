@@ -99,6 +99,9 @@ type cursor struct {
 	flen  float64 // the field length as bleve's scorer derives it from the norm
 	score float64 // the current document's score for one searcher
 	hit   bool    // the current candidate contains the term
+	// dec, when set, reads the term's decoded postings (postings.go) in
+	// place of tfr, which is then nil.
+	dec *decodedCursor
 }
 
 // prunedSearch is one pruned search: the question's terms, bleve's order of
@@ -121,6 +124,8 @@ type prunedSearch struct {
 	// differ from bleve's in its last bits: exactReplay false).
 	heap  bool
 	risky []float64
+	// cache holds decoded postings (nil: read zapx's every time).
+	cache *postingsCache
 }
 
 // partCursors is the search's state in one partition: its reader, a
@@ -167,7 +172,7 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 	slices.SortFunc(parts, func(a, b searchPart) int {
 		return cmp.Or(cmp.Compare(b.p.key.Epoch, a.p.key.Epoch), comparePartKeys(a.p.key, b.p.key))
 	})
-	ps := &prunedSearch{}
+	ps := &prunedSearch{cache: l.postings}
 	defer ps.close()
 	for i, sp := range parts {
 		adv, err := sp.p.idx.Advanced()
@@ -342,7 +347,16 @@ func (ps *prunedSearch) open(ctx context.Context, pc *partCursors) error {
 	}
 	for _, t := range ps.terms {
 		c := &cursor{prunedTerm: t}
-		var err error
+		dec, err := ps.decoded(dicts, t.term)
+		if err != nil {
+			return fmt.Errorf("%w: pruned search: term %q: %v", ErrLexical, t.term, err)
+		}
+		if dec != nil {
+			c.dec = dec
+			pc.cur = append(pc.cur, c)
+			c.seek(0)
+			continue
+		}
 		if dicts != nil {
 			c.seq, err = dicts.reader([]byte(t.term), true)
 			c.tfr = c.seq
@@ -360,6 +374,24 @@ func (ps *prunedSearch) open(ctx context.Context, pc *partCursors) error {
 	return nil
 }
 
+// decoded returns a cursor over term's decoded postings in the segments of
+// dicts, or nil where the search has no cache, the reader is not a scorch
+// snapshot, or the cache does not take the postings of some segment.
+func (ps *prunedSearch) decoded(dicts *fieldDicts, term string) (*decodedCursor, error) {
+	if ps.cache == nil || dicts == nil {
+		return nil, nil
+	}
+	c := &decodedCursor{segs: make([]*decodedPostings, len(dicts.dicts)), except: dicts.except, starts: dicts.starts, i: -1}
+	for i, dict := range dicts.dicts {
+		p, ok, err := ps.cache.postings(dicts.segs[i], dict, term)
+		if err != nil || !ok {
+			return nil, err
+		}
+		c.segs[i] = p
+	}
+	return c, nil
+}
+
 // slotList is the question's term searchers in token order, sorted as
 // bleve's OrderedSearcherList sorts them.
 type slotList []*prunedTerm
@@ -370,6 +402,10 @@ func (s slotList) Swap(i, j int)      { s[i], s[j] = s[j], s[i] }
 
 // next moves t to its next posting.
 func (t *cursor) next() error {
+	if t.dec != nil {
+		t.seek(t.dec.i + 1)
+		return nil
+	}
 	if t.seq != nil {
 		p, err := t.seq.nextPosting()
 		return t.takePosting(p, err)
@@ -381,6 +417,10 @@ func (t *cursor) next() error {
 // advance moves t to its first posting at or after document num.
 func (t *cursor) advance(num uint64) error {
 	if t.cur >= num { // done too: noMore
+		return nil
+	}
+	if t.dec != nil {
+		t.seekAtOrAfter(num)
 		return nil
 	}
 	if t.seq != nil {
@@ -470,7 +510,9 @@ func (t *cursor) searcherScore(avg float64) float64 {
 func (ps *prunedSearch) close() {
 	for _, pc := range ps.parts {
 		for _, c := range pc.cur {
-			c.tfr.Close()
+			if c.tfr != nil {
+				c.tfr.Close()
+			}
 		}
 		if pc.filter != nil {
 			pc.filter.close()

@@ -244,9 +244,14 @@ func TestPrunedEqualsExhaustive(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 		analyzer := []string{"en", "standard"}[seed%2]
 		pc := buildPruneCorpus(t, r, analyzer)
+		// The questions take turns over three caches of decoded postings:
+		// none (zapx's postings each time), the default, and one so small
+		// that it turns long lists away and drops entries at every search.
+		caches := []*postingsCache{nil, pc.l.postings, newPostingsCache(4 << 10)}
 		const ns = 4
 		var pruned, tiesAtCut, nonEmpty int
 		for q := 0; q < questions; q++ {
+			pc.l.postings = caches[q%len(caches)]
 			text := pc.question(r)
 			e := pc.eligibility(r)
 			stats := pc.stats(r, e.Tenant, pc.upTo(e))
@@ -286,8 +291,13 @@ func TestPrunedEqualsExhaustive(t *testing.T) {
 			}
 		}
 		searches := questions * ns
-		t.Logf("seed %d: %d searches, %d pruned (the rest scored near a rounding boundary), %d with hits, %d with a tie at the cut",
-			seed, searches, pruned, nonEmpty, tiesAtCut)
+		used, entries := caches[1].stats()
+		tinyUsed, tinyEntries := caches[2].stats()
+		t.Logf("seed %d: %d searches, %d pruned (the rest scored near a rounding boundary), %d with hits, %d with a tie at the cut; caches %d bytes in %d entries, %d in %d",
+			seed, searches, pruned, nonEmpty, tiesAtCut, used, entries, tinyUsed, tinyEntries)
+		if entries == 0 || tinyEntries == 0 || tinyUsed > caches[2].max {
+			t.Fatalf("seed %d: the caches held %d and %d entries (%d bytes of at most %d in the small one)", seed, entries, tinyEntries, tinyUsed, caches[2].max)
+		}
 		if pruned < searches*9/10 || nonEmpty < searches/2 || tiesAtCut < 10 {
 			t.Fatalf("seed %d: the draw exercised too little: %d pruned, %d with hits, %d ties at the cut", seed, pruned, nonEmpty, tiesAtCut)
 		}

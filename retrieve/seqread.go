@@ -205,13 +205,15 @@ type fieldDicts struct {
 	dicts  []segment.TermDictionary
 	except []*roaring.Bitmap
 	starts []uint64
+	segs   []segment.Segment // whose dictionaries dicts are
 }
 
 func newFieldDicts(snap *scorch.IndexSnapshot, field string) (*fieldDicts, error) {
 	segs := snap.Segments()
 	f := &fieldDicts{dicts: make([]segment.TermDictionary, len(segs)), except: make([]*roaring.Bitmap, len(segs)),
-		starts: segmentStarts(segs)}
+		starts: segmentStarts(segs), segs: make([]segment.Segment, len(segs))}
 	for i, ss := range segs {
+		f.segs[i] = ss.Segment()
 		var err error
 		if f.dicts[i], err = ss.Segment().Dictionary(field); err != nil {
 			return nil, err

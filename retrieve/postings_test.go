@@ -1,0 +1,224 @@
+package retrieve
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// partDicts returns the text field's dictionaries of the first partition
+// of pc's index, read through a snapshot that stays open until the test
+// ends.
+func partDicts(t *testing.T, pc *pruneCorpus) *fieldDicts {
+	t.Helper()
+	dicts, err := newFieldDicts(snapshotOf(t, pc.l.parts[0].idx, 1, 1<<20), fieldText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dicts
+}
+
+// Decoded postings are zapx's, posting for posting: the same documents,
+// deleted ones included, frequencies and lengths.
+func TestDecodedPostingsAreZapx(t *testing.T) {
+	pc := buildPruneCorpus(t, rand.New(rand.NewPCG(7, 7)), "en")
+	dicts := partDicts(t, pc)
+	c := newPostingsCache(DefaultPostingsCache)
+	checked := 0
+	done := map[string]bool{} // words that share a stem make one term
+	for _, w := range pruneWords {
+		terms, _ := pc.l.Terms(w)
+		for _, term := range terms {
+			if done[term] {
+				continue
+			}
+			done[term] = true
+			for i, dict := range dicts.dicts {
+				if p, ok, err := c.postings(dicts.segs[i], dict, term); err != nil || ok || p != nil {
+					t.Fatalf("%q in segment %d, first ask: %v, %v, %v; want nothing (decoded on the second)", term, i, p, ok, err)
+				}
+				got, ok, err := c.postings(dicts.segs[i], dict, term)
+				if err != nil || !ok {
+					t.Fatalf("%q in segment %d: ok %v, %v", term, i, ok, err)
+				}
+				pl, err := dict.PostingsList([]byte(term), nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want decodedPostings
+				it := pl.Iterator(true, true, false, nil)
+				for p, err := it.Next(); p != nil || err != nil; p, err = it.Next() {
+					if err != nil {
+						t.Fatal(err)
+					}
+					want.docs = append(want.docs, uint32(p.Number()))
+					want.freqs = append(want.freqs, uint32(p.Frequency()))
+					want.norms = append(want.norms, uint32(p.(interface{ NormUint64() uint64 }).NormUint64()))
+					if l := lengthOfNormBits(want.norms[len(want.norms)-1]); l != postingLength(p) {
+						t.Fatalf("%q: length %v from the norm's bits, %v from the posting", term, l, postingLength(p))
+					}
+				}
+				if !slices.Equal(got.docs, want.docs) || !slices.Equal(got.freqs, want.freqs) || !slices.Equal(got.norms, want.norms) {
+					t.Fatalf("%q in segment %d: decoded %+v, zapx %+v", term, i, *got, want)
+				}
+				again, _, _ := c.postings(dicts.segs[i], dict, term)
+				if again != got {
+					t.Fatalf("%q in segment %d: a second ask decoded again", term, i)
+				}
+				checked += len(want.docs)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no posting checked")
+	}
+}
+
+// The cache holds at most its size, drops the entry least recently asked
+// for first, and turns away a list longer than an eighth of it.
+func TestPostingsCacheBound(t *testing.T) {
+	pc := buildPruneCorpus(t, rand.New(rand.NewPCG(8, 8)), "en")
+	dicts := partDicts(t, pc)
+	seg, dict := dicts.segs[0], dicts.dicts[0]
+	// terms of the segment with at least one posting, and their sizes
+	type sized struct {
+		term string
+		n    uint64
+	}
+	var ts []sized
+	for _, w := range pruneWords {
+		terms, _ := pc.l.Terms(w)
+		for _, term := range terms {
+			pl, err := dict.PostingsList([]byte(term), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := pl.Count(); n > 0 && !slices.ContainsFunc(ts, func(s sized) bool { return s.term == term }) {
+				ts = append(ts, sized{term, n})
+			}
+		}
+	}
+	if len(ts) < 4 {
+		t.Fatalf("only %d terms in the segment", len(ts))
+	}
+	slices.SortFunc(ts, func(a, b sized) int {
+		if a.n != b.n {
+			return int(a.n) - int(b.n)
+		}
+		return slices.Compare([]byte(a.term), []byte(b.term))
+	})
+	size := func(s sized) int64 { return int64(s.n)*postingBytes + int64(len(s.term)) + entryOverhead }
+
+	// Room for the two smallest lists and not a third: a third asked as
+	// often as the least recent of the first two is turned away, and asked
+	// once more it takes that one's place.
+	a, b, d := ts[0], ts[1], ts[2]
+	c := newPostingsCache(size(a) + size(b) + size(d) - 1)
+	if lim := uint64(c.max / 8 / postingBytes); a.n > lim || b.n > lim || d.n > lim {
+		t.Skipf("lists of %d, %d, %d postings exceed an eighth of the cache", a.n, b.n, d.n)
+	}
+	for _, s := range []sized{a, b, a} { // a asked again: b is the least recent
+		// asked twice: the first ask only counts
+		c.postings(seg, dict, s.term)
+		if _, ok, err := c.postings(seg, dict, s.term); err != nil || !ok {
+			t.Fatalf("%q: ok %v, %v", s.term, ok, err)
+		}
+	}
+	for ask := 1; ask <= 3; ask++ {
+		p, ok, err := c.postings(seg, dict, d.term)
+		if err != nil || ok != (ask == 3) || (p != nil) != ok {
+			t.Fatalf("%q, ask %d: %v, %v, %v; want it kept at the third ask only (b was asked twice)", d.term, ask, p, ok, err)
+		}
+	}
+	used, entries := c.stats()
+	if want := size(a) + size(d); used != want || entries != 2 {
+		t.Fatalf("after a, b, a, d: %d bytes in %d entries, want %d in 2 (b dropped)", used, entries, want)
+	}
+	sk, _ := segmentKey(seg)
+	c.mu.Lock()
+	_, hasA := c.byID[postingsKey{sk, a.term}]
+	_, hasB := c.byID[postingsKey{sk, b.term}]
+	c.mu.Unlock()
+	if !hasA || hasB {
+		t.Fatalf("kept a: %v, kept b: %v; want a kept and b dropped", hasA, hasB)
+	}
+
+	// The longest list in a cache too small for it: turned away, kept
+	// nowhere.
+	long := ts[len(ts)-1]
+	small := newPostingsCache(int64(long.n) * postingBytes * 4)
+	small.postings(seg, dict, long.term)
+	if p, ok, err := small.postings(seg, dict, long.term); err != nil || ok || p != nil {
+		t.Fatalf("%q (%d postings) in a cache of %d bytes: %v, %v, %v; want turned away", long.term, long.n, small.max, p, ok, err)
+	}
+	if used, entries := small.stats(); used != 0 || entries != 0 {
+		t.Fatalf("a turned-away list left %d bytes in %d entries", used, entries)
+	}
+	if newPostingsCache(0) != nil || newPostingsCache(-1) != nil {
+		t.Fatal("a cache of no bytes is not nil")
+	}
+	if (LexicalOptions{}).postingsCache() != DefaultPostingsCache || (LexicalOptions{PostingsCache: -1}).postingsCache() > 0 {
+		t.Fatal("PostingsCache: zero is not the default, or negative is not none")
+	}
+}
+
+// Searches side by side share one small cache, which drops entries while
+// others read them: every search returns the exhaustive search's hits
+// (run with -race).
+func TestPostingsCacheConcurrentSearches(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	pc := buildPruneCorpus(t, r, "en")
+	pc.l.postings = newPostingsCache(16 << 10)
+	ctx := context.Background()
+	type ask struct {
+		text string
+		e    Eligibility
+		st   BM25Stats
+		want []Hit
+	}
+	var asks []ask
+	for range 40 {
+		a := ask{text: pc.question(r), e: pc.eligibility(r)}
+		a.st = pc.stats(r, a.e.Tenant, pc.upTo(a.e))
+		res, err := pc.l.SearchExhaustive(ctx, a.text, a.e, pc.bounds, 10, a.st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.want = res.Hits
+		asks = append(asks, a)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 4*len(asks))
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range asks {
+				a := asks[(i+g*7)%len(asks)]
+				res, err := pc.l.Search(ctx, a.text, a.e, pc.bounds, 10, a.st)
+				if err != nil {
+					errs <- err.Error()
+					continue
+				}
+				if !slices.Equal(res.Hits, a.want) {
+					errs <- a.text
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Errorf("search differs from the exhaustive one, or failed: %s", e)
+	}
+	used, entries := pc.l.postings.stats()
+	if used > pc.l.postings.max || entries == 0 {
+		t.Fatalf("the cache holds %d bytes in %d entries (at most %d bytes, some entries wanted)", used, entries, pc.l.postings.max)
+	}
+	pc.l.postings.mu.Lock()
+	counted := len(pc.l.postings.asks)
+	pc.l.postings.mu.Unlock()
+	if counted > asksMax {
+		t.Fatalf("%d keys counted, more than %d", counted, asksMax)
+	}
+}
