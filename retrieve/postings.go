@@ -91,10 +91,11 @@ type postingsCache struct {
 	used int64
 	byID map[postingsKey]*list.Element
 	lru  list.List // of *postingsEntry, the most recent first
-	// asks counts the asks of each key, kept or not, halved when it
-	// names more than asksMax keys (so that what was asked long ago weighs
-	// less). A list is decoded on its second ask, and, in a cache nearly
-	// full, only when asked more often than the entry it would push out.
+	// asks counts the asks of each key, kept or not, halved until it
+	// names at most half of asksMax keys whenever it reaches asksMax (so
+	// that what was asked long ago weighs less). A list is decoded on its
+	// second ask, and, where keeping it would push out the least recent
+	// entry, only when asked more often than that entry.
 	// A decode reads every posting, where a search that advances through
 	// a list reads a part of it. Over a corpus whose questions' lists
 	// outgrow the cache, asked in turn (a million chunks against the
@@ -158,12 +159,16 @@ func (c *postingsCache) postings(seg segment.Segment, dict segment.TermDictionar
 
 // ask counts an ask of key and returns its count. The caller holds mu.
 func (c *postingsCache) ask(key postingsKey) uint32 {
+	// Halved until half empty, not once: keys all asked often would
+	// survive one halving, and the next ask would halve them again.
 	if len(c.asks) >= asksMax {
-		for k, n := range c.asks { // an order-free update: any order gives the same map
-			if n /= 2; n == 0 {
-				delete(c.asks, k)
-			} else {
-				c.asks[k] = n
+		for len(c.asks) > asksMax/2 {
+			for k, n := range c.asks { // an order-free update: any order gives the same map
+				if n /= 2; n == 0 {
+					delete(c.asks, k)
+				} else {
+					c.asks[k] = n
+				}
 			}
 		}
 	}

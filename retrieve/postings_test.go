@@ -222,3 +222,27 @@ func TestPostingsCacheConcurrentSearches(t *testing.T) {
 		t.Fatalf("%d keys counted, more than %d", counted, asksMax)
 	}
 }
+
+// The counts of asks stay bounded however often their keys were asked:
+// reaching asksMax keys, they are halved until at most half remain, in
+// one go, so that the next ask does not halve them again.
+func TestPostingsCacheAsksAge(t *testing.T) {
+	c := newPostingsCache(DefaultPostingsCache)
+	for i := range asksMax - 1 {
+		for range 4 {
+			c.ask(postingsKey{seg: i, term: "t"})
+		}
+	}
+	if n := c.ask(postingsKey{seg: -1, term: "t"}); n != 1 || len(c.asks) != asksMax {
+		t.Fatalf("a new key counted %d with %d keys, want 1 with %d", n, len(c.asks), asksMax)
+	}
+	if n := c.ask(postingsKey{seg: 0, term: "t"}); n != 1 {
+		t.Fatalf("after aging, a key asked 4 times then once more counts %d, want 1 (4 halved to 0, forgotten)", n)
+	}
+	if len(c.asks) > asksMax/2 {
+		t.Fatalf("%d keys after aging, want at most %d", len(c.asks), asksMax/2)
+	}
+	if n := c.ask(postingsKey{seg: 0, term: "t"}); n != 2 {
+		t.Fatalf("the next ask counts %d, want 2: the counts were not halved again", n)
+	}
+}
