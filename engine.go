@@ -404,22 +404,16 @@ func (r Request) canonical(defaultK int) (evidence.Header, error) {
 	case r.Generation > 0 && !r.KnownAt.IsZero():
 		return h, fmt.Errorf("%w: set a generation or a known-at instant, not both", ErrBadRequest)
 	}
-	// Names obey the ingest rules (evidence.CheckTenant, CheckMetaKey,
-	// CheckMetaValue): a request can name anything stored, nothing else, and
-	// its pack always parses back.
+	// Names obey the ingest rules: a request can name anything stored,
+	// nothing else, and its pack always parses back.
 	if err := evidence.CheckTenant(r.Tenant); err != nil {
 		return h, fmt.Errorf("%w: tenant: %w", ErrBadRequest, err)
 	}
-	for _, k := range evidence.SortedKeys(r.Filters) {
-		err := evidence.CheckMetaKey(k)
-		if err == nil {
-			err = evidence.CheckMetaValue(k, r.Filters[k])
-		}
-		if err != nil {
-			return h, fmt.Errorf("%w: filter: %w", ErrBadRequest, err)
-		}
-		h.Filters = append(h.Filters, evidence.Filter{Key: k, Value: r.Filters[k]})
+	filters, err := evidence.FiltersOf(r.Filters)
+	if err != nil {
+		return h, fmt.Errorf("%w: filter: %w", ErrBadRequest, err)
 	}
+	h.Filters = filters
 	if err := periodleg.FromRequestPeriod(r.Period, &h); err != nil {
 		return h, fmt.Errorf("%w: period: %w", ErrBadRequest, err)
 	}

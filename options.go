@@ -34,9 +34,6 @@ const (
 	NoLockWait      time.Duration = -1
 )
 
-// DefaultPostingsCache is Options.PostingsCache's size when it is zero.
-const DefaultPostingsCache = retrieve.DefaultPostingsCache
-
 // Legs names the recall legs a query runs. The command line passes the
 // same strings.
 type Legs string
@@ -124,10 +121,10 @@ type Options struct {
 	// lexical partition's files (a tool that opened them directly): the
 	// call then fails with ErrLocked, and the next one tries again.
 	LockWait time.Duration `cachekey:"-"`
-	// PostingsCache bounds, in bytes, the decoded postings the lexical
-	// search keeps for the terms questions ask, shared by the engine's
-	// queries: 0 means DefaultPostingsCache (16 MiB), a negative value none.
-	// It changes no pack, only how fast a term asked again is read.
+	// PostingsCache bounds, in bytes, the decoded postings the lexical search
+	// keeps for the terms the engine's queries ask: 0 means
+	// retrieve.DefaultPostingsCache (16 MiB), a negative value none. It
+	// changes no pack, only how fast a term asked again is read.
 	PostingsCache int64 `cachekey:"-"`
 	// Analyzer is the lexical analyzer used when an index is created
 	// ("en" or "standard"); an existing index keeps its own.

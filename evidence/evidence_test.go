@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -376,5 +377,38 @@ func TestAssembleEntryFromFacts(t *testing.T) {
 				t.Fatalf("valid_from changed: %+v", p.Citations[0].Valid)
 			}
 		})
+	}
+}
+
+func TestFiltersOf(t *testing.T) {
+	cases := []struct {
+		name, why string
+		in        map[string]string
+		want      []Filter
+		err       error
+	}{
+		{"none", "no restriction is nil, as a header without filters holds", nil, nil, nil},
+		{"empty map", "the same for an empty map", map[string]string{}, nil, nil},
+		{"sorted", "a header lists its filters by key, whatever the map's order",
+			map[string]string{"kind": "rule", "form": "10-K", "a": ""},
+			[]Filter{{"a", ""}, {"form", "10-K"}, {"kind", "rule"}}, nil},
+		{"bad key", "a key metadata could not have", map[string]string{"Kind": "rule"}, nil, ErrBadMeta},
+		{"bad value", "a control character in a value", map[string]string{"kind": "a\x00b"}, nil, ErrBadMeta},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := FiltersOf(tc.in)
+			if !errors.Is(err, tc.err) || (err == nil) != (tc.err == nil) {
+				t.Fatalf("%s: error %v, want %v", tc.why, err, tc.err)
+			}
+			if !slices.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
+				t.Fatalf("%s: %#v, want %#v", tc.why, got, tc.want)
+			}
+		})
+	}
+	// The first bad pair in key order is the one named.
+	_, err := FiltersOf(map[string]string{"z": "\x01", "B": "x"})
+	if err == nil || !strings.Contains(err.Error(), `"B"`) {
+		t.Fatalf("error %v, want the one of key \"B\" (first in key order)", err)
 	}
 }

@@ -32,6 +32,26 @@ type Filter struct {
 	Value string
 }
 
+// FiltersOf returns the restrictions m asks for, sorted by key (nil for
+// none), after checking each key and value by the rules metadata is stored
+// under (CheckMetaKey, CheckMetaValue): a request can filter on anything
+// stored, and its pack always parses back. The error is the first pair's,
+// in key order.
+func FiltersOf(m map[string]string) ([]Filter, error) {
+	var fs []Filter
+	for _, k := range SortedKeys(m) {
+		err := CheckMetaKey(k)
+		if err == nil {
+			err = CheckMetaValue(k, m[k])
+		}
+		if err != nil {
+			return nil, err
+		}
+		fs = append(fs, Filter{Key: k, Value: m[k]})
+	}
+	return fs, nil
+}
+
 // Setting is one named configuration value that shaped a pack.
 type Setting struct {
 	Key   string
