@@ -123,7 +123,7 @@ type Options struct {
 	LockWait time.Duration `cachekey:"-"`
 	// PostingsCache bounds, in bytes, the decoded postings the lexical search
 	// keeps for the terms the engine's queries ask: 0 means
-	// retrieve.DefaultPostingsCache (16 MiB), a negative value none. It
+	// retrieve.DefaultPostingsCache (64 MiB), a negative value none. It
 	// changes no pack, only how fast a term asked again is read.
 	PostingsCache int64 `cachekey:"-"`
 	// Analyzer is the lexical analyzer used when an index is created

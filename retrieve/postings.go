@@ -35,12 +35,14 @@ import (
 
 // DefaultPostingsCache is the size in bytes of the decoded postings the
 // pruned search keeps when LexicalOptions.PostingsCache is zero. The
-// questions of ObliQA's dev split asked of its 13k chunks keep 3.4 MB.
-const DefaultPostingsCache = 16 << 20
+// questions of ObliQA's dev split asked of its 13k chunks keep 2.4 MB;
+// 1,000 of them asked of a million chunks in eight tenants (BenchmarkScale,
+// spread shape, random days), 43 MB.
+const DefaultPostingsCache = 64 << 20
 
 // postingBytes is what one decoded posting costs the cache: its document
-// number, frequency and norm, four bytes each.
-const postingBytes = 12
+// number, and its frequency and norm in two bytes each.
+const postingBytes = 8
 
 // entryOverhead approximates what an entry costs beyond its postings: its
 // key, list element and map slot.
@@ -48,11 +50,23 @@ const entryOverhead = 160
 
 // decodedPostings is one term's postings in one segment, in document order.
 // It is never changed once made.
+//
+// zapx v17's norm bits (Posting.NormUint64) are the field's length in
+// tokens, which bounds the frequency; a passage that long (65,536 tokens)
+// would be some 400 KB of text. Two bytes each make a posting 8 bytes
+// instead of 12: half as many postings again in the same bound
+// (docs/benchmarks.md, issue 30, stop 62).
 type decodedPostings struct {
-	docs  []uint32 // the segment's document numbers
-	freqs []uint32
-	norms []uint32 // zapx's norm bits (Posting.NormUint64)
+	docs []uint32 // the segment's document numbers
+	// fn is each posting's frequency<<16 | norm bits, both below 1<<16.
+	fn []uint32
 }
+
+// freq returns posting i's frequency.
+func (p *decodedPostings) freq(i int) uint32 { return p.fn[i] >> 16 }
+
+// norm returns posting i's norm bits.
+func (p *decodedPostings) norm(i int) uint32 { return p.fn[i] & 0xffff }
 
 // postingsKey names a segment's postings of a term in the text field.
 type postingsKey struct {
@@ -93,17 +107,24 @@ type postingsCache struct {
 	lru  list.List // of *postingsEntry, the most recent first
 	// asks counts the asks of each key, kept or not, halved until it
 	// names at most half of asksMax keys whenever it reaches asksMax (so
-	// that what was asked long ago weighs less). A list is decoded on its
-	// second ask, and, where keeping it would push out the least recent
-	// entry, only when asked more often than that entry.
+	// that what was asked long ago weighs less). Until the cache first
+	// fills, a list is decoded at its first ask; from then on at its second,
+	// and, where keeping it would push out the least recent entry, only
+	// when asked more often than that entry.
 	// A decode reads every posting, where a search that advances through
 	// a list reads a part of it. Over a corpus whose questions' lists
-	// outgrow the cache, asked in turn (a million chunks against the
-	// default), a cache that kept every list asked twice dropped each
-	// before it was asked again, and paid the decodes for nothing (the
-	// 99th percentile of a request 1.4 times zapx's alone;
-	// docs/benchmarks.md, issue 30, stop 61).
+	// outgrow the cache, asked in turn, a cache that kept every list asked
+	// twice dropped each before it was asked again, and paid the decodes
+	// for nothing (the 99th percentile of a request 1.4 times zapx's
+	// alone; docs/benchmarks.md, issue 30, stop 61). Decoding only at the
+	// second ask, though, left a million chunks' requests reading zapx's
+	// postings for most lists a second pass asked: its 1,000 questions
+	// asked 42,192 lists (one per term, partition and segment), of which
+	// 10,671 twice or more (stop 62).
 	asks map[postingsKey]uint32
+	// filled is set once a list found no room, and stays set: from then
+	// on the cache is about full, and a first ask is not decoded.
+	filled bool
 }
 
 // asksMax bounds postingsCache.asks: about 1.5 MiB of keys.
@@ -138,8 +159,9 @@ func (c *postingsCache) postings(seg segment.Segment, dict segment.TermDictionar
 		c.mu.Unlock()
 		return e.Value.(*postingsEntry).p, true, nil
 	}
+	filled := c.filled
 	c.mu.Unlock()
-	if n < 2 {
+	if n < 2 && filled {
 		return nil, false, nil
 	}
 	pl, err := dict.PostingsList([]byte(term), nil, nil)
@@ -181,16 +203,20 @@ func (c *postingsCache) ask(key postingsKey) uint32 {
 // be kept: at most an eighth of the cache, so that one term common to
 // every document cannot push out the rest (such a term is seldom essential
 // to the pruned search, which advances its postings rather than reading
-// each); and where it would push out the least recent entry, only when
-// asked more often than that entry.
+// each); at its first ask, only where it fits beside the entries kept; and
+// where it would push out the least recent entry, only when asked more
+// often than that entry.
 func (c *postingsCache) admits(key postingsKey, n uint64, asks uint32) bool {
 	if n > uint64(c.max/8/postingBytes) {
 		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.used+entrySize(key, int(n)) <= c.max || c.lru.Len() == 0 ||
-		c.asks[c.lru.Back().Value.(*postingsEntry).key] < asks
+	if c.used+entrySize(key, int(n)) <= c.max {
+		return true
+	}
+	c.filled = true
+	return asks > 1 && (c.lru.Len() == 0 || c.asks[c.lru.Back().Value.(*postingsEntry).key] < asks)
 }
 
 // entrySize is what an entry of key with n postings costs the cache.
@@ -212,6 +238,7 @@ func (c *postingsCache) add(key postingsKey, p *decodedPostings) {
 	c.byID[key] = c.lru.PushFront(&postingsEntry{key: key, p: p, size: size})
 	c.used += size
 	for c.used > c.max {
+		c.filled = true
 		e := c.lru.Back()
 		old := e.Value.(*postingsEntry)
 		c.lru.Remove(e)
@@ -228,11 +255,11 @@ func (c *postingsCache) stats() (used int64, entries int) {
 }
 
 // decodePostings reads every posting of pl; ok is false where a posting
-// does not fit the arrays (a document number or frequency past 32 bits, or
-// postings that do not give their norm's bits).
+// does not fit the arrays (a document number past 32 bits, a frequency or
+// norm past 16, or postings that do not give their norm's bits).
 func decodePostings(pl segment.PostingsList) (*decodedPostings, bool, error) {
 	n := pl.Count()
-	p := &decodedPostings{docs: make([]uint32, 0, n), freqs: make([]uint32, 0, n), norms: make([]uint32, 0, n)}
+	p := &decodedPostings{docs: make([]uint32, 0, n), fn: make([]uint32, 0, n)}
 	it := pl.Iterator(true, true, false, nil)
 	for {
 		q, err := it.Next()
@@ -243,16 +270,11 @@ func decodePostings(pl segment.PostingsList) (*decodedPostings, bool, error) {
 			return p, true, nil
 		}
 		z, ok := q.(interface{ NormUint64() uint64 })
-		if !ok || q.Number() > math.MaxUint32 || q.Frequency() > math.MaxUint32 {
-			return nil, false, nil
-		}
-		norm := z.NormUint64()
-		if norm > math.MaxUint32 {
+		if !ok || q.Number() > math.MaxUint32 || q.Frequency() > math.MaxUint16 || z.NormUint64() > math.MaxUint16 {
 			return nil, false, nil
 		}
 		p.docs = append(p.docs, uint32(q.Number()))
-		p.freqs = append(p.freqs, uint32(q.Frequency()))
-		p.norms = append(p.norms, uint32(norm))
+		p.fn = append(p.fn, uint32(q.Frequency())<<16|uint32(z.NormUint64()))
 	}
 }
 
@@ -287,7 +309,7 @@ func (t *cursor) seek(i int) {
 			}
 			c.i = i
 			t.cur = c.starts[c.seg] + uint64(p.docs[i])
-			t.freq, t.flen = uint64(p.freqs[i]), lengthOfNormBits(p.norms[i])
+			t.freq, t.flen = uint64(p.freq(i)), lengthOfNormBits(p.norm(i))
 			return
 		}
 		c.seg, i = c.seg+1, 0

@@ -4,8 +4,13 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/evidence"
 )
 
 // partDicts returns the text field's dictionaries of the first partition
@@ -36,38 +41,40 @@ func TestDecodedPostingsAreZapx(t *testing.T) {
 			}
 			done[term] = true
 			for i, dict := range dicts.dicts {
-				if p, ok, err := c.postings(dicts.segs[i], dict, term); err != nil || ok || p != nil {
-					t.Fatalf("%q in segment %d, first ask: %v, %v, %v; want nothing (decoded on the second)", term, i, p, ok, err)
-				}
 				got, ok, err := c.postings(dicts.segs[i], dict, term)
 				if err != nil || !ok {
-					t.Fatalf("%q in segment %d: ok %v, %v", term, i, ok, err)
+					t.Fatalf("%q in segment %d: ok %v, %v (the cache has room: decoded at the first ask)", term, i, ok, err)
 				}
 				pl, err := dict.PostingsList([]byte(term), nil, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				var want decodedPostings
+				var docs []uint32
 				it := pl.Iterator(true, true, false, nil)
 				for p, err := it.Next(); p != nil || err != nil; p, err = it.Next() {
 					if err != nil {
 						t.Fatal(err)
 					}
-					want.docs = append(want.docs, uint32(p.Number()))
-					want.freqs = append(want.freqs, uint32(p.Frequency()))
-					want.norms = append(want.norms, uint32(p.(interface{ NormUint64() uint64 }).NormUint64()))
-					if l := lengthOfNormBits(want.norms[len(want.norms)-1]); l != postingLength(p) {
+					j := len(docs)
+					docs = append(docs, uint32(p.Number()))
+					if j >= len(got.docs) {
+						continue // the lengths differ, reported below
+					}
+					if f, nb := got.freq(j), got.norm(j); uint64(f) != p.Frequency() || uint64(nb) != p.(interface{ NormUint64() uint64 }).NormUint64() {
+						t.Fatalf("%q in segment %d, posting %d: frequency %d, norm bits %d decoded; zapx %d, %d", term, i, j, f, nb, p.Frequency(), p.(interface{ NormUint64() uint64 }).NormUint64())
+					}
+					if l := lengthOfNormBits(got.norm(j)); l != postingLength(p) {
 						t.Fatalf("%q: length %v from the norm's bits, %v from the posting", term, l, postingLength(p))
 					}
 				}
-				if !slices.Equal(got.docs, want.docs) || !slices.Equal(got.freqs, want.freqs) || !slices.Equal(got.norms, want.norms) {
-					t.Fatalf("%q in segment %d: decoded %+v, zapx %+v", term, i, *got, want)
+				if !slices.Equal(got.docs, docs) {
+					t.Fatalf("%q in segment %d: decoded documents %v, zapx %v", term, i, got.docs, docs)
 				}
 				again, _, _ := c.postings(dicts.segs[i], dict, term)
 				if again != got {
 					t.Fatalf("%q in segment %d: a second ask decoded again", term, i)
 				}
-				checked += len(want.docs)
+				checked += len(docs)
 			}
 		}
 	}
@@ -111,30 +118,41 @@ func TestPostingsCacheBound(t *testing.T) {
 	})
 	size := func(s sized) int64 { return int64(s.n)*postingBytes + int64(len(s.term)) + entryOverhead }
 
-	// Room for the two smallest lists and not a third: a third asked as
-	// often as the least recent of the first two is turned away, and asked
-	// once more it takes that one's place.
-	a, b, d := ts[0], ts[1], ts[2]
+	// Room for the two smallest lists and not a third: each of the two is
+	// decoded at its first ask, while there is room; a third, asked as
+	// often as the least recent of the two, is turned away, and asked once
+	// more it takes that one's place.
+	a, b, d, e := ts[0], ts[1], ts[2], ts[3]
 	c := newPostingsCache(size(a) + size(b) + size(d) - 1)
 	if lim := uint64(c.max / 8 / postingBytes); a.n > lim || b.n > lim || d.n > lim {
 		t.Skipf("lists of %d, %d, %d postings exceed an eighth of the cache", a.n, b.n, d.n)
 	}
 	for _, s := range []sized{a, b, a} { // a asked again: b is the least recent
-		// asked twice: the first ask only counts
-		c.postings(seg, dict, s.term)
-		if _, ok, err := c.postings(seg, dict, s.term); err != nil || !ok {
-			t.Fatalf("%q: ok %v, %v", s.term, ok, err)
+		for ask := 1; ask <= 2; ask++ {
+			if _, ok, err := c.postings(seg, dict, s.term); err != nil || !ok {
+				t.Fatalf("%q, ask %d: ok %v, %v; want kept from the first ask (room)", s.term, ask, ok, err)
+			}
 		}
+	}
+	if c.filled {
+		t.Fatal("filled before any list found no room")
 	}
 	for ask := 1; ask <= 3; ask++ {
 		p, ok, err := c.postings(seg, dict, d.term)
 		if err != nil || ok != (ask == 3) || (p != nil) != ok {
-			t.Fatalf("%q, ask %d: %v, %v, %v; want it kept at the third ask only (b was asked twice)", d.term, ask, p, ok, err)
+			t.Fatalf("%q, ask %d: %v, %v, %v; want it kept at the third ask only (no room, and b was asked twice)", d.term, ask, p, ok, err)
+		}
+	}
+	// Once full, a list is not decoded at its first ask, and at its
+	// second not in place of the least recent entry (a) asked 4 times.
+	for ask := 1; ask <= 2; ask++ {
+		if p, ok, err := c.postings(seg, dict, e.term); err != nil || ok || p != nil {
+			t.Fatalf("%q, ask %d of a filled cache: %v, %v, %v; want nothing", e.term, ask, p, ok, err)
 		}
 	}
 	used, entries := c.stats()
 	if want := size(a) + size(d); used != want || entries != 2 {
-		t.Fatalf("after a, b, a, d: %d bytes in %d entries, want %d in 2 (b dropped)", used, entries, want)
+		t.Fatalf("after a, b, a, d: %d bytes in %d entries, want %d in 2 (b dropped, e turned away)", used, entries, want)
 	}
 	sk, _ := segmentKey(seg)
 	c.mu.Lock()
@@ -244,5 +262,71 @@ func TestPostingsCacheAsksAge(t *testing.T) {
 	}
 	if n := c.ask(postingsKey{seg: 0, term: "t"}); n != 2 {
 		t.Fatalf("the next ask counts %d, want 2: the counts were not halved again", n)
+	}
+}
+
+// A posting whose frequency or length does not fit two bytes (a passage of
+// 65,536 tokens or more) is not decoded: its term's list in that segment is
+// read from zapx, and the pruned search's hits stay the exhaustive one's.
+func TestDecodedPostingsRefuseLongPassages(t *testing.T) {
+	ctx := context.Background()
+	l, err := OpenLexical("", LexicalOptions{Analyzer: "standard"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	day := asof.MustDate("2024-03-01")
+	chunk := func(id, text string) Doc {
+		c := &evidence.Chunk{ID: id, DocID: id, Text: text, SourceURL: "u", Connector: "c",
+			RetrievedAt: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC),
+			Anchor:      asof.Anchor{At: time.Unix(day.Days()*86400, 0).UTC(), Field: "published"}}
+		if err := c.Prepare(); err != nil {
+			t.Fatal(err)
+		}
+		return Doc{Chunk: c, Gen: 1}
+	}
+	long := strings.Repeat("filler ", 1<<16) + "rare" // 65,537 tokens
+	many := strings.Repeat("rare ", 3) + "short"      // fits
+	docs := []Doc{chunk("long", long), chunk("short", many), chunk("other", "rare filler")}
+	b := NewBounds()
+	for _, d := range docs {
+		b.Add(d.Chunk)
+	}
+	if err := l.Index(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	dicts, err := newFieldDicts(snapshotOf(t, l.parts[0].idx, 1, 1), fieldText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		term string
+		ok   bool
+		why  string
+	}{
+		{"rare", false, "a posting of the long passage: its length is past 16 bits"},
+		{"filler", false, "its frequency in the long passage is past 16 bits too"},
+		{"short", true, "only in a short passage"},
+	} {
+		pl, err := dicts.dicts[0].PostingsList([]byte(tc.term), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := decodePostings(pl); err != nil || ok != tc.ok {
+			t.Errorf("%q decoded: ok %v, %v; want %v (%s)", tc.term, ok, err, tc.ok, tc.why)
+		}
+	}
+	for range 2 { // the second search asks the cache again, which decodes
+		want, err := l.SearchExhaustive(ctx, "rare short", Eligibility{AsOf: day}, b, 10, BM25Stats{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.Search(ctx, "rare short", Eligibility{AsOf: day}, b, 10, BM25Stats{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Hits) != 3 || !slices.Equal(got.Hits, want.Hits) {
+			t.Fatalf("pruned %v, exhaustive %v; want the same three", got.Hits, want.Hits)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,7 +99,8 @@ func heapInUse() uint64 {
 // them with -v: a benchmark's log is cut at ten lines without it). With
 // EVPACK_SCALE_PRELOAD=1 both evpack indexes are read into the page cache
 // (Engine.Preload) before the first question, and it reports how long
-// that took and how many bytes it read.
+// that took and how many bytes it read. EVPACK_SCALE_POSTINGS sets the
+// large index's Options.PostingsCache, in bytes (scaleOptions).
 //
 // With EVPACK_SCALE_SHAPE=spread (issue 30) the corpus has the spread
 // shape (Scale.Spread: each passage's versions change on days of their
@@ -144,7 +146,7 @@ func BenchmarkScale(b *testing.B) {
 
 	// evpack, batch by batch; Open, and the heap it holds.
 	h0 := int64(heapInUse())
-	eng, evIngest, open := scaleEngine(b, filepath.Join(dir, "evpack"), evpack.Options{}, s, base, batch, !st.complete[""])
+	eng, evIngest, open := scaleEngine(b, filepath.Join(dir, "evpack"), scaleOptions(b), s, base, batch, !st.complete[""])
 	st.closeAtEnd(b, eng)
 	h1 := int64(heapInUse())
 	evHeap := h1 - h0
@@ -400,6 +402,23 @@ func BenchmarkScale(b *testing.B) {
 	}
 	b.ReportMetric(float64(evHeap)/(1<<20), "evpack-heap-MiB")
 	b.ReportMetric(float64(blHeap)/(1<<20), "bleve-heap-MiB")
+}
+
+// scaleOptions is the options of the evpack index that BenchmarkScale and
+// BenchmarkScaleRSS ask: the defaults, but for the decoded postings' bound
+// in bytes where EVPACK_SCALE_POSTINGS names one (to measure what a larger
+// cache buys at a million chunks, and what it holds).
+func scaleOptions(tb testing.TB) evpack.Options {
+	v := os.Getenv("EVPACK_SCALE_POSTINGS")
+	if v == "" {
+		return evpack.Options{}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		tb.Fatalf("EVPACK_SCALE_POSTINGS=%q: %v", v, err)
+	}
+	tb.Logf("postings cache: %d bytes", n)
+	return evpack.Options{PostingsCache: n}
 }
 
 // scaleEngine opens the evpack index at dir with opts, building it first

@@ -262,7 +262,7 @@ func TestScaleRSSChild(t *testing.T) {
 	start := time.Now()
 	switch sys {
 	case "evpack":
-		eng, err := evpack.Open(filepath.Join(root, "evpack"), evpack.Options{})
+		eng, err := evpack.Open(filepath.Join(root, "evpack"), scaleOptions(t))
 		if err != nil {
 			t.Fatal(err)
 		}
