@@ -118,9 +118,9 @@ type postingsCache struct {
 	// for nothing (the 99th percentile of a request 1.4 times zapx's
 	// alone; docs/benchmarks.md, issue 30, stop 61). Decoding only at the
 	// second ask, though, left a million chunks' requests reading zapx's
-	// postings for most lists a second pass asked: its 1,000 questions
-	// asked 42,192 lists (one per term, partition and segment), of which
-	// 10,671 twice or more (stop 62).
+	// postings for most lists: 1,000 questions asked twice asked 42,192
+	// lists (one per term, partition and segment), more keys than asks
+	// counts, which forgot most of them between their two asks (stop 62).
 	asks map[postingsKey]uint32
 	// filled is set once a list found no room, and stays set: from then
 	// on the cache is about full, and a first ask is not decoded.
