@@ -288,7 +288,7 @@ func Assemble(h Header, ranked []Scored, lookup func(id string) (Entry, bool), s
 		Trace:       Trace{Steps: slices.Clone(steps)},
 		Fingerprint: slices.Clone(fp),
 	}
-	for _, s := range ranked {
+	for i, s := range ranked {
 		if len(p.Citations) == h.K {
 			break
 		}
@@ -311,6 +311,9 @@ func Assemble(h Header, ranked []Scored, lookup func(id string) (Entry, bool), s
 		if reason != "" {
 			p.Trace.Dropped = append(p.Trace.Dropped, Drop{ChunkID: s.ChunkID, Reason: reason})
 			continue
+		}
+		if p.Citations == nil && h.K > 0 { // room for K at once: appending grew it four times
+			p.Citations = make([]Citation, 0, min(h.K, len(ranked)-i))
 		}
 		p.Citations = append(p.Citations, Citation{
 			Index: len(p.Citations) + 1, ChunkID: c.ID, DocID: c.DocID, Version: c.Version,

@@ -46,13 +46,22 @@ func RRF(k int, lists ...List) ([]Item, error) {
 	if k <= 0 {
 		k = DefaultK
 	}
-	pos := map[string]int{}
-	var out []Item
+	// Sized once for every ID of every list, and each item's ranks cut from
+	// one array: a request fuses a few hundred IDs, and growing these was a
+	// good part of what it left for the collector.
+	n, longest := 0, 0
+	for _, l := range lists {
+		n, longest = n+len(l.IDs), max(longest, len(l.IDs))
+	}
+	pos := make(map[string]int, n)
+	out := make([]Item, 0, n)
+	ranks := make([]int, n*len(lists))
+	seen := make(map[string]bool, longest)
 	for li, l := range lists {
 		if l.Weight < 0 || math.IsNaN(l.Weight) || math.IsInf(l.Weight, 0) {
 			return nil, fmt.Errorf("%w: list %q: weight %v", ErrBadList, l.Name, l.Weight)
 		}
-		seen := make(map[string]bool, len(l.IDs))
+		clear(seen)
 		for r, id := range l.IDs {
 			if seen[id] {
 				return nil, fmt.Errorf("%w: list %q: id %q at rank %d appears twice", ErrBadList, l.Name, id, r+1)
@@ -62,7 +71,8 @@ func RRF(k int, lists ...List) ([]Item, error) {
 			if !ok {
 				i = len(out)
 				pos[id] = i
-				out = append(out, Item{ID: id, Ranks: make([]int, len(lists))})
+				at := len(out) * len(lists)
+				out = append(out, Item{ID: id, Ranks: ranks[at : at+len(lists) : at+len(lists)]})
 			}
 			term := float64(l.Weight / float64(k+r+1))
 			out[i].Score = float64(out[i].Score + term)

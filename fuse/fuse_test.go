@@ -24,6 +24,14 @@ func TestRRFHandComputed(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatal(diff)
 	}
+	// The items' ranks are cut from one array: a caller's append to one
+	// item's must not write another's.
+	for i := range got {
+		got[i].Ranks = append(got[i].Ranks, 99)
+	}
+	if diff := cmp.Diff([][]int{{1, 2, 99}, {2, 1, 99}, {3, 0, 99}}, [][]int{got[0].Ranks, got[1].Ranks, got[2].Ranks}); diff != "" {
+		t.Fatalf("ranks after appending to each item's: %s", diff)
+	}
 }
 
 func TestRRFTiesBreakByID(t *testing.T) {

@@ -143,8 +143,17 @@ type extractor struct {
 	stamp    []int32   // 1 + the hit that set run[j]; 0 none
 }
 
-func newExtractor(question string, stats Stats) *extractor {
-	x := &extractor{avg: 1, hits: make([]int32, 0, 1024), hitIdx: make([]int32, 0, 1024)}
+// newExtractor returns the extractor of question's pool, in x (made afresh
+// when nil; its tables are 5 KiB), whose hits are appended to hits and
+// hitIdx (empty; nil: new ones).
+func newExtractor(x *extractor, question string, stats Stats, hits, hitIdx []int32) *extractor {
+	if hits == nil {
+		hits, hitIdx = make([]int32, 0, 1024), make([]int32, 0, 1024)
+	}
+	if x == nil {
+		x = new(extractor)
+	}
+	*x = extractor{avg: 1, hits: hits, hitIdx: hitIdx} // every field: nothing of x's last pool is left
 	for i, t := range terms.Split(question) {
 		k := slices.Index(x.qterms, t)
 		if k < 0 {
@@ -451,11 +460,52 @@ func (x *extractor) candidateInfo(c *Candidate, p place) chunkInfo {
 // stats should implement Documents; with a plain Stats the document
 // features are zero.
 func FeatureRows(question string, cands []Candidate, stats Stats) []Row {
-	x := newExtractor(question, stats)
+	return featureRows(question, cands, stats, nil)
+}
+
+// featureScratch is what featureRows works in besides the rows it returns,
+// kept between the calls of a Learned reranker (Learned.scratch): about a
+// tenth of what a request allocated (docs/benchmarks.md, issue 30, stop
+// 63). Nothing in it outlives a call.
+type featureScratch struct {
+	x              *extractor
+	hits, hitIdx   []int32
+	infos          []chunkInfo
+	places         []place
+	docKey         []string
+	prevOf, nextOf []int32
+}
+
+// grown returns s[:n], zeroed, reusing s's array when it has room.
+func grown[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// featureRows is FeatureRows, working in sc where it is not nil.
+func featureRows(question string, cands []Candidate, stats Stats, sc *featureScratch) []Row {
+	if sc == nil {
+		sc = &featureScratch{}
+	}
+	x := newExtractor(sc.x, question, stats, sc.hits[:0], sc.hitIdx[:0])
 	rows := make([]Row, len(cands))
-	infos := make([]chunkInfo, len(cands))
-	places := make([]place, len(cands))
-	docKey := make([]string, len(cands))
+	infos := grown(sc.infos, len(cands))
+	places := grown(sc.places, len(cands))
+	docKey := grown(sc.docKey, len(cands))
+	defer func() {
+		// Kept for the next call, emptied: no chunk of this request is
+		// held by the pool.
+		clear(infos)
+		clear(places)
+		clear(docKey)
+		sc.hits, sc.hitIdx, sc.infos, sc.places, sc.docKey = x.hits[:0], x.hitIdx[:0], infos, places, docKey
+		*x = extractor{}
+		sc.x = x
+	}()
 	var maxBM25 int64 = 1
 	for i := range cands {
 		c := &cands[i]
@@ -469,7 +519,8 @@ func FeatureRows(question string, cands []Candidate, stats Stats) []Row {
 		}
 	}
 	// A neighbour that is itself a candidate gives the BM25 of its info.
-	prevOf, nextOf := make([]int32, len(cands)), make([]int32, len(cands))
+	prevOf, nextOf := grown(sc.prevOf, len(cands)), grown(sc.nextOf, len(cands))
+	sc.prevOf, sc.nextOf = prevOf, nextOf
 	for i := range cands {
 		prevOf[i], nextOf[i] = -1, -1
 		if places[i].doc == nil {

@@ -16,6 +16,9 @@ import (
 // key change with the model. It is safe for concurrent use.
 type Learned struct {
 	m *Model
+	// scratch holds *featureScratch: what feature extraction works in,
+	// kept between requests (see featureScratch).
+	scratch sync.Pool
 }
 
 // NewLearned returns the reranker for m.
@@ -48,7 +51,12 @@ func (l *Learned) Rerank(ctx context.Context, question string, cands []Candidate
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rows := FeatureRows(question, cands, stats)
+	sc, _ := l.scratch.Get().(*featureScratch)
+	if sc == nil {
+		sc = &featureScratch{}
+	}
+	rows := featureRows(question, cands, stats, sc)
+	l.scratch.Put(sc)
 	scores := make([]int64, len(rows))
 	l.m.ScoreRows(rows, scores)
 	out := make([]evidence.Scored, len(cands))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/fsutil"
@@ -72,7 +73,8 @@ type Node struct {
 
 // Model is a sealed ensemble of regression trees over FeatureSet rows with
 // integer thresholds and integer leaves: its scores are integer sums, the
-// same on every CPU. A Model is immutable and safe for concurrent use.
+// same on every CPU. A Model is immutable but for the scratch ScoreRows
+// keeps between calls, and safe for concurrent use.
 type Model struct {
 	features string
 	record   string
@@ -87,6 +89,14 @@ type Model struct {
 	splitStart []int32     // tree t's splits are splits[splitStart[t]:splitStart[t+1]]
 	leafStart  []int32     // and its leaves leaves[leafStart[t]:leafStart[t+1]]
 	widest     int         // nodes of the largest tree
+	// scratch holds *treeScratch: ScoreRows's masks, kept between calls
+	// (about 14 KiB for the default model, which every request scored).
+	scratch sync.Pool
+}
+
+// treeScratch is what one ScoreRows call works in.
+type treeScratch struct {
+	left, reach []uint64
 }
 
 // maskSplit is a split compiled for ScoreRows: its threshold's place
@@ -153,13 +163,16 @@ func (m *Model) compile() {
 // adds each leaf's value to the rows reaching it. Integer addition does
 // not depend on order, so the sums are exact.
 func (m *Model) ScoreRows(rows []Row, out []int64) {
-	left := make([]uint64, m.cutStart[NumFeatures]) // per cut: rows going left at it
-	reach := make([]uint64, m.widest)
+	sc, _ := m.scratch.Get().(*treeScratch)
+	if sc == nil {
+		sc = &treeScratch{left: make([]uint64, m.cutStart[NumFeatures]), reach: make([]uint64, m.widest)}
+	}
+	defer m.scratch.Put(sc)
+	left := sc.left // per cut: rows going left at it
+	reach := sc.reach
 	for base := 0; base < len(rows); base += 64 {
 		batch := rows[base:min(base+64, len(rows))]
-		if base > 0 {
-			clear(left)
-		}
+		clear(left) // a batch's bits only: the last call's, or the last batch's, are in it
 		for f := range NumFeatures {
 			cuts, slots := m.cuts[f], left[m.cutStart[f]:m.cutStart[f+1]]
 			if len(cuts) == 0 {

@@ -91,10 +91,10 @@ type prunedTerm struct {
 type cursor struct {
 	*prunedTerm
 	tfr   index.TermFieldReader
-	seq   *termReader // tfr, when it is one: read without a TermFieldDoc
-	tfd   index.TermFieldDoc
-	idb   [8]byte // Advance's target, here so that it does not escape per call
-	cur   uint64  // the reader's current document; noMore once done
+	seq   *termReader         // tfr, when it is one: read without a TermFieldDoc
+	tfd   *index.TermFieldDoc // tfr's, where seq is nil (a reader not scorch's)
+	idb   [8]byte             // Advance's target, here so that it does not escape per call
+	cur   uint64              // the reader's current document; noMore once done
 	freq  uint64
 	flen  float64 // the field length as bleve's scorer derives it from the norm
 	score float64 // the current document's score for one searcher
@@ -345,8 +345,10 @@ func (ps *prunedSearch) open(ctx context.Context, pc *partCursors) error {
 			return fmt.Errorf("%w: pruned search: dictionaries: %v", ErrLexical, err)
 		}
 	}
-	for _, t := range ps.terms {
-		c := &cursor{prunedTerm: t}
+	cs := make([]cursor, len(ps.terms)) // one allocation for the partition's cursors
+	for i, t := range ps.terms {
+		c := &cs[i]
+		c.prunedTerm = t
 		dec, err := ps.decoded(dicts, t.term)
 		if err != nil {
 			return fmt.Errorf("%w: pruned search: term %q: %v", ErrLexical, t.term, err)
@@ -362,6 +364,7 @@ func (ps *prunedSearch) open(ctx context.Context, pc *partCursors) error {
 			c.tfr = c.seq
 		} else {
 			c.tfr, err = termFieldReader(ctx, pc.r, []byte(t.term), fieldText, true)
+			c.tfd = new(index.TermFieldDoc)
 		}
 		if err != nil {
 			return fmt.Errorf("%w: pruned search: term %q: %v", ErrLexical, t.term, err)
@@ -410,7 +413,7 @@ func (t *cursor) next() error {
 		p, err := t.seq.nextPosting()
 		return t.takePosting(p, err)
 	}
-	d, err := t.tfr.Next(&t.tfd)
+	d, err := t.tfr.Next(t.tfd)
 	return t.take(d, err)
 }
 
@@ -428,7 +431,7 @@ func (t *cursor) advance(num uint64) error {
 		return t.takePosting(p, err)
 	}
 	binary.BigEndian.PutUint64(t.idb[:], num)
-	d, err := t.tfr.Advance(t.idb[:], &t.tfd)
+	d, err := t.tfr.Advance(t.idb[:], t.tfd)
 	return t.take(d, err)
 }
 

@@ -254,7 +254,9 @@ func (l *Lexical) selectParts(e Eligibility, b Bounds) ([]searchPart, error) {
 	}
 	l.pmu.RLock()
 	defer l.pmu.RUnlock()
-	out := make([]searchPart, 0, len(l.parts))
+	// Not sized to l.parts: a request reads a few of a million chunks'
+	// hundreds of partitions, and the rest would be garbage each request.
+	var out []searchPart
 	for _, p := range l.parts {
 		switch {
 		case p.sum == nil:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -334,9 +335,23 @@ func BenchmarkScale(b *testing.B) {
 	// Each turn carries a profile label ("turn"), so that a CPU profile
 	// (-test.cpuprofile, pprof -tagfocus turn=evpack-again) tells the two
 	// engines' second passes apart.
+	// Each turn also counts the bytes the process allocated during it and
+	// the collections that ended in it: at a million chunks the slowest
+	// hundredth of this pass were the requests a collection ran beside
+	// (docs/benchmarks.md, issue 30, stop 63), both indexes' alike.
 	var ev2, sm2 []time.Duration
+	gc := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/allocs:bytes"}}
+	allocated := map[string]uint64{}
+	var collected []string // "turn j" of each turn in which a collection ended
 	labelled := func(turn string, f func(int) time.Duration, j int) (d time.Duration) {
+		metrics.Read(gc)
+		cycles, bytes := gc[0].Value.Uint64(), gc[1].Value.Uint64()
 		pprof.Do(context.Background(), pprof.Labels("turn", turn), func(context.Context) { d = f(j) })
+		metrics.Read(gc)
+		allocated[turn] += gc[1].Value.Uint64() - bytes
+		if gc[0].Value.Uint64() != cycles {
+			collected = append(collected, fmt.Sprintf("%s %d", turn, j))
+		}
 		return d
 	}
 	for j := range len(ev) {
@@ -349,6 +364,7 @@ func BenchmarkScale(b *testing.B) {
 		sm2 = append(sm2, labelled("evpack13k-again", smallTurn, j))
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.Logf("second pass: collections ended in %d turns (%s)", len(collected), strings.Join(collected, ", "))
 	for _, m := range []struct {
 		name string
 		ds   []time.Duration
@@ -387,6 +403,10 @@ func BenchmarkScale(b *testing.B) {
 		b.ReportMetric(ms(Percentile(on, 0.5)), "one-index-p50-ms")
 		b.ReportMetric(ms(Percentile(on, 0.99)), "one-index-p99-ms")
 	}
+	for _, turn := range []string{"evpack-again", "evpack13k-again"} {
+		b.ReportMetric(float64(allocated[turn])/float64(len(ev2))/1024, turn+"-alloc-KiB")
+	}
+	b.ReportMetric(float64(len(collected)), "again-gc-turns")
 	b.ReportMetric(ms(Percentile(ev, 0.5))/ms(Percentile(sm, 0.5)), "p50-vs-13k")
 	b.ReportMetric(ms(Percentile(ev, 0.99))/ms(Percentile(sm, 0.99)), "p99-vs-13k")
 	b.ReportMetric(ms(Percentile(ev2, 0.5))/ms(Percentile(sm2, 0.5)), "p50-vs-13k-again")

@@ -3,6 +3,7 @@ package state
 import (
 	"cmp"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -352,15 +353,18 @@ func (s Scope) Place(id string) (rerank.DocumentPlace, bool) {
 // digest names the scope's chunks: BLAKE3 over the scope's tenants and
 // their set digests at the scope's generation.
 func (s Scope) digest() string {
-	h := blake3.New()
+	// One Sum256 over the lines, not a Hasher: blake3.New allocates about
+	// 10 KiB, and every request computes its scope's digest.
+	var b []byte
 	for i, name := range s.Names {
 		var l lanes
 		if ts := s.tenants[i]; ts != nil {
 			l = ts.digestAt(s.Gen)
 		}
-		fmt.Fprintf(h, "%q %x %x %x %x\n", name, l[0], l[1], l[2], l[3])
+		b = fmt.Appendf(b, "%q %x %x %x %x\n", name, l[0], l[1], l[2], l[3])
 	}
-	return evidence.HashPrefix + fmt.Sprintf("%x", h.Sum(nil))
+	sum := blake3.Sum256(b)
+	return evidence.HashPrefix + hex.EncodeToString(sum[:])
 }
 
 // Admits reports whether chunk id was committed by the scope's generation.
