@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -167,6 +168,19 @@ func partitionsWritten(t *testing.T, n int) int {
 	return len(names)
 }
 
+// afterFirstBatch returns a channel closed once the first partition batch
+// of e's next write has returned: a write sends its partitions' batches
+// side by side, so a BeforeBatch hook that must find the batches before
+// its own done waits on it (the write starts no batch while its hook runs).
+func afterFirstBatch(t *testing.T, e *Engine) <-chan struct{} {
+	t.Helper()
+	done := make(chan struct{})
+	var once sync.Once
+	e.lex.Hooks.AfterBatch = func(string) { once.Do(func() { close(done) }) }
+	t.Cleanup(func() { e.lex.Hooks.AfterBatch = nil })
+	return done
+}
+
 // reopenAfterCrash closes what a killed process leaves open (the kernel's
 // part) and opens dir again, checked.
 func reopenAfterCrash(t *testing.T, e *Engine, dir string) *Engine {
@@ -293,7 +307,7 @@ func TestFailedPartitionBatchRollsBack(t *testing.T) {
 						case how == "error":
 							return boom
 						default:
-							cancel() // this batch goes through; the next partition's is never started
+							cancel() // before this partition's batch starts: one that adds documents stops there, and no later one starts
 						}
 						return nil
 					}
@@ -346,8 +360,10 @@ func TestFullDiskInSecondPartition(t *testing.T) {
 
 			var filler string
 			calls := 0
+			first := afterFirstBatch(t, e)
 			e.lex.Hooks.BeforeBatch = func(string) error {
 				if calls++; calls == 2 {
+					<-first
 					filler = fill(t, mnt, 0)
 				}
 				return nil

@@ -172,8 +172,10 @@ func TestSecondProcessDuringPartitionedCommit(t *testing.T) {
 
 	paused, resume := make(chan struct{}), make(chan struct{})
 	calls := 0
+	first := afterFirstBatch(t, e)
 	e.lex.Hooks.BeforeBatch = func(string) error {
 		if calls++; calls == 2 {
+			<-first // and the second is not started while this runs
 			close(paused)
 			<-resume
 		}

@@ -207,10 +207,19 @@ type Lexical struct {
 // partitions. Each runs, when set, in the writing goroutine.
 type LexicalHooks struct {
 	// BeforeBatch runs before the batch of each partition a write (Index,
-	// Delete, RollBack) touches, with the partition's directory name ("" for
-	// an unpartitioned index); an error it returns fails the write as a
-	// cancelled context would, before bleve sees the batch.
+	// Delete, RollBack) touches is started, in key order, with the
+	// partition's directory name ("" for an unpartitioned index); an error
+	// it returns fails the write as a cancelled context would, before bleve
+	// sees the batch. Batches started before it may still be running (they
+	// go side by side: eachPart); a hook that ends its goroutine
+	// (runtime.Goexit, as a killed process would stop) lets them finish
+	// first, and starts no other.
 	BeforeBatch func(partition string) error
+	// AfterBatch runs once the batch of a partition BeforeBatch let
+	// through has returned (sent to bleve, or failed), with the
+	// partition's directory name, in the goroutine that wrote it: what a
+	// test waits for to know a batch is done while others may run.
+	AfterBatch func(partition string)
 	// ReadOnlyClosed runs when a write has closed a partition it had open
 	// read-only, before it opens it for writing, with the partition's
 	// directory name, in the goroutine that reopens it (several may run
@@ -596,29 +605,101 @@ func (l *Lexical) Ready(chunks []*evidence.Chunk) (wait func() error) {
 	return sync.OnceValue(func() error { return <-done })
 }
 
-// eachPart calls fn with each partition docs fall in and its docs, in key
-// order, making the partitions there are none of yet.
+// batchesAtOnce bounds the partitions one write sends bleve their batches
+// side by side. A partition's batch mostly waits on its fsyncs (its
+// segment's, its root.bolt's, its store directory's), not on a core, and a
+// write's chunks fall in many partitions: at 100k chunks in the spread
+// shape, 100 new chunks fell in 14 or 15, each batch 2 to 20 ms, one after
+// the other (docs/benchmarks.md, "A write's partitions side by side").
+const batchesAtOnce = 8
+
+// eachPart calls fn with each partition docs fall in and its docs, making
+// the partitions there are none of yet: in key order, up to batchesAtOnce
+// of them side by side, each call in a goroutine of its own when there are
+// several. No partition is started after a call failed or ctx was
+// cancelled, and every call started has returned when eachPart returns
+// (or when a hook ends the calling goroutine). The error is the first
+// partition's in key order.
 func (l *Lexical) eachPart(ctx context.Context, docs []Doc, fn func(*part, []Doc) error) error {
 	groups := l.group(docs)
 	if err := l.writableAll(l.existing(groups)); err != nil {
 		return err
 	}
-	for _, g := range groups {
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	defer wg.Wait() // also when BeforeBatch ends this goroutine: what started finishes
+	sem := make(chan struct{}, batchesAtOnce)
+	var failed atomic.Bool
+	for i, g := range groups {
 		if err := ctx.Err(); err != nil {
-			return err
+			errs[i] = err
+			break
+		}
+		if failed.Load() {
+			break
 		}
 		p, err := l.partOf(g.key)
 		if errors.Is(err, ErrPartitionLocked) {
-			return err // not bleve's failure: nothing of this partition was written
+			errs[i] = err // not bleve's failure: nothing of this partition was written
+			break
 		}
 		if err != nil {
-			return l.fail(err)
+			errs[i] = l.fail(err)
+			break
 		}
-		if err := fn(p, g.docs); err != nil {
+		if err := l.beforeBatch(p); err != nil {
+			errs[i] = err
+			break
+		}
+		if len(groups) == 1 {
+			errs[i] = fn(p, g.docs)
+			l.afterBatch(p)
+			break
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			err := func() (err error) {
+				defer l.recoverBleve(&err, "write")
+				return fn(p, g.docs)
+			}()
+			l.afterBatch(p)
+			if err != nil {
+				failed.Store(true)
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// beforeBatch runs Hooks.BeforeBatch, when set, for partition p.
+func (l *Lexical) beforeBatch(p *part) error {
+	if h := l.Hooks.BeforeBatch; h != nil {
+		return h(l.hookName(p))
+	}
+	return nil
+}
+
+// afterBatch runs Hooks.AfterBatch, when set, for partition p.
+func (l *Lexical) afterBatch(p *part) {
+	if h := l.Hooks.AfterBatch; h != nil {
+		h(l.hookName(p))
+	}
+}
+
+// hookName is p's name for the hooks: its directory's, "" unpartitioned.
+func (l *Lexical) hookName(p *part) string {
+	if l.days > 0 {
+		return p.key.dirName()
+	}
+	return ""
 }
 
 // existing returns the parts of groups that exist already (partOf makes
@@ -1443,7 +1524,12 @@ func (l *Lexical) rollBackPart(ctx context.Context, p *part, gen int64, restore 
 			}
 			adds = append(adds, d)
 		}
-		if err := l.write(ctx, p, adds, deletes); err != nil {
+		if err := l.beforeBatch(p); err != nil {
+			return changed, fmt.Errorf("roll back to %d: %w", gen, err)
+		}
+		err = l.write(ctx, p, adds, deletes)
+		l.afterBatch(p)
+		if err != nil {
 			return changed, fmt.Errorf("roll back to %d: %w", gen, err)
 		}
 		changed += len(res.Hits)

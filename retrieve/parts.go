@@ -505,15 +505,6 @@ func (l *Lexical) write(ctx context.Context, p *part, adds []Doc, deletes []stri
 		p.sum = sum
 		l.pmu.Unlock()
 	}
-	if h := l.Hooks.BeforeBatch; h != nil {
-		name := ""
-		if l.days > 0 {
-			name = p.key.dirName()
-		}
-		if err := h(name); err != nil {
-			return err
-		}
-	}
 	if err := p.idx.Batch(b); err != nil {
 		return l.fail(fmt.Errorf("%w: partition %s: batch of %d: %v", ErrLexical, p.key.dirName(), len(adds)+len(deletes), err))
 	}
