@@ -631,23 +631,10 @@ func (l *Lexical) eachPart(ctx context.Context, docs []Doc, fn func(*part, []Doc
 	sem := make(chan struct{}, batchesAtOnce)
 	var failed atomic.Bool
 	for i, g := range groups {
-		if err := ctx.Err(); err != nil {
-			errs[i] = err
-			break
-		}
-		if failed.Load() {
-			break
-		}
-		p, err := l.partOf(g.key)
-		if errors.Is(err, ErrPartitionLocked) {
-			errs[i] = err // not bleve's failure: nothing of this partition was written
-			break
-		}
-		if err != nil {
-			errs[i] = l.fail(err)
-			break
-		}
-		if err := l.beforeBatch(p); err != nil {
+		sem <- struct{}{} // a slot first: a batch that failed while this waited stops the loop
+		p, err := l.nextBatch(ctx, g.key, &failed)
+		if p == nil {
+			<-sem
 			errs[i] = err
 			break
 		}
@@ -656,7 +643,6 @@ func (l *Lexical) eachPart(ctx context.Context, docs []Doc, fn func(*part, []Doc
 			l.afterBatch(p)
 			break
 		}
-		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			err := func() (err error) {
@@ -677,6 +663,31 @@ func (l *Lexical) eachPart(ctx context.Context, docs []Doc, fn func(*part, []Doc
 		}
 	}
 	return nil
+}
+
+// nextBatch returns the partition of key k, made if there is none yet,
+// for eachPart to start its batch, once BeforeBatch let it through; nil
+// when no batch is to be started: ctx ended, a batch failed (failed), or
+// the partition or the hook refused, with the error for the write (nil
+// after a failed batch, whose own error the write returns).
+func (l *Lexical) nextBatch(ctx context.Context, k partKey, failed *atomic.Bool) (*part, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if failed.Load() {
+		return nil, nil
+	}
+	p, err := l.partOf(k)
+	if errors.Is(err, ErrPartitionLocked) {
+		return nil, err // not bleve's failure: nothing of this partition was written
+	}
+	if err != nil {
+		return nil, l.fail(err)
+	}
+	if err := l.beforeBatch(p); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // beforeBatch runs Hooks.BeforeBatch, when set, for partition p.
