@@ -14,7 +14,9 @@ import (
 // built from the batch files and over the rows of the checkpoint Open
 // reads, answer every chunk of lazyHistory's index the same (generation,
 // tenant, the chunk up to each generation, its document), and neither
-// knows a chunk that is not there.
+// knows a chunk that is not there. The chunks read from the rows are the
+// same again after every later read: each line is read into a buffer the
+// next read reuses (RowTable.lines), so a chunk must keep none of it.
 func TestChunkReadersAgree(t *testing.T) {
 	dir := t.TempDir()
 	lazyHistory(t, dir)
@@ -28,6 +30,11 @@ func TestChunkReadersAgree(t *testing.T) {
 	require.IsType(t, state.Layered{}, rows)
 	ids := evidence.SortedKeys(full.Chunks)
 	require.NotEmpty(t, ids)
+	type readChunk struct {
+		c    *evidence.Chunk
+		want evidence.Chunk
+	}
+	var read []readChunk
 	for _, id := range append(ids, "no-such-chunk") {
 		g1, ok1 := mem.CommittedGen(id)
 		g2, ok2 := rows.CommittedGen(id)
@@ -43,6 +50,9 @@ func TestChunkReadersAgree(t *testing.T) {
 				require.NoError(t, err2)
 				require.Equal(t, ok1, ok2, "chunk %q up to %d", id, gen)
 				require.Equal(t, c1, c2, "chunk %q up to %d", id, gen)
+				if ok2 && !cached {
+					read = append(read, readChunk{c2, *c1})
+				}
 			}
 		}
 		_, okAll, err := rows.ReadUpTo(id, math.MaxInt64, false)
@@ -61,6 +71,10 @@ func TestChunkReadersAgree(t *testing.T) {
 			require.Equal(t, d1.Gens(k), d2.Gens(k), "chunk %q: document chunk %d", id, k)
 			require.Equal(t, full.TermsOf(d1.Nums[k]), e.st.TermsOf(d2.Nums[k]), "chunk %q: document chunk %d", id, k)
 		}
+	}
+	require.NotEmpty(t, read)
+	for _, r := range read {
+		require.Equal(t, r.want, *r.c, "chunk %q after later reads", r.want.ID)
 	}
 	require.NoError(t, e.st.Rows.Err())
 }

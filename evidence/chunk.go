@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -90,7 +91,11 @@ func (c *Chunk) ComputeHash() string {
 	for _, k := range keys {
 		n += len(k) + len(c.Meta[k]) + 44
 	}
-	b := make([]byte, 0, n)
+	bp, _ := hashBuffers.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	b := slices.Grow((*bp)[:0], n)
 	field := func(s string) {
 		b = strconv.AppendInt(b, int64(len(s)), 10)
 		b = append(b, ':')
@@ -104,8 +109,25 @@ func (c *Chunk) ComputeHash() string {
 		field(k)
 		field(c.Meta[k])
 	}
-	return Sum(b)
+	sum := Sum(b)
+	if cap(b) <= maxHashBuffer {
+		*bp = b[:0]
+		hashBuffers.Put(bp)
+	}
+	return sum
 }
+
+// hashBuffers holds the byte buffers ComputeHash writes a chunk's fields
+// into (*[]byte), each empty between calls: a query checks every chunk it
+// cites that no earlier request read, and a new buffer the size of the
+// chunk for each was 5% of the bytes a request allocated at 100k chunks
+// (docs/benchmarks.md, issue 30, stop 65). The pool holds scratch only,
+// never a result; it is not configuration.
+var hashBuffers sync.Pool
+
+// maxHashBuffer bounds the buffers hashBuffers keeps: a chunk far longer
+// than usual leaves its buffer to the collector.
+const maxHashBuffer = 64 << 10
 
 // SameEvidence reports whether a and b are the same evidence fetched at
 // different times: equal in every hashed field except the retrieval time,

@@ -474,6 +474,10 @@ type featureScratch struct {
 	places         []place
 	docKey         []string
 	prevOf, nextOf []int32
+	// rows are the last call's feature rows: featureRows returns them, and
+	// the scratch goes back to its pool only once the caller is done with
+	// them (Learned.Rerank scores them first).
+	rows []Row
 }
 
 // grown returns s[:n], zeroed, reusing s's array when it has room.
@@ -488,11 +492,15 @@ func grown[T any](s []T, n int) []T {
 
 // featureRows is FeatureRows, working in sc where it is not nil.
 func featureRows(question string, cands []Candidate, stats Stats, sc *featureScratch) []Row {
+	if len(cands) == 0 {
+		return nil // the same from a fresh scratch and a used one
+	}
 	if sc == nil {
 		sc = &featureScratch{}
 	}
 	x := newExtractor(sc.x, question, stats, sc.hits[:0], sc.hitIdx[:0])
-	rows := make([]Row, len(cands))
+	rows := grown(sc.rows, len(cands))
+	sc.rows = rows
 	infos := grown(sc.infos, len(cands))
 	places := grown(sc.places, len(cands))
 	docKey := grown(sc.docKey, len(cands))

@@ -56,9 +56,9 @@ func (l *Learned) Rerank(ctx context.Context, question string, cands []Candidate
 		sc = &featureScratch{}
 	}
 	rows := featureRows(question, cands, stats, sc)
-	l.scratch.Put(sc)
 	scores := make([]int64, len(rows))
 	l.m.ScoreRows(rows, scores)
+	l.scratch.Put(sc) // after ScoreRows: rows are sc's
 	out := make([]evidence.Scored, len(cands))
 	for i, c := range cands {
 		out[i] = evidence.Scored{ChunkID: c.ID, Score: scores[i]}

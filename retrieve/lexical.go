@@ -175,6 +175,9 @@ type Lexical struct {
 	// postings is the pruned search's cache of decoded postings, nil for
 	// none; the index's searches share it.
 	postings *postingsCache
+	// searches holds the pruned search's scratch (*prunedSearch), emptied
+	// between searches (prunedSearch.release).
+	searches sync.Pool
 
 	pmu   sync.RWMutex
 	parts []*part // by key

@@ -126,6 +126,14 @@ type prunedSearch struct {
 	risky []float64
 	// cache holds decoded postings (nil: read zapx's every time).
 	cache *postingsCache
+
+	// What a search kept for the next one (Lexical.searches): the
+	// partitions' cursor sets, held past len(parts) (nextPart), and the
+	// collector's arrays. At 100k chunks a request allocated a sixth of
+	// its bytes in cursors and collectors made anew (docs/benchmarks.md,
+	// issue 30, stop 65). release empties them.
+	spare            []*partCursors
+	topHeap, topTies []candidate
 }
 
 // partCursors is the search's state in one partition: its reader, a
@@ -135,6 +143,58 @@ type partCursors struct {
 	r      index.IndexReader
 	cur    []*cursor
 	filter *eligibleFilter
+	// cs holds the cursors cur points to; decs and segs the decoded
+	// cursors and their segments' postings (open, decoded).
+	cs   []cursor
+	decs []decodedCursor
+	segs []*decodedPostings
+}
+
+// grown returns s[:n], zeroed, in s's array when it has room.
+func grown[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// nextPart returns the cursor set of the next partition read, with reader
+// r: one a former search left, emptied, where there is one.
+func (ps *prunedSearch) nextPart(r index.IndexReader) *partCursors {
+	var pc *partCursors
+	if k := len(ps.parts); k < len(ps.spare) {
+		pc = ps.spare[k]
+	} else {
+		pc = &partCursors{}
+		ps.spare = append(ps.spare, pc)
+	}
+	pc.r = r
+	ps.parts = append(ps.parts, pc)
+	return pc
+}
+
+// release empties ps for the next search, once close has closed what it
+// read: nothing of this search (a term, a reader, decoded postings the
+// cache may drop) is held by the pool, and arrays stay for reuse. The
+// cursor sets this search did not use were emptied by an earlier release.
+//
+// Invariant: after release, every pointer ps holds is to its own arrays.
+func (ps *prunedSearch) release() {
+	for _, pc := range ps.parts {
+		clear(pc.cs[:cap(pc.cs)])
+		clear(pc.cur[:cap(pc.cur)])
+		clear(pc.decs[:cap(pc.decs)])
+		clear(pc.segs[:cap(pc.segs)])
+		pc.r, pc.filter, pc.cur = nil, nil, pc.cur[:0]
+	}
+	clear(ps.terms[:cap(ps.terms)])
+	clear(ps.parts[:cap(ps.parts)])
+	clear(ps.topHeap[:cap(ps.topHeap)])
+	clear(ps.topTies[:cap(ps.topTies)])
+	*ps = prunedSearch{spare: ps.spare, topHeap: ps.topHeap[:0], topTies: ps.topTies[:0], parts: ps.parts[:0], terms: ps.terms[:0],
+		order: ps.order[:0], ubPrefix: ps.ubPrefix[:0], ubSum: ps.ubSum[:0], multSum: ps.multSum[:0], risky: ps.risky[:0]}
 }
 
 // errUnprunable says the question needs the exhaustive path.
@@ -172,8 +232,17 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 	slices.SortFunc(parts, func(a, b searchPart) int {
 		return cmp.Or(cmp.Compare(b.p.key.Epoch, a.p.key.Epoch), comparePartKeys(a.p.key, b.p.key))
 	})
-	ps := &prunedSearch{cache: l.postings}
-	defer ps.close()
+	ps, _ := l.searches.Get().(*prunedSearch)
+	if ps == nil {
+		ps = &prunedSearch{}
+	}
+	ps.cache = l.postings
+	ps.parts = ps.parts[:0]
+	defer func() {
+		ps.close()
+		ps.release()
+		l.searches.Put(ps)
+	}()
 	for i, sp := range parts {
 		adv, err := sp.p.idx.Advanced()
 		if err != nil {
@@ -183,8 +252,7 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: pruned search: reader: %v", ErrLexical, err)
 		}
-		pc := &partCursors{r: r}
-		ps.parts = append(ps.parts, pc)
+		pc := ps.nextPart(r)
 		if i == 0 {
 			if err := ps.plan(ctx, r, tokens, stats); err != nil {
 				return nil, nil, err
@@ -197,7 +265,8 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 			return nil, nil, err
 		}
 	}
-	top := &topQ{n: n}
+	top := &topQ{n: n, heap: ps.topHeap[:0], ties: ps.topTies[:0]}
+	defer func() { ps.topHeap, ps.topTies = top.heap, top.ties }()
 	for i, pc := range ps.parts {
 		if err := ps.run(ctx, top, i, pc); err != nil {
 			return nil, nil, err
@@ -315,15 +384,15 @@ func (ps *prunedSearch) plan(ctx context.Context, r index.IndexReader, tokens an
 	for i, t := range ps.terms {
 		pos[t] = i
 	}
-	ps.order = make([]int, len(slots))
+	ps.order = grown(ps.order, len(slots))
 	for i, t := range slots {
 		ps.order[i] = pos[t]
 	}
 	// A document matching only terms[:i] scores at most their bounds'
 	// sum times the coordination factor of all their searchers.
-	ps.ubPrefix = make([]float64, len(ps.terms)+1)
-	ps.ubSum = make([]float64, len(ps.terms)+1)
-	ps.multSum = make([]int, len(ps.terms)+1)
+	ps.ubPrefix = grown(ps.ubPrefix, len(ps.terms)+1)
+	ps.ubSum = grown(ps.ubSum, len(ps.terms)+1)
+	ps.multSum = grown(ps.multSum, len(ps.terms)+1)
 	sum, m := 0.0, 0
 	for i, t := range ps.terms {
 		sum += t.ub
@@ -345,11 +414,16 @@ func (ps *prunedSearch) open(ctx context.Context, pc *partCursors) error {
 			return fmt.Errorf("%w: pruned search: dictionaries: %v", ErrLexical, err)
 		}
 	}
-	cs := make([]cursor, len(ps.terms)) // one allocation for the partition's cursors
+	cs := grown(pc.cs, len(ps.terms)) // the partition's cursors, in one array
+	pc.cs = cs
+	if dicts != nil && ps.cache != nil {
+		pc.decs = grown(pc.decs, len(ps.terms))
+		pc.segs = grown(pc.segs, len(ps.terms)*len(dicts.dicts))
+	}
 	for i, t := range ps.terms {
 		c := &cs[i]
 		c.prunedTerm = t
-		dec, err := ps.decoded(dicts, t.term)
+		dec, err := ps.decoded(dicts, t.term, pc, i)
 		if err != nil {
 			return fmt.Errorf("%w: pruned search: term %q: %v", ErrLexical, t.term, err)
 		}
@@ -380,11 +454,14 @@ func (ps *prunedSearch) open(ctx context.Context, pc *partCursors) error {
 // decoded returns a cursor over term's decoded postings in the segments of
 // dicts, or nil where the search has no cache, the reader is not a scorch
 // snapshot, or the cache does not take the postings of some segment.
-func (ps *prunedSearch) decoded(dicts *fieldDicts, term string) (*decodedCursor, error) {
+// It is term i's in pc, in pc's arrays (open sized them).
+func (ps *prunedSearch) decoded(dicts *fieldDicts, term string, pc *partCursors, i int) (*decodedCursor, error) {
 	if ps.cache == nil || dicts == nil {
 		return nil, nil
 	}
-	c := &decodedCursor{segs: make([]*decodedPostings, len(dicts.dicts)), except: dicts.except, starts: dicts.starts, i: -1}
+	n := len(dicts.dicts)
+	c := &pc.decs[i]
+	*c = decodedCursor{segs: pc.segs[i*n : (i+1)*n : (i+1)*n], except: dicts.except, starts: dicts.starts, i: -1}
 	for i, dict := range dicts.dicts {
 		p, ok, err := ps.cache.postings(dicts.segs[i], dict, term)
 		if err != nil || !ok {

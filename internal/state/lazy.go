@@ -290,6 +290,10 @@ type checkedChunk struct {
 	c   *evidence.Chunk
 }
 
+// maxPooledLine bounds the buffers RowTable.lines keeps: a line longer
+// than this (a chunk far above the usual few KiB) is left to the collector.
+const maxPooledLine = 64 << 10
+
 // read returns chunk id of row w, read from its batch file and checked
 // (see chunkOf).
 func (t *RowTable) read(id string, w checkpoint.Row) (*evidence.Chunk, error) {
@@ -298,12 +302,20 @@ func (t *RowTable) read(id string, w checkpoint.Row) (*evidence.Chunk, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chunk %q: %w", id, err)
 	}
-	line, err := storage.ReadLine(f, w.Line)
+	buf, _ := t.lines.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	line, err := storage.ReadLineInto(f, w.Line, *buf)
 	if err != nil {
 		return nil, fmt.Errorf("chunk %q: %w", id, err)
 	}
 	where := func() string { return fmt.Sprintf("%s/%s at byte %d", storage.ChunksDir, file, w.Line.Off) }
 	c, redacted, err := storage.DecodeChunkLine(where, line)
+	if cap(line) <= maxPooledLine {
+		*buf = line
+		t.lines.Put(buf)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMismatch, err)
 	}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/hex"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -99,16 +100,29 @@ func jsonString(b []byte) (s string, rest []byte, ok bool) {
 		}
 		return string(b[:i]), b[i+1:], true
 	}
-	out := make([]byte, 0, i+16)
-	out = append(out, b[:i]...)
+	// Escaped: the decoded string is never longer than the bytes up to the
+	// closing quote (each escape decodes to fewer bytes than it takes), so
+	// the builder is sized once and its bytes become the string uncopied:
+	// a query decodes the lines of the chunks it cites, and growing the
+	// text, then copying it into a string, was most of that.
+	end := i
+	for end < len(b) && b[end] != '"' {
+		if b[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	var out strings.Builder
+	out.Grow(min(end, len(b)))
+	out.Write(b[:i])
 	for i < len(b) {
 		c := b[i]
 		switch {
 		case c == '"':
-			if !utf8.Valid(out) {
+			if !utf8.ValidString(out.String()) {
 				return "", nil, false
 			}
-			return string(out), b[i+1:], true
+			return out.String(), b[i+1:], true
 		case c < 0x20:
 			return "", nil, false // not JSON: encoding/json names it
 		case c != '\\':
@@ -116,7 +130,7 @@ func jsonString(b []byte) (s string, rest []byte, ok bool) {
 			for j < len(b) && b[j] != '"' && b[j] != '\\' && b[j] >= 0x20 {
 				j++
 			}
-			out = append(out, b[i:j]...)
+			out.Write(b[i:j])
 			i = j
 			continue
 		}
@@ -125,23 +139,23 @@ func jsonString(b []byte) (s string, rest []byte, ok bool) {
 		}
 		switch b[i+1] {
 		case '"', '\\', '/':
-			out = append(out, b[i+1])
+			out.WriteByte(b[i+1])
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		case 'u':
 			r, ok := hex4(b[i+2:])
 			if !ok || utf16.IsSurrogate(r) {
 				return "", nil, false
 			}
-			out = utf8.AppendRune(out, r)
+			out.WriteRune(r)
 			i += 4
 		default:
 			return "", nil, false

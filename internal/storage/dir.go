@@ -327,11 +327,17 @@ func (d *Dir) OpenBatch(file string) (*os.File, error) {
 // ReadLine returns line sp of batch file f, unchecked: the caller checks
 // what it decodes against what it knows of the line (a chunk's content
 // hash).
-func ReadLine(f *os.File, sp Span) ([]byte, error) {
+func ReadLine(f *os.File, sp Span) ([]byte, error) { return ReadLineInto(f, sp, nil) }
+
+// ReadLineInto is ReadLine into buf's array when it has room (else a new
+// one): the line returned is only good until the caller reuses buf.
+// DecodeChunkLine copies out what it keeps, so a caller may reuse the
+// buffer once the line is decoded.
+func ReadLineInto(f *os.File, sp Span, buf []byte) ([]byte, error) {
 	if sp.Off < 0 || sp.Len < 0 {
 		return nil, fmt.Errorf("%w: %s: line %d+%d", ErrCorrupt, f.Name(), sp.Off, sp.Len)
 	}
-	line := make([]byte, sp.Len)
+	line := slices.Grow(buf[:0], sp.Len)[:sp.Len]
 	if _, err := f.ReadAt(line, sp.Off); err != nil {
 		return nil, fmt.Errorf("%w: %s: line at byte %d: %v", ErrCorrupt, f.Name(), sp.Off, err)
 	}
