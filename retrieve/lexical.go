@@ -109,6 +109,11 @@ type LexicalOptions struct {
 	// DefaultPostingsCache, a negative value none. It changes no hit, only
 	// how fast a question's terms are read again.
 	PostingsCache int64
+	// NoWarm opens only the partitions a request reads. By default the
+	// first request that opens a partition of a tenant also starts opening
+	// the tenant's other partitions on a goroutine (warm.go). It changes no
+	// hit, only which requests pay the opens.
+	NoWarm bool
 }
 
 // DefaultLockWait is LexicalOptions.LockWait's when it is zero: bbolt's
@@ -178,6 +183,10 @@ type Lexical struct {
 	// searches holds the pruned search's scratch (*prunedSearch), emptied
 	// between searches (prunedSearch.release).
 	searches sync.Pool
+	// warm opens a read tenant's other partitions (warm.go); noWarm is
+	// LexicalOptions.NoWarm.
+	warm   warmer
+	noWarm bool
 
 	pmu   sync.RWMutex
 	parts []*part // by key
@@ -273,7 +282,7 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 		return nil, err
 	}
 	l := &Lexical{dir: dir, name: an, days: days, facts: true, boltTimeout: opts.boltTimeout(),
-		postings: newPostingsCache(opts.postingsCache())}
+		postings: newPostingsCache(opts.postingsCache()), noWarm: opts.NoWarm}
 	unpartitioned := days == 0
 	if dir != "" {
 		_, err := os.Stat(filepath.Join(dir, "index_meta.json"))
@@ -1427,6 +1436,7 @@ func (l *Lexical) Close() error {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
+	l.warm.stop()
 	l.pmu.Lock()
 	parts := l.parts
 	l.parts, l.deferred = nil, nil // bleve panics on a second Close

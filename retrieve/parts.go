@@ -235,14 +235,27 @@ type searchPart struct {
 
 // partsFor returns the parts that may hold a document e admits, in key
 // order, each with the bounds of what it may hold (b, the whole index's,
-// met with its summary's), opened.
+// met with its summary's), opened. Opening one starts warming its tenant
+// (warmAfter).
 func (l *Lexical) partsFor(e Eligibility, b Bounds) ([]searchPart, error) {
 	out, err := l.selectParts(e, b)
 	if err != nil {
 		return nil, err
 	}
+	var cold []bool
+	for i, sp := range out {
+		if sp.p.lazy != nil && !sp.p.lazy.done.Load() {
+			if cold == nil {
+				cold = make([]bool, len(out))
+			}
+			cold[i] = true
+		}
+	}
 	if err := l.ensureAll(out); err != nil {
 		return nil, err
+	}
+	if cold != nil {
+		l.warmAfter(out, cold)
 	}
 	return out, nil
 }

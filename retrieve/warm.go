@@ -1,0 +1,158 @@
+package retrieve
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+)
+
+// Warming a tenant. An index opened with its catalog (Adopt) opens a
+// partition when a request first reads it, about a millisecond of bleve's
+// open each. A tenant's requests on other days then read partitions no
+// request opened yet, and each such request pays their opens: at a
+// million chunks in the spread shape, most of a first pass's slowest
+// requests were not a tenant's first but ones that reached a partition of
+// another quarter for the first time (docs/benchmarks.md, "Warming a
+// tenant's partitions"). So the first request that opens a partition of a
+// tenant also starts opening the tenant's other partitions, one at a time
+// on one goroutine of the index's, nearest the partitions that request
+// read first: a tenant that asked once asks again, and a day near the one
+// it asked is the likeliest next. Warming opens what a request would open,
+// the same way (ensure): it changes no hit, and costs what those requests
+// would have paid, on a core a request is not using.
+//
+// Invariant: warming opens only partitions of tenants a request read, and
+// stops once the index is closed or a write failed (usable); Close waits
+// for the partition being opened, if any (closeParts), and for the
+// goroutine to end.
+
+// warmer is a Lexical's queue of tenants to warm and the goroutine that
+// warms them.
+type warmer struct {
+	mu      sync.Mutex
+	queued  []warmTask
+	seen    map[string]bool // tenants queued once: each is warmed at most once
+	running bool
+	stopped bool // Close: nothing more starts
+	wg      sync.WaitGroup
+}
+
+// stop keeps any further warming from starting and waits for the goroutine,
+// which stops before its next partition (the index is closed: usable).
+func (w *warmer) stop() {
+	w.mu.Lock()
+	w.stopped, w.queued = true, nil
+	w.mu.Unlock()
+	w.wg.Wait()
+}
+
+// warmTask is a tenant to warm and the epoch to start nearest.
+type warmTask struct {
+	tenant string
+	near   int64
+}
+
+// warmAfter queues for warming the tenant of each part in read that was not
+// opened before this request (cold), nearest the latest epoch the request
+// read of that tenant, and starts the goroutine if none runs. The caller has
+// opened read.
+func (l *Lexical) warmAfter(read []searchPart, cold []bool) {
+	if l.noWarm {
+		return
+	}
+	var tasks []warmTask
+	for i, sp := range read {
+		if !cold[i] || sp.p.lazy == nil {
+			continue
+		}
+		k := sp.p.key
+		j := slices.IndexFunc(tasks, func(t warmTask) bool { return t.tenant == k.Tenant })
+		switch {
+		case j < 0:
+			tasks = append(tasks, warmTask{tenant: k.Tenant, near: k.Epoch})
+		case k.Epoch > tasks[j].near:
+			tasks[j].near = k.Epoch
+		}
+	}
+	if len(tasks) == 0 {
+		return
+	}
+	w := &l.warm
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen == nil {
+		w.seen = map[string]bool{}
+	}
+	for _, t := range tasks {
+		if !w.seen[t.tenant] {
+			w.seen[t.tenant] = true
+			w.queued = append(w.queued, t)
+		}
+	}
+	if w.running || w.stopped || len(w.queued) == 0 {
+		return
+	}
+	w.running = true
+	w.wg.Add(1)
+	go l.warmLoop()
+}
+
+// warmLoop warms the queued tenants in the order they were queued, until
+// the queue is empty, the index is closed, or an open fails (the request
+// that reads that partition meets the error itself).
+func (l *Lexical) warmLoop() {
+	w := &l.warm
+	defer w.wg.Done()
+	for {
+		w.mu.Lock()
+		if len(w.queued) == 0 || w.stopped {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		t := w.queued[0]
+		w.queued = w.queued[1:]
+		w.mu.Unlock()
+		for _, p := range l.coldParts(t) {
+			if l.usable() != nil || l.warmOne(p) != nil {
+				w.mu.Lock()
+				w.queued, w.running = nil, false
+				w.mu.Unlock()
+				return
+			}
+		}
+	}
+}
+
+// warmOne opens p as a read would: under swap, so that no write reopens a
+// partition for writing meanwhile.
+func (l *Lexical) warmOne(p *part) (err error) {
+	defer l.recoverBleve(&err, "warm")
+	l.swap.RLock()
+	defer l.swap.RUnlock()
+	return l.ensure(p)
+}
+
+// coldParts returns the parts of t's tenant not yet opened, nearest t's
+// epoch first; at equal distance the earlier, then by key.
+func (l *Lexical) coldParts(t warmTask) []*part {
+	l.pmu.RLock()
+	var out []*part
+	for _, p := range l.parts {
+		if p.key.Tenant == t.tenant && p.lazy != nil && !p.lazy.done.Load() {
+			out = append(out, p)
+		}
+	}
+	l.pmu.RUnlock()
+	dist := func(p *part) int64 {
+		d := p.key.Epoch - t.near
+		return max(d, -d)
+	}
+	slices.SortFunc(out, func(a, b *part) int {
+		return cmp.Or(cmp.Compare(dist(a), dist(b)), comparePartKeys(a.key, b.key))
+	})
+	return out
+}
+
+// waitWarm waits for the warming goroutine, if one runs, to end.
+func (l *Lexical) waitWarm() { l.warm.wg.Wait() }
