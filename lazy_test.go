@@ -628,3 +628,29 @@ func TestCheckpointBytesArePinned(t *testing.T) {
 		require.Equal(t, pinned, evidence.Sum(f.Bytes()), "GOMAXPROCS %d", procs)
 	}
 }
+
+// TestWarmTenants: with Options.WarmTenants, a tenant's first request on
+// an early day also opens the partitions of the tenants it read that it
+// did not read itself, and no other tenant's; without it, only what the
+// request read. The packs are the same either way.
+func TestWarmTenants(t *testing.T) {
+	dir := t.TempDir()
+	reqs := lazyHistory(t, dir)
+	var opened []int
+	var packs [][][]byte
+	for _, warm := range []bool{false, true} {
+		e, err := Open(dir, Options{WarmTenants: warm})
+		require.NoError(t, err)
+		checked(t, e)
+		_, err = e.Query(context.Background(), Request{Question: "GDP growth 2020Q1 percent", AsOf: asof.MustDate("2020-06-01"), Tenant: "acme"})
+		require.NoError(t, err)
+		e.lex.WaitWarm()
+		open, all := e.lex.Opened()
+		require.Less(t, open, all, "warm %v: globex's partitions stay closed", warm)
+		opened = append(opened, open)
+		packs = append(packs, packsOf(t, e, reqs))
+		require.NoError(t, e.Close())
+	}
+	require.Greater(t, opened[1], opened[0], "warming opens the partitions of the tenants read that the request did not read")
+	require.Equal(t, packs[0], packs[1])
+}

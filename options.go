@@ -149,20 +149,21 @@ type Options struct {
 	// declares the asked-about year, in percent of a first place in one
 	// list (fuse.Boost): 0 means DefaultPeriodBoost, -1 none, at most 100.
 	PeriodBoost int
-	// PartitionDays is the span in days of the lexical index's time
-	// partitions when an index is created: 0 means
-	// retrieve.DefaultPartitionDays, -1 one bleve index for everything (the
-	// layout of indexes made before partitions). An existing index keeps its
-	// own. Partitions change no ranking, only what a request reads: a
-	// tenant's chunks that came into force after the as-of day, or had all
-	// ended by it, are left unread.
+	// PartitionDays is the span in days of the lexical index's time partitions when an index
+	// is created: 0 means retrieve.DefaultPartitionDays, -1 one bleve index for everything (the
+	// layout of indexes made before partitions). An existing index keeps its own. Partitions
+	// change no ranking, only what a request reads: a tenant's chunks that came into force
+	// after the as-of day, or had all ended by it, are left unread.
 	PartitionDays int64 `cachekey:"-"`
+	// WarmTenants opens a tenant's other lexical partitions on a goroutine after its first
+	// request (retrieve.LexicalOptions.Warm says what it costs). It changes no pack.
+	WarmTenants bool `cachekey:"-"`
 }
 
 // lexicalOptions are the options of the lexical index o asks for.
 func (o Options) lexicalOptions() retrieve.LexicalOptions {
 	return retrieve.LexicalOptions{Analyzer: string(o.Analyzer), PartitionDays: max(o.PartitionDays, 0), Unpartitioned: o.PartitionDays == -1,
-		LockWait: o.LockWait, PostingsCache: o.PostingsCache}
+		LockWait: o.LockWait, PostingsCache: o.PostingsCache, Warm: o.WarmTenants}
 }
 
 func (o Options) withDefaults() (Options, error) {

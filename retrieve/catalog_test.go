@@ -44,15 +44,13 @@ func (pc *pruneCorpus) catalogOf(t *testing.T) []byte {
 	return raw
 }
 
-// reopenDeferred closes pc's on-disk index and opens it deferred, with
-// opts (Deferred set).
-func (pc *pruneCorpus) reopenDeferred(t *testing.T, dir string, opts LexicalOptions) *Lexical {
+// reopenDeferred closes pc's on-disk index and opens it deferred.
+func (pc *pruneCorpus) reopenDeferred(t *testing.T, dir string) *Lexical {
 	t.Helper()
 	if err := pc.l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	opts.Deferred = true
-	l, err := OpenLexical(dir, opts)
+	l, err := OpenLexical(dir, LexicalOptions{Deferred: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +70,7 @@ func TestCatalogChangesNoRanking(t *testing.T) {
 	one := buildPruneCorpusWith(t, rand.New(rand.NewPCG(seed, 1)), LexicalOptions{Unpartitioned: true})
 	pc := buildPruneCorpusAt(t, rand.New(rand.NewPCG(seed, 1)), dir, LexicalOptions{PartitionDays: 30})
 	cat := pc.catalogOf(t)
-	l := pc.reopenDeferred(t, dir, LexicalOptions{NoWarm: true}) // the test counts what requests open
+	l := pc.reopenDeferred(t, dir)
 	if open, _ := l.Opened(); open != 0 {
 		t.Fatalf("OpenLexical, deferred, opened %d partitions", open)
 	}

@@ -5,7 +5,8 @@
 //
 // Entry points: [OpenLexical], [Lexical.Search], [Eligibility] (and, to
 // open each partition only when first read, [LexicalOptions].Deferred with
-// [Lexical.Catalog] and [Lexical.Adopt]); for the
+// [Lexical.Catalog] and [Lexical.Adopt], and [LexicalOptions].Warm to open
+// a tenant's other partitions once it asked); for the
 // dense leg [NewSIF], [NewHTTPEmbedder] (and package bert's ONNX embedder),
 // [NewDense] and [Dense.Search] (the exact scan), [NewGraph] and
 // [Graph.Search] (HNSW). To plug in a model of your own, implement

@@ -109,11 +109,14 @@ type LexicalOptions struct {
 	// DefaultPostingsCache, a negative value none. It changes no hit, only
 	// how fast a question's terms are read again.
 	PostingsCache int64
-	// NoWarm opens only the partitions a request reads. By default the
-	// first request that opens a partition of a tenant also starts opening
-	// the tenant's other partitions on a goroutine (warm.go). It changes no
-	// hit, only which requests pay the opens.
-	NoWarm bool
+	// Warm makes the first request that opens a partition of a tenant also
+	// start opening the tenant's other partitions, on one goroutine of the
+	// index (warm.go), so that the tenant's requests on other days find
+	// them open. It changes no hit. Off by default: each partition opened
+	// maps its segments' files, and at a million chunks warming every
+	// tenant read raised the process's RSS after 1,000 questions by a third
+	// (docs/benchmarks.md, "Warming a tenant's partitions").
+	Warm bool
 }
 
 // DefaultLockWait is LexicalOptions.LockWait's when it is zero: bbolt's
@@ -183,10 +186,10 @@ type Lexical struct {
 	// searches holds the pruned search's scratch (*prunedSearch), emptied
 	// between searches (prunedSearch.release).
 	searches sync.Pool
-	// warm opens a read tenant's other partitions (warm.go); noWarm is
-	// LexicalOptions.NoWarm.
+	// warm opens a read tenant's other partitions (warm.go) when warmOn
+	// (LexicalOptions.Warm).
 	warm   warmer
-	noWarm bool
+	warmOn bool
 
 	pmu   sync.RWMutex
 	parts []*part // by key
@@ -282,7 +285,7 @@ func OpenLexical(dir string, opts LexicalOptions) (*Lexical, error) {
 		return nil, err
 	}
 	l := &Lexical{dir: dir, name: an, days: days, facts: true, boltTimeout: opts.boltTimeout(),
-		postings: newPostingsCache(opts.postingsCache()), noWarm: opts.NoWarm}
+		postings: newPostingsCache(opts.postingsCache()), warmOn: opts.Warm}
 	unpartitioned := days == 0
 	if dir != "" {
 		_, err := os.Stat(filepath.Join(dir, "index_meta.json"))

@@ -236,7 +236,7 @@ type searchPart struct {
 // partsFor returns the parts that may hold a document e admits, in key
 // order, each with the bounds of what it may hold (b, the whole index's,
 // met with its summary's), opened. Opening one starts warming its tenant
-// (warmAfter).
+// when the index warms (warmAfter).
 func (l *Lexical) partsFor(e Eligibility, b Bounds) ([]searchPart, error) {
 	out, err := l.selectParts(e, b)
 	if err != nil {
@@ -244,7 +244,7 @@ func (l *Lexical) partsFor(e Eligibility, b Bounds) ([]searchPart, error) {
 	}
 	var cold []bool
 	for i, sp := range out {
-		if sp.p.lazy != nil && !sp.p.lazy.done.Load() {
+		if l.warmOn && sp.p.lazy != nil && !sp.p.lazy.done.Load() {
 			if cold == nil {
 				cold = make([]bool, len(out))
 			}

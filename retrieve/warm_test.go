@@ -25,10 +25,10 @@ func warmCorpus(t *testing.T, seed uint64) (dir string, pc, one *pruneCorpus, ca
 	return dir, pc, one, pc.catalogOf(t)
 }
 
-// adopted opens dir deferred and adopts cat at generation gen.
+// adopted opens dir deferred, warming, and adopts cat at generation gen.
 func adopted(t *testing.T, dir string, cat []byte, gen int64) *Lexical {
 	t.Helper()
-	l, err := OpenLexical(dir, LexicalOptions{Deferred: true})
+	l, err := OpenLexical(dir, LexicalOptions{Deferred: true, Warm: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestWarmOpensTheTenantsRead(t *testing.T) {
 	if _, err := l.Search(ctx, "capital market", e, pc.bounds, 10, pc.fullStats(e.Tenant, pc.upTo(e))); err != nil {
 		t.Fatal(err)
 	}
-	l.waitWarm()
+	l.WaitWarm()
 	warm := map[string]bool{}
 	for _, sp := range read {
 		warm[sp.p.key.Tenant] = true
@@ -112,7 +112,7 @@ func TestWarmOpensTheTenantsRead(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	l.waitWarm()
+	l.WaitWarm()
 	for _, a := range asks {
 		sel, err := l.selectParts(a.e, pc.bounds)
 		if err != nil {
