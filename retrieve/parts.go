@@ -242,20 +242,17 @@ func (l *Lexical) partsFor(e Eligibility, b Bounds) ([]searchPart, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cold []bool
-	for i, sp := range out {
+	var cold []*part
+	for _, sp := range out {
 		if l.warmOn && sp.p.lazy != nil && !sp.p.lazy.done.Load() {
-			if cold == nil {
-				cold = make([]bool, len(out))
-			}
-			cold[i] = true
+			cold = append(cold, sp.p)
 		}
 	}
 	if err := l.ensureAll(out); err != nil {
 		return nil, err
 	}
-	if cold != nil {
-		l.warmAfter(out, cold)
+	if len(cold) > 0 {
+		l.warmAfter(cold)
 	}
 	return out, nil
 }

@@ -63,17 +63,13 @@ type warmTask struct {
 	near   int64
 }
 
-// warmAfter queues for warming the tenant of each part in read that was not
-// opened before this request (cold), nearest the latest epoch the request
-// read of that tenant, and starts the goroutine if none runs. The caller has
-// opened read, and warms (Lexical.warmOn).
-func (l *Lexical) warmAfter(read []searchPart, cold []bool) {
+// warmAfter queues for warming the tenant of each of cold, the parts a
+// request opened, nearest the latest epoch among them of that tenant, and
+// starts the goroutine if none runs. The caller warms (Lexical.warmOn).
+func (l *Lexical) warmAfter(cold []*part) {
 	var tasks []warmTask
-	for i, sp := range read {
-		if !cold[i] || sp.p.lazy == nil {
-			continue
-		}
-		k := sp.p.key
+	for _, p := range cold {
+		k := p.key
 		j := slices.IndexFunc(tasks, func(t warmTask) bool { return t.tenant == k.Tenant })
 		switch {
 		case j < 0:

@@ -14,15 +14,20 @@ import (
 )
 
 // warmCorpus builds the partitioned test corpus (PartitionDays 30, four
-// tenants and the shared one) on disk, its catalog, and the same corpus in
-// one bleve index: the reference every warmed search is compared with.
+// tenants and the shared one) on disk, closed, its catalog, and the same
+// corpus in one bleve index: the reference every warmed search is compared
+// with.
 func warmCorpus(t *testing.T, seed uint64) (dir string, pc, one *pruneCorpus, cat []byte) {
 	t.Helper()
 	t.Logf("seed %d", seed)
 	dir = filepath.Join(t.TempDir(), "lex")
 	one = buildPruneCorpusWith(t, rand.New(rand.NewPCG(seed, 1)), LexicalOptions{Unpartitioned: true})
 	pc = buildPruneCorpusAt(t, rand.New(rand.NewPCG(seed, 1)), dir, LexicalOptions{PartitionDays: 30})
-	return dir, pc, one, pc.catalogOf(t)
+	cat = pc.catalogOf(t)
+	if err := pc.l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, pc, one, cat
 }
 
 // adopted opens dir deferred, warming, and adopts cat at generation gen.
@@ -47,9 +52,6 @@ func adopted(t *testing.T, dir string, cat []byte, gen int64) *Lexical {
 func TestWarmOpensTheTenantsRead(t *testing.T) {
 	ctx := context.Background()
 	dir, pc, one, cat := warmCorpus(t, 5)
-	if err := pc.l.Close(); err != nil {
-		t.Fatal(err)
-	}
 	l := adopted(t, dir, cat, pc.gens)
 	// An early day: most of acme's partitions start after it, and the
 	// request reads none of them.
@@ -160,9 +162,6 @@ func openAsWarmed(t *testing.T, l *Lexical, warm map[string]bool) (open int) {
 func TestWarmStopsAtClose(t *testing.T) {
 	ctx := context.Background()
 	dir, pc, _, cat := warmCorpus(t, 7)
-	if err := pc.l.Close(); err != nil {
-		t.Fatal(err)
-	}
 	for round := range 3 {
 		l := adopted(t, dir, cat, pc.gens)
 		e := Eligibility{Tenant: []string{"acme", "globex", "initech"}[round], AsOf: asof.MustDate("2022-06-01")}
