@@ -74,6 +74,7 @@ func main() {
 	maxBody := flag.Int64("max-body", 16<<20, "the largest /verify body accepted, in bytes")
 	grace := flag.Duration("grace", 10*time.Second, "how long a shutdown waits for requests in flight")
 	preload := flag.Bool("preload", false, "read the index's files into the page cache before serving (Engine.Preload): for a fresh machine whose index fits in memory")
+	warm := flag.Bool("warm", false, "after a tenant's first request, open its other lexical partitions on a goroutine (Options.WarmTenants): faster requests on its other days, more memory")
 	flag.Parse()
 
 	if *tokensFile == "" {
@@ -85,7 +86,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	eng, err := openEngine(ctx, *dir, *demo)
+	eng, err := openEngine(ctx, *dir, *demo, evpack.Options{WarmTenants: *warm})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -113,9 +114,9 @@ func main() {
 // openEngine opens the index in dir, or builds the demo corpus of demoDir
 // in memory. The demo's files are found from the working directory (or
 // -demo), never from where the binary was built.
-func openEngine(ctx context.Context, dir, demoDir string) (*evpack.Engine, error) {
+func openEngine(ctx context.Context, dir, demoDir string, opts evpack.Options) (*evpack.Engine, error) {
 	if dir != "" {
-		return evpack.OpenExisting(dir, evpack.Options{})
+		return evpack.OpenExisting(dir, opts)
 	}
 	statute, guidance := filepath.Join(demoDir, "records-act.json"), filepath.Join(demoDir, "guidance.jsonl")
 	for _, f := range []string{statute, guidance} {
@@ -123,7 +124,7 @@ func openEngine(ctx context.Context, dir, demoDir string) (*evpack.Engine, error
 			return nil, fmt.Errorf("demo corpus: %w (run from the repository root, or pass -demo DIR or -index DIR)", err)
 		}
 	}
-	eng, err := evpack.OpenMemory(evpack.Options{})
+	eng, err := evpack.OpenMemory(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func start(t *testing.T, maxBody int64) *started {
 	ctx, stop := context.WithCancel(context.Background())
 	tokens, err := loadTokens(filepath.Join("testdata", "tokens.txt"))
 	require.NoError(t, err)
-	eng, err := openEngine(ctx, "", filepath.Join("..", "..", "testdata", "corpus"))
+	eng, err := openEngine(ctx, "", filepath.Join("..", "..", "testdata", "corpus"), evpack.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { eng.Close() })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -469,11 +469,11 @@ func TestLoadTokens(t *testing.T) {
 // a missing one says how to point at it.
 func TestDemoCorpusFromTheWorkingDirectory(t *testing.T) {
 	dir := t.TempDir()
-	_, err := openEngine(context.Background(), "", dir)
+	_, err := openEngine(context.Background(), "", dir, evpack.Options{})
 	require.ErrorIs(t, err, os.ErrNotExist)
 	require.Equal(t, "demo corpus: stat "+filepath.Join(dir, "records-act.json")+
 		": no such file or directory (run from the repository root, or pass -demo DIR or -index DIR)", err.Error())
 
-	_, err = openEngine(context.Background(), filepath.Join(dir, "no-index"), "")
+	_, err = openEngine(context.Background(), filepath.Join(dir, "no-index"), "", evpack.Options{})
 	require.ErrorIs(t, err, evpack.ErrNotIndex, "-index names an index that must exist")
 }
