@@ -319,8 +319,8 @@ func readStrace(t *testing.T, log string) []straceCall {
 			pending[pid] = head
 			continue
 		}
-		// A call the kill cut short as strace let go of its thread
-		// ("???( <detached ...>"): it never completed.
+		// A call a thread had in flight as the child exited, which
+		// strace let go of ("???( <detached ...>"): it never completed.
 		if strings.HasSuffix(rest, "<detached ...>") {
 			delete(pending, pid)
 			continue
