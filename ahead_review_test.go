@@ -309,6 +309,7 @@ func TestCatchUpEndsWithoutLeaks(t *testing.T) {
 		require.NoError(t, applyBody(ctx, a.r, committedEntry(t, a.wdir, committedState(a.w).Gen)))
 		for _, l := range rvMaps(t, a.wdir) {
 			require.NotContains(t, l, ".state-", "a mapping of the dropped temp file")
+			require.NotContains(t, l, ".delta-", "a mapping of the dropped temp file")
 		}
 		for range state.CheckpointLag + 2 {
 			a.commitChunk()
@@ -356,7 +357,7 @@ func TestCatchUpEndsWithoutLeaks(t *testing.T) {
 			require.Equal(t, storagetest.ReadManifest(t, a.wdir).CheckpointGeneration(), committedState(a.w).Base, "window %d", w)
 			var stale []string
 			for _, l := range rvMaps(t, a.wdir) {
-				if strings.Contains(l, ".state-") || strings.Contains(l, "(deleted)") {
+				if strings.Contains(l, ".state-") || strings.Contains(l, ".delta-") || strings.Contains(l, "(deleted)") {
 					stale = append(stale, l)
 				}
 			}

@@ -110,9 +110,19 @@ func (a *aheadWindow) holdNextWriter(commit func(also ...*Engine)) (release func
 // temps lists the temp files in dir (a checkpoint's written ahead).
 func temps(t *testing.T, dir string) []string {
 	t.Helper()
-	all, err := filepath.Glob(filepath.Join(dir, ".state-*"))
+	all, err := aheadTemps(dir)
 	require.NoError(t, err)
 	return all
+}
+
+// aheadTemps lists the temp files of checkpoints and delta levels in dir.
+func aheadTemps(dir string) ([]string, error) {
+	whole, err := filepath.Glob(filepath.Join(dir, ".state-*"))
+	if err != nil {
+		return nil, err
+	}
+	deltas, err := filepath.Glob(filepath.Join(dir, ".delta-*"))
+	return append(whole, deltas...), err
 }
 
 // TestCheckpointWrittenAhead (issue 30): the commit past the checkpoint's
@@ -305,14 +315,14 @@ func aheadCrashChild(arg string) error {
 	if _, err := e.Ingest(ctx, connectors.Records(retractions(state.LagFacts+1, state.LagFacts+1+half/2)), IngestOptions{}); err != nil {
 		return err
 	}
-	ahead, err := filepath.Glob(filepath.Join(dir, ".state-*"))
+	ahead, err := aheadTemps(dir)
 	if err != nil || len(ahead) != 1 {
 		return fmt.Errorf("not one checkpoint written ahead: %q (%v)", ahead, err)
 	}
 	switch point {
 	case "adopting":
 		e.store.Hooks.BeforeRename = func(tmp string) error {
-			if strings.HasPrefix(filepath.Base(tmp), ".state-") {
+			if strings.HasPrefix(filepath.Base(tmp), ".state-") || strings.HasPrefix(filepath.Base(tmp), ".delta-") {
 				if tmp != ahead[0] {
 					stop("a checkpoint written in the commit, not the one written ahead")
 				}
@@ -392,7 +402,9 @@ func TestKillInTheCheckpointWindow(t *testing.T) {
 				_, err = e.Ingest(ctx, connectors.Records(retractions(state.LagFacts+1+half/2, state.LagFacts+half+2)), IngestOptions{})
 				require.NoError(t, err)
 			}
-			require.Equal(t, storage.CheckpointName(4), storagetest.ReadManifest(t, dir).Checkpoint, "named by the commit past half the lag")
+			m := storagetest.ReadManifest(t, dir)
+			require.Equal(t, storage.DeltaName(4), m.Delta, "named by the commit past half the lag: a delta level, as the window holds facts alone")
+			require.Equal(t, storage.CheckpointName(1), m.Checkpoint)
 			rep, err = e.CheckIndex(ctx)
 			require.NoError(t, err)
 			require.True(t, rep.OK(), "%q", rep.Problems)

@@ -443,8 +443,8 @@ func (e *Engine) filesOf(st, next *state.State, w batchWrite) (commit.Files, sta
 	}
 	f.Checkpoint = ckpt
 	if plan.Name != 0 {
-		f.CheckpointGen = plan.Name
-		if f.Ahead, f.AheadSum = e.ahead.Take(plan.Name); f.Ahead == nil {
+		f.CheckpointGen, f.Delta = plan.Name, plan.Delta
+		if f.Ahead, f.AheadSum = e.ahead.Take(plan); f.Ahead == nil {
 			// No one wrote it ahead (this process opened the index after
 			// that generation, or the write failed): written now, from the
 			// state as of that generation.

@@ -2,6 +2,7 @@ package evpack
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -90,7 +91,12 @@ func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, rep.OK(), "%s: %v", why, rep.Problems)
 	}
-	checkpointOf := func() string { return storagetest.ReadManifest(t, dir).Checkpoint }
+	// checkpointOf is the newest level the manifest names: its delta's,
+	// else its checkpoint's.
+	checkpointOf := func() string {
+		m := storagetest.ReadManifest(t, dir)
+		return cmp.Or(m.Delta, m.Checkpoint)
+	}
 	require.Equal(t, storage.CheckpointName(1), checkpointOf())
 
 	_, err = e.Ingest(ctx, connectors.Records([]connectors.Record{retraction("a-0000")}), IngestOptions{})
@@ -124,12 +130,12 @@ func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 		require.Equal(t, storage.CheckpointName(1), checkpointOf(), "commit %d after the one that started it keeps the old", i+1)
 	}
 	retractOne(t, e, lag+1+lag/2)
-	written := storage.CheckpointName(started)
-	require.Equal(t, written, checkpointOf(), "the commit past half the lag after it names it")
-	require.Empty(t, e.st.Chunks, "read back from the checkpoint it named and the facts after it, with no chunk in memory")
+	written := storage.DeltaName(started)
+	require.Equal(t, written, checkpointOf(), "the commit past half the lag after it names it: a delta level, no chunk committed since the checkpoint (state.DeltaAt)")
+	require.Empty(t, e.st.Chunks, "read back from the delta it named and the facts after it, with no chunk in memory")
 	require.Equal(t, started, e.st.Base)
-	require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(1)), "and the one it replaced removed")
-	reopen("after the checkpoint was named")
+	require.Equal(t, storage.CheckpointName(1), storagetest.ReadManifest(t, dir).Checkpoint, "the checkpoint under it stays")
+	reopen("after the delta level was named")
 
 	// Commits of chunks are bounded apart: at most CheckpointLag of them
 	// after the checkpoint, whatever the facts.
@@ -152,10 +158,11 @@ func TestFactsAloneKeepTheCheckpoint(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, written, checkpointOf(), "commit %d of chunks after the one that started it", i+1)
 	}
-	require.NoFileExists(t, filepath.Join(dir, storage.CheckpointName(started)))
+	require.NoFileExists(t, filepath.Join(dir, storage.DeltaName(started)))
 	_, err = e.Ingest(ctx, connectors.Records(more[state.CheckpointLag+1+state.CheckpointLag/2:]), IngestOptions{})
 	require.NoError(t, err)
-	require.Equal(t, storage.CheckpointName(started), checkpointOf(), "the commit past half the lag after it names it")
+	require.Equal(t, storage.DeltaName(started), checkpointOf(), "the commit past half the lag after it names it: a delta again, 98 chunks since the checkpoint's 1,539")
+	require.NoFileExists(t, filepath.Join(dir, written), "the delta it replaced removed")
 	reopen("after the commit of chunks that named it")
 }
 
@@ -348,22 +355,26 @@ func TestManyFactsWriteTheCheckpoint(t *testing.T) {
 	n := state.LagFacts + 1 + 2*half + 2
 	_, err = e.Ingest(ctx, connectors.Records(vocabularyRecords(t, "acme", "a", n, 3)), IngestOptions{})
 	require.NoError(t, err)
-	checkpointOf := func() string { return storagetest.ReadManifest(t, dir).Checkpoint }
-	require.Equal(t, storage.CheckpointName(1), checkpointOf())
+	levels := func() string {
+		m := storagetest.ReadManifest(t, dir)
+		return m.Checkpoint + " " + m.Delta
+	}
+	require.Equal(t, storage.CheckpointName(1)+" ", levels())
 	next := 0
-	retract := func(k int, want int64, why string) {
+	retract := func(k int, want, why string) {
 		t.Helper()
 		_, err = e.Ingest(ctx, connectors.Records(retractions(next, next+k)), IngestOptions{})
 		require.NoError(t, err)
 		next += k
-		require.Equal(t, storage.CheckpointName(want), checkpointOf(), "generation %d, %d facts: %s", e.st.Gen, k, why)
+		require.Equal(t, want, levels(), "generation %d, %d facts: %s", e.st.Gen, k, why)
 	}
-	retract(half, 1, "half the bound after the checkpoint keeps it")
-	retract(half, 1, "the bound keeps it")
-	retract(1, 1, "one more starts one, written ahead (state.Plan)")
-	retract(half/2, 1, "a quarter of the bound after it keeps it")
-	retract(half/2+1, 4, "more than half the bound after it names it")
-	retract(half+1, 7, "more than half the bound in one commit: it writes its own")
+	first := storage.CheckpointName(1) + " "
+	retract(half, first, "half the bound after the checkpoint keeps it")
+	retract(half, first, "the bound keeps it")
+	retract(1, first, "one more starts one, written ahead (state.Plan)")
+	retract(half/2, first, "a quarter of the bound after it keeps it")
+	retract(half/2+1, first+storage.DeltaName(4), "more than half the bound after it names it: a delta level over the checkpoint, as no chunk came since")
+	retract(half+1, storage.CheckpointName(7)+" ", "more than half the bound in one commit: it writes its own, whole")
 	require.NoError(t, e.Close())
 	e, err = Open(dir, Options{})
 	require.NoError(t, err)

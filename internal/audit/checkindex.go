@@ -284,24 +284,53 @@ func checkAnalysis(ix Index, b storage.Batch, chunks []*evidence.Chunk, analyses
 	}
 }
 
-// checkCheckpoint reports, through bad, a checkpoint that differs from the
-// one the batch files give at its generation: st's (st holds every chunk),
-// or, for a checkpoint later generations followed (state.PlanCheckpoint),
-// the state the batch files up to it give.
+// checkCheckpoint reports, through bad, a checkpoint or a delta level over
+// it (storage.Manifest.Delta) that differs from the one the batch files
+// give at its generation (checkLevel).
 func checkCheckpoint(ix Index, st *state.State, bad func(string, ...any)) {
 	m := ix.Store.Manifest()
 	if m.Checkpoint == "" || m.Generation != st.Gen {
 		return
 	}
-	if g := m.CheckpointGeneration(); g < st.Gen {
-		at, err := state.LoadStateAt(ix.Store, ix.Lex, g)
+	if m.Delta != "" {
+		checkLevel(ix, st, level{name: m.Delta, sum: m.DeltaSum, gen: m.DeltaGeneration(), what: "delta level",
+			build: func(st *state.State) (checkpoint.File, error) {
+				// The checkpoint's terms, which the delta numbers first, from
+				// its head (its bytes are compared below).
+				base, err := state.LevelOf(ix.Store, ix.Lex)
+				if err != nil {
+					return nil, fmt.Errorf("its checkpoint: %w", err)
+				}
+				return state.DeltaCheckpoint(st, ix.Lex, base, nil, nil)
+			}}, bad)
+	}
+	checkLevel(ix, st, level{name: m.Checkpoint, sum: m.CheckpointSum, gen: m.CheckpointGeneration(), what: "checkpoint", build: ix.Checkpoint}, bad)
+}
+
+// level is a checkpoint file the manifest names (a checkpoint or a delta
+// level over it) for checkLevel: its name, checksum and generation, what
+// it is, and what builds it from the state of that generation.
+type level struct {
+	name, sum, what string
+	gen             int64
+	build           func(st *state.State) (checkpoint.File, error)
+}
+
+// checkLevel reports, through bad, a checkpoint file l that differs from
+// the one l.build makes of the state the batch files give at its
+// generation: st's (st holds every chunk), or, for one later generations
+// followed (state.PlanCheckpoint), the state the batch files up to it
+// give.
+func checkLevel(ix Index, st *state.State, l level, bad func(string, ...any)) {
+	if l.gen < st.Gen {
+		at, err := state.LoadStateAt(ix.Store, ix.Lex, l.gen)
 		if err != nil {
-			bad("%s: %v", m.Checkpoint, err)
+			bad("%s: %v", l.name, err)
 			return
 		}
 		st = at
 	}
-	f, err := ix.Store.OpenData(m.Checkpoint)
+	f, err := ix.Store.OpenData(l.name)
 	if err != nil {
 		bad("%v", err)
 		return
@@ -309,19 +338,19 @@ func checkCheckpoint(ix Index, st *state.State, bad func(string, ...any)) {
 	defer f.Close()
 	raw, err := io.ReadAll(f)
 	if err != nil {
-		bad("%s: %v", m.Checkpoint, err)
+		bad("%s: %v", l.name, err)
 		return
 	}
 	if checkpoint.IsOlder(raw) {
 		return // an older format's, which Open does not read: the next commit replaces it
 	}
-	want, err := ix.Checkpoint(st)
+	want, err := l.build(st)
 	if err != nil {
-		bad("%v", err)
+		bad("%s: %v", l.name, err)
 		return
 	}
 	sum, _ := state.CheckpointSum(want.Head())
-	if !bytes.Equal(raw, want.Bytes()) || sum != m.CheckpointSum {
-		bad("%s differs from the checkpoint the batch files give", m.Checkpoint)
+	if !bytes.Equal(raw, want.Bytes()) || sum != l.sum {
+		bad("%s differs from the %s the batch files give", l.name, l.what)
 	}
 }

@@ -208,6 +208,11 @@ type Input struct {
 	// The checkpoint numbers them anew, in order of first use in the rows
 	// (see Encode).
 	Names []string
+	// Seed, when set, are terms the checkpoint numbers first, in this
+	// order, whether the rows use them or not: a delta level's are its
+	// base's terms (storage.Manifest.Delta), so that the rows of both
+	// number every term alike.
+	Seed []string
 	// Docs are the document versions in ascending order of their key.
 	Docs []Doc
 	// Placed is the number of chunks the caller placed in documents: Docs
@@ -261,7 +266,7 @@ func Encode(in Input) (File, error) {
 	// its number, though no chunk has it any longer), a checkpoint's only
 	// from what it holds, so that the state the log gives at Open writes
 	// the same bytes (Check compares them) and no purged term is written.
-	canon, names := canonicalTerms(in.Names, in.Docs)
+	canon, names := canonicalTerms(in.Names, in.Seed, in.Docs)
 	w.uint(uint64(len(names)))
 	for _, n := range names {
 		w.str(n)
@@ -492,13 +497,25 @@ func Sum(raw []byte) (string, error) {
 
 // canonicalTerms returns the checkpoint's number of each of the caller's
 // term numbers (NoNumber for a term no chunk holds) and the terms by
-// checkpoint number: in order of first use, chunk by chunk in row order.
-func canonicalTerms(names []string, docs []Doc) ([]uint32, []string) {
+// checkpoint number: seed's first, then in order of first use, chunk by
+// chunk in row order.
+func canonicalTerms(names, seed []string, docs []Doc) ([]uint32, []string) {
 	canon := make([]uint32, len(names))
 	for i := range canon {
 		canon[i] = NoNumber
 	}
-	var out []string
+	out := slices.Clone(seed)
+	if len(seed) > 0 {
+		at := make(map[string]uint32, len(seed))
+		for i, n := range seed {
+			at[n] = uint32(i)
+		}
+		for i, n := range names {
+			if k, ok := at[n]; ok {
+				canon[i] = k
+			}
+		}
+	}
 	for _, d := range docs {
 		for _, ns := range d.Nums {
 			for _, n := range ns {

@@ -82,6 +82,10 @@ type Files struct {
 	// deferred past the generation it is of, which the generations after
 	// it follow (storage.Manifest.Checkpoint). Zero: the commit's own.
 	CheckpointGen int64
+	// Delta: Checkpoint or Ahead is a delta level over the manifest's
+	// checkpoint (storage.Manifest.Delta), which stays; else it replaces
+	// both.
+	Delta bool
 	// Dense says what becomes of the stored vectors; Dense, Graph, Embedder
 	// and GraphBuild describe them for DenseReplace.
 	DenseMode  DenseMode
@@ -139,16 +143,28 @@ func Write(d *storage.Dir, f Files) (*Commit, error) {
 	}
 	if f.Checkpoint != nil || f.Ahead != nil {
 		of := cmp.Or(f.CheckpointGen, gen)
-		if of < 1 || of > gen || of <= prev.CheckpointGeneration() {
-			return nil, fmt.Errorf("evpack: commit of generation %d: a checkpoint of generation %d after %s", gen, of, cmp.Or(prev.Checkpoint, "none"))
+		if of < 1 || of > gen || of <= prev.LevelGeneration() || (f.Delta && prev.Checkpoint == "") {
+			return nil, fmt.Errorf("evpack: commit of generation %d: a checkpoint of generation %d after %s", gen, of, cmp.Or(prev.Delta, prev.Checkpoint, "none"))
 		}
-		m.Checkpoint = storage.CheckpointName(of)
-		if f.Ahead != nil && f.Ahead.Name() != m.Checkpoint {
-			return nil, fmt.Errorf("evpack: commit of generation %d: checkpoint %s written ahead as %s", gen, m.Checkpoint, f.Ahead.Name())
+		name := storage.CheckpointName(of)
+		if f.Delta {
+			name = storage.DeltaName(of)
 		}
-		writes = append(writes, m.Checkpoint)
-		if prev.Checkpoint != "" {
-			obsolete = append(obsolete, prev.Checkpoint)
+		if f.Ahead != nil && f.Ahead.Name() != name {
+			return nil, fmt.Errorf("evpack: commit of generation %d: checkpoint %s written ahead as %s", gen, name, f.Ahead.Name())
+		}
+		writes = append(writes, name)
+		if prev.Delta != "" {
+			obsolete = append(obsolete, prev.Delta)
+		}
+		m.Delta, m.DeltaSum = "", ""
+		if f.Delta {
+			m.Delta = name
+		} else {
+			if prev.Checkpoint != "" {
+				obsolete = append(obsolete, prev.Checkpoint)
+			}
+			m.Checkpoint, m.CheckpointSum = name, ""
 		}
 	}
 	switch f.DenseMode {
@@ -209,11 +225,15 @@ func Write(d *storage.Dir, f Files) (*Commit, error) {
 		}
 		m.Batches[nb.Generation-1] = nb
 	}
+	name, sum := &m.Checkpoint, &m.CheckpointSum
+	if f.Delta {
+		name, sum = &m.Delta, &m.DeltaSum
+	}
 	if f.Checkpoint != nil {
-		if err := c.WriteSealed(m.Checkpoint, f.Checkpoint...); err != nil {
+		if err := c.WriteSealed(*name, f.Checkpoint...); err != nil {
 			return fail(err)
 		}
-		if m.CheckpointSum, err = checkpoint.Sum(f.Checkpoint.Head()); err != nil { // its head's: Open reads no more
+		if *sum, err = checkpoint.Sum(f.Checkpoint.Head()); err != nil { // its head's: Open reads no more
 			return fail(err)
 		}
 	}
@@ -221,7 +241,7 @@ func Write(d *storage.Dir, f Files) (*Commit, error) {
 		if err := c.Adopt(f.Ahead); err != nil {
 			return fail(err)
 		}
-		m.CheckpointSum = f.AheadSum
+		*sum = f.AheadSum
 	}
 	if m.Dense != nil {
 		if m.Dense.Sum, err = c.Write(m.Dense.File, f.Dense.Encode()); err != nil {

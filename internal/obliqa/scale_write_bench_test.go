@@ -1,6 +1,7 @@
 package obliqa
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -405,6 +406,11 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 	if lag := keptGenerations(b, dir); lag != state.LagGenerations/2+1 {
 		b.Fatalf("the last commit left %d generations after the checkpoint, not %d: it did not name the one started", lag, state.LagGenerations/2+1)
 	}
+	m := keptManifest(b, dir)
+	fi, err := os.Stat(filepath.Join(dir, cmp.Or(m.Delta, m.Checkpoint)))
+	if err != nil {
+		b.Fatal(err)
+	}
 	slices.Sort(commits)
 	slices.Sort(deletes)
 	slices.Sort(window)
@@ -424,10 +430,13 @@ func BenchmarkScaleOpenAfterFacts(b *testing.B) {
 	b.ReportMetric(p99(window), "fact-window-p99-ms")
 	b.ReportMetric(ms(window[len(window)-1]), "fact-window-max-ms")
 	b.ReportMetric(ms(named), "fact-checkpoint-named-ms")
+	b.ReportMetric(float64(fi.Size())/1e6, "named-file-MB") // a delta level over the checkpoint, or a whole one
 	b.ReportMetric(ms(deletes[len(deletes)/2]), "bleve-delete-p50-ms")
 	b.ReportMetric(p99(deletes), "bleve-delete-p99-ms")
 	b.ReportMetric(ms(deletes[len(deletes)-1]), "bleve-delete-max-ms")
 	b.ReportMetric(float64(evSum)/float64(blSum), "fact-commits-vs-bleve-deletes")
+	b.ReportMetric(evSum.Seconds(), "fact-commits-summed-s")
+	b.ReportMetric(blSum.Seconds(), "bleve-deletes-summed-s")
 	b.ReportMetric(ms(floors[len(floors)/2]), "disk-floor-p50-ms")
 	b.ReportMetric(p99(floors), "disk-floor-p99-ms")
 	b.ReportMetric(ms(floors[len(floors)-1]), "disk-floor-max-ms")
@@ -460,10 +469,11 @@ func syncedRenames(b *testing.B, dir string, i int) time.Duration {
 }
 
 // keptGenerations returns how many generations the evpack index in dir
-// holds after the checkpoint its manifest names.
+// holds after the newest level its manifest names (its delta level's, else
+// its checkpoint's).
 func keptGenerations(b *testing.B, dir string) int64 {
 	m := keptManifest(b, dir)
-	return m.Generation - m.CheckpointGeneration()
+	return m.Generation - m.LevelGeneration()
 }
 
 // keptManifest reads the manifest of the evpack index in dir.
@@ -481,11 +491,11 @@ func keptManifest(b *testing.B, dir string) *storage.Manifest {
 }
 
 // keptLag returns how many chunks the evpack index in dir holds after the
-// checkpoint its manifest names.
+// newest level its manifest names.
 func keptLag(b *testing.B, dir string) int64 {
 	m := keptManifest(b, dir)
 	var lag int64
-	for _, bt := range m.Batches[m.CheckpointGeneration():] {
+	for _, bt := range m.Batches[m.LevelGeneration():] {
 		lag += int64(bt.Chunks)
 	}
 	return lag

@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,12 +125,12 @@ func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, then Then, bui
 			a.err = checkpoint.ErrStopped
 			return
 		}
-		f, err := CheckpointAhead(st, lex, stop, &a.sc)
+		f, name, err := checkpointOf(d, lex, st, a.gen, stop, &a.sc)
 		if err == nil {
 			a.sum, err = checkpoint.Sum(f.Head())
 		}
 		if err == nil {
-			a.file, err = d.WriteAhead(storage.CheckpointName(a.gen), stop, f...)
+			a.file, err = d.WriteAhead(name, stop, f...)
 		}
 		err = errors.Join(err, a.sc.Free()) // f's body: nothing reads f after
 		a.err = err
@@ -159,6 +160,20 @@ func readAhead(d *storage.Dir, lex *retrieve.Lexical, file *storage.Ahead, sum s
 		return Read{}
 	}
 	defer f.Close() // the body's mapping outlives it
+	// A delta level is read over the manifest's checkpoint, as Open reads it.
+	if file.Name() == storage.DeltaName(gen) {
+		base, ok, err := openCheckpoint(d, lex, m, m.CheckpointGeneration(), nil)
+		if err != nil || !ok {
+			return Read{}
+		}
+		base.Rows.files = batchFiles(m.Batches[:gen])
+		st, err := decodeDelta(d, lex, f, file.Name(), sum, gen, base)
+		if err != nil {
+			base.Rows.Close()
+			return Read{}
+		}
+		return Read{st: st, sum: sum}
+	}
 	st, ok, err := decodeCheckpoint(file.Name(), f, sum, AnalysisIdentity(lex), d, batchFiles(m.Batches[:gen]))
 	if err != nil || !ok {
 		return Read{}
@@ -182,7 +197,7 @@ func readAhead(d *storage.Dir, lex *retrieve.Lexical, file *storage.Ahead, sum s
 func (r Read) catchUp(d *storage.Dir, lex *retrieve.Lexical, stop func() bool) Read {
 	for r.st != nil && !stop() {
 		m := d.Manifest()
-		if m.Generation <= r.st.Gen || m.CheckpointGeneration() >= r.st.Base {
+		if m.Generation <= r.st.Gen || m.LevelGeneration() >= r.st.Base {
 			return r // caught up; or named already, or passed over: Take decides
 		}
 		r.st.Rows.setFiles(m)
@@ -286,8 +301,48 @@ func CheckpointAt(d *storage.Dir, lex *retrieve.Lexical, gen int64) (checkpoint.
 			return nil, err
 		}
 	}
-	f, err := CheckpointAhead(st, lex, nil, nil)
+	f, _, err := checkpointOf(d, lex, st, gen, nil, nil)
 	return f, errors.Join(err, st.Rows.Close())
+}
+
+// checkpointOf returns the checkpoint of st, the state of generation gen
+// of the index in d, started past the lag, and its file's name: a delta
+// level over the manifest's checkpoint when DeltaAt says so, else whole
+// (CheckpointAhead). stop and sc are CheckpointAhead's.
+func checkpointOf(d *storage.Dir, lex *retrieve.Lexical, st *State, gen int64, stop func() bool, sc *checkpoint.Scratch) (checkpoint.File, string, error) {
+	m := d.Manifest()
+	if !DeltaAt(m, gen) {
+		f, err := CheckpointAhead(st, lex, stop, sc)
+		return f, storage.CheckpointName(gen), err
+	}
+	base, ok := st.Level()
+	if !ok || base.Gen != m.CheckpointGeneration() {
+		var err error
+		if base, err = LevelOf(d, lex); err != nil {
+			return nil, "", err
+		}
+	}
+	f, err := DeltaCheckpoint(st, lex, base, stop, sc)
+	return f, storage.DeltaName(gen), err
+}
+
+// LevelOf returns the checkpoint the manifest of d names as a delta level
+// over it needs it (Level), read from its head; for lexical index lex.
+func LevelOf(d *storage.Dir, lex *retrieve.Lexical) (Level, error) {
+	m := d.Manifest()
+	f, err := d.OpenData(m.Checkpoint)
+	if err != nil {
+		return Level{}, err
+	}
+	defer f.Close()
+	h, t, ok, err := checkpoint.Decode(m.Checkpoint, f, m.CheckpointSum, AnalysisIdentity(lex), len(m.Batches))
+	if err != nil {
+		return Level{}, err
+	}
+	if !ok {
+		return Level{}, fmt.Errorf("%w: %s is of another format or other analyzers", storage.ErrCorrupt, m.Checkpoint)
+	}
+	return Level{Gen: h.Gen, Terms: h.Terms}, t.Close()
 }
 
 // AheadSlot holds the checkpoint an engine is writing ahead, one at most
@@ -348,16 +403,23 @@ func (s *AheadSlot) take() *Ahead {
 	return a
 }
 
-// Take empties the slot and returns the checkpoint of generation gen it
-// held, once written, and its checksum (Ahead.Take); nil when it held none.
-// It keeps what read the file back for TakeRead, in place of any Read an
-// earlier Take kept.
-func (s *AheadSlot) Take(gen int64) (*storage.Ahead, string) {
+// Take empties the slot and returns the checkpoint plan p names that it
+// held, once written, and its checksum (Ahead.Take); nil when it held none,
+// or one written as the other kind (a delta level or whole: its writer read
+// a manifest that another checkpoint replaced), which is removed. It keeps
+// what read the file back for TakeRead, in place of any Read an earlier
+// Take kept.
+func (s *AheadSlot) Take(p Plan) (*storage.Ahead, string) {
 	var file *storage.Ahead
 	var sum string
 	var read Read
 	if a := s.take(); a != nil {
-		file, sum, read = a.Take(gen)
+		file, sum, read = a.Take(p.Name)
+	}
+	if file != nil && file.Name() != CheckpointFile(p) {
+		file.Discard()
+		read.Close()
+		file, sum, read = nil, "", Read{}
 	}
 	s.mu.Lock()
 	old := s.read

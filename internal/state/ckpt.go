@@ -51,6 +51,10 @@ func Checkpoint(st *State, lex *retrieve.Lexical, catalog func(docs []checkpoint
 type encodeWith struct {
 	stop    func() bool
 	scratch *checkpoint.Scratch
+	// delta: docs are a delta level's (DeltaCheckpoint), its base's terms
+	// seed.
+	delta bool
+	seed  []string
 }
 
 // checkpointUnless is Checkpoint encoded as with says: its stop is asked
@@ -143,13 +147,19 @@ type Plan struct {
 	// Start: once committed, the state's checkpoint is written ahead,
 	// for the commit that names it.
 	Start bool
+	// Delta: the checkpoint Name names is a delta level over the
+	// manifest's checkpoint (DeltaAt).
+	Delta bool
 }
 
-// String prints the plan: "keep", "write", "start" or "name N".
+// String prints the plan: "keep", "write", "start", "name N" or "name
+// delta N".
 func (p Plan) String() string {
 	switch {
 	case p.Write:
 		return "write"
+	case p.Name != 0 && p.Delta:
+		return fmt.Sprintf("name delta %d", p.Name)
 	case p.Name != 0:
 		return fmt.Sprintf("name %d", p.Name)
 	case p.Start:
@@ -194,10 +204,10 @@ func (l lag) over(div int64) bool {
 // commit that names it.
 func PlanCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64, chunks, facts int) Plan {
 	m := d.Manifest()
-	c := m.CheckpointGeneration()
+	c := m.LevelGeneration()
 	var this lag
 	this.add(chunks, facts)
-	if c == 0 || gen <= c || gen-1 > int64(len(m.Batches)) || this.over(2) || !readable(d, m.Checkpoint, lex) {
+	if c == 0 || gen <= c || gen-1 > int64(len(m.Batches)) || this.over(2) || !readable(d, m.Checkpoint, lex) || (m.Delta != "" && !readable(d, m.Delta, lex)) {
 		return Plan{Write: true}
 	}
 	started, since := startedIn(m.Batches[c : gen-1])
@@ -214,7 +224,49 @@ func PlanCheckpoint(d *storage.Dir, lex *retrieve.Lexical, gen int64, chunks, fa
 	if !after.over(2) {
 		return Plan{}
 	}
-	return Plan{Name: started} // after it at most the bounds, this commit at most half of them: none to start
+	return Plan{Name: started, Delta: DeltaAt(m, started)} // after it at most the bounds, this commit at most half of them: none to start
+}
+
+// CheckpointFile returns the name of the file a plan that names one
+// (Plan.Name) names: a delta level's, or a checkpoint's.
+func CheckpointFile(p Plan) string {
+	if p.Delta {
+		return storage.DeltaName(p.Name)
+	}
+	return storage.CheckpointName(p.Name)
+}
+
+// DeltaShare bounds a delta level: a checkpoint started past the lag
+// (Plan.Start) is written as a delta level over the manifest's checkpoint
+// while the chunks committed after that checkpoint are at most a
+// DeltaShare-th of the chunks it holds, and whole past that. Why: a
+// checkpoint written whole costs what the index holds (330 MB and 3 to 4 s
+// of CPU at a million chunks), once every LagChunks chunks; a delta costs
+// what was committed since its checkpoint. With the share at k, a chunk
+// costs about k rows of whole checkpoints and N/(2kL) rows of deltas (N
+// chunks held, L = LagChunks): at a million chunks 8 + 15 rows where every
+// checkpoint whole cost 244, and k = 8 is near the best there
+// (sqrt(N/2L) = 11) and at a hundred thousand (3.5).
+const DeltaShare = 8
+
+// DeltaAt reports whether the checkpoint of generation gen (started past
+// the lag: Plan.Start), of the index whose manifest m holds gen, is a
+// delta level over m's checkpoint (DeltaShare). Like the plan, it is a
+// function of the log: the writer, a replica and a process that opened
+// the index later write the same file.
+func DeltaAt(m *storage.Manifest, gen int64) bool {
+	c := m.CheckpointGeneration()
+	if c == 0 || gen <= c || gen > int64(len(m.Batches)) {
+		return false
+	}
+	var held, since int64
+	for _, b := range m.Batches[:c] {
+		held += int64(b.Chunks)
+	}
+	for _, b := range m.Batches[c:gen] {
+		since += int64(b.Chunks)
+	}
+	return since*DeltaShare <= held
 }
 
 // startedIn returns the generation of later, the batches after the
@@ -239,7 +291,7 @@ func startedIn(later []storage.Batch) (int64, lag) {
 // (AheadSlot.StartAt).
 func Window(d *storage.Dir) int64 {
 	m := d.Manifest()
-	c := m.CheckpointGeneration()
+	c := m.LevelGeneration()
 	if c == 0 || c > int64(len(m.Batches)) {
 		return 0
 	}
@@ -327,7 +379,7 @@ func ReadBack(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gen 
 	switch {
 	case err != nil:
 		return nil, false
-	case st.Rows == nil || st.Gen != gen || st.Base != d.Manifest().CheckpointGeneration():
+	case st.Rows == nil || st.Gen != gen || st.Base != d.Manifest().LevelGeneration():
 		if st.Rows != nil {
 			st.Rows.Close()
 		}
@@ -340,7 +392,14 @@ func ReadBack(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gen 
 // manifest of d names; ahead is closed when false.
 func readBackAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, ahead Read) (*State, bool) {
 	st, m := ahead.st, d.Manifest()
-	if m.CheckpointSum != ahead.sum || m.CheckpointGeneration() != st.Base || m.Generation != gen || st.Gen > gen {
+	sum, level := m.CheckpointSum, m.CheckpointGeneration()
+	if st.Rows.Over != nil { // a delta level, read back over the checkpoint the manifest still names
+		sum, level = m.DeltaSum, m.DeltaGeneration()
+		if st.Rows.gen != m.CheckpointGeneration() {
+			sum = ""
+		}
+	}
+	if sum != ahead.sum || level != st.Base || m.Generation != gen || st.Gen > gen {
 		ahead.Close()
 		return nil, false
 	}
@@ -379,6 +438,62 @@ func CatalogAfter(lex *retrieve.Lexical, parent, next *State, add []*evidence.Ch
 		next.Catalog = raw
 		return raw, err
 	}
+}
+
+// Level is a checkpoint a delta level is written over: its generation,
+// and the terms its head names, which the delta numbers first
+// (checkpoint.Input.Seed).
+type Level struct {
+	Gen   int64
+	Terms []string
+}
+
+// Level returns the checkpoint st was read from, as a delta level over it
+// needs it; false for a state not read from one.
+func (st *State) Level() (Level, bool) {
+	if st.Rows == nil {
+		return Level{}, false
+	}
+	return Level{Gen: st.Rows.gen, Terms: st.Names[:st.Rows.terms]}, true
+}
+
+// DeltaCheckpoint returns the sealed delta level of st over checkpoint
+// base (storage.Manifest.Delta), for lexical index lex: st's figures
+// whole, and the rows of its document versions committed to after base's
+// generation, each whole, their terms numbered after base's. Those are
+// upperDocs when st was read from base; else st holds every chunk in
+// memory (Check's), and they are its documents with a chunk committed
+// after base: the same bytes either way. Once stop (nil: never) says
+// true, it gives up with checkpoint.ErrStopped; the body's sections are
+// made in sc (nil: on the heap).
+func DeltaCheckpoint(st *State, lex *retrieve.Lexical, base Level, stop func() bool, sc *checkpoint.Scratch) (checkpoint.File, error) {
+	var docs []checkpoint.Doc
+	var err error
+	switch {
+	case st.Rows != nil && st.Rows.gen != base.Gen:
+		return nil, fmt.Errorf("evpack: a delta level over generation %d of a state read from generation %d", base.Gen, st.Rows.gen)
+	case st.Rows != nil:
+		docs, err = st.upperDocs(true, stop)
+	default:
+		var all []checkpoint.Doc
+		all, err = st.docsInKeyOrder(true, 1, stop)
+		for _, d := range all {
+			if slices.ContainsFunc(d.IDs, func(id string) bool { return st.DocPlace[id].Gen > base.Gen }) {
+				docs = append(docs, d)
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	known := st.Catalog // set before st was committed, never after
+	catalog := func() ([]byte, error) {
+		if known != nil {
+			return known, nil
+		}
+		return catalogOf(lex, st, nil, stop)
+	}
+	return encodeCheckpoint(st, AnalysisIdentity(lex), docs, catalog, encodeWith{stop: stop, scratch: sc, delta: true, seed: base.Terms})
 }
 
 // EncodeCheckpoint returns the sealed checkpoint of st for analyzers
@@ -428,11 +543,17 @@ func encodeCheckpoint(st *State, identity string, docs []checkpoint.Doc, catalog
 		h.Tenants = append(h.Tenants, t)
 	}
 	placed := len(st.DocPlace)
-	if st.Rows != nil {
+	switch {
+	case with.delta:
+		placed = 0
+		for _, d := range docs {
+			placed += len(d.IDs)
+		}
+	case st.Rows != nil:
 		placed = int(st.Stats.Docs) // every chunk is in a document, of the rows or of the maps
 	}
 	var bad atomic.Pointer[string] // the first malformed content hash (the encoder runs on every core)
-	f, err := checkpoint.Encode(checkpoint.Input{Head: h, Identity: identity, Names: st.Names, Docs: docs, Placed: placed,
+	f, err := checkpoint.Encode(checkpoint.Input{Head: h, Identity: identity, Names: st.Names, Seed: with.seed, Docs: docs, Placed: placed,
 		Catalog: catalog, Stop: stop, Scratch: with.scratch,
 		Chunk: func(id string) checkpoint.Chunk {
 			pl, c := st.DocPlace[id], st.Chunks[id]
@@ -453,41 +574,36 @@ func encodeCheckpoint(st *State, identity string, docs []checkpoint.Doc, catalog
 // docsInKeyOrder returns st's document versions in key order, as its
 // checkpoint holds them: those of its maps as they are (Input.Chunk gives
 // their rows' fields), and, when st was read from a checkpoint, those of
-// its rows that its maps do not hold, read from the rows with their fields.
-// The rows are in key order already, so this is a merge, not a sort.
-// Without nums, the rows' documents hold no reranker terms (the catalog
-// reads none).
+// its rows (and of their delta level) that its maps do not hold, read from
+// the rows with their fields. The rows are in key order already, so this
+// is a merge, not a sort. Without nums, the rows' documents hold no
+// reranker terms (the catalog reads none).
 //
 // The rows' documents are cut into parts (walkParts), each merged on a
-// core of its own with the maps' keys that fall in its span, and the parts
-// joined in order: the result does not depend on how many.
+// core of its own with the upper documents (upperDocs) whose keys fall in
+// its span, and the parts joined in order: the result does not depend on
+// how many.
 func (st *State) docsInKeyOrder(nums bool, parts int, stop func() bool) ([]checkpoint.Doc, error) {
-	keys := evidence.SortedKeys(st.DocOrder)
-	t := st.Rows
-	if t == nil {
-		docs := make([]checkpoint.Doc, len(keys))
-		for i, k := range keys {
-			if stop != nil && i%stopEvery == 0 && stop() {
-				return nil, checkpoint.ErrStopped
-			}
-			docs[i] = st.memDoc(k)
-		}
-		return docs, nil
+	upper, err := st.upperDocs(nums, stop)
+	if err != nil || st.Rows == nil {
+		return upper, err
 	}
+	t := st.Rows
 	n := t.Docs()
 	parts = max(1, min(parts, n))
-	// Part p walks rows' documents [first[p], first[p+1]) and the maps'
-	// keys [from[p], from[p+1]): those before its first document's key go
-	// to the part before (the first part takes every key before its own).
+	// Part p walks rows' documents [first[p], first[p+1]) and the upper
+	// documents [from[p], from[p+1]): those before its first document's
+	// key go to the part before (the first part takes every one before
+	// its own).
 	first, from := make([]int, parts+1), make([]int, parts+1)
-	first[parts], from[parts] = n, len(keys)
+	first[parts], from[parts] = n, len(upper)
 	for p := 1; p < parts; p++ {
 		first[p] = p * n / parts
 		e, ok := t.Doc(first[p])
 		if !ok {
 			return nil, t.Err()
 		}
-		from[p], _ = slices.BinarySearch(keys, e.Key)
+		from[p], _ = slices.BinarySearchFunc(upper, e.Key, func(d checkpoint.Doc, k string) int { return strings.Compare(d.Key, k) })
 	}
 	out := make([][]checkpoint.Doc, parts)
 	errs := make([]error, parts)
@@ -496,7 +612,7 @@ func (st *State) docsInKeyOrder(nums bool, parts int, stop func() bool) ([]check
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[p], errs[p] = st.walkDocs(nums, keys[from[p]:from[p+1]], first[p], first[p+1], stop)
+			out[p], errs[p] = st.walkDocs(nums, upper[from[p]:from[p+1]], first[p], first[p+1], stop)
 		}()
 	}
 	wg.Wait()
@@ -504,6 +620,55 @@ func (st *State) docsInKeyOrder(nums bool, parts int, stop func() bool) ([]check
 		return nil, err
 	}
 	return slices.Concat(out...), nil
+}
+
+// upperDocs returns, in key order, the document versions of st that are
+// not read from its checkpoint's rows: those of its maps and, when the
+// rows have a delta level, the delta's that its maps do not hold. These
+// are the document versions committed to after the rows' generation (each
+// with every chunk, copied out whole): what a delta level over the rows
+// holds (DeltaCheckpoint).
+func (st *State) upperDocs(nums bool, stop func() bool) ([]checkpoint.Doc, error) {
+	keys := evidence.SortedKeys(st.DocOrder)
+	var over *RowTable
+	if st.Rows != nil {
+		over = st.Rows.Over
+	}
+	n := 0
+	if over != nil {
+		n = over.Docs()
+	}
+	docs := make([]checkpoint.Doc, 0, len(keys)+n)
+	j := 0
+	for k := range n {
+		if stop != nil && k%stopEvery == 0 && stop() {
+			return nil, checkpoint.ErrStopped
+		}
+		e, ok := over.Doc(k)
+		if !ok {
+			return nil, over.Err()
+		}
+		for ; j < len(keys) && keys[j] < e.Key; j++ {
+			docs = append(docs, st.memDoc(keys[j]))
+		}
+		if j < len(keys) && keys[j] == e.Key { // copied out of the delta: the maps' list is newer
+			docs = append(docs, st.memDoc(keys[j]))
+			j++
+			continue
+		}
+		d, err := st.rowsDoc(over, e, nums)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
+	for ; j < len(keys); j++ {
+		if stop != nil && j%stopEvery == 0 && stop() {
+			return nil, checkpoint.ErrStopped
+		}
+		docs = append(docs, st.memDoc(keys[j]))
+	}
+	return docs, nil
 }
 
 // minWalkPart is the fewest rows' documents walkParts gives a part: below
@@ -531,12 +696,12 @@ func (st *State) memDoc(k string) checkpoint.Doc {
 	return checkpoint.Doc{Key: k, IDs: st.DocOrder[k].IDs, Nums: st.DocOrder[k].Nums}
 }
 
-// walkDocs merges the rows' documents [lo, hi) with the maps' documents
-// keys (sorted), in key order: docsInKeyOrder's part.
-func (st *State) walkDocs(nums bool, keys []string, lo, hi int, stop func() bool) ([]checkpoint.Doc, error) {
+// walkDocs merges the rows' documents [lo, hi) with upper, upper
+// documents (upperDocs) in key order: docsInKeyOrder's part. A rows'
+// document upper holds too is upper's (a later version of its chunks).
+func (st *State) walkDocs(nums bool, upper []checkpoint.Doc, lo, hi int, stop func() bool) ([]checkpoint.Doc, error) {
 	t := st.Rows
-	mem := st.memDoc
-	docs := make([]checkpoint.Doc, 0, hi-lo+len(keys))
+	docs := make([]checkpoint.Doc, 0, hi-lo+len(upper))
 	j := 0
 	unasked := 0 // rows walked since stop was last asked: a document may hold thousands
 	for k := lo; k < hi; k++ {
@@ -551,49 +716,56 @@ func (st *State) walkDocs(nums bool, keys []string, lo, hi int, stop func() bool
 			return nil, t.Err()
 		}
 		unasked += e.Len
-		for ; j < len(keys) && keys[j] < e.Key; j++ {
-			docs = append(docs, mem(keys[j]))
+		for ; j < len(upper) && upper[j].Key < e.Key; j++ {
+			docs = append(docs, upper[j])
 		}
-		if j < len(keys) && keys[j] == e.Key { // copied out: the maps' list holds its rows' chunks
-			docs = append(docs, mem(keys[j]))
+		if j < len(upper) && upper[j].Key == e.Key { // copied out: upper's list holds its rows' chunks
+			docs = append(docs, upper[j])
 			j++
 			continue
 		}
-		d := checkpoint.Doc{Key: e.Key, IDs: make([]string, e.Len), Nums: make([][]uint32, e.Len), Chunks: make([]checkpoint.Chunk, e.Len)}
-		rows := make([]checkpoint.Row, e.Len)
-		size := 0
-		for i := range rows {
-			var ok bool
-			if rows[i], ok = t.Row(e.First + i); !ok {
-				return nil, t.Err()
-			}
-			size += int(rows[i].NumsLen)
-		}
-		var arena []uint32 // the document's terms in one array, not one per chunk
-		if nums {
-			arena = make([]uint32, 0, size)
-		}
-		for i, w := range rows {
-			var ok bool
-			d.IDs[i], ok = t.ID(w)
-			if ok && nums {
-				from := len(arena)
-				arena, ok = t.AppendNums(arena, w)
-				d.Nums[i] = arena[from:len(arena):len(arena)]
-			}
-			if !ok {
-				return nil, t.Err()
-			}
-			_, purged := st.Purged[d.IDs[i]]
-			d.Chunks[i] = checkpoint.Chunk{Gen: int64(w.Gen), Line: w.Line, Hash: w.Hash, Tenant: t.Tenant(w), Purged: purged,
-				AnchorDay: w.AnchorDay, From: w.From, To: w.To}
+		d, err := st.rowsDoc(t, e, nums)
+		if err != nil {
+			return nil, err
 		}
 		docs = append(docs, d)
 	}
-	for ; j < len(keys); j++ {
-		docs = append(docs, mem(keys[j]))
+	return append(docs, upper[j:]...), nil
+}
+
+// rowsDoc returns document e of rows t, as a checkpoint holds it: its
+// chunks' IDs, their fields and, with nums, their reranker terms.
+func (st *State) rowsDoc(t *RowTable, e checkpoint.DocEntry, nums bool) (checkpoint.Doc, error) {
+	d := checkpoint.Doc{Key: e.Key, IDs: make([]string, e.Len), Nums: make([][]uint32, e.Len), Chunks: make([]checkpoint.Chunk, e.Len)}
+	rows := make([]checkpoint.Row, e.Len)
+	size := 0
+	for i := range rows {
+		var ok bool
+		if rows[i], ok = t.Row(e.First + i); !ok {
+			return d, t.Err()
+		}
+		size += int(rows[i].NumsLen)
 	}
-	return docs, nil
+	var arena []uint32 // the document's terms in one array, not one per chunk
+	if nums {
+		arena = make([]uint32, 0, size)
+	}
+	for i, w := range rows {
+		var ok bool
+		d.IDs[i], ok = t.ID(w)
+		if ok && nums {
+			from := len(arena)
+			arena, ok = t.AppendNums(arena, w)
+			d.Nums[i] = arena[from:len(arena):len(arena)]
+		}
+		if !ok {
+			return d, t.Err()
+		}
+		_, purged := st.Purged[d.IDs[i]]
+		d.Chunks[i] = checkpoint.Chunk{Gen: int64(w.Gen), Line: w.Line, Hash: w.Hash, Tenant: t.Tenant(w), Purged: purged,
+			AnchorDay: w.AnchorDay, From: w.From, To: w.To}
+	}
+	return d, nil
 }
 
 // rowDays returns the days of chunk c a checkpoint's row holds: its anchor
@@ -657,6 +829,23 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 	if err != nil || !ok {
 		return nil, ok, err
 	}
+	st := stateOfHead(h)
+	st.Catalog = t.Catalog()
+	st.Rows = newRowTable(t, d, files, h)
+	st.Base = st.Gen
+	return st, true, nil
+}
+
+// newRowTable returns the row table over t, the rows of the checkpoint
+// whose head is h, whose chunks are read from batch files files of d.
+func newRowTable(t *checkpoint.Table, d *storage.Dir, files []string, h *checkpoint.Head) *RowTable {
+	return &RowTable{Table: t, dir: d, files: files, gen: h.Gen, terms: len(h.Terms),
+		Checked: make([]atomic.Pointer[checkedChunk], min(t.Len(), checkedChunks)+1)}
+}
+
+// stateOfHead returns the state whose figures checkpoint head h holds,
+// without rows.
+func stateOfHead(h *checkpoint.Head) *State {
 	st := NewState()
 	st.Gen, st.Commits, st.Bounds = h.Gen, h.Commits, h.Bounds
 	st.Stats.Docs, st.Stats.Tokens = h.Docs, h.Tokens
@@ -697,10 +886,7 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 		}
 		st.Tenants[ht.Name] = ts
 	}
-	st.Catalog = t.Catalog()
-	st.Rows = &RowTable{Table: t, dir: d, files: files, Checked: make([]atomic.Pointer[checkedChunk], min(t.Len(), checkedChunks)+1)}
-	st.Base = st.Gen
-	return st, true, nil
+	return st
 }
 
 // LexDocs yields the lexical document of each chunk of st, in row order,
@@ -793,6 +979,14 @@ func (st *State) catalogDocs(docs []checkpoint.Doc, failed *error, stop func() b
 // once. close releases both the files and the checkpoint's mapping.
 type RowTable struct {
 	*checkpoint.Table
+	// Over, when set, is the delta level over t (storage.Manifest.Delta):
+	// the rows of a later generation's checkpoint that hold only the
+	// document versions committed to after t's generation, each whole. A
+	// chunk or document Over holds is read from it; t's copy of it, if
+	// any, is of an earlier version of its document and is never read.
+	Over   *RowTable
+	gen    int64 // the generation of t's checkpoint
+	terms  int   // how many terms its head names: the state's first terms
 	mu     sync.Mutex
 	open   map[string]*os.File // batch files read so far, kept open until close
 	closed bool
@@ -814,7 +1008,56 @@ type RowTable struct {
 // setFiles makes t name the batch files of every generation m holds: the
 // rows name those up to the checkpoint's, and a state goes on with the
 // batches after it. Only before the state is anyone's but its maker's.
-func (t *RowTable) setFiles(m *storage.Manifest) { t.files = batchFiles(m.Batches) }
+func (t *RowTable) setFiles(m *storage.Manifest) {
+	t.files = batchFiles(m.Batches)
+	if t.Over != nil {
+		t.Over.files = t.files
+	}
+}
+
+// level returns the table that answers for chunk id: t.Over when it holds
+// id, else t. After a failed check of Over it returns Over, which answers
+// false and fails the query (Err), never t's older copy.
+func (t *RowTable) level(id string) *RowTable {
+	if t.Over == nil {
+		return t
+	}
+	if _, _, ok := t.Over.Find(id); ok || t.Over.Table.Err() != nil {
+		return t.Over
+	}
+	return t
+}
+
+// levelOfDoc is level for stored document key.
+func (t *RowTable) levelOfDoc(key string) *RowTable {
+	if t.Over == nil {
+		return t
+	}
+	if _, ok := t.Over.FindDoc(key); ok || t.Over.Table.Err() != nil {
+		return t.Over
+	}
+	return t
+}
+
+// Err returns the error a read of t or of its delta level met: a block
+// that failed its check, or a read after Close.
+func (t *RowTable) Err() error {
+	if t.Over != nil {
+		if err := t.Over.Table.Err(); err != nil {
+			return err
+		}
+	}
+	return t.Table.Err()
+}
+
+// Catalog returns the lexical catalog of the newest level: the delta's
+// when t has one.
+func (t *RowTable) Catalog() []byte {
+	if t.Over != nil {
+		return t.Over.Table.Catalog()
+	}
+	return t.Table.Catalog()
+}
 
 // batchFiles is the file of each of batches, in their order: a row
 // table's files (RowTable.files).

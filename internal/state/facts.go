@@ -139,8 +139,9 @@ func (s *State) WrittenChunks(add []*evidence.Chunk, facts []*evidence.Fact) []*
 		if c, ok := s.Chunks[f.ChunkID]; ok {
 			out = append(out, c)
 		} else if s.Rows != nil {
-			if _, w, ok := s.Rows.Find(f.ChunkID); ok {
-				out = append(out, chunkOfDays(new(evidence.Chunk), f.ChunkID, s.Rows.Tenant(w), w.AnchorDay, w.From, w.To))
+			t := s.Rows.level(f.ChunkID)
+			if _, w, ok := t.Find(f.ChunkID); ok {
+				out = append(out, chunkOfDays(new(evidence.Chunk), f.ChunkID, t.Tenant(w), w.AnchorDay, w.From, w.To))
 			}
 		}
 	}

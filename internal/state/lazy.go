@@ -114,7 +114,7 @@ func (s *State) fromRows(id string) bool {
 // it. A document the rows do not hold is left alone. An error is
 // storage.ErrCorrupt naming the checkpoint or the batch file.
 func (s *State) copyOut(key string) error {
-	t := s.Rows
+	t := s.Rows.levelOfDoc(key)
 	e, ok := t.FindDoc(key)
 	if !ok {
 		return t.Err()
@@ -214,6 +214,7 @@ func (s *State) committedGen(id string) (int64, bool) { return s.Reader().Commit
 
 // CommittedGen implements chunkReader.
 func (t *RowTable) CommittedGen(id string) (int64, bool) {
+	t = t.level(id)
 	w, ok := t.lookup(id)
 	return int64(w.Gen), ok
 }
@@ -223,6 +224,7 @@ func (s *State) TenantOf(id string) (string, bool) { return s.Reader().TenantOf(
 
 // TenantOf implements chunkReader.
 func (t *RowTable) TenantOf(id string) (string, bool) {
+	t = t.level(id)
 	w, ok := t.lookup(id)
 	if !ok {
 		return "", false
@@ -258,6 +260,7 @@ func (s *State) ChunkUpTo(id string, gen int64) (c *evidence.Chunk, ok bool, err
 // ReadUpTo is chunkUpTo from a checkpoint's rows, through the cache of
 // checked chunks when cached.
 func (t *RowTable) ReadUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error) {
+	t = t.level(id)
 	i, w, ok := t.Find(id)
 	if !ok {
 		return nil, false, t.Err()
@@ -450,6 +453,9 @@ func (t *RowTable) Close() error {
 	}
 	t.open = nil
 	errs = append(errs, t.Table.Close())
+	if t.Over != nil {
+		errs = append(errs, t.Over.Close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -460,6 +466,7 @@ func (s *State) docOf(id string) (docView, int64, bool) { return s.Reader().DocO
 
 // DocOf implements chunkReader.
 func (t *RowTable) DocOf(id string) (docView, int64, bool) {
+	t = t.level(id)
 	i, w, ok := t.Find(id)
 	if !ok {
 		return docView{}, 0, false // and, after a failed check, the query fails: rowTable.Err
@@ -499,8 +506,8 @@ func OpenState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 // agrees checks st, read from the checkpoint manifest m names with the
 // batch files after it added, against m's counts.
 func (st *State) agrees(m *storage.Manifest) error {
-	since := 0 // chunks committed after the checkpoint
-	for _, b := range m.Batches[st.Base:] {
+	since := 0 // chunks committed after the checkpoint (in its delta level, or in the maps)
+	for _, b := range m.Batches[st.Rows.gen:] {
 		since += b.Chunks
 	}
 	if st.Gen != m.Generation || st.Stats.Docs != m.Docs || st.Stats.Tokens != m.Tokens || int64(st.Rows.Len()+since) != m.Docs {
@@ -556,6 +563,13 @@ func openCheckpoint(d *storage.Dir, lex *retrieve.Lexical, m *storage.Manifest, 
 	if st.Gen != m.CheckpointGeneration() {
 		return fail(fmt.Errorf("%w: %s holds generation %d", storage.ErrCorrupt, m.Checkpoint, st.Gen))
 	}
+	if g := m.DeltaGeneration(); g != 0 && g <= upTo {
+		over, err := readDelta(d, lex, m, st)
+		if err != nil {
+			return fail(err)
+		}
+		st = over
+	}
 	if err := st.addLater(d, m, m.Batches[st.Gen:upTo], lex, stop); err != nil {
 		return fail(err)
 	}
@@ -563,6 +577,46 @@ func openCheckpoint(d *storage.Dir, lex *retrieve.Lexical, m *storage.Manifest, 
 		return fail(fmt.Errorf("%w: %s and the batches after it are of generation %d, not %d", storage.ErrCorrupt, m.Checkpoint, st.Gen, upTo))
 	}
 	return st, true, nil
+}
+
+// readDelta returns the state read from the delta level m names over
+// base, the state read from m's checkpoint (whose rows it takes): the
+// delta's figures, and the rows of both.
+func readDelta(d *storage.Dir, lex *retrieve.Lexical, m *storage.Manifest, base *State) (*State, error) {
+	f, err := d.OpenData(m.Delta)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() // the body's mapping outlives it
+	return decodeDelta(d, lex, f, m.Delta, m.DeltaSum, m.DeltaGeneration(), base)
+}
+
+// decodeDelta is readDelta of file f, the delta level name of generation
+// gen with checksum sum.
+func decodeDelta(d *storage.Dir, lex *retrieve.Lexical, f *os.File, name, sum string, gen int64, base *State) (*State, error) {
+	h, t, ok, err := checkpoint.Decode(name, f, sum, AnalysisIdentity(lex), len(base.Rows.files))
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok: // the checkpoint under it is of this format and these analyzers: so was it, when written
+		return nil, fmt.Errorf("%w: %s is of another format or other analyzers than the checkpoint under it", storage.ErrCorrupt, name)
+	}
+	fail := func(format string, args ...any) (*State, error) {
+		t.Close()
+		return nil, fmt.Errorf("%w: %s: %s", storage.ErrCorrupt, name, fmt.Sprintf(format, args...))
+	}
+	if h.Gen != gen {
+		return fail("holds generation %d", h.Gen)
+	}
+	if n := base.Rows.terms; len(h.Terms) < n || !slices.Equal(h.Terms[:n], base.Names[:n]) {
+		return fail("its terms do not begin with the %d of %s", n, base.Rows.Name())
+	}
+	st := stateOfHead(h)
+	st.Catalog = t.Catalog()
+	st.Rows = base.Rows
+	st.Rows.Over = newRowTable(t, d, base.Rows.files, h)
+	st.Base = st.Gen
+	return st, nil
 }
 
 // addLater adds to s, just read from the checkpoint m names, later: m's

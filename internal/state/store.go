@@ -88,10 +88,11 @@ type State struct {
 	// IDs' bytes.
 	DocOrder map[string]*DocList
 	DocPlace map[string]docPlace
-	// Rows, when set, holds the chunks of the checkpoint of generation
-	// Base the state was read from, and Chunks, Committed, DocOrder and
-	// DocPlace hold only what was committed after it, with the stored
-	// documents those commits joined (see lazy.go).
+	// Rows, when set, holds the chunks of the checkpoint the state was
+	// read from, and of its delta level (RowTable.Over), the newer of the
+	// two of generation Base; Chunks, Committed, DocOrder and DocPlace
+	// hold only what was committed after Base, with the stored documents
+	// those commits joined (see lazy.go).
 	Rows *RowTable
 	Base int64
 	// adopt is the catalog Open settles the lexical partitions by, when

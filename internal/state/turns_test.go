@@ -110,7 +110,7 @@ func TestEveryWaitForTheWriterWantsIt(t *testing.T) {
 		{"Ahead.Take of another generation", func(_ *AheadSlot, a *Ahead) { a.Take(a.gen + 1) }},
 		{"Ahead.Wait", func(_ *AheadSlot, a *Ahead) { a.Wait() }},
 		{"Ahead.Drop", func(_ *AheadSlot, a *Ahead) { a.Drop() }},
-		{"AheadSlot.Take", func(s *AheadSlot, a *Ahead) { s.Take(a.gen) }},
+		{"AheadSlot.Take", func(s *AheadSlot, a *Ahead) { s.Take(Plan{Name: a.gen}) }},
 		{"AheadSlot.Drop, Close's", func(s *AheadSlot, _ *Ahead) { s.Drop() }},
 		{"AheadSlot.Wait", func(s *AheadSlot, _ *Ahead) { s.Wait() }},
 		{"AheadSlot.WaitRows, a rebase's", func(s *AheadSlot, _ *Ahead) { s.WaitRows() }},

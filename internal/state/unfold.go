@@ -61,11 +61,9 @@ func (s *State) Unfold(d *storage.Dir) (*State, error) {
 		}
 		batches[i], total = c, total+len(c.Chunks)
 	}
-	since := 0 // the chunks committed after the checkpoint, in s's maps
-	for _, g := range s.Committed {
-		if g > s.Base {
-			since++
-		}
+	since := 0 // the chunks committed after the checkpoint, in its delta level or s's maps
+	for _, b := range m.Batches[t.gen:] {
+		since += b.Chunks
 	}
 	if total != t.Len()+since {
 		return nil, fmt.Errorf("%w: %d rows and %d chunks committed since, %d chunks in the batch files", ErrUnfold, t.Len(), since, total)
@@ -100,61 +98,20 @@ func (s *State) Unfold(d *storage.Dir) (*State, error) {
 	for g, c := range batches {
 		seen[g] = make([]bool, len(c.Chunks))
 	}
-	var list *DocList
-	var key string
-	var arena []uint32
-	start, end := 0, 0 // the rows of the document being read
-	for i := range t.Len() {
-		w, ok := t.Row(i)
-		id, okID := t.ID(w)
-		nums, okNums := t.Nums(w)
-		if !ok || !okID || !okNums {
-			return nil, fmt.Errorf("%w: %w", ErrUnfold, t.Err())
-		}
-		g := int(w.Gen) - 1
-		c := batches[g]
-		j := sort.Search(len(c.Lines), func(j int) bool { return c.Lines[j].Off >= w.Line.Off })
-		if j == len(c.Lines) || c.Lines[j] != w.Line || seen[g][j] {
-			return nil, fmt.Errorf("%w: row %d (chunk %q) names line %+v of %s", ErrUnfold, i, id, w.Line, t.files[g])
-		}
-		seen[g][j] = true
-		ch := c.Chunks[j]
-		hash, _ := strings.CutPrefix(ch.ContentHash, evidence.HashPrefix)
-		var hexSum [64]byte // encoded into an array: no allocation per chunk
-		if ch.ID != id || ch.Tenant != t.Tenant(w) || hash != string(hex.AppendEncode(hexSum[:0], w.Hash[:])) {
-			return nil, fmt.Errorf("%w: row %d holds chunk %q of tenant %q, %s at byte %d chunk %q of tenant %q",
-				ErrUnfold, i, id, t.Tenant(w), t.files[g], w.Line.Off, ch.ID, ch.Tenant)
-		}
-		place := placeOf(ch, int64(w.Gen), w.Line)
-		if int(w.DocStart) == i { // a document's first row: its list, its terms in one array (packNums)
-			if _, dup := n.DocOrder[place.Key]; dup || i != end {
-				return nil, fmt.Errorf("%w: document %q starts at row %d, the one before ends at %d", ErrUnfold, place.Key, i, end)
-			}
-			start, end = i, i+int(w.DocLen)
-			list, key = &DocList{IDs: make([]string, w.DocLen), Nums: make([][]uint32, w.DocLen)}, place.Key
-			size := 0
-			for r := i; r < i+int(w.DocLen); r++ {
-				if v, ok := t.Row(r); ok && v.Flags&checkpoint.NoTerms == 0 {
-					size += int(v.NumsLen)
-				}
-			}
-			arena = make([]uint32, 0, size)
-			n.DocOrder[key] = list
-		}
-		if int(w.DocStart) != start || place.Key != key {
-			return nil, fmt.Errorf("%w: row %d (chunk %q) is of document %q, in the rows of %q", ErrUnfold, i, id, place.Key, key)
-		}
-		place.Pos, place.List = i-int(w.DocStart), list
-		list.IDs[place.Pos] = ch.ID
-		if w.Flags&checkpoint.NoTerms == 0 {
-			from := len(arena)
-			arena = append(arena, nums...)
-			list.Nums[place.Pos] = arena[from:len(arena):len(arena)]
-		}
-		n.Chunks[ch.ID], n.Committed[ch.ID], n.DocPlace[ch.ID] = ch, int64(w.Gen), place
+	// The rows of the checkpoint, then of its delta level (RowTable.Over):
+	// a document the delta holds is the delta's, its older rows passed over.
+	levels := []*RowTable{t}
+	if t.Over != nil {
+		levels = append(levels, t.Over)
 	}
-	if end != t.Len() {
-		return nil, fmt.Errorf("%w: the last document ends at row %d of %d", ErrUnfold, end, t.Len())
+	for _, lt := range levels {
+		var shadowed func(id string) bool
+		if lt == t && t.Over != nil {
+			shadowed = func(id string) bool { _, _, ok := t.Over.Find(id); return ok }
+		}
+		if err := unfoldRows(n, lt, batches, seen, shadowed); err != nil {
+			return nil, err
+		}
 	}
 	// What s's maps hold, committed since the checkpoint or copied out of
 	// its rows with a document such a chunk joined, replaces the rows':
@@ -196,3 +153,84 @@ func placeOf(c *evidence.Chunk, gen int64, line storage.Span) docPlace {
 // docKey returns the key of chunk c's document version: its tenant,
 // document ID and version, joined by NULs (docPlace.Key).
 func docKey(c *evidence.Chunk) string { return c.Tenant + "\x00" + c.DocID + "\x00" + c.Version }
+
+// unfoldRows adds the chunks of rows t, each matched to its line in
+// batches (seen marks the lines matched), to n, with their documents;
+// rows whose chunk shadowed (nil: none) says a newer level holds are
+// passed over, a document at a time.
+func unfoldRows(n *State, t *RowTable, batches []storage.Contents, seen [][]bool, shadowed func(id string) bool) error {
+	var list *DocList
+	var key string
+	var arena []uint32
+	start, end := 0, 0 // the rows of the document being read
+	skip := false      // the rows of a document shadowed passed over
+	for i := range t.Len() {
+		w, ok := t.Row(i)
+		id, okID := t.ID(w)
+		nums, okNums := t.Nums(w)
+		if !ok || !okID || !okNums {
+			return fmt.Errorf("%w: %w", ErrUnfold, t.Err())
+		}
+		if shadowed != nil {
+			switch {
+			case int(w.DocStart) == i && shadowed(id):
+				if i != end {
+					return fmt.Errorf("%w: %s: a document starts at row %d, the one before ends at %d", ErrUnfold, t.Name(), i, end)
+				}
+				skip, start, end, key = true, i, i+int(w.DocLen), ""
+				continue
+			case int(w.DocStart) == i:
+				skip = false
+			case skip != shadowed(id):
+				return fmt.Errorf("%w: %s: row %d (chunk %q): its document is in %s in part", ErrUnfold, t.Name(), i, id, t.Over.Name())
+			case skip:
+				continue
+			}
+		}
+		g := int(w.Gen) - 1
+		c := batches[g]
+		j := sort.Search(len(c.Lines), func(j int) bool { return c.Lines[j].Off >= w.Line.Off })
+		if j == len(c.Lines) || c.Lines[j] != w.Line || seen[g][j] {
+			return fmt.Errorf("%w: row %d (chunk %q) names line %+v of %s", ErrUnfold, i, id, w.Line, t.files[g])
+		}
+		seen[g][j] = true
+		ch := c.Chunks[j]
+		hash, _ := strings.CutPrefix(ch.ContentHash, evidence.HashPrefix)
+		var hexSum [64]byte // encoded into an array: no allocation per chunk
+		if ch.ID != id || ch.Tenant != t.Tenant(w) || hash != string(hex.AppendEncode(hexSum[:0], w.Hash[:])) {
+			return fmt.Errorf("%w: row %d holds chunk %q of tenant %q, %s at byte %d chunk %q of tenant %q",
+				ErrUnfold, i, id, t.Tenant(w), t.files[g], w.Line.Off, ch.ID, ch.Tenant)
+		}
+		place := placeOf(ch, int64(w.Gen), w.Line)
+		if int(w.DocStart) == i { // a document's first row: its list, its terms in one array (packNums)
+			if _, dup := n.DocOrder[place.Key]; dup || i != end {
+				return fmt.Errorf("%w: document %q starts at row %d, the one before ends at %d", ErrUnfold, place.Key, i, end)
+			}
+			start, end = i, i+int(w.DocLen)
+			list, key = &DocList{IDs: make([]string, w.DocLen), Nums: make([][]uint32, w.DocLen)}, place.Key
+			size := 0
+			for r := i; r < i+int(w.DocLen); r++ {
+				if v, ok := t.Row(r); ok && v.Flags&checkpoint.NoTerms == 0 {
+					size += int(v.NumsLen)
+				}
+			}
+			arena = make([]uint32, 0, size)
+			n.DocOrder[key] = list
+		}
+		if int(w.DocStart) != start || place.Key != key {
+			return fmt.Errorf("%w: row %d (chunk %q) is of document %q, in the rows of %q", ErrUnfold, i, id, place.Key, key)
+		}
+		place.Pos, place.List = i-int(w.DocStart), list
+		list.IDs[place.Pos] = ch.ID
+		if w.Flags&checkpoint.NoTerms == 0 {
+			from := len(arena)
+			arena = append(arena, nums...)
+			list.Nums[place.Pos] = arena[from:len(arena):len(arena)]
+		}
+		n.Chunks[ch.ID], n.Committed[ch.ID], n.DocPlace[ch.ID] = ch, int64(w.Gen), place
+	}
+	if end != t.Len() {
+		return fmt.Errorf("%w: the last document ends at row %d of %d", ErrUnfold, end, t.Len())
+	}
+	return nil
+}

@@ -206,7 +206,7 @@ func inspect(path string, create bool) (bool, error) {
 		case n == ChunksDir && emptyDir(filepath.Join(path, n)):
 			// Creating an index makes chunks/ before the manifest: a crash
 			// in between leaves it empty, and nothing was committed.
-		case n == ChunksDir || n == LexicalDir || n == PendingName || strings.HasPrefix(n, "dense-") || strings.HasPrefix(n, "graph-") || strings.HasPrefix(n, "state-") || strings.HasPrefix(n, "batches-"):
+		case n == ChunksDir || n == LexicalDir || n == PendingName || strings.HasPrefix(n, "dense-") || strings.HasPrefix(n, "graph-") || strings.HasPrefix(n, "state-") || strings.HasPrefix(n, "delta-") || strings.HasPrefix(n, "batches-"):
 			ours = append(ours, n)
 		default:
 			foreign = append(foreign, n)
@@ -402,5 +402,5 @@ func ownFile(name string) bool {
 	if b, ok := strings.CutPrefix(name, ChunksDir+"/"); ok {
 		return plainName(b)
 	}
-	return plainName(name) && (strings.HasPrefix(name, "dense-") || strings.HasPrefix(name, "graph-") || strings.HasPrefix(name, "state-") || strings.HasPrefix(name, "batches-"))
+	return plainName(name) && (strings.HasPrefix(name, "dense-") || strings.HasPrefix(name, "graph-") || strings.HasPrefix(name, "state-") || strings.HasPrefix(name, "delta-") || strings.HasPrefix(name, "batches-"))
 }

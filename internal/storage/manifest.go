@@ -70,6 +70,38 @@ type Manifest struct {
 	// it, and a commit of facts need not write the whole state again.
 	Checkpoint    string `json:"checkpoint,omitempty"`
 	CheckpointSum string `json:"checkpoint_sum,omitempty"`
+	// Delta, when set, names the delta level over the checkpoint
+	// (DeltaName) and DeltaSum its checksum: a later generation's state
+	// whose rows hold only the document versions committed to after the
+	// checkpoint's generation, so that the checkpoint need not be written
+	// whole again each time the log has moved past it. Open reads both,
+	// and adds the batches after the delta's generation.
+	Delta    string `json:"delta,omitempty"`
+	DeltaSum string `json:"delta_sum,omitempty"`
+}
+
+// DeltaName is the file name of generation gen's delta level.
+func DeltaName(gen int64) string { return fmt.Sprintf("delta-%08d.bin", gen) }
+
+// DeltaGeneration returns the generation whose state the manifest's delta
+// level holds, 0 when it names none (or a name no generation has, which
+// Validate refuses).
+func (m *Manifest) DeltaGeneration() int64 {
+	var g int64
+	if n, err := fmt.Sscanf(m.Delta, "delta-%08d.bin", &g); err != nil || n != 1 || m.Delta != DeltaName(g) {
+		return 0
+	}
+	return g
+}
+
+// LevelGeneration returns the generation of the newest level the
+// manifest names: its delta's, else its checkpoint's; 0 for none. Open
+// reads the batches after it.
+func (m *Manifest) LevelGeneration() int64 {
+	if g := m.DeltaGeneration(); g != 0 {
+		return g
+	}
+	return m.CheckpointGeneration()
 }
 
 // CheckpointName is the file name of generation gen's checkpoint.
@@ -303,7 +335,7 @@ func (m *Manifest) Names(file string) bool {
 	if d := m.Dense; d != nil && (file == d.File || (d.Graph != "" && file == d.Graph)) {
 		return true
 	}
-	return m.Checkpoint != "" && file == m.Checkpoint
+	return (m.Checkpoint != "" && file == m.Checkpoint) || (m.Delta != "" && file == m.Delta)
 }
 
 // EncodeManifest returns the sealed bytes of m: its batch entries after
@@ -468,7 +500,16 @@ func (m *Manifest) validate(known []Batch) error {
 		}
 	}
 	if m.Checkpoint == "" && m.CheckpointSum == "" {
+		if m.Delta != "" || m.DeltaSum != "" {
+			return fmt.Errorf("delta %q without a checkpoint", m.Delta)
+		}
 		return nil
+	}
+	if m.Delta != "" || m.DeltaSum != "" {
+		d := m.DeltaGeneration()
+		if d <= m.CheckpointGeneration() || d > m.Generation || !validSum(m.DeltaSum) {
+			return fmt.Errorf("delta %q (checksum %q) is not of a generation after checkpoint %q, up to %d", m.Delta, m.DeltaSum, m.Checkpoint, m.Generation)
+		}
 	}
 	g := m.CheckpointGeneration()
 	if g < 1 || g > m.Generation || !validSum(m.CheckpointSum) {

@@ -17,6 +17,9 @@ import (
 // (Engine.Preload reads them).
 func PreloadPaths(dir string, m *Manifest) ([]string, error) {
 	var paths []string
+	if m.Delta != "" {
+		paths = append(paths, filepath.Join(dir, m.Delta))
+	}
 	if m.Checkpoint != "" {
 		paths = append(paths, filepath.Join(dir, m.Checkpoint))
 	}

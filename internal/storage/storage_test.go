@@ -188,6 +188,15 @@ func TestDecodeManifest(t *testing.T) {
 	m, err = DecodeManifest("MANIFEST.json", raw, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), m.CheckpointGeneration())
+	// A delta level of generation 2 over it: Open reads both.
+	delta := facts.Clone()
+	delta.Delta, delta.DeltaSum = DeltaName(2), facts.Batches[1].Sum
+	raw, err = EncodeManifest(delta)
+	require.NoError(t, err)
+	m, err = DecodeManifest("MANIFEST.json", raw, nil)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 2, 2}, []int64{m.CheckpointGeneration(), m.DeltaGeneration(), m.LevelGeneration()})
+	require.True(t, m.Names(DeltaName(2)), "the delta is one of the index's files")
 	raw, err = EncodeManifest(validManifest())
 	require.NoError(t, err)
 
@@ -236,6 +245,24 @@ func TestDecodeManifest(t *testing.T) {
 		{"checkpoint of no generation", "a name CheckpointName never gives",
 			sealed(func(m *Manifest) { m.Checkpoint, m.CheckpointSum = "state-2.bin", m.Batches[0].Sum }), ErrCorrupt,
 			`checkpoint "state-2.bin" (checksum`},
+		{"delta without a checkpoint", "a delta level holds only what came after its checkpoint",
+			sealed(func(m *Manifest) { m.Delta, m.DeltaSum = DeltaName(2), m.Batches[0].Sum }), ErrCorrupt,
+			`delta "delta-00000002.bin" without a checkpoint`},
+		{"delta of the checkpoint's generation", "a delta is of a later generation than the checkpoint under it",
+			sealed(func(m *Manifest) {
+				m.Checkpoint, m.CheckpointSum = CheckpointName(1), m.Batches[0].Sum
+				m.Delta, m.DeltaSum = DeltaName(1), m.Batches[0].Sum
+			}), ErrCorrupt, `delta "delta-00000001.bin" (checksum`},
+		{"delta after the last generation", "a state the index never had",
+			sealed(func(m *Manifest) {
+				m.Checkpoint, m.CheckpointSum = CheckpointName(1), m.Batches[0].Sum
+				m.Delta, m.DeltaSum = DeltaName(3), m.Batches[0].Sum
+			}), ErrCorrupt, `delta "delta-00000003.bin" (checksum`},
+		{"delta without a checksum", "its head's seal is what Open checks it by",
+			sealed(func(m *Manifest) {
+				m.Checkpoint, m.CheckpointSum = CheckpointName(1), m.Batches[0].Sum
+				m.Delta = DeltaName(2)
+			}), ErrCorrupt, `delta "delta-00000002.bin" (checksum ""`},
 		{"unknown field", "a field this evpack does not know may change the meaning",
 			fsutil.SealText([]byte(`{"format":"evpack-index/2","generation":0,"docs":0,"tokens":0,"batches":[],"extra":1}` + "\n")), ErrCorrupt, `unknown field "extra"`},
 		{"two values", "data after the manifest",
