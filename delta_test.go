@@ -263,7 +263,9 @@ func TestDeltaLevelEdited(t *testing.T) {
 }
 
 // TestDeltaLevelPurgeAndHistory (issue 30): an index opened from a
-// checkpoint and a delta level over it unfolds both (a purge, History):
+// checkpoint and a delta level over it, one commit after it holding in
+// memory a document copied out of the delta, unfolds all three (a purge,
+// History):
 // the purge of a chunk whose document the delta holds and of one only the
 // checkpoint holds answers as the index in memory that purged the same,
 // writes a whole checkpoint and drops the delta; History is the memory
@@ -288,6 +290,15 @@ func TestDeltaLevelPurgeAndHistory(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, onlyBase)
+	// a-1237 joins a-doc-16 too: its commit copies that document out of
+	// the delta into memory, which then holds it beside the delta's rows.
+	x.commit(t, x.recs[deltaBase+37:deltaBase+38])
+	require.Contains(t, committedState(x.w).Chunks, inDelta, "copied out of the delta")
+	unfolded, err := committedState(x.w).Unfold(x.w.store)
+	require.NoError(t, err, "unfolded from the three, not built from the batch files instead")
+	loaded, err := state.LoadState(x.w.store, x.w.lex, x.w.emb, x.w.graph)
+	require.NoError(t, err)
+	sameState(t, loaded, unfolded)
 	history := func(e *Engine) []state.Commit {
 		h, err := e.History()
 		require.NoError(t, err)

@@ -861,12 +861,16 @@ func stateOfHead(h *checkpoint.Head) *State {
 		}
 		st.Entities[e.Key] = list
 	}
-	st.FactLog = make([]factAt, len(h.Facts))
+	if len(h.Facts) > 0 { // none: nil, as a state built from the batch files has it
+		st.FactLog = make([]factAt, len(h.Facts))
+	}
 	for i, fa := range h.Facts {
 		st.FactLog[i] = factAt{Gen: fa.Gen, Fact: fa.F}
 		st.Facts[fa.F.ChunkID] = append(st.Facts[fa.F.ChunkID], st.FactLog[i])
 	}
-	st.PurgeLog = make([]string, len(h.Purges))
+	if len(h.Purges) > 0 {
+		st.PurgeLog = make([]string, len(h.Purges))
+	}
 	for i, p := range h.Purges {
 		st.PurgeLog[i] = p.ID
 		st.Purged[p.ID] = PurgeAt{Gen: p.Gen, Reason: p.Reason, Hash: p.Hash, Redaction: p.Redaction}
