@@ -612,7 +612,7 @@ func (st *State) docsInKeyOrder(nums bool, parts int, stop func() bool) ([]check
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[p], errs[p] = st.walkDocs(nums, upper[from[p]:from[p+1]], first[p], first[p+1], stop)
+			out[p], errs[p] = st.walkDocs(t, nums, upper[from[p]:from[p+1]], first[p], first[p+1], stop)
 		}()
 	}
 	wg.Wait()
@@ -630,45 +630,18 @@ func (st *State) docsInKeyOrder(nums bool, parts int, stop func() bool) ([]check
 // holds (DeltaCheckpoint).
 func (st *State) upperDocs(nums bool, stop func() bool) ([]checkpoint.Doc, error) {
 	keys := evidence.SortedKeys(st.DocOrder)
-	var over *RowTable
-	if st.Rows != nil {
-		over = st.Rows.Over
-	}
-	n := 0
-	if over != nil {
-		n = over.Docs()
-	}
-	docs := make([]checkpoint.Doc, 0, len(keys)+n)
-	j := 0
-	for k := range n {
-		if stop != nil && k%stopEvery == 0 && stop() {
+	mem := make([]checkpoint.Doc, len(keys))
+	for i, k := range keys {
+		if stop != nil && i%stopEvery == 0 && stop() {
 			return nil, checkpoint.ErrStopped
 		}
-		e, ok := over.Doc(k)
-		if !ok {
-			return nil, over.Err()
-		}
-		for ; j < len(keys) && keys[j] < e.Key; j++ {
-			docs = append(docs, st.memDoc(keys[j]))
-		}
-		if j < len(keys) && keys[j] == e.Key { // copied out of the delta: the maps' list is newer
-			docs = append(docs, st.memDoc(keys[j]))
-			j++
-			continue
-		}
-		d, err := st.rowsDoc(over, e, nums)
-		if err != nil {
-			return nil, err
-		}
-		docs = append(docs, d)
+		mem[i] = st.memDoc(k)
 	}
-	for ; j < len(keys); j++ {
-		if stop != nil && j%stopEvery == 0 && stop() {
-			return nil, checkpoint.ErrStopped
-		}
-		docs = append(docs, st.memDoc(keys[j]))
+	if st.Rows == nil || st.Rows.Over == nil {
+		return mem, nil
 	}
-	return docs, nil
+	over := st.Rows.Over
+	return st.walkDocs(over, nums, mem, 0, over.Docs(), stop) // a document the maps copied out of the delta is the maps'
 }
 
 // minWalkPart is the fewest rows' documents walkParts gives a part: below
@@ -696,11 +669,12 @@ func (st *State) memDoc(k string) checkpoint.Doc {
 	return checkpoint.Doc{Key: k, IDs: st.DocOrder[k].IDs, Nums: st.DocOrder[k].Nums}
 }
 
-// walkDocs merges the rows' documents [lo, hi) with upper, upper
-// documents (upperDocs) in key order: docsInKeyOrder's part. A rows'
-// document upper holds too is upper's (a later version of its chunks).
-func (st *State) walkDocs(nums bool, upper []checkpoint.Doc, lo, hi int, stop func() bool) ([]checkpoint.Doc, error) {
-	t := st.Rows
+// walkDocs merges the documents [lo, hi) of rows t with upper, documents
+// of a newer level in key order: docsInKeyOrder's part (t the
+// checkpoint's rows, upper upperDocs), or upperDocs' own (t the delta's,
+// upper the maps'). A document of t that upper holds too is upper's (a
+// later version of its chunks).
+func (st *State) walkDocs(t *RowTable, nums bool, upper []checkpoint.Doc, lo, hi int, stop func() bool) ([]checkpoint.Doc, error) {
 	docs := make([]checkpoint.Doc, 0, hi-lo+len(upper))
 	j := 0
 	unasked := 0 // rows walked since stop was last asked: a document may hold thousands
@@ -1019,20 +993,21 @@ func (t *RowTable) setFiles(m *storage.Manifest) {
 	}
 }
 
-// level returns the table that answers for chunk id: t.Over when it holds
-// id, else t. After a failed check of Over it returns Over, which answers
-// false and fails the query (Err), never t's older copy.
-func (t *RowTable) level(id string) *RowTable {
-	if t.Over == nil {
-		return t
+// find returns the table that answers for chunk id, t.Over when it holds
+// id, else t, and id's row there (Table.Find). After a failed check of
+// Over it returns Over, which answers false and fails the query (Err),
+// never t's older copy.
+func (t *RowTable) find(id string) (*RowTable, int, checkpoint.Row, bool) {
+	if t.Over != nil {
+		if i, w, ok := t.Over.Find(id); ok || t.Over.Table.Err() != nil {
+			return t.Over, i, w, ok
+		}
 	}
-	if _, _, ok := t.Over.Find(id); ok || t.Over.Table.Err() != nil {
-		return t.Over
-	}
-	return t
+	i, w, ok := t.Find(id)
+	return t, i, w, ok
 }
 
-// levelOfDoc is level for stored document key.
+// levelOfDoc is find's table for stored document key.
 func (t *RowTable) levelOfDoc(key string) *RowTable {
 	if t.Over == nil {
 		return t

@@ -139,8 +139,7 @@ func (s *State) WrittenChunks(add []*evidence.Chunk, facts []*evidence.Fact) []*
 		if c, ok := s.Chunks[f.ChunkID]; ok {
 			out = append(out, c)
 		} else if s.Rows != nil {
-			t := s.Rows.level(f.ChunkID)
-			if _, w, ok := t.Find(f.ChunkID); ok {
+			if t, _, w, ok := s.Rows.find(f.ChunkID); ok {
 				out = append(out, chunkOfDays(new(evidence.Chunk), f.ChunkID, t.Tenant(w), w.AnchorDay, w.From, w.To))
 			}
 		}

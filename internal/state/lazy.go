@@ -214,8 +214,7 @@ func (s *State) committedGen(id string) (int64, bool) { return s.Reader().Commit
 
 // CommittedGen implements chunkReader.
 func (t *RowTable) CommittedGen(id string) (int64, bool) {
-	t = t.level(id)
-	w, ok := t.lookup(id)
+	_, _, w, ok := t.find(id)
 	return int64(w.Gen), ok
 }
 
@@ -224,8 +223,7 @@ func (s *State) TenantOf(id string) (string, bool) { return s.Reader().TenantOf(
 
 // TenantOf implements chunkReader.
 func (t *RowTable) TenantOf(id string) (string, bool) {
-	t = t.level(id)
-	w, ok := t.lookup(id)
+	t, _, w, ok := t.find(id)
 	if !ok {
 		return "", false
 	}
@@ -260,8 +258,7 @@ func (s *State) ChunkUpTo(id string, gen int64) (c *evidence.Chunk, ok bool, err
 // ReadUpTo is chunkUpTo from a checkpoint's rows, through the cache of
 // checked chunks when cached.
 func (t *RowTable) ReadUpTo(id string, gen int64, cached bool) (c *evidence.Chunk, ok bool, err error) {
-	t = t.level(id)
-	i, w, ok := t.Find(id)
+	t, i, w, ok := t.find(id)
 	if !ok {
 		return nil, false, t.Err()
 	}
@@ -406,12 +403,6 @@ func (d *docRows) read(lo, hi int) bool {
 	return true
 }
 
-// lookup returns the row of chunk id.
-func (t *RowTable) lookup(id string) (checkpoint.Row, bool) {
-	_, w, ok := t.Find(id)
-	return w, ok
-}
-
 // batch returns batch file file, opened on first use and kept open until
 // close: a query reads a few lines of it, and opening the file for each
 // was a tenth of a query's time.
@@ -466,8 +457,7 @@ func (s *State) docOf(id string) (docView, int64, bool) { return s.Reader().DocO
 
 // DocOf implements chunkReader.
 func (t *RowTable) DocOf(id string) (docView, int64, bool) {
-	t = t.level(id)
-	i, w, ok := t.Find(id)
+	t, i, w, ok := t.find(id)
 	if !ok {
 		return docView{}, 0, false // and, after a failed check, the query fails: rowTable.Err
 	}

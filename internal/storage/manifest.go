@@ -87,11 +87,7 @@ func DeltaName(gen int64) string { return fmt.Sprintf("delta-%08d.bin", gen) }
 // level holds, 0 when it names none (or a name no generation has, which
 // Validate refuses).
 func (m *Manifest) DeltaGeneration() int64 {
-	var g int64
-	if n, err := fmt.Sscanf(m.Delta, "delta-%08d.bin", &g); err != nil || n != 1 || m.Delta != DeltaName(g) {
-		return 0
-	}
-	return g
+	return generationOf(m.Delta, "delta-%08d.bin", DeltaName)
 }
 
 // LevelGeneration returns the generation of the newest level the
@@ -111,8 +107,14 @@ func CheckpointName(gen int64) string { return fmt.Sprintf("state-%08d.bin", gen
 // checkpoint holds, 0 when it names none (or a name no generation has,
 // which Validate refuses).
 func (m *Manifest) CheckpointGeneration() int64 {
+	return generationOf(m.Checkpoint, "state-%08d.bin", CheckpointName)
+}
+
+// generationOf returns the generation file, a name of the format pattern
+// (which named gives), is of; 0 for another name.
+func generationOf(file, pattern string, named func(int64) string) int64 {
 	var g int64
-	if n, err := fmt.Sscanf(m.Checkpoint, "state-%08d.bin", &g); err != nil || n != 1 || m.Checkpoint != CheckpointName(g) {
+	if n, err := fmt.Sscanf(file, pattern, &g); err != nil || n != 1 || file != named(g) {
 		return 0
 	}
 	return g
