@@ -28,9 +28,10 @@ var (
 	// directory holds what no commit or crash explains (the error names the
 	// file). Nothing is deleted when it is returned.
 	ErrCorrupt = storage.ErrCorrupt
-	// ErrOldFormat: the index was written in a format this evpack no longer
-	// reads; the error says how to rebuild it.
+	// ErrOldFormat: the index is of a format this evpack no longer reads; the error says how to rebuild it.
 	ErrOldFormat = storage.ErrOldFormat
+	// ErrNewerFormat: a later evpack wrote the index, in a format this one does not read.
+	ErrNewerFormat = storage.ErrNewerFormat
 	// ErrLocked: another process, or another Open in this one, has the index
 	// open; Open waited Options.LockWait. The error names the holder. A
 	// request also fails with it when a lexical partition's files stayed
@@ -63,7 +64,6 @@ var (
 	ErrFenced = evlog.ErrStaleEpoch
 	// ErrLeaseHeld: another writer holds the log's lease (Engine.Lead).
 	ErrLeaseHeld = evlog.ErrLeaseHeld
-	// ErrBehind: a request's MinGeneration was not applied by its
-	// context's deadline.
+	// ErrBehind: a request's MinGeneration was not applied by its context's deadline.
 	ErrBehind = errors.New("evpack: replica behind the generation asked")
 )

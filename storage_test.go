@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/fsutil"
 	"github.com/evpack/evpack/internal/storage"
 	"github.com/evpack/evpack/internal/storagetest"
 	"github.com/evpack/evpack/rerank"
@@ -288,6 +290,50 @@ func TestOldFormatSaysHowToRebuild(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(dir, storage.ManifestName))
 	require.NoError(t, err)
 	require.Equal(t, old, string(raw))
+}
+
+// TestNewerFormatIsNotCorrupt: an index whose manifest names a later
+// format (with a field this build does not know, as a later format may
+// add) is refused as ErrNewerFormat, not ErrCorrupt, and not one of its
+// files is changed, removed or added.
+func TestNewerFormatIsNotCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, Options{})
+	require.NoError(t, err)
+	_, err = e.Ingest(context.Background(), connectors.Records([]connectors.Record{strayRecord(t)}), IngestOptions{})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	name := filepath.Join(dir, storage.ManifestName)
+	raw, err := os.ReadFile(name)
+	require.NoError(t, err)
+	body, err := fsutil.UnsealText(raw)
+	require.NoError(t, err)
+	later := strings.Replace(string(body), `"format": "`+storage.Format+`",`, `"format": "evpack-index/4",`+"\n"+`  "levels": [1],`, 1)
+	require.NotEqual(t, string(body), later, "the manifest's format line")
+	require.NoError(t, os.WriteFile(name, fsutil.SealText([]byte(later)), 0o644))
+	before := filesUnder(t, dir)
+
+	_, err = Open(dir, Options{})
+	require.ErrorIs(t, err, ErrNewerFormat)
+	require.NotErrorIs(t, err, ErrCorrupt, "a later evpack's index is not damaged")
+	require.ErrorContains(t, err, "format evpack-index/4, this evpack reads "+storage.Format+" and earlier")
+	require.Equal(t, before, filesUnder(t, dir), "nothing written")
+}
+
+// filesUnder returns every file under dir by its path there, with its
+// bytes.
+func filesUnder(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		out[path] = string(raw)
+		return err
+	}))
+	return out
 }
 
 // TestInputThatGrowsInStorage (item 5): text that grows when stored (bad

@@ -163,7 +163,7 @@ func exitCode(err error) int {
 		return ee.code
 	case errors.Is(err, flag.ErrHelp):
 		return 0
-	case errors.Is(err, evpack.ErrCorrupt), errors.Is(err, evpack.ErrOldFormat), errors.Is(err, evpack.ErrLocked),
+	case errors.Is(err, evpack.ErrCorrupt), errors.Is(err, evpack.ErrOldFormat), errors.Is(err, evpack.ErrNewerFormat), errors.Is(err, evpack.ErrLocked),
 		errors.Is(err, evpack.ErrBroken), errors.Is(err, fs.ErrPermission), errors.Is(err, retrieve.ErrLexical),
 		errors.Is(err, evpack.ErrFenced), errors.Is(err, evpack.ErrLeaseHeld):
 		// A lexical index that cannot be read is damage (rebuild-lexical

@@ -794,3 +794,25 @@ func TestVerifyOldPackForm(t *testing.T) {
 	require.Contains(t, out, "\n- citation [1] records-act/art-2@2025: its text and fields are the stored chunk's")
 	require.True(t, strings.HasSuffix(out, "- not replayed: evpack-pack/1 names no generation, and its tenant scope and corpus statistics were the whole index's when it was made\n"), out)
 }
+
+// TestExitCodeOfUnreadableIndexes: every error that says an index cannot
+// be read, whatever wraps it, exits 3, the documented status; bad input
+// exits 2.
+func TestExitCodeOfUnreadableIndexes(t *testing.T) {
+	cases := []struct {
+		name, reason string
+		err          error
+		want         int
+	}{
+		{"corrupt", "a stored file fails its checksum", evpack.ErrCorrupt, 3},
+		{"old format", "an index of a format this build no longer reads", evpack.ErrOldFormat, 3},
+		{"newer format", "an index a later evpack wrote is unreadable here, not bad usage", evpack.ErrNewerFormat, 3},
+		{"locked", "another process holds it", evpack.ErrLocked, 3},
+		{"bad request", "the caller's input", evpack.ErrBadRequest, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, exitCode(fmt.Errorf("open /x: %w", tc.err)), tc.reason)
+		})
+	}
+}

@@ -18,6 +18,10 @@ var (
 	// this one does not read. It wraps ErrCorrupt's meaning for callers that
 	// only check that, and says how to rebuild.
 	ErrOldFormat = errors.New("evpack: index format too old")
+	// ErrNewerFormat: the index was written by a later evpack, in a
+	// format this one does not know. It is not ErrCorrupt: the files may
+	// be sound, and the evpack that wrote them reads them.
+	ErrNewerFormat = errors.New("evpack: index format newer than this evpack")
 	// ErrNotDurable: a commit's manifest was renamed into place but the
 	// fsync of its directory, which makes the rename durable, failed. The
 	// manifest on disk names the generation, which a power cut may still

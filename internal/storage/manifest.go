@@ -15,8 +15,14 @@ import (
 
 // Stored format versions. A reader refuses any other.
 const (
-	// Format is the index format named in MANIFEST.json.
+	// Format is the index format named in MANIFEST.json, evpack-index/
+	// and formatVersion. A change to any stored format an index's files
+	// are read in raises it, so that the manifest alone tells a reader
+	// whether it can read the index (ErrNewerFormat).
 	Format = "evpack-index/3"
+	// formatVersion is Format's number: a manifest of a higher one was
+	// written by a later evpack.
+	formatVersion = 3
 	// formatNoVolumes is the format before volumes (Volume): every batch
 	// in the manifest. It is read as Format; the next commit writes Format.
 	formatNoVolumes = "evpack-index/2"
@@ -369,7 +375,20 @@ func DecodeManifest(name string, raw []byte, read func(file string) ([]byte, err
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
+		// A later format may add fields: its number, not the field this
+		// build does not know, is the answer.
+		var peek struct {
+			Format string `json:"format"`
+		}
+		if json.Unmarshal(body, &peek) == nil {
+			if err := newerFormat(name, peek.Format); err != nil {
+				return nil, err
+			}
+		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
+	}
+	if err := newerFormat(name, m.Format); err != nil {
+		return nil, err
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: %s: data after the manifest", ErrCorrupt, name)
@@ -384,6 +403,19 @@ func DecodeManifest(name string, raw []byte, read func(file string) ([]byte, err
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
 	}
 	return &m, nil
+}
+
+// newerFormat returns ErrNewerFormat, naming file, when format is an index
+// format a later evpack writes (evpack-index/N, N above formatVersion, N
+// written as strconv.Itoa writes it); nil for any other.
+func newerFormat(file, format string) error {
+	n, ok := strings.CutPrefix(format, "evpack-index/")
+	v, err := strconv.Atoi(n)
+	if !ok || err != nil || v <= formatVersion || n != strconv.Itoa(v) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: format %s, this evpack reads %s and earlier; open the index with the evpack that wrote it, or a later one",
+		ErrNewerFormat, file, format, Format)
 }
 
 // readVolumes puts the entries of m's volumes before its own, checking each

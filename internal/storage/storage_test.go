@@ -207,14 +207,32 @@ func TestDecodeManifest(t *testing.T) {
 		require.NoError(t, err)
 		return fsutil.SealText(append(body, '\n'))
 	}
+	// withField is a manifest's stored form under format, with a field
+	// no Manifest has, as a later format might add.
+	withField := func(format string) []byte {
+		m := validManifest()
+		m.Format = format
+		body, err := json.MarshalIndent(m, "", "  ")
+		require.NoError(t, err)
+		body = bytes.Replace(body, []byte("{\n"), []byte("{\n  \"levels\": [1, 2],\n"), 1)
+		return fsutil.SealText(append(body, '\n'))
+	}
+	laterField := withField("evpack-index/12") // under this format it is damage: "unknown field" below
 	cases := []struct {
 		name, reason string
 		raw          []byte
 		want         error
 		says         string
 	}{
-		{"another format version", "a newer evpack's index is not guessed at",
-			sealed(func(m *Manifest) { m.Format = "evpack-index/4" }), ErrCorrupt, `format "evpack-index/4"`},
+		{"a later format", "a later evpack's index is not guessed at, nor called corrupt",
+			sealed(func(m *Manifest) { m.Format = "evpack-index/4" }), ErrNewerFormat,
+			"format evpack-index/4, this evpack reads evpack-index/3 and earlier; open the index with the evpack that wrote it"},
+		{"a later format with a field this one lacks", "what a later format adds is not what the error names",
+			laterField, ErrNewerFormat, "format evpack-index/12, this evpack reads evpack-index/3 and earlier"},
+		{"a format number with a leading zero", "no evpack writes it: not a later format",
+			sealed(func(m *Manifest) { m.Format = "evpack-index/04" }), ErrCorrupt, `format "evpack-index/04"`},
+		{"another kind of file's format", "a batch's format in a manifest is damage, not a later index",
+			sealed(func(m *Manifest) { m.Format = "evpack-chunks/9" }), ErrCorrupt, `format "evpack-chunks/9"`},
 		{"the unsealed format 1", "an index from before sealed storage must be rebuilt, and the error says how",
 			[]byte(`{"format":"evpack-index/1","generation":1}`), ErrOldFormat, "rebuild the index by ingesting its sources"},
 		{"batches not 1..N", "a gap in the chain is a lost generation",
@@ -276,6 +294,9 @@ func TestDecodeManifest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := DecodeManifest("MANIFEST.json", tc.raw, nil)
 			require.ErrorIs(t, err, tc.want, tc.reason)
+			if tc.want != ErrCorrupt {
+				require.NotErrorIs(t, err, ErrCorrupt, "an index of another format is not called damaged")
+			}
 			require.Contains(t, err.Error(), tc.says, tc.reason)
 			require.Contains(t, err.Error(), "MANIFEST.json", "the error names the file")
 		})
