@@ -813,7 +813,7 @@ func decodeCheckpoint(name string, f *os.File, sum, identity string, d *storage.
 // newRowTable returns the row table over t, the rows of the checkpoint
 // whose head is h, whose chunks are read from batch files files of d.
 func newRowTable(t *checkpoint.Table, d *storage.Dir, files []string, h *checkpoint.Head) *RowTable {
-	return &RowTable{Table: t, dir: d, files: files, gen: h.Gen, terms: len(h.Terms),
+	return &RowTable{Table: t, dir: d, files: files, gen: h.Gen, terms: len(h.Terms), docs: rowCache{max: DocRowsCache},
 		Checked: make([]atomic.Pointer[checkedChunk], min(t.Len(), checkedChunks)+1)}
 }
 
@@ -968,7 +968,7 @@ type RowTable struct {
 	mu     sync.Mutex
 	open   map[string]*os.File // batch files read so far, kept open until close
 	closed bool
-	docs   sync.Map // first row of a document -> *docRows, made on first use
+	docs   rowCache // documents' rows read lately, by their first row
 	// checked holds chunks read and checked lately (chunkUpTo), in the
 	// slot of their row modulo its length: an edit to a batch file after
 	// a request read a chunk is found by Check and Verify, which read the

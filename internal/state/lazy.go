@@ -361,13 +361,24 @@ type docRows struct {
 	gens  func(i int) int64
 	done  []atomic.Bool // chunk k's entries above are read: written before, never after
 	mu    sync.Mutex    // held to read a chunk
+	// bytes is what it holds, roughly (docRowsSize, rowSize); charge the
+	// count of the cache shard that holds it, which its reads add to, and
+	// used whether a lookup found it since the shard's hand last passed
+	// (rowCache).
+	bytes  atomic.Int64
+	charge atomic.Pointer[atomic.Int64]
+	used   atomic.Bool
 }
 
 func newDocRows(t *RowTable, start, n int) *docRows {
 	d := &docRows{t: t, start: start, ids: make([]string, n), nums: make([][]uint32, n), gen: make([]int64, n), done: make([]atomic.Bool, n)}
 	d.gens = func(k int) int64 { return d.gen[k] }
+	d.bytes.Store(docRowsSize(n))
 	return d
 }
+
+// size is what d holds, roughly, in bytes.
+func (d *docRows) size() int64 { return d.bytes.Load() }
 
 // fill makes sure chunks [lo, hi) are read.
 func (d *docRows) fill(lo, hi int) bool {
@@ -399,6 +410,11 @@ func (d *docRows) read(lo, hi int) bool {
 		}
 		d.gen[k] = int64(r.Gen)
 		d.done[k].Store(true)
+		b := rowSize(d.ids[k], d.nums[k])
+		d.bytes.Add(b)
+		if c := d.charge.Load(); c != nil {
+			c.Add(b)
+		}
 	}
 	return true
 }
@@ -462,11 +478,7 @@ func (t *RowTable) DocOf(id string) (docView, int64, bool) {
 		return docView{}, 0, false // and, after a failed check, the query fails: rowTable.Err
 	}
 	start, n := int(w.DocStart), int(w.DocLen)
-	v, ok := t.docs.Load(start)
-	if !ok {
-		v, _ = t.docs.LoadOrStore(start, newDocRows(t, start, n))
-	}
-	d := v.(*docRows)
+	d := t.docs.get(start, func() *docRows { return newDocRows(t, start, n) })
 	return docView{IDs: d.ids, Nums: d.nums, Pos: i - start, Gens: d.gens, rows: d}, int64(w.Gen), true
 }
 
