@@ -50,11 +50,12 @@ type rowShard struct {
 }
 
 // docRowsSize is what a docRows of n chunks costs before any is read: its
-// arrays and the struct.
+// arrays (a string header, a slice header, a generation and a flag a
+// chunk) and the struct.
 func docRowsSize(n int) int64 { return int64(n)*(16+24+8+1) + 128 }
 
-// rowSize is what reading one chunk's row adds to its docRows: its ID and
-// its terms, and their headers' share of the map and the lock.
+// rowSize is what reading one chunk's row adds to its docRows: its ID's
+// bytes and its terms', and a margin for their allocations' rounding.
 func rowSize(id string, nums []uint32) int64 { return int64(len(id) + 4*len(nums) + 48) }
 
 // get returns the docRows starting at row start, made by newRows when the

@@ -18,8 +18,8 @@ type readChunk struct {
 	gen  int64
 }
 
-// readThrough reads chunk id's document through t's cache, as Scope.Place
-// does (DocOf, then Fill of the whole document).
+// readThrough reads chunk id's document through rows' cache as Scope.Place
+// does (DocOf, then Fill), here the whole document.
 func readThrough(t *testing.T, rows *RowTable, id string) (readChunk, *docRows) {
 	t.Helper()
 	v, gen, ok := rows.DocOf(id)
@@ -32,8 +32,8 @@ func readThrough(t *testing.T, rows *RowTable, id string) (readChunk, *docRows) 
 // bound whatever they read and in whatever order, what is read through it
 // is what the table holds whether or not it was dropped in between, a
 // document read again at once, or read often, is not read again, and its
-// byte count is the sum of what its documents hold. Without the bound (the cache it
-// replaced) every document read stays.
+// byte count is the sum of what its documents hold. Under the default
+// bound a small table's documents all stay.
 func TestDocRowsCacheBounded(t *testing.T) {
 	st := rowsState(t, 600)
 	rows := st.Rows
@@ -54,6 +54,8 @@ func TestDocRowsCacheBounded(t *testing.T) {
 
 	// A bound of a few documents a shard.
 	const bound = 16 * 2 * 1000
+	// Above what any document here holds (three chunks, a few terms each):
+	// what a shard may hold past its share, the document it just made.
 	largest := docRowsSize(3) + 3*rowSize(ids[len(ids)-1], make([]uint32, 64))
 	seed := uint64(20261206)
 	t.Logf("seed %d", seed)
