@@ -110,16 +110,3 @@ func (s *rowShard) sweep() {
 		s.free = append(s.free, i)
 	}
 }
-
-// held returns the documents the cache holds and what they hold, in
-// bytes, as charged.
-func (c *rowCache) held() (docs int, bytes int64) {
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		docs += len(s.at)
-		bytes += s.bytes.Load()
-		s.mu.Unlock()
-	}
-	return docs, bytes
-}

@@ -132,3 +132,16 @@ func heldSum(c *rowCache) int64 {
 	}
 	return sum
 }
+
+// held returns the documents the cache holds and what they hold, in
+// bytes, as charged.
+func (c *rowCache) held() (docs int, bytes int64) {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		docs += len(s.at)
+		bytes += s.bytes.Load()
+		s.mu.Unlock()
+	}
+	return docs, bytes
+}
