@@ -3,57 +3,57 @@ package evpack
 import (
 	"context"
 
+	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 )
 
-// Preload reads into the operating system's page cache the files a query
-// reads here and there, and returns how many bytes it read: the current
-// checkpoint, the dense vectors and graph when the index keeps them, and
-// every file of the lexical index. It returns once they are read.
+// Preload does, before a service takes requests, the first-time work a
+// fresh process's requests would each pay, and returns how many bytes of
+// files it read: it reads the checkpoint, the dense files and the lexical
+// index's files into the page cache (after a reboot, a request waited on
+// the disk for each page it touched first) and checks every block of the
+// checkpoint, so that a damaged one is found before a request reads it. With
+// Options.WarmTenants it also opens every lexical partition and reads the
+// numbers its filter compares (a tenant's first request opened about
+// ten), for a third more memory at a million chunks (docs/benchmarks.md,
+// "Preload checks the checkpoint; warming opens every partition").
 //
-// Open reads almost nothing, and a query then reads the pages it touches,
-// each from the disk the first time when the page cache does not hold it
-// (after a reboot, on a fresh machine): one wait per page. At a million
-// chunks on this project's machine, that made a fresh process's first
-// requests about three times slower than with the files cached; reading
-// the files whole first took 1.0 to 1.2 s (docs/benchmarks.md, "Preload:
-// a fresh machine's first requests"). A service calls Preload after Open,
-// before it takes requests, when its index fits in memory beside
-// everything else: what it reads stays in the page cache (not in the Go
-// heap) until the kernel needs the memory.
-//
-// It skips the batch files, whose lines a query reads only for the chunks
-// it cites, and it checks nothing: a query still checks each block of the
-// checkpoint, and each chunk, the first time it reads it. It may run while
-// queries and an ingest run; a file the lexical index drops meanwhile (a
-// merge) is skipped. (On Windows a file open for reading cannot be
-// deleted: there, call it before writes start.) An index in memory has
-// nothing to read. It stops when ctx is done, returning what it had read
+// Call it when the index fits in memory; it may run beside queries and
+// ingests (on Windows, before writes start). A checkpoint block that fails
+// its check is ErrCorrupt; a damaged partition's error is returned once the
+// others are open. It stops when ctx is done, returning what it had read
 // and ctx's error, wrapped.
 func (e *Engine) Preload(ctx context.Context) (int64, error) {
-	paths, err := e.preloadPaths()
+	paths, rows, err := e.preloadPaths()
 	if err != nil {
 		return 0, err
 	}
-	return storage.ReadPaths(ctx, paths)
+	n, err := storage.ReadPaths(ctx, paths)
+	if err == nil {
+		err = rows.CheckAll(ctx)
+	}
+	if err == nil && e.opts.WarmTenants {
+		err = e.lex.Preload(ctx)
+	}
+	return n, err
 }
 
-// preloadPaths lists the files Preload reads, in a fixed order: the
-// manifest's checkpoint and dense files, then the lexical index's files in
-// lexical order.
-func (e *Engine) preloadPaths() ([]string, error) {
+// preloadPaths returns the files Preload reads and the checkpoint's rows.
+func (e *Engine) preloadPaths() ([]string, *state.RowTable, error) {
 	e.mu.RLock()
 	closed := e.closed
 	var m *storage.Manifest
+	var rows *state.RowTable
 	if !closed && e.store != nil {
-		m = e.store.Manifest()
+		m, rows = e.store.Manifest(), e.st.Rows
 	}
 	e.mu.RUnlock()
 	switch {
 	case closed:
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	case m == nil: // in memory
-		return nil, nil
+		return nil, nil, nil
 	}
-	return storage.PreloadPaths(e.dir, m)
+	paths, err := storage.PreloadPaths(e.dir, m)
+	return paths, rows, err
 }

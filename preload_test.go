@@ -2,6 +2,7 @@ package evpack
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io/fs"
 	"os"
@@ -15,7 +16,9 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/internal/checkpoint"
 	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/internal/storagetest"
 )
 
 // preloadIndex makes, in a new directory, an index with every kind of file
@@ -101,6 +104,52 @@ func TestPreloadReadsAllButTheBatches(t *testing.T) {
 	require.Equal(t, want, n, "through the link")
 }
 
+// On an index opened from its checkpoint and catalog, Preload opens every
+// lexical partition with Options.WarmTenants, and none without it, and the
+// packs are the same bytes after it. It checks every block of the
+// checkpoint: one edited in a body block Open does not read (the first
+// row's) is ErrCorrupt from Preload, naming the file and the block, and a
+// request after it fails as one that read the block would.
+func TestPreloadChecksAndOpens(t *testing.T) {
+	dir, reqs, want := lazyPacks(t)
+	for _, warm := range []bool{false, true} {
+		e, err := Open(dir, Options{WarmTenants: warm})
+		require.NoError(t, err)
+		checked(t, e)
+		require.NotNil(t, e.st.Rows, "opened from the checkpoint")
+		before, all := e.lex.Opened()
+		require.Less(t, before, all, "Open opened every partition: nothing left for Preload")
+		_, err = e.Preload(context.Background())
+		require.NoError(t, err)
+		open, _ := e.lex.Opened()
+		if warm {
+			require.Equal(t, all, open, "partitions open after Preload, warming tenants")
+		} else {
+			require.Equal(t, before, open, "partitions open after Preload")
+		}
+		require.Equal(t, want, packsOf(t, e, reqs), "warming tenants: %v", warm)
+		require.NoError(t, e.Close())
+	}
+	m := storagetest.ReadManifest(t, dir)
+
+	path := filepath.Join(dir, m.Checkpoint)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	// The first row, in the body's first page after the head's.
+	headEnd := len(checkpoint.Format) + 8 + int(binary.LittleEndian.Uint64(raw[len(checkpoint.Format):])) + 32
+	raw[(headEnd+4095)&^4095+8] ^= 0x20
+	require.NoError(t, os.WriteFile(path, raw, 0o644))
+	e2, err := Open(dir, Options{})
+	require.NoError(t, err, "Open reads no row of that block")
+	defer e2.Close()
+	_, err = e2.Preload(context.Background())
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorContains(t, err, m.Checkpoint)
+	require.ErrorContains(t, err, "rows: block 0: checksum mismatch")
+	_, err = e2.Query(context.Background(), reqs[0])
+	require.ErrorIs(t, err, ErrCorrupt)
+}
+
 // What Preload refuses or has nothing to do for, each with its reason.
 func TestPreloadRefuses(t *testing.T) {
 	_, e := preloadIndex(t)
@@ -129,7 +178,12 @@ func TestPreloadRefuses(t *testing.T) {
 // tenants: see denseview.go.)
 // Run under -race in .ci/run.
 func TestPreloadDuringWrites(t *testing.T) {
-	_, e := preloadIndex(t)
+	dir, e := preloadIndex(t)
+	require.NoError(t, e.Close())
+	// Warming tenants: Preload opens the partitions the ingest writes to.
+	e, err := Open(dir, Options{Embedder: &countingFree{Embedder: testEmbedder(t, testVectors(t))}, DenseIndex: "hnsw", WarmTenants: true})
+	require.NoError(t, err)
+	checked(t, e)
 	ctx := context.Background()
 	req := Request{Question: "records retention client transactions", AsOf: asof.MustDate("2026-01-15"), Tenant: "globex"}
 	want, err := e.Query(ctx, req)

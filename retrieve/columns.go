@@ -24,11 +24,12 @@ import (
 // read once into an array per field (column), and a clause on them is a
 // comparison per candidate.
 //
-// Invariant: a column holds, for each document of its segment by its
-// number there, the value bleve indexed for the field at full precision
-// (shift 0), or NaN where the document has none; a test on a column (colTest)
-// holds exactly where bleve's numeric range query of the same bounds holds
-// (TestPrunedEqualsExhaustive compares the two over random requests).
+// Invariant: a column answers (column.at), for each document of its
+// segment by its number there, the value bleve indexed for the field at
+// full precision (shift 0), or NaN where the document has none; a test on
+// a column (colTest) holds exactly where bleve's numeric range query of
+// the same bounds holds (TestPrunedEqualsExhaustive compares the two over
+// random requests).
 
 // colTest is a clause a document's number decides: the field's value at
 // most v (le), or above v. A document without the field fails it, as it
@@ -58,20 +59,30 @@ type colClause struct {
 // are cols (each test's at its col).
 func (c *colClause) holds(cols []column, local uint64) bool {
 	for _, t := range c.all {
-		if !t.holds(cols[t.col][local]) {
+		if !t.holds(cols[t.col].at(local)) {
 			return false
 		}
 	}
 	for _, t := range c.none {
-		if t.holds(cols[t.col][local]) {
+		if t.holds(cols[t.col].at(local)) {
 			return false
 		}
 	}
 	return true
 }
 
-// column is one field's values in one segment (see the invariant above).
+// column is one field's values in one segment (see the invariant above):
+// empty when no document of the segment holds the field (a corpus without
+// facts has no retirement days), so that it costs nothing.
 type column []float64
+
+// at returns document local's value, NaN where it has none.
+func (c column) at(local uint64) float64 {
+	if local < uint64(len(c)) {
+		return c[local]
+	}
+	return math.NaN()
+}
 
 // columns caches the columns of a partition's segments, by segment and
 // field. When a snapshot brings a segment it has not seen, it drops those
@@ -131,10 +142,7 @@ func (c *columns) forSnapshot(snap *scorch.IndexSnapshot, fields []string) ([][]
 // readColumn reads field's full-precision terms in s and the documents
 // holding each.
 func readColumn(s segment.Segment, field string) (column, error) {
-	col := make(column, s.Count())
-	for i := range col {
-		col[i] = math.NaN()
-	}
+	var col column // made at the first term
 	d, err := s.Dictionary(field)
 	if err != nil {
 		return nil, fmt.Errorf("%w: column %s: %v", ErrLexical, field, err)
@@ -156,6 +164,12 @@ func readColumn(s segment.Segment, field string) (column, error) {
 			return nil, fmt.Errorf("%w: column %s: term %x: %v", ErrLexical, field, e.Term, err)
 		}
 		v := numeric.Int64ToFloat64(i64)
+		if col == nil {
+			col = make(column, s.Count())
+			for i := range col {
+				col[i] = math.NaN()
+			}
+		}
 		if pl, err = d.PostingsList([]byte(e.Term), nil, pl); err != nil {
 			return nil, fmt.Errorf("%w: column %s: %v", ErrLexical, field, err)
 		}

@@ -87,12 +87,12 @@ func TestColumnsAsIndexed(t *testing.T) {
 					t.Fatal(err)
 				}
 				id := string(raw)
-				got := cols[i][0][n]
+				got := cols[i][0].at(n)
 				if v, ok := want[id]; (ok && got != v) || (!ok && !math.IsNaN(got)) {
 					t.Fatalf("%s: segment %d document %d (%s): day %v, want %v (indexed: %v)", what, i, n, id, got, v, ok)
 				}
-				if a := cols[i][1][n]; !math.IsNaN(a) {
-					t.Fatalf("%s: segment %d document %d (%s): a field no document has reads %v", what, i, n, id, a)
+				if a := cols[i][1].at(n); !math.IsNaN(a) || len(cols[i][1]) != 0 {
+					t.Fatalf("%s: segment %d document %d (%s): a field no document has reads %v (a column of %d)", what, i, n, id, a, len(cols[i][1]))
 				}
 				seen++
 			}

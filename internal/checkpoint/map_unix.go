@@ -37,3 +37,8 @@ func mapScratch(n int) ([]byte, error) {
 
 // unmapScratch releases what mapScratch made.
 func unmapScratch(b []byte) error { return syscall.Munmap(b) }
+
+// releasePages drops b's pages, a part of a mapping mapBody made, from the
+// process's resident set; they stay in the page cache, and a later read
+// maps them again. Advice only: a kernel that refuses it keeps them.
+func releasePages(b []byte) { _ = syscall.Madvise(b, syscall.MADV_DONTNEED) }

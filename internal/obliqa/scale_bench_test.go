@@ -101,7 +101,8 @@ func heapInUse() uint64 {
 // EVPACK_SCALE_PRELOAD=1 both evpack indexes are read into the page cache
 // (Engine.Preload) before the first question, and it reports how long
 // that took and how many bytes it read. EVPACK_SCALE_POSTINGS sets the
-// large index's Options.PostingsCache, in bytes (scaleOptions).
+// large index's Options.PostingsCache, in bytes, and EVPACK_SCALE_WARM=1
+// its Options.WarmTenants (scaleOptions).
 //
 // With EVPACK_SCALE_SHAPE=spread (issue 30) the corpus has the spread
 // shape (Scale.Spread: each passage's versions change on days of their
@@ -427,18 +428,26 @@ func BenchmarkScale(b *testing.B) {
 // scaleOptions is the options of the evpack index that BenchmarkScale and
 // BenchmarkScaleRSS ask: the defaults, but for the decoded postings' bound
 // in bytes where EVPACK_SCALE_POSTINGS names one (to measure what a larger
-// cache buys at a million chunks, and what it holds).
+// cache buys at a million chunks, and what it holds), and for warming
+// tenants with EVPACK_SCALE_WARM=1 (what it buys and costs, with Preload
+// or without).
 func scaleOptions(tb testing.TB) evpack.Options {
+	var o evpack.Options
+	if os.Getenv("EVPACK_SCALE_WARM") == "1" {
+		tb.Logf("warming tenants")
+		o.WarmTenants = true
+	}
 	v := os.Getenv("EVPACK_SCALE_POSTINGS")
 	if v == "" {
-		return evpack.Options{}
+		return o
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
 		tb.Fatalf("EVPACK_SCALE_POSTINGS=%q: %v", v, err)
 	}
 	tb.Logf("postings cache: %d bytes", n)
-	return evpack.Options{PostingsCache: n}
+	o.PostingsCache = n
+	return o
 }
 
 // scaleEngine opens the evpack index at dir with opts, building it first

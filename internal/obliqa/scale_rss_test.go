@@ -70,7 +70,8 @@ var rssFields = []string{"questions", "open_ms", "start_rss_kib", "open_rss_kib"
 // benchmark fails. With -benchtime Nx it skips the framework's first call
 // (b.N = 1), which would open every index once more: at a million chunks,
 // a minute for evpack's. With EVPACK_RSS_EVPACK_ONLY=1 it measures evpack
-// alone (no ratios). Linux only.
+// alone (no ratios); with EVPACK_SCALE_PRELOAD=1 evpack's child calls
+// Engine.Preload after Open (its time counted in Open's). Linux only.
 //
 //	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale-2x4 EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'Scale$' -benchtime 300x -timeout 3h
 //	EVPACK_SCALE=2x4 EVPACK_SCALE_DIR=/tmp/scale-2x4 EVPACK_OBLIQA_DIR=/path/to/obliqa go test ./internal/obliqa -run '^$' -bench 'ScaleRSS$' -benchtime 300x -timeout 1h
@@ -279,6 +280,11 @@ func TestScaleRSSChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		closeIndex = eng.Close
+		if os.Getenv("EVPACK_SCALE_PRELOAD") == "1" { // counted in Open's time
+			if _, err := eng.Preload(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
 		ask = func(i int) error {
 			p, err := eng.Query(ctx, evpack.Request{Question: qs[i%len(qs)], AsOf: days[i], Tenant: s.Tenant(i % s.Tenants)})
 			if err != nil {

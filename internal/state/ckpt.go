@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -1027,6 +1028,19 @@ func (t *RowTable) Err() error {
 		}
 	}
 	return t.Table.Err()
+}
+
+// CheckAll checks every block of t's checkpoint and of its delta level
+// that no read checked yet (checkpoint.Table.CheckAll); nil for a state
+// with every chunk in memory.
+func (t *RowTable) CheckAll(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	if err := t.Over.CheckAll(ctx); err != nil { // nil: none
+		return err
+	}
+	return t.Table.CheckAll(ctx)
 }
 
 // Catalog returns the lexical catalog of the newest level: the delta's

@@ -1,0 +1,171 @@
+package checkpoint
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evpack/evpack/internal/storage"
+)
+
+// everyRow reads every row, ID and term list of tbl, through reads.
+func everyRow(t *testing.T, tbl *Table) []string {
+	t.Helper()
+	out := make([]string, tbl.Len())
+	for i := range out {
+		w, ok := tbl.Row(i)
+		require.True(t, ok, "row %d: %v", i, tbl.Err())
+		id, ok := tbl.ID(w)
+		require.True(t, ok, "row %d: %v", i, tbl.Err())
+		nums, ok := tbl.Nums(w)
+		require.True(t, ok, "row %d: %v", i, tbl.Err())
+		out[i] = fmt.Sprintf("%s %d %v %v", id, w.Gen, w.Hash[:4], nums)
+	}
+	return out
+}
+
+// sections returns tbl's sections by the names its errors give them.
+func sectionsByName(tbl *Table) map[string]*section {
+	return map[string]*section{"rows": &tbl.rows, "ID order": &tbl.byID, "chunk IDs": &tbl.ids,
+		"reranker terms": &tbl.numSec, "document table": &tbl.docs, "document keys": &tbl.keys}
+}
+
+// checkedBlocks counts the blocks of tbl's sections checked, and all.
+func checkedBlocks(tbl *Table) (checked, all int) {
+	for _, s := range sectionsByName(tbl) {
+		for i := range s.done {
+			if s.done[i].Load() {
+				checked++
+			}
+		}
+		all += len(s.done)
+	}
+	return checked, all
+}
+
+// mappedKiB returns how much of the mapping starting at b's first byte is
+// in the process's resident set (/proc/self/smaps), or false where that
+// cannot be read.
+func mappedKiB(t *testing.T, b []byte) (int, bool) {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	start := strconv.FormatUint(uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))), 16)
+	sc := bufio.NewScanner(f)
+	in := false
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		switch {
+		case len(fields) == 0:
+		case strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":"): // a mapping's first line
+			lo, _, _ := strings.Cut(fields[0], "-")
+			in = lo == start
+		case in && fields[0] == "Rss:" && len(fields) > 1:
+			kib, err := strconv.Atoi(fields[1])
+			require.NoError(t, err, "smaps: %q", sc.Text())
+			return kib, true
+		}
+	}
+	return 0, false
+}
+
+// TestCheckAll: CheckAll checks every block of a checkpoint of 20,000
+// chunks (some MiB), after which every read answers as it did before, and
+// the pages it read are not left in the resident set; a block edited in
+// the file under the mapping is found and named, and is the table's error
+// after it (Err, on which a request fails); a done context stops it with nothing checked and nothing
+// failed; a closed table has nothing left to check.
+func TestCheckAll(t *testing.T) {
+	in := synthetic(2_000, 7)
+	f, err := Encode(in)
+	require.NoError(t, err)
+	raw := f.Bytes()
+	sum, err := Sum(raw)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "state.bin")
+	require.NoError(t, os.WriteFile(path, raw, 0o644))
+	decode := func(t *testing.T) *Table {
+		t.Helper()
+		file, err := os.Open(path)
+		require.NoError(t, err)
+		defer file.Close()
+		_, tbl, ok, err := Decode("state.bin", file, sum, in.Identity, 4)
+		require.NoError(t, err)
+		require.True(t, ok)
+		t.Cleanup(func() { tbl.Close() })
+		return tbl
+	}
+	want := everyRow(t, decode(t))
+
+	t.Run("every block", func(t *testing.T) {
+		tbl := decode(t)
+		require.Greater(t, len(tbl.body), 4*checkAllRun*block, "more than a few runs")
+		require.NoError(t, tbl.CheckAll(context.Background()))
+		checked, all := checkedBlocks(tbl)
+		require.Equal(t, all, checked, "blocks checked")
+		if kib, ok := mappedKiB(t, tbl.body); ok && runtime.GOOS == "linux" {
+			// The pages at the runs' and the sections' edges may stay.
+			require.Less(t, kib, len(tbl.body)>>10/4, "KiB of a body of %d KiB resident after CheckAll", len(tbl.body)>>10)
+		}
+		require.Equal(t, want, everyRow(t, tbl), "reads after CheckAll")
+		require.NoError(t, tbl.Err())
+	})
+
+	t.Run("an edited block", func(t *testing.T) {
+		tbl := decode(t)
+		s := &tbl.ids
+		blk := len(s.done) / 2
+		at := int64(len(raw)-len(tbl.body)) + s.off + int64(blk*s.block) + 5
+		file, err := os.OpenFile(path, os.O_RDWR, 0)
+		require.NoError(t, err)
+		b := []byte{raw[at] ^ 0x20}
+		_, err = file.WriteAt(b, at)
+		require.NoError(t, errors.Join(err, file.Close()))
+		t.Cleanup(func() { // as it was, for the cases after
+			file, err := os.OpenFile(path, os.O_RDWR, 0)
+			require.NoError(t, err)
+			_, err = file.WriteAt(raw[at:at+1], at)
+			require.NoError(t, errors.Join(err, file.Close()))
+		})
+		err = tbl.CheckAll(context.Background())
+		require.ErrorIs(t, err, storage.ErrCorrupt)
+		require.ErrorContains(t, err, fmt.Sprintf("chunk IDs: block %d: checksum mismatch", blk))
+		require.Equal(t, err, tbl.Err(), "what every request's reads answer after it")
+		for name, sec := range sectionsByName(tbl) {
+			if name == "rows" || name == "ID order" { // checked before the IDs
+				require.True(t, sec.done[len(sec.done)-1].Load(), "the last block of the %s", name)
+			}
+		}
+	})
+
+	t.Run("a done context", func(t *testing.T) {
+		tbl := decode(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.ErrorIs(t, tbl.CheckAll(ctx), context.Canceled)
+		checked, _ := checkedBlocks(tbl)
+		require.Zero(t, checked)
+		require.NoError(t, tbl.Err())
+		require.Equal(t, want, everyRow(t, tbl))
+	})
+
+	t.Run("closed", func(t *testing.T) {
+		tbl := decode(t)
+		require.NoError(t, tbl.Close())
+		require.NoError(t, tbl.CheckAll(context.Background()))
+		require.NoError(t, tbl.Err())
+	})
+}
