@@ -41,14 +41,7 @@ func cachedColumns(t *testing.T, l *Lexical) int {
 func TestPreloadOpensEveryPartition(t *testing.T) {
 	ctx := context.Background()
 	dir, pc, one, cat := warmCorpus(t, 11)
-	l, err := OpenLexical(dir, LexicalOptions{Deferred: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	if _, err := l.Adopt(cat, pc.gens, nil); err != nil {
-		t.Fatal(err)
-	}
+	l := adopted(t, dir, cat, pc.gens, false)
 	if open, all := l.Opened(); open != 0 || all < 8 {
 		t.Fatalf("before Preload: %d of %d partitions open, want none of several", open, all)
 	}
@@ -107,22 +100,10 @@ func TestPreloadOpensEveryPartition(t *testing.T) {
 // open; a done context stops Preload before it opens any.
 func TestPreloadGoesPastADamagedPartition(t *testing.T) {
 	dir, pc, _, cat := warmCorpus(t, 12)
-	open := func(t *testing.T) *Lexical {
-		t.Helper()
-		l, err := OpenLexical(dir, LexicalOptions{Deferred: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		if _, err := l.Adopt(cat, pc.gens, nil); err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
 	t.Run("done context", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		l := open(t)
+		l := adopted(t, dir, cat, pc.gens, false)
 		if err := l.Preload(ctx); !errors.Is(err, context.Canceled) || !errors.Is(err, ErrLexical) {
 			t.Fatalf("Preload: %v, want ErrLexical and context.Canceled", err)
 		}
@@ -131,7 +112,7 @@ func TestPreloadGoesPastADamagedPartition(t *testing.T) {
 		}
 	})
 	t.Run("damaged", func(t *testing.T) {
-		l := open(t)
+		l := adopted(t, dir, cat, pc.gens, false)
 		l.pmu.RLock()
 		victim := l.parts[len(l.parts)/2].dir
 		l.pmu.RUnlock()

@@ -30,10 +30,11 @@ func warmCorpus(t *testing.T, seed uint64) (dir string, pc, one *pruneCorpus, ca
 	return dir, pc, one, cat
 }
 
-// adopted opens dir deferred, warming, and adopts cat at generation gen.
-func adopted(t *testing.T, dir string, cat []byte, gen int64) *Lexical {
+// adopted opens dir deferred, warming if warm, and adopts cat at
+// generation gen.
+func adopted(t *testing.T, dir string, cat []byte, gen int64, warm bool) *Lexical {
 	t.Helper()
-	l, err := OpenLexical(dir, LexicalOptions{Deferred: true, Warm: true})
+	l, err := OpenLexical(dir, LexicalOptions{Deferred: true, Warm: warm})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func adopted(t *testing.T, dir string, cat []byte, gen int64) *Lexical {
 func TestWarmOpensTheTenantsRead(t *testing.T) {
 	ctx := context.Background()
 	dir, pc, one, cat := warmCorpus(t, 5)
-	l := adopted(t, dir, cat, pc.gens)
+	l := adopted(t, dir, cat, pc.gens, true)
 	// An early day: most of acme's partitions start after it, and the
 	// request reads none of them.
 	e := Eligibility{Tenant: "acme", AsOf: asof.MustDate("2019-03-01")}
@@ -163,7 +164,7 @@ func TestWarmStopsAtClose(t *testing.T) {
 	ctx := context.Background()
 	dir, pc, _, cat := warmCorpus(t, 7)
 	for round := range 3 {
-		l := adopted(t, dir, cat, pc.gens)
+		l := adopted(t, dir, cat, pc.gens, true)
 		e := Eligibility{Tenant: []string{"acme", "globex", "initech"}[round], AsOf: asof.MustDate("2022-06-01")}
 		if _, err := l.Search(ctx, "capital market", e, pc.bounds, 10, pc.fullStats(e.Tenant, pc.upTo(e))); err != nil {
 			t.Fatal(err)
