@@ -119,9 +119,10 @@ func mergeAll(t *testing.T, idx bleve.Index) {
 	}
 }
 
-// snapshotOf returns idx's snapshot, closed when the test ends, which must
-// hold from least to most segments.
-func snapshotOf(t *testing.T, idx bleve.Index, least, most int) *scorch.IndexSnapshot {
+// openSnapshot returns idx's current scorch snapshot, which the caller
+// closes: a test that holds snapshots of many partitions until it ends
+// holds back their merges.
+func openSnapshot(t *testing.T, idx bleve.Index) *scorch.IndexSnapshot {
 	t.Helper()
 	adv, err := idx.Advanced()
 	if err != nil {
@@ -131,8 +132,20 @@ func snapshotOf(t *testing.T, idx bleve.Index, least, most int) *scorch.IndexSna
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Close() })
-	snap := r.(*scorch.IndexSnapshot)
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		r.Close()
+		t.Fatalf("the reader is a %T, not a scorch snapshot", r)
+	}
+	return snap
+}
+
+// snapshotOf returns idx's snapshot, closed when the test ends, which must
+// hold from least to most segments.
+func snapshotOf(t *testing.T, idx bleve.Index, least, most int) *scorch.IndexSnapshot {
+	t.Helper()
+	snap := openSnapshot(t, idx)
+	t.Cleanup(func() { snap.Close() })
 	if n := len(snap.Segments()); n < least || n > most {
 		t.Fatalf("the snapshot holds %d segment(s), want %d to %d", n, least, most)
 	}

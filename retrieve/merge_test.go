@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blevesearch/bleve/v2/index/scorch"
-
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
 )
@@ -102,19 +100,8 @@ func TestSmallBatchesLeaveTheLargeSegment(t *testing.T) {
 // liveSegments is how many segments p's current snapshot reads.
 func liveSegments(t *testing.T, p *part) int {
 	t.Helper()
-	adv, err := p.idx.Advanced()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	snap, ok := r.(*scorch.IndexSnapshot)
-	if !ok {
-		t.Fatalf("partition reader is a %T, not a scorch snapshot", r)
-	}
+	snap := openSnapshot(t, p.idx)
+	defer snap.Close()
 	return len(snap.Segments())
 }
 

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/blevesearch/bleve/v2/index/scorch"
 )
 
 // cachedColumns counts the columns l's open partitions hold, by segment
@@ -50,22 +48,15 @@ func TestPreloadOpensEveryPartition(t *testing.T) {
 	}
 	l.pmu.RLock()
 	for _, p := range l.parts {
-		adv, err := p.idx.Advanced()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := adv.Reader()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ss := range r.(*scorch.IndexSnapshot).Segments() {
+		snap := openSnapshot(t, p.idx)
+		for _, ss := range snap.Segments() {
 			for _, f := range columnFields {
 				if _, ok := p.cols.segs[ss.Segment()][f]; !ok {
 					t.Errorf("partition %s: a segment without its %s column", p.key.dirName(), f)
 				}
 			}
 		}
-		r.Close()
+		snap.Close()
 	}
 	l.pmu.RUnlock()
 	before := cachedColumns(t, l)
