@@ -139,8 +139,18 @@ func (c *columns) forSnapshot(snap *scorch.IndexSnapshot, fields []string) ([][]
 	return out, nil
 }
 
+// omitCounter is a dictionary (zapx's) that iterates its terms without
+// reading each one's postings to count them.
+type omitCounter interface {
+	AutomatonIteratorOmitCount(a segment.Automaton, startKeyInclusive, endKeyExclusive []byte) segment.DictionaryIterator
+}
+
 // readColumn reads field's full-precision terms in s and the documents
-// holding each.
+// holding each. A partition's first request reads its columns, hundreds
+// of terms a field (a day each), and the iterator of a zapx dictionary
+// reads each term's postings to count them, which readColumn then reads
+// again: where the dictionary can, its terms are iterated without the
+// count.
 func readColumn(s segment.Segment, field string) (column, error) {
 	var col column // made at the first term
 	d, err := s.Dictionary(field)
@@ -148,9 +158,16 @@ func readColumn(s segment.Segment, field string) (column, error) {
 		return nil, fmt.Errorf("%w: column %s: %v", ErrLexical, field, err)
 	}
 	// Terms of shift 0 start with ShiftStartInt64 and nothing else does.
-	it := d.AutomatonIterator(nil, []byte{numeric.ShiftStartInt64}, []byte{numeric.ShiftStartInt64 + 1})
+	lo, hi := []byte{numeric.ShiftStartInt64}, []byte{numeric.ShiftStartInt64 + 1}
+	var it segment.DictionaryIterator
+	if oc, ok := d.(omitCounter); ok {
+		it = oc.AutomatonIteratorOmitCount(nil, lo, hi)
+	} else {
+		it = d.AutomatonIterator(nil, lo, hi)
+	}
 	var pl segment.PostingsList
 	var pi segment.PostingsIterator
+	var term []byte
 	for {
 		e, err := it.Next()
 		if err != nil {
@@ -170,7 +187,8 @@ func readColumn(s segment.Segment, field string) (column, error) {
 				col[i] = math.NaN()
 			}
 		}
-		if pl, err = d.PostingsList([]byte(e.Term), nil, pl); err != nil {
+		term = append(term[:0], e.Term...)
+		if pl, err = d.PostingsList(term, nil, pl); err != nil {
 			return nil, fmt.Errorf("%w: column %s: %v", ErrLexical, field, err)
 		}
 		pi = pl.Iterator(false, false, false, pi)

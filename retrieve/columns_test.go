@@ -16,7 +16,9 @@ import (
 // documents, the number indexed for the field (negative, fractional and
 // large values included), NaN where the document has none, on a snapshot of
 // several segments with deleted documents; after a merge, the cache keeps
-// the merged segment's columns alone, and they hold the same values.
+// the merged segment's columns alone, and they hold the same values. The
+// segments' dictionaries iterate without counts (omitCounter), the way
+// readColumn reads them.
 func TestColumnsAsIndexed(t *testing.T) {
 	// On disk: scorch merges (ForceMerge) only persisted segments. The
 	// index is closed after each batch, which persists that batch's segment
@@ -97,6 +99,15 @@ func TestColumnsAsIndexed(t *testing.T) {
 				seen++
 			}
 		}
+		for i, ss := range snap.Segments() {
+			d, err := ss.Segment().Dictionary("day")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := d.(omitCounter); !ok {
+				t.Fatalf("%s: segment %d's dictionary (%T) iterates its terms only with their counts: readColumn would read each term's postings twice", what, i, d)
+			}
+		}
 		if min := 120 - 2; seen < min {
 			t.Fatalf("%s: %d documents read, want every one written (at least %d live)", what, seen, min)
 		}
@@ -122,7 +133,7 @@ func mergeAll(t *testing.T, idx bleve.Index) {
 // openSnapshot returns idx's current scorch snapshot, which the caller
 // closes: a test that holds snapshots of many partitions until it ends
 // holds back their merges.
-func openSnapshot(t *testing.T, idx bleve.Index) *scorch.IndexSnapshot {
+func openSnapshot(t testing.TB, idx bleve.Index) *scorch.IndexSnapshot {
 	t.Helper()
 	adv, err := idx.Advanced()
 	if err != nil {

@@ -312,7 +312,7 @@ func TestDecodedPostingsRefuseLongPassages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok, err := decodePostings(pl); err != nil || ok != tc.ok {
+		if _, ok, err := newPostingsCache(1).decodePostings(pl); err != nil || ok != tc.ok {
 			t.Errorf("%q decoded: ok %v, %v; want %v (%s)", tc.term, ok, err, tc.ok, tc.why)
 		}
 	}

@@ -1,10 +1,12 @@
 package checkpoint
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -51,6 +53,33 @@ func synthetic(docs int, seed uint64) Input {
 	return in
 }
 
+// writeSynthetic encodes in into a file of its own, and returns the
+// file's path, the checkpoint's sum and its bytes.
+func writeSynthetic(tb testing.TB, in Input) (path, sum string, raw []byte) {
+	tb.Helper()
+	f, err := Encode(in)
+	require.NoError(tb, err)
+	raw = f.Bytes()
+	sum, err = Sum(raw)
+	require.NoError(tb, err)
+	path = filepath.Join(tb.TempDir(), "state.bin")
+	require.NoError(tb, os.WriteFile(path, raw, 0o644))
+	return path, sum, raw
+}
+
+// decodeFile decodes the checkpoint of in that writeSynthetic wrote at
+// path; the caller closes the table.
+func decodeFile(tb testing.TB, path, sum string, in Input) *Table {
+	tb.Helper()
+	file, err := os.Open(path)
+	require.NoError(tb, err)
+	defer file.Close()
+	_, tbl, ok, err := Decode("state.bin", file, sum, in.Identity, 4)
+	require.NoError(tb, err)
+	require.True(tb, ok)
+	return tbl
+}
+
 // BenchmarkEncode encodes a checkpoint of 100,000 chunks.
 func BenchmarkEncode(b *testing.B) {
 	in := synthetic(10_000, 1)
@@ -72,21 +101,10 @@ func BenchmarkEncode(b *testing.B) {
 // row, ID and term list once (every block checked), then finds every ID.
 func BenchmarkDecode(b *testing.B) {
 	in := synthetic(10_000, 1)
-	f, err := Encode(in)
-	require.NoError(b, err)
-	raw := f.Bytes()
-	sum, err := Sum(raw)
-	require.NoError(b, err)
-	path := filepath.Join(b.TempDir(), "state.bin")
-	require.NoError(b, os.WriteFile(path, raw, 0o644))
+	path, sum, raw := writeSynthetic(b, in)
 	b.SetBytes(int64(len(raw)))
 	for b.Loop() {
-		file, err := os.Open(path)
-		require.NoError(b, err)
-		_, tbl, ok, err := Decode("state.bin", file, sum, in.Identity, 4)
-		file.Close()
-		require.NoError(b, err)
-		require.True(b, ok)
+		tbl := decodeFile(b, path, sum, in)
 		ids := make([]string, tbl.Len())
 		for i := range tbl.Len() {
 			w, _ := tbl.Row(i)
@@ -100,4 +118,73 @@ func BenchmarkDecode(b *testing.B) {
 		}
 		require.NoError(b, tbl.Close())
 	}
+}
+
+// BenchmarkReadWindows reads a document's rows, IDs and terms (a request
+// reads the chunks around a candidate; here a whole document of ten) from
+// a checkpoint of 100,000 chunks whose blocks are all checked, two ways
+// taking turns window by window: the table's reads row by row (Row, ID and
+// Nums; how state's docRows read until issue 30's stop 71) and CopyRows
+// (how it reads since). It reports each way's time a window and their
+// ratio; the windows are chosen at random (seed logged).
+func BenchmarkReadWindows(b *testing.B) {
+	in := synthetic(10_000, 1)
+	path, sum, _ := writeSynthetic(b, in)
+	tbl := decodeFile(b, path, sum, in)
+	defer tbl.Close()
+	require.NoError(b, tbl.CheckAll(context.Background()))
+
+	byRow := func(first, n int) []string {
+		ids, nums := make([]string, n), make([][]uint32, n)
+		for k := range n {
+			w, ok := tbl.Row(first + k)
+			if ok {
+				ids[k], ok = tbl.ID(w)
+			}
+			if ok {
+				nums[k], ok = tbl.Nums(w)
+			}
+			if !ok {
+				b.Fatalf("row %d: %v", first+k, tbl.Err())
+			}
+		}
+		return ids
+	}
+	together := func(first, n int) []string {
+		ids, nums, gens, ks := make([]string, n), make([][]uint32, n), make([]int64, n), make([]int, n)
+		for k := range ks {
+			ks[k] = k
+		}
+		if !tbl.CopyRows(first, ks, ids, nums, gens) {
+			b.Fatalf("rows %d+%d: %v", first, n, tbl.Err())
+		}
+		return ids
+	}
+
+	const seed = 20261206
+	b.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	var took [2]time.Duration
+	for i := 0; b.Loop(); i++ {
+		e, ok := tbl.Doc(rng.IntN(tbl.Docs()))
+		require.True(b, ok)
+		var got [2][]string
+		for turn := range 2 {
+			way := (i + turn) % 2 // each way goes first every other window
+			start := time.Now()
+			if way == 0 {
+				got[way] = byRow(e.First, e.Len)
+			} else {
+				got[way] = together(e.First, e.Len)
+			}
+			took[way] += time.Since(start)
+		}
+		if !slices.Equal(got[0], got[1]) {
+			b.Fatalf("document %s: the two ways read %q and %q", e.Key, got[0], got[1])
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(took[0].Nanoseconds())/n, "byrow-ns/window")
+	b.ReportMetric(float64(took[1].Nanoseconds())/n, "copyrows-ns/window")
+	b.ReportMetric(float64(took[1])/float64(took[0]), "copyrows/byrow")
 }

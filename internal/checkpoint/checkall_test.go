@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -90,21 +89,10 @@ func mappedKiB(t *testing.T, b []byte) (int, bool) {
 // failed; a closed table has nothing left to check.
 func TestCheckAll(t *testing.T) {
 	in := synthetic(2_000, 7)
-	f, err := Encode(in)
-	require.NoError(t, err)
-	raw := f.Bytes()
-	sum, err := Sum(raw)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "state.bin")
-	require.NoError(t, os.WriteFile(path, raw, 0o644))
+	path, sum, raw := writeSynthetic(t, in)
 	decode := func(t *testing.T) *Table {
 		t.Helper()
-		file, err := os.Open(path)
-		require.NoError(t, err)
-		defer file.Close()
-		_, tbl, ok, err := Decode("state.bin", file, sum, in.Identity, 4)
-		require.NoError(t, err)
-		require.True(t, ok)
+		tbl := decodeFile(t, path, sum, in)
 		t.Cleanup(func() { tbl.Close() })
 		return tbl
 	}

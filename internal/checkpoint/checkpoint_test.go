@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -205,6 +206,61 @@ func TestClosedTable(t *testing.T) {
 	require.ErrorContains(t, tbl.Err(), "closed")
 	require.Equal(t, want, ids, "IDs read before Close are copies")
 	require.NotEmpty(t, nums[0])
+}
+
+// TestCopyRows: CopyRows reads what the table's reads row by row do, the
+// same IDs, terms (a purged chunk's nil, as Nums has them) and
+// generations, for a whole document and for some of its rows, writing no
+// other; its copies outlive Close; once the table is closed it answers
+// false and the table's error says closed.
+func TestCopyRows(t *testing.T) {
+	_, tbl, ok, err := decodeBytes(t, pinned(t), pinnedIdentity, pinnedGens)
+	require.NoError(t, err)
+	require.True(t, ok)
+	var keep []string
+	purged := 0
+	for d := range tbl.Docs() {
+		e, ok := tbl.Doc(d)
+		require.True(t, ok)
+		wantIDs, wantNums, wantGens := make([]string, e.Len), make([][]uint32, e.Len), make([]int64, e.Len)
+		every := make([]int, e.Len)
+		for k := range e.Len {
+			w, ok := tbl.Row(e.First + k)
+			require.True(t, ok)
+			wantIDs[k], _ = tbl.ID(w)
+			wantNums[k], _ = tbl.Nums(w)
+			wantGens[k], every[k] = int64(w.Gen), k
+			if wantNums[k] == nil {
+				purged++
+			}
+		}
+		ids, nums, gens := make([]string, e.Len), make([][]uint32, e.Len), make([]int64, e.Len)
+		require.True(t, tbl.CopyRows(e.First, every, ids, nums, gens), "document %s", e.Key)
+		require.Equal(t, wantIDs, ids, "document %s", e.Key)
+		require.Equal(t, wantNums, nums, "document %s", e.Key)
+		require.Equal(t, wantGens, gens, "document %s", e.Key)
+		for k := range e.Len {
+			require.Equal(t, wantNums[k] == nil, nums[k] == nil, "document %s, chunk %d: nil terms are a purged chunk's", e.Key, k)
+		}
+		keep = append(keep, ids...)
+
+		last := e.Len - 1 // the last row alone: no other written
+		ids, nums, gens = make([]string, e.Len), make([][]uint32, e.Len), make([]int64, e.Len)
+		require.True(t, tbl.CopyRows(e.First, []int{last}, ids, nums, gens))
+		require.Equal(t, wantIDs[last], ids[last])
+		require.Equal(t, wantNums[last], nums[last])
+		for k := range last {
+			require.True(t, ids[k] == "" && nums[k] == nil && gens[k] == 0, "document %s: chunk %d written", e.Key, k)
+		}
+	}
+	require.Positive(t, purged, "the pinned history purges a chunk")
+	require.Equal(t, tbl.Len(), len(keep))
+	want := slices.Clone(keep)
+	require.NoError(t, tbl.Err())
+	require.NoError(t, tbl.Close())
+	require.Equal(t, want, keep, "copies stay as read after Close")
+	require.False(t, tbl.CopyRows(0, []int{0}, make([]string, 1), make([][]uint32, 1), make([]int64, 1)))
+	require.ErrorContains(t, tbl.Err(), "closed")
 }
 
 // FuzzDecode decodes mutations of the pinned checkpoint and reads every

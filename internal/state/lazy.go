@@ -390,25 +390,22 @@ func (d *docRows) fill(lo, hi int) bool {
 	return true
 }
 
-// read reads chunks [lo, hi) that are not yet read.
+// read reads chunks [lo, hi) that are not yet read, together
+// (checkpoint.Table.CopyRows).
 func (d *docRows) read(lo, hi int) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	var buf [32]int
+	ks := buf[:0]
 	for k := lo; k < hi; k++ {
-		if d.done[k].Load() {
-			continue
+		if !d.done[k].Load() {
+			ks = append(ks, k)
 		}
-		r, ok := d.t.Row(d.start + k)
-		if ok {
-			d.ids[k], ok = d.t.ID(r)
-		}
-		if ok {
-			d.nums[k], ok = d.t.Nums(r)
-		}
-		if !ok {
-			return false
-		}
-		d.gen[k] = int64(r.Gen)
+	}
+	if !d.t.CopyRows(d.start, ks, d.ids, d.nums, d.gen) {
+		return false
+	}
+	for _, k := range ks {
 		d.done[k].Store(true)
 		b := rowSize(d.ids[k], d.nums[k])
 		d.bytes.Add(b)
