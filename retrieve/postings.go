@@ -270,31 +270,26 @@ func (c *postingsCache) stats() (used int64, entries int) {
 // cost a lookup a posting (BenchmarkDecodePostings: the two, 0.76 to 0.79
 // of the time).
 func (c *postingsCache) decodePostings(pl segment.PostingsList) (*decodedPostings, bool, error) {
-	it, _ := c.iters.Get().(segment.PostingsIterator)
-	p, ok, it, err := decodeWith(pl, it)
-	if z, reusable := it.(*zap.PostingsIterator); reusable && z != nil {
-		c.iters.Put(it)
-	}
-	return p, ok, err
-}
-
-// decodeWith is decodePostings reading through prealloc (nil: a new
-// iterator), which it returns for reuse.
-func decodeWith(pl segment.PostingsList, prealloc segment.PostingsIterator) (*decodedPostings, bool, segment.PostingsIterator, error) {
+	prealloc, _ := c.iters.Get().(segment.PostingsIterator)
+	it := pl.Iterator(true, true, false, prealloc)
+	defer func() {
+		if z, reusable := it.(*zap.PostingsIterator); reusable && z != nil {
+			c.iters.Put(it)
+		}
+	}()
 	n := pl.Count()
 	p := &decodedPostings{docs: make([]uint32, 0, n), fn: make([]uint32, 0, n)}
-	it := pl.Iterator(true, true, false, prealloc)
 	for {
 		q, err := it.Next()
 		if err != nil {
-			return nil, false, it, err
+			return nil, false, err
 		}
 		if q == nil {
-			return p, true, it, nil
+			return p, true, nil
 		}
 		z, ok := q.(*zap.Posting)
 		if !ok || z.Number() > math.MaxUint32 || z.Frequency() > math.MaxUint16 || z.NormUint64() > math.MaxUint16 {
-			return nil, false, it, nil
+			return nil, false, nil
 		}
 		p.docs = append(p.docs, uint32(z.Number()))
 		p.fn = append(p.fn, uint32(z.Frequency())<<16|uint32(z.NormUint64()))
