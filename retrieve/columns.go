@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/numeric"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
@@ -205,4 +206,113 @@ func readColumn(s segment.Segment, field string) (column, error) {
 			}
 		}
 	}
+}
+
+// Why a filter of columns alone becomes bits.
+//
+// On a random day many of a partition's versions are not in force, and
+// the pruned search used to step each essential term to every such
+// version and ask the filter of it, only to step on: at a million chunks,
+// those turns were a quarter of the search (docs/benchmarks.md, issue 30,
+// stop 72). A filter whose clauses are all on columns is instead
+// evaluated once per request and partition, for every document, 64 at a
+// time, into a bit per document (bitsets.admittedBits); a cursor over
+// decoded postings steps over a posting whose bit is clear without
+// leaving its loop, and the filter answers other cursors' candidates by
+// one bit.
+//
+// Invariant: bit local of a segment's set is set exactly where
+// eligibleFilter.admits, by its clauses on columns, admits the document
+// and the segment's snapshot has not deleted it (TestAdmittedBits).
+
+// bitsets is a filter's admitted documents, a set of bits per segment of
+// its snapshot, and the arrays they are made in: a search's partition
+// keeps them for the next search's (partCursors.bits), so that a request
+// allocates none once its partitions have been read.
+type bitsets struct {
+	counts []uint64          // each segment's documents
+	except []*roaring.Bitmap // each segment's deleted documents, or nil
+	words  []uint64          // the sets' array
+	sets   [][]uint64        // each segment's bits: document local is bit local%64 of word local/64
+}
+
+// admittedBits sets b.sets, for each segment of b.counts (whose columns
+// are cols[s]), to a bit per document: set where every clause of must
+// holds and none of mustNot does (colClause.holds), and the document is
+// not deleted (b.except).
+func (b *bitsets) admittedBits(cols [][]column, must, mustNot []*colClause) {
+	words := 0
+	for _, n := range b.counts {
+		words += int((n + 63) / 64)
+	}
+	b.words = grown(b.words, words)
+	b.sets = grown(b.sets, len(b.counts))
+	all := b.words
+	for s, n := range b.counts {
+		w := int((n + 63) / 64)
+		bits := all[:w:w]
+		all = all[w:]
+		for k := range bits {
+			lo, hi := uint64(k)*64, min(uint64(k+1)*64, n)
+			acc := ^uint64(0) >> (64 - (hi - lo))
+			for _, c := range must {
+				acc &= c.word(cols[s], lo, hi)
+			}
+			for _, c := range mustNot {
+				if acc == 0 { // nothing left to turn away
+					break
+				}
+				acc &^= c.word(cols[s], lo, hi)
+			}
+			bits[k] = acc
+		}
+		if s < len(b.except) && b.except[s] != nil {
+			it := b.except[s].Iterator()
+			for it.HasNext() {
+				if d := uint64(it.Next()); d < n {
+					bits[d/64] &^= 1 << (d % 64)
+				}
+			}
+		}
+		b.sets[s] = bits
+	}
+}
+
+// word returns c's verdict on documents [lo, hi) of a segment whose
+// columns are cols, hi-lo at most 64: bit k for document lo+k.
+func (c *colClause) word(cols []column, lo, hi uint64) uint64 {
+	acc := ^uint64(0) >> (64 - (hi - lo))
+	for _, t := range c.all {
+		acc &= t.word(cols[t.col], lo, hi)
+	}
+	for _, t := range c.none {
+		acc &^= t.word(cols[t.col], lo, hi)
+	}
+	return acc
+}
+
+// word returns t's verdict on documents [lo, hi) of col, hi-lo at most
+// 64: bit k for document lo+k; a document past the column's end has no
+// value, and fails (column.at).
+func (t colTest) word(col column, lo, hi uint64) uint64 {
+	hi = min(hi, uint64(len(col)))
+	var w uint64
+	if t.le {
+		for i := lo; i < hi; i++ {
+			var b uint64
+			if col[i] <= t.v {
+				b = 1
+			}
+			w |= b << (i - lo)
+		}
+	} else {
+		for i := lo; i < hi; i++ {
+			var b uint64
+			if col[i] > t.v {
+				b = 1
+			}
+			w |= b << (i - lo)
+		}
+	}
+	return w
 }

@@ -148,6 +148,8 @@ type partCursors struct {
 	cs   []cursor
 	decs []decodedCursor
 	segs []*decodedPostings
+	// bits holds the filter's bits (eligibleFilter.admit).
+	bits bitsets
 }
 
 // grown returns s[:n], zeroed, in s's array when it has room.
@@ -187,6 +189,7 @@ func (ps *prunedSearch) release() {
 		clear(pc.cur[:cap(pc.cur)])
 		clear(pc.decs[:cap(pc.decs)])
 		clear(pc.segs[:cap(pc.segs)])
+		clear(pc.bits.except[:cap(pc.bits.except)])
 		pc.r, pc.filter, pc.cur = nil, nil, pc.cur[:0]
 	}
 	clear(ps.terms[:cap(ps.terms)])
@@ -258,10 +261,15 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 				return nil, nil, err
 			}
 		}
-		if err := ps.open(ctx, pc); err != nil {
+		// The filter first: a cursor over decoded postings takes its
+		// bits (decoded) as it opens.
+		if pc.filter, err = newEligibleFilter(ctx, r, sp.p.idx, &sp.p.cols, elig, sp.bounds); err != nil {
 			return nil, nil, err
 		}
-		if pc.filter, err = newEligibleFilter(ctx, r, sp.p.idx, &sp.p.cols, elig, sp.bounds); err != nil {
+		if pc.filter != nil {
+			pc.filter.admit(&pc.bits)
+		}
+		if err := ps.open(ctx, pc); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -462,6 +470,9 @@ func (ps *prunedSearch) decoded(dicts *fieldDicts, term string, pc *partCursors,
 	n := len(dicts.dicts)
 	c := &pc.decs[i]
 	*c = decodedCursor{segs: pc.segs[i*n : (i+1)*n : (i+1)*n], except: dicts.except, starts: dicts.starts, i: -1}
+	if pc.filter != nil {
+		c.admitted = pc.filter.bits
+	}
 	for i, dict := range dicts.dicts {
 		p, ok, err := ps.cache.postings(dicts.segs[i], dict, term)
 		if err != nil || !ok {
@@ -694,10 +705,12 @@ func (h *topQ) floor() float64 {
 // floor(), so its quantized score is below the n-th best.
 func (ps *prunedSearch) run(ctx context.Context, top *topQ, part int, pc *partCursors) error {
 	ess := 0
-	// A filter of columns alone costs a few comparisons: asked first, it
-	// turns a version not in force away before its terms are scored (on a
-	// random day, half the candidates). One with searchers is asked only of
-	// what the bound lets through.
+	// A filter of columns alone is a bit per document (eligibleFilter.admit):
+	// asked first, it turns a version not in force away before its terms
+	// are scored (on a random day, half the candidates; a cursor over
+	// decoded postings has already stepped over them, the others have
+	// not). One with searchers is asked only of what the bound lets
+	// through.
 	cheap := pc.filter != nil && pc.filter.onColumns()
 	for steps := 0; ; steps++ {
 		if steps%1024 == 0 {
@@ -844,6 +857,10 @@ type eligibleFilter struct {
 	starts []uint64
 	cols   [][]column
 	seg    int
+	segs   []*scorch.SegmentSnapshot
+	// bits, once admit has made them (every clause on columns: onColumns),
+	// holds each segment's admitted documents, and admits reads them.
+	bits [][]uint64
 }
 
 // clauseCursor is one clause's searcher and the document it stands on.
@@ -892,7 +909,8 @@ func newEligibleFilter(ctx context.Context, r index.IndexReader, idx bleve.Index
 		if ef.cols, err = cols.forSnapshot(snap, fields); err != nil {
 			return nil, err
 		}
-		ef.starts = segmentStarts(snap.Segments())
+		ef.segs = snap.Segments()
+		ef.starts = segmentStarts(ef.segs)
 	}
 	pool := 1
 	open := func(qs []query.Query) ([]*clauseCursor, error) {
@@ -919,6 +937,21 @@ func newEligibleFilter(ctx context.Context, r index.IndexReader, idx bleve.Index
 	return ef, nil
 }
 
+// admit makes, where every clause of f is decided on columns, the bits
+// of the documents f admits in each segment (bitsets.admittedBits), in
+// b's arrays, for admits and the cursors over decoded postings to read.
+func (f *eligibleFilter) admit(b *bitsets) {
+	if !f.onColumns() || f.segs == nil {
+		return
+	}
+	b.counts, b.except = grown(b.counts, len(f.segs)), grown(b.except, len(f.segs))
+	for i, ss := range f.segs {
+		b.counts[i], b.except[i] = ss.Segment().Count(), ss.Deleted()
+	}
+	b.admittedBits(f.cols, f.mustCol, f.mustNotCol)
+	f.bits = b.sets
+}
+
 // onColumns reports whether every clause of f is decided on columns: no
 // searcher is advanced to answer admits.
 func (f *eligibleFilter) onColumns() bool { return len(f.must)+len(f.mustNot) == 0 }
@@ -930,7 +963,12 @@ func (f *eligibleFilter) admits(num uint64) (bool, error) {
 		for f.seg+1 < len(f.starts) && f.starts[f.seg+1] <= num {
 			f.seg++
 		}
-		cols, local := f.cols[f.seg], num-f.starts[f.seg]
+		local := num - f.starts[f.seg]
+		if f.bits != nil {
+			bits := f.bits[f.seg]
+			return local/64 < uint64(len(bits)) && bits[local/64]&(1<<(local%64)) != 0, nil
+		}
+		cols := f.cols[f.seg]
 		for _, c := range f.mustCol {
 			if !c.holds(cols, local) {
 				return false, nil

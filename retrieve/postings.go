@@ -311,20 +311,21 @@ type decodedCursor struct {
 	segs   []*decodedPostings
 	except []*roaring.Bitmap // each segment's deleted documents, or nil
 	starts []uint64          // each segment's first document number
-	seg    int               // the segment being read
-	i      int               // the current posting's index in segs[seg]; -1 before the first
+	// admitted, when not nil, is each segment's documents that the
+	// search's filter admits, deleted ones clear (eligibleFilter.admit): a posting
+	// outside it is passed over as a deleted one is.
+	admitted [][]uint64
+	seg      int // the segment being read
+	i        int // the current posting's index in segs[seg]; -1 before the first
 }
 
-// seek moves t to the first posting not deleted at index i of its segment
-// or after, and takes it (noMore past the last).
+// seek moves t to the first posting the search keeps (decodedCursor.kept)
+// at index i of its segment or after, and takes it (noMore past the last).
 func (t *cursor) seek(i int) {
 	c := t.dec
 	for c.seg < len(c.segs) {
-		p, del := c.segs[c.seg], c.except[c.seg]
-		for ; i < len(p.docs); i++ {
-			if del != nil && del.Contains(p.docs[i]) {
-				continue
-			}
+		p := c.segs[c.seg]
+		if i = c.kept(i); i < len(p.docs) {
 			c.i = i
 			t.cur = c.starts[c.seg] + uint64(p.docs[i])
 			t.freq, t.flen = uint64(p.freq(i)), lengthOfNormBits(p.norm(i))
@@ -333,6 +334,29 @@ func (t *cursor) seek(i int) {
 		c.seg, i = c.seg+1, 0
 	}
 	t.cur = noMore
+}
+
+// kept returns the index of the first posting at index i or after in the
+// current segment that the search keeps (admitted, where the filter gave
+// bits; else not deleted), or the segment's count of postings where none
+// is.
+func (c *decodedCursor) kept(i int) int {
+	docs := c.segs[c.seg].docs
+	if c.admitted != nil {
+		ok := c.admitted[c.seg]
+		for ; i < len(docs); i++ {
+			if d := docs[i]; d/64 < uint32(len(ok)) && ok[d/64]&(1<<(d%64)) != 0 {
+				break
+			}
+		}
+		return i
+	}
+	if del := c.except[c.seg]; del != nil {
+		for i < len(docs) && del.Contains(docs[i]) {
+			i++
+		}
+	}
+	return i
 }
 
 // seekAtOrAfter moves t to its first posting at or after document num,
