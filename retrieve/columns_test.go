@@ -166,13 +166,14 @@ func snapshotOf(t *testing.T, idx bleve.Index, least, most int) *scorch.IndexSna
 }
 
 // TestAdmittedBits: the bits a filter of columns alone is evaluated into
-// (bitsets.admittedBits) hold, for every document of every segment, exactly what
-// the clauses decide document by document (colClause.holds, as
-// eligibleFilter.admits asked them before it had bits), with deleted
-// documents clear: over random segments (empty, shorter than 64, not a
-// multiple of 64, columns shorter than the segment or empty, values with
-// NaN and ties at the bound) and random clauses of both kinds, with tests
-// of both kinds in each. The seed is printed.
+// (bitsets.admittedBits) hold, for every document of every segment,
+// exactly what the clauses decide document by document (colClause.holds,
+// as eligibleFilter.admits asked them before it had bits), with deleted
+// documents clear and no bit past the last document: over random segments
+// (empty, shorter than 64, not a multiple of 64, columns shorter than the
+// segment or empty, values with NaN and ties at the bound) and random
+// clauses of both kinds, with tests of both kinds in each. The seed is
+// printed.
 func TestAdmittedBits(t *testing.T) {
 	seed := uint64(20261206)
 	t.Logf("seed %d", seed)

@@ -851,13 +851,13 @@ type eligibleFilter struct {
 	must, mustNot       []*clauseCursor
 	mustCol, mustNotCol []*colClause
 	sctx                *search.SearchContext
-	// The snapshot's segments: where each starts in the snapshot's
+	// The snapshot's segments (segs): where each starts in the snapshot's
 	// numbering (starts, ascending, as scorch numbers them) and its columns;
 	// seg is the segment of the last candidate.
+	segs   []*scorch.SegmentSnapshot
 	starts []uint64
 	cols   [][]column
 	seg    int
-	segs   []*scorch.SegmentSnapshot
 	// bits, once admit has made them (every clause on columns: onColumns),
 	// holds each segment's admitted documents, and admits reads them.
 	bits [][]uint64
