@@ -278,6 +278,12 @@ func (b *bitsets) admittedBits(cols [][]column, must, mustNot []*colClause) {
 	}
 }
 
+// admitted reports whether document local's bit is set in set, a
+// segment's set of bitsets (false past its end).
+func admitted(set []uint64, local uint64) bool {
+	return local/64 < uint64(len(set)) && set[local/64]&(1<<(local%64)) != 0
+}
+
 // word returns c's verdict on documents [lo, hi) of a segment whose
 // columns are cols, hi-lo at most 64: bit k for document lo+k.
 func (c *colClause) word(cols []column, lo, hi uint64) uint64 {

@@ -965,8 +965,7 @@ func (f *eligibleFilter) admits(num uint64) (bool, error) {
 		}
 		local := num - f.starts[f.seg]
 		if f.bits != nil {
-			bits := f.bits[f.seg]
-			return local/64 < uint64(len(bits)) && bits[local/64]&(1<<(local%64)) != 0, nil
+			return admitted(f.bits[f.seg], local), nil
 		}
 		cols := f.cols[f.seg]
 		for _, c := range f.mustCol {

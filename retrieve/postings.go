@@ -343,11 +343,9 @@ func (t *cursor) seek(i int) {
 func (c *decodedCursor) kept(i int) int {
 	docs := c.segs[c.seg].docs
 	if c.admitted != nil {
-		ok := c.admitted[c.seg]
-		for ; i < len(docs); i++ {
-			if d := docs[i]; d/64 < uint32(len(ok)) && ok[d/64]&(1<<(d%64)) != 0 {
-				break
-			}
+		set := c.admitted[c.seg]
+		for i < len(docs) && !admitted(set, uint64(docs[i])) {
+			i++
 		}
 		return i
 	}
