@@ -535,8 +535,8 @@ func (e *Engine) CacheKey(r Request) (string, error) {
 // replay).
 func (e *Engine) query(ctx context.Context, h evidence.Header, sc state.Scope, rr rerank.Reranker) (*evidence.Pack, error) {
 	st := sc.State
-	elig := sc.Eligibility(h)
-	text, steps := h.Question, []string(nil)
+	defer st.Pin()() // the term numbers of its documents' rows point into its mapped checkpoint
+	elig, text, steps := sc.Eligibility(h), h.Question, []string(nil)
 	if !e.opts.KeepEntityNames {
 		text, steps = sc.RankingText(h.Question, h.Filters)
 	}

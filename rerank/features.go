@@ -104,7 +104,9 @@ type TermNumbers interface {
 	// DocumentNumbers is Document with each chunk's terms as numbers too
 	// (nums[i] numbers terms[i], term by term); terms may be nil, the
 	// numbers alone then standing for them. The slices must not be
-	// changed.
+	// changed, nor read once the Rerank call that was handed the Stats
+	// returns: the engine's numbers are read from its mapped checkpoint,
+	// which it unmaps once no request reads it.
 	DocumentNumbers(id string) (ids []string, terms [][]string, nums [][]uint32, pos int)
 }
 

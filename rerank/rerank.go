@@ -33,7 +33,9 @@ type Candidate struct {
 // their Terms, the terms' numbers (TermNumbers; nil when not known) and the
 // chunk's position among them. Terms may be nil when Nums is not (the
 // engine holds its chunks' terms as numbers alone). The slices must not be
-// changed.
+// changed, nor read once the Rerank call that was handed them returns (the
+// engine's Nums point into its mapped checkpoint, which it unmaps once no
+// request reads it): a reranker that keeps them copies them.
 //
 // The slices may instead be a window of the document, when Len is not
 // zero: they then hold the chunks at positions Start to Start+len(IDs)-1

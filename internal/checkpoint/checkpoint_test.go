@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -208,12 +209,13 @@ func TestClosedTable(t *testing.T) {
 	require.NotEmpty(t, nums[0])
 }
 
-// TestCopyRows: CopyRows reads what the table's reads row by row do, the
+// TestReadRows: ReadRows reads what the table's reads row by row do, the
 // same IDs, terms (a purged chunk's nil, as Nums has them) and
 // generations, for a whole document and for some of its rows, writing no
-// other; its copies outlive Close; once the table is closed it answers
-// false and the table's error says closed.
-func TestCopyRows(t *testing.T) {
+// other; its terms are capped, so that an append copies rather than write
+// into the mapping; its IDs are copies that outlive Close; once the table
+// is closed it answers false and the table's error says closed.
+func TestReadRows(t *testing.T) {
 	_, tbl, ok, err := decodeBytes(t, pinned(t), pinnedIdentity, pinnedGens)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -235,18 +237,19 @@ func TestCopyRows(t *testing.T) {
 			}
 		}
 		ids, nums, gens := make([]string, e.Len), make([][]uint32, e.Len), make([]int64, e.Len)
-		require.True(t, tbl.CopyRows(e.First, every, ids, nums, gens), "document %s", e.Key)
+		require.True(t, tbl.ReadRows(e.First, every, ids, nums, gens), "document %s", e.Key)
 		require.Equal(t, wantIDs, ids, "document %s", e.Key)
 		require.Equal(t, wantNums, nums, "document %s", e.Key)
 		require.Equal(t, wantGens, gens, "document %s", e.Key)
 		for k := range e.Len {
 			require.Equal(t, wantNums[k] == nil, nums[k] == nil, "document %s, chunk %d: nil terms are a purged chunk's", e.Key, k)
+			require.Equal(t, len(nums[k]), cap(nums[k]), "document %s, chunk %d: terms capped", e.Key, k)
 		}
 		keep = append(keep, ids...)
 
 		last := e.Len - 1 // the last row alone: no other written
 		ids, nums, gens = make([]string, e.Len), make([][]uint32, e.Len), make([]int64, e.Len)
-		require.True(t, tbl.CopyRows(e.First, []int{last}, ids, nums, gens))
+		require.True(t, tbl.ReadRows(e.First, []int{last}, ids, nums, gens))
 		require.Equal(t, wantIDs[last], ids[last])
 		require.Equal(t, wantNums[last], nums[last])
 		for k := range last {
@@ -259,8 +262,135 @@ func TestCopyRows(t *testing.T) {
 	require.NoError(t, tbl.Err())
 	require.NoError(t, tbl.Close())
 	require.Equal(t, want, keep, "copies stay as read after Close")
-	require.False(t, tbl.CopyRows(0, []int{0}, make([]string, 1), make([][]uint32, 1), make([]int64, 1)))
+	require.False(t, tbl.ReadRows(0, []int{0}, make([]string, 1), make([][]uint32, 1), make([]int64, 1)))
 	require.ErrorContains(t, tbl.Err(), "closed")
+}
+
+// TestPinnedTable: a Close while a request holds a pin closes the table
+// (reads fail) but leaves the mapping, so the term numbers ReadRows handed
+// out read as they did, until the last Unpin unmaps it; a Close with no
+// pin unmaps at once; pins taken after Close (a request that found the
+// state being replaced) unmap nothing twice.
+func TestPinnedTable(t *testing.T) {
+	mapped := func(path string) bool {
+		raw, err := os.ReadFile("/proc/self/maps")
+		if err != nil {
+			t.Skipf("no /proc/self/maps here: %v", err)
+		}
+		return strings.Contains(string(raw), path)
+	}
+	open := func() (*Table, string) {
+		path := filepath.Join(t.TempDir(), "state.bin")
+		raw := pinned(t)
+		require.NoError(t, os.WriteFile(path, raw, 0o644))
+		f, err := os.Open(path)
+		require.NoError(t, err)
+		defer f.Close()
+		sum, err := Sum(raw)
+		require.NoError(t, err)
+		_, tbl, ok, err := Decode("state.bin", f, sum, pinnedIdentity, pinnedGens)
+		require.NoError(t, err)
+		require.True(t, ok)
+		return tbl, path
+	}
+	readAll := func(tbl *Table) [][]uint32 {
+		e, ok := tbl.Doc(0)
+		require.True(t, ok)
+		ks := make([]int, e.Len)
+		for k := range ks {
+			ks[k] = k
+		}
+		nums := make([][]uint32, e.Len)
+		require.True(t, tbl.ReadRows(e.First, ks, make([]string, e.Len), nums, make([]int64, e.Len)))
+		return nums
+	}
+
+	tbl, path := open()
+	require.True(t, mapped(path), "Decode maps the body")
+	tbl.Pin()
+	tbl.Pin()
+	nums := readAll(tbl)
+	want := make([][]uint32, len(nums))
+	for k, ns := range nums {
+		want[k] = slices.Clone(ns)
+	}
+	require.NotEmpty(t, slices.Concat(want...))
+	require.NoError(t, tbl.Close())
+	require.True(t, mapped(path), "pinned: Close leaves the mapping")
+	_, ok := tbl.Row(0)
+	require.False(t, ok, "reads fail after Close, pinned or not")
+	tbl.Unpin()
+	require.True(t, mapped(path), "one pin left")
+	require.Equal(t, want, nums, "what was read reads the same while pinned")
+	tbl.Unpin()
+	require.False(t, mapped(path), "the last Unpin unmaps")
+	tbl.Pin()
+	tbl.Unpin()
+	require.NoError(t, tbl.Close())
+
+	tbl, path = open()
+	tbl.Pin()
+	tbl.Unpin()
+	require.NoError(t, tbl.Close())
+	require.False(t, mapped(path), "no pin: Close unmaps")
+}
+
+// TestPinsRaceClose: requests that pin the table, read a document's rows
+// and read their term numbers before they unpin, racing a Close (run with
+// -race): each either reads the numbers as they are or fails its read,
+// never faults on an unmapped page; once the last unpins, the body is
+// unmapped.
+func TestPinsRaceClose(t *testing.T) {
+	_, tbl, ok, err := decodeBytes(t, pinned(t), pinnedIdentity, pinnedGens)
+	require.NoError(t, err)
+	require.True(t, ok)
+	e, ok := tbl.Doc(0)
+	require.True(t, ok)
+	ks := make([]int, e.Len)
+	for k := range ks {
+		ks[k] = k
+	}
+	want := make([][]uint32, e.Len)
+	for k := range ks {
+		w, _ := tbl.Row(e.First + k)
+		want[k], _ = tbl.Nums(w)
+	}
+	var wg sync.WaitGroup
+	var read, failed atomic.Int64
+	var once sync.Once
+	readSome := make(chan struct{}) // closed once a request has read ten times: Close comes amid the reads
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 1000 {
+				tbl.Pin()
+				nums := make([][]uint32, e.Len)
+				if tbl.ReadRows(e.First, ks, make([]string, e.Len), nums, make([]int64, e.Len)) {
+					for k, ns := range nums {
+						if !slices.Equal(want[k], ns) {
+							t.Errorf("row %d: %v, want %v", k, ns, want[k])
+						}
+					}
+					read.Add(1)
+				} else {
+					failed.Add(1)
+				}
+				tbl.Unpin()
+				if i == 10 {
+					once.Do(func() { close(readSome) })
+				}
+			}
+		}()
+	}
+	<-readSome
+	require.NoError(t, tbl.Close())
+	wg.Wait()
+	require.Equal(t, int64(8*1000), read.Load()+failed.Load())
+	require.GreaterOrEqual(t, read.Load(), int64(10), "reads before Close")
+	t.Logf("%d reads before Close, %d after", read.Load(), failed.Load())
+	require.Zero(t, tbl.pins)
+	require.Nil(t, tbl.unmap, "the last Unpin unmapped the body")
 }
 
 // FuzzDecode decodes mutations of the pinned checkpoint and reads every

@@ -107,15 +107,25 @@ func (t *Table) validNums(lo, hi int) error {
 // checks, which are safe for concurrent use), so any number of queries
 // read it at once.
 //
-// Its body stays mapped until Close. What it hands out is copied out of
-// the mapping (an ID is a string of its own, term numbers a slice of their
-// own), so that nothing a caller keeps, in a cache or in a pack, can point
-// into a mapping that is gone; reads and Close exclude each other (mu), and
-// a read after Close answers nothing and fails the caller's request (Err).
+// Its body stays mapped until Close, and past it while a request holds a
+// pin (Pin): a chunk ID the table hands out is a copy, a row's term
+// numbers (ReadRows) a slice of the mapping, valid while the request that
+// read them holds its pin. Copying them was most of what a fresh process's
+// first requests paid to read a document's rows at a million chunks (the
+// copy out of the mapping, and the page faults of the heap it grew into).
+// Reads and Close exclude each other (mu), and a read after Close answers
+// nothing and fails the caller's request (Err).
 type Table struct {
-	mu     sync.RWMutex // held to read the mapping (shared) and to unmap it
+	mu     sync.RWMutex // held to read the mapping (shared) and to close it
 	closed bool
 	body   []byte // the mapping
+
+	// pins counts the requests that may read term numbers ReadRows handed
+	// out; a Close while some do leaves the unmapping (of unmap) to the
+	// last Unpin.
+	pinMu sync.Mutex
+	pins  int
+	unmap []byte
 
 	rows, byID, ids, numSec section  // rows in document order; ID order (see orderSize); ID arena; number arena
 	docs, keys              section  // the document table (see docSize), in row order; its key arena
@@ -169,19 +179,48 @@ func (t *Table) read() bool {
 	return true
 }
 
-// Close unmaps the body. Reads after it fail; what earlier reads returned
-// stays valid (it was copied).
+// Close closes the table: reads after it fail. It unmaps the body, or,
+// while a request holds a pin, leaves that to the last Unpin: what the
+// requests in flight hold stays readable until they end.
 func (t *Table) Close() error {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.closed {
+		t.mu.Unlock()
 		return nil
 	}
 	t.closed = true
 	body := t.body
 	t.body, t.nums = nil, nil
 	t.rows.data, t.byID.data, t.ids.data, t.numSec.data, t.docs.data, t.keys.data = nil, nil, nil, nil, nil, nil
+	t.mu.Unlock()
+	t.pinMu.Lock()
+	defer t.pinMu.Unlock()
+	if t.pins > 0 {
+		t.unmap = body
+		return nil
+	}
 	return unmapBody(body)
+}
+
+// Pin keeps the body mapped until the matching Unpin, even past Close: a
+// request pins the tables it reads for as long as it may read the term
+// numbers they hand out. Safe for concurrent use.
+func (t *Table) Pin() {
+	t.pinMu.Lock()
+	t.pins++
+	t.pinMu.Unlock()
+}
+
+// Unpin releases a Pin; the last one after Close unmaps the body. An
+// error unmapping it has no caller left to take it: the mapping is then
+// left to the process's end.
+func (t *Table) Unpin() {
+	t.pinMu.Lock()
+	defer t.pinMu.Unlock()
+	if t.pins--; t.pins == 0 && t.unmap != nil {
+		_ = unmapBody(t.unmap)
+		t.unmap = nil
+	}
 }
 
 // Row is one decoded row.
@@ -347,17 +386,15 @@ func (t *Table) numsOf(w Row) ([]uint32, bool) {
 	return t.nums[w.numsOff : w.numsOff+w.NumsLen], true
 }
 
-// CopyRows reads rows start+k, for each k of ks, into ids[k], nums[k]
+// ReadRows reads rows start+k, for each k of ks, into ids[k], nums[k]
 // and gens[k]: each row's chunk ID, reranker term numbers (nil for a
-// purged chunk's, as Nums) and committing generation. It takes the read
-// lock once, and copies the IDs into one allocation and the terms into
-// another, where reading row by row takes it three times a row and
-// allocates twice (what a request's first read of the rows around a
-// candidate cost: a quarter of a fresh process's first requests at a
-// million chunks, with the page faults of the memory it took). False
-// after a failed check, or once the table is closed; what it wrote then
-// is to be discarded.
-func (t *Table) CopyRows(start int, ks []int, ids []string, nums [][]uint32, gens []int64) bool {
+// purged chunk's, as Nums) and committing generation. The IDs are copied,
+// into one allocation; the term numbers are slices of the mapping, capped
+// (an append copies), which the caller may read only while it holds a pin
+// (Pin) and must not change. It takes the read lock once, where reading
+// row by row takes it three times a row. False after a failed check, or
+// once the table is closed; what it wrote then is to be discarded.
+func (t *Table) ReadRows(start int, ks []int, ids []string, nums [][]uint32, gens []int64) bool {
 	if !t.read() {
 		return false
 	}
@@ -367,7 +404,7 @@ func (t *Table) CopyRows(start int, ks []int, ids []string, nums [][]uint32, gen
 		nums []uint32
 	}
 	var buf [32]found
-	fs, nID, nNums := buf[:0], 0, 0
+	fs, nID := buf[:0], 0
 	for _, k := range ks {
 		w, ok := t.row(start + k)
 		var f found
@@ -381,18 +418,14 @@ func (t *Table) CopyRows(start int, ks []int, ids []string, nums [][]uint32, gen
 			return false
 		}
 		gens[k] = int64(w.Gen)
-		fs, nID, nNums = append(fs, f), nID+len(f.id), nNums+len(f.nums)
+		fs, nID = append(fs, f), nID+len(f.id)
 	}
-	idArena, numArena := make([]byte, nID), make([]uint32, nNums)
+	idArena := make([]byte, nID)
 	for i, k := range ks {
 		f := fs[i]
 		n := copy(idArena, f.id) // never empty (validRows)
 		ids[k], idArena = unsafe.String(&idArena[0], n), idArena[n:]
-		nums[k] = nil
-		if f.nums != nil {
-			n = copy(numArena, f.nums)
-			nums[k], numArena = numArena[:n:n], numArena[n:]
-		}
+		nums[k] = f.nums[:len(f.nums):len(f.nums)]
 	}
 	return true
 }

@@ -391,7 +391,8 @@ func (d *docRows) fill(lo, hi int) bool {
 }
 
 // read reads chunks [lo, hi) that are not yet read, together
-// (checkpoint.Table.CopyRows).
+// (checkpoint.Table.ReadRows: the IDs copied, the term numbers slices of
+// the mapping, read by requests that pin the table, State.Pin).
 func (d *docRows) read(lo, hi int) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -402,12 +403,12 @@ func (d *docRows) read(lo, hi int) bool {
 			ks = append(ks, k)
 		}
 	}
-	if !d.t.CopyRows(d.start, ks, d.ids, d.nums, d.gen) {
+	if !d.t.ReadRows(d.start, ks, d.ids, d.nums, d.gen) {
 		return false
 	}
 	for _, k := range ks {
 		d.done[k].Store(true)
-		b := rowSize(d.ids[k], d.nums[k])
+		b := rowSize(d.ids[k])
 		d.bytes.Add(b)
 		if c := d.charge.Load(); c != nil {
 			c.Add(b)
@@ -442,8 +443,9 @@ func (t *RowTable) batch(file string) (*os.File, error) {
 // Close closes the batch files t opened and unmaps its checkpoint: once
 // the engine holds another state, or closes. A query still reading t then
 // fails to read, and starts again on the new state (Engine.readFailed).
-// What queries took from t stays valid: the table hands out copies
-// (checkpoint.Table), so nothing points into the mapping it unmaps.
+// What queries took from t stays valid: the IDs it hands out are copies,
+// and the term numbers point into a mapping that stays until the last
+// request that pinned t ends (State.Pin, checkpoint.Table.Unpin).
 func (t *RowTable) Close() error {
 	if t == nil { // a state with every chunk in memory
 		return nil
@@ -461,6 +463,28 @@ func (t *RowTable) Close() error {
 		errs = append(errs, t.Over.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// Pin keeps the mappings of s's checkpoint rows (and of their delta
+// level) until the returned func is called, even past their Close: a
+// request pins the state it answers from, whose documents' term numbers
+// point into them (docRows). Nothing for a state with every chunk in
+// memory.
+func (s *State) Pin() (unpin func()) {
+	t := s.Rows
+	if t == nil {
+		return func() {}
+	}
+	t.Table.Pin()
+	if t.Over != nil {
+		t.Over.Table.Pin()
+	}
+	return func() {
+		if t.Over != nil {
+			t.Over.Table.Unpin()
+		}
+		t.Table.Unpin()
+	}
 }
 
 // DocOf returns the document of committed chunk id, and the generation

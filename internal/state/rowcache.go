@@ -6,8 +6,9 @@ import (
 )
 
 // DocRowsCache bounds, in bytes, the documents' rows a row table keeps
-// once requests have read them (docRows: their chunk IDs, reranker terms
-// and generations, copied out of the mapped checkpoint). Why a bound: a
+// once requests have read them (docRows: their chunk IDs and generations,
+// copied out of the mapped checkpoint, and their reranker terms' places in
+// it). Why a bound: a
 // request reads the rows around its candidates, about 280 of them at a
 // million chunks, and requests on other days and questions read others;
 // kept without one, they grew with every document ever read, towards the
@@ -55,8 +56,9 @@ type rowShard struct {
 func docRowsSize(n int) int64 { return int64(n)*(16+24+8+1) + 128 }
 
 // rowSize is what reading one chunk's row adds to its docRows: its ID's
-// bytes and its terms', and a margin for their allocations' rounding.
-func rowSize(id string, nums []uint32) int64 { return int64(len(id) + 4*len(nums) + 48) }
+// bytes and a margin for the allocation's rounding (its term numbers stay
+// in the mapping).
+func rowSize(id string) int64 { return int64(len(id) + 48) }
 
 // get returns the docRows starting at row start, made by newRows when the
 // cache has none.

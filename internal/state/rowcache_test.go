@@ -54,9 +54,9 @@ func TestDocRowsCacheBounded(t *testing.T) {
 
 	// A bound of a few documents a shard.
 	const bound = 16 * 2 * 1000
-	// Above what any document here holds (three chunks, a few terms each):
+	// Above what any document here holds (three chunks):
 	// what a shard may hold past its share, the document it just made.
-	largest := docRowsSize(3) + 3*rowSize(ids[len(ids)-1], make([]uint32, 64))
+	largest := docRowsSize(3) + 3*rowSize(ids[len(ids)-1])
 	seed := uint64(20261206)
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
