@@ -110,9 +110,10 @@ func (t *Table) validNums(lo, hi int) error {
 // Its body stays mapped until Close, and past it while a request holds a
 // pin (Pin): a chunk ID the table hands out is a copy, a row's term
 // numbers (ReadRows) a slice of the mapping, valid while the request that
-// read them holds its pin. Copying them was most of what a fresh process's
-// first requests paid to read a document's rows at a million chunks (the
-// copy out of the mapping, and the page faults of the heap it grew into).
+// read them holds its pin. Copying them was more than half of reading a
+// document's rows in a fresh process at a million chunks, and a quarter of
+// its page faults (the heap it grew into: docs/benchmarks.md, issue 30,
+// stop 73).
 // Reads and Close exclude each other (mu), and a read after Close answers
 // nothing and fails the caller's request (Err).
 type Table struct {
@@ -211,9 +212,11 @@ func (t *Table) Pin() {
 	t.pinMu.Unlock()
 }
 
-// Unpin releases a Pin; the last one after Close unmaps the body. An
-// error unmapping it has no caller left to take it: the mapping is then
-// left to the process's end.
+// Unpin releases a Pin; the last one after Close unmaps the body, and so
+// the request that ends last on a replaced state pays for the unmapping
+// (which Engine.rebase keeps out of the commit otherwise). An error
+// unmapping it has no caller left to take it: the mapping is then left to
+// the process's end.
 func (t *Table) Unpin() {
 	t.pinMu.Lock()
 	defer t.pinMu.Unlock()

@@ -475,13 +475,14 @@ func (s *State) Pin() (unpin func()) {
 	if t == nil {
 		return func() {}
 	}
+	over := t.Over
 	t.Table.Pin()
-	if t.Over != nil {
-		t.Over.Table.Pin()
+	if over != nil {
+		over.Table.Pin()
 	}
 	return func() {
-		if t.Over != nil {
-			t.Over.Table.Unpin()
+		if over != nil {
+			over.Table.Unpin()
 		}
 		t.Table.Unpin()
 	}

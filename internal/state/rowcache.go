@@ -8,14 +8,14 @@ import (
 // DocRowsCache bounds, in bytes, the documents' rows a row table keeps
 // once requests have read them (docRows: their chunk IDs and generations,
 // copied out of the mapped checkpoint, and their reranker terms' places in
-// it). Why a bound: a
-// request reads the rows around its candidates, about 280 of them at a
-// million chunks, and requests on other days and questions read others;
-// kept without one, they grew with every document ever read, towards the
-// whole checkpoint in the heap (118 MB after 1,000 questions at a million
-// chunks), which the mapped checkpoint is there to avoid, and every
-// collection scanned them. A row read again after it was dropped is read
-// from the mapping again, its block already checked.
+// it). Why a bound: a request reads the rows around its candidates, about
+// 280 of them at a million chunks, and requests on other days and
+// questions read others; kept without one, they grew with every document
+// ever read, towards the whole checkpoint in the heap (118 MB after 1,000
+// questions at a million chunks, when the terms were copied too), which
+// the mapped checkpoint is there to avoid, and every collection scanned
+// them. A row read again after it was dropped is read from the mapping
+// again, its block already checked.
 const DocRowsCache = 256 << 20
 
 // rowCacheShards splits a rowCache, so that requests on many cores rarely
