@@ -266,6 +266,19 @@ func TestReadRows(t *testing.T) {
 	require.ErrorContains(t, tbl.Err(), "closed")
 }
 
+// firstDoc returns the table's first document and its rows' places in it,
+// 0 to Len-1.
+func firstDoc(t *testing.T, tbl *Table) (DocEntry, []int) {
+	t.Helper()
+	e, ok := tbl.Doc(0)
+	require.True(t, ok)
+	ks := make([]int, e.Len)
+	for k := range ks {
+		ks[k] = k
+	}
+	return e, ks
+}
+
 // TestPinnedTable: a Close while a request holds a pin closes the table
 // (reads fail) but leaves the mapping, so the term numbers ReadRows handed
 // out read as they did, until the last Unpin unmaps it; a Close with no
@@ -294,12 +307,7 @@ func TestPinnedTable(t *testing.T) {
 		return tbl, path
 	}
 	readAll := func(tbl *Table) [][]uint32 {
-		e, ok := tbl.Doc(0)
-		require.True(t, ok)
-		ks := make([]int, e.Len)
-		for k := range ks {
-			ks[k] = k
-		}
+		e, ks := firstDoc(t, tbl)
 		nums := make([][]uint32, e.Len)
 		require.True(t, tbl.ReadRows(e.First, ks, make([]string, e.Len), nums, make([]int64, e.Len)))
 		return nums
@@ -344,12 +352,7 @@ func TestPinsRaceClose(t *testing.T) {
 	_, tbl, ok, err := decodeBytes(t, pinned(t), pinnedIdentity, pinnedGens)
 	require.NoError(t, err)
 	require.True(t, ok)
-	e, ok := tbl.Doc(0)
-	require.True(t, ok)
-	ks := make([]int, e.Len)
-	for k := range ks {
-		ks[k] = k
-	}
+	e, ks := firstDoc(t, tbl)
 	want := make([][]uint32, e.Len)
 	for k := range ks {
 		w, _ := tbl.Row(e.First + k)
