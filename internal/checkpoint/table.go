@@ -111,7 +111,7 @@ func (t *Table) validNums(lo, hi int) error {
 // pin (Pin): a chunk ID the table hands out is a copy, a row's term
 // numbers (ReadRows) a slice of the mapping, valid while the request that
 // read them holds its pin. Copying them was more than half of reading a
-// document's rows in a fresh process at a million chunks, and a quarter of
+// document's rows in a fresh process at a million chunks, and a fifth of
 // its page faults (the heap it grew into: docs/benchmarks.md, issue 30,
 // stop 73).
 // Reads and Close exclude each other (mu), and a read after Close answers
