@@ -38,6 +38,13 @@ func pinned(t testing.TB) []byte {
 // decodeBytes writes raw to a file of its own and decodes it.
 func decodeBytes(t testing.TB, raw []byte, identity string, gens int) (*Head, *Table, bool, error) {
 	t.Helper()
+	_, h, tbl, ok, err := decodeBytesAt(t, raw, identity, gens)
+	return h, tbl, ok, err
+}
+
+// decodeBytesAt is decodeBytes, with the file's path.
+func decodeBytesAt(t testing.TB, raw []byte, identity string, gens int) (string, *Head, *Table, bool, error) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "state.bin")
 	require.NoError(t, os.WriteFile(path, raw, 0o644))
 	f, err := os.Open(path)
@@ -47,7 +54,8 @@ func decodeBytes(t testing.TB, raw []byte, identity string, gens int) (*Head, *T
 	if err != nil {
 		sum = "none"
 	}
-	return Decode("state.bin", f, sum, identity, gens)
+	h, tbl, ok, err := Decode("state.bin", f, sum, identity, gens)
+	return path, h, tbl, ok, err
 }
 
 // inputOf returns the input that encodes to the checkpoint h and t were
@@ -293,15 +301,7 @@ func TestPinnedTable(t *testing.T) {
 		return strings.Contains(string(raw), path)
 	}
 	open := func() (*Table, string) {
-		path := filepath.Join(t.TempDir(), "state.bin")
-		raw := pinned(t)
-		require.NoError(t, os.WriteFile(path, raw, 0o644))
-		f, err := os.Open(path)
-		require.NoError(t, err)
-		defer f.Close()
-		sum, err := Sum(raw)
-		require.NoError(t, err)
-		_, tbl, ok, err := Decode("state.bin", f, sum, pinnedIdentity, pinnedGens)
+		path, _, tbl, ok, err := decodeBytesAt(t, pinned(t), pinnedIdentity, pinnedGens)
 		require.NoError(t, err)
 		require.True(t, ok)
 		return tbl, path
