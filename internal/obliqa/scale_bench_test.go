@@ -104,8 +104,10 @@ func heapInUse() uint64 {
 // EVPACK_SCALE_PRELOAD=1 both evpack indexes are read into the page cache
 // (Engine.Preload) before the first question, and it reports how long
 // that took and how many bytes it read. EVPACK_SCALE_POSTINGS sets the
-// large index's Options.PostingsCache, in bytes, and EVPACK_SCALE_WARM=1
-// its Options.WarmTenants (scaleOptions).
+// large index's Options.PostingsCache, in bytes, EVPACK_SCALE_WARM=1
+// its Options.WarmTenants, and EVPACK_SCALE_PARTITION_DAYS its
+// Options.PartitionDays where this run builds it (scaleOptions; give
+// such an index a directory of its own).
 //
 // With EVPACK_SCALE_SHAPE=spread (issue 30) the corpus has the spread
 // shape (Scale.Spread: each passage's versions change on days of their
@@ -445,14 +447,25 @@ func BenchmarkScale(b *testing.B) {
 // scaleOptions is the options of the evpack index that BenchmarkScale and
 // BenchmarkScaleRSS ask: the defaults, but for the decoded postings' bound
 // in bytes where EVPACK_SCALE_POSTINGS names one (to measure what a larger
-// cache buys at a million chunks, and what it holds), and for warming
+// cache buys at a million chunks, and what it holds), for warming
 // tenants with EVPACK_SCALE_WARM=1 (what it buys and costs, with Preload
-// or without).
+// or without), and for the span of the partitions in days where
+// EVPACK_SCALE_PARTITION_DAYS names one (what another span buys the
+// spread shape: docs/benchmarks.md, issue 30, stop 74). The span is the
+// index's from its creation on: an index opened again keeps its own.
 func scaleOptions(tb testing.TB) evpack.Options {
 	var o evpack.Options
 	if os.Getenv("EVPACK_SCALE_WARM") == "1" {
 		tb.Logf("warming tenants")
 		o.WarmTenants = true
+	}
+	if v := os.Getenv("EVPACK_SCALE_PARTITION_DAYS"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			tb.Fatalf("EVPACK_SCALE_PARTITION_DAYS=%q: %v", v, err)
+		}
+		tb.Logf("partitions of %d days, where the index is built", n)
+		o.PartitionDays = n
 	}
 	v := os.Getenv("EVPACK_SCALE_POSTINGS")
 	if v == "" {
