@@ -54,16 +54,30 @@ const EnvScaleShape = "EVPACK_SCALE_SHAPE"
 // spread shape (Scale.AskDays, with the scale's seed).
 const scaleAskSeed = 30
 
+// EnvScalePartitionDays names the span in days of the partitions of the
+// evpack index BenchmarkScale builds (Options.PartitionDays; the default's
+// when unset). The kept indexes of another span live apart (keptRoot).
+const EnvScalePartitionDays = "EVPACK_SCALE_PARTITION_DAYS"
+
 // keptRoot returns where the indexes of scale s are kept under the
 // directory EnvScaleDir names: that directory for the aligned shape (as
 // before the spread shape existed), its subdirectory "spread" for the
-// spread one, so that a kept directory never mixes shapes.
+// spread one, so that a kept directory never mixes shapes; and below
+// that "days-N" where EnvScalePartitionDays names a span N, so that an
+// index of the default span is never measured as one of another (the span
+// is an index's own from its creation on).
 func keptRoot(s Scale) string {
 	root := os.Getenv(EnvScaleDir)
-	if root == "" || !s.Spread {
+	if root == "" {
 		return root
 	}
-	return filepath.Join(root, s.Shape())
+	if s.Spread {
+		root = filepath.Join(root, s.Shape())
+	}
+	if days := os.Getenv(EnvScalePartitionDays); days != "" {
+		root = filepath.Join(root, "days-"+days)
+	}
+	return root
 }
 
 // heapInUse returns the Go heap in use after a collection.
@@ -106,8 +120,8 @@ func heapInUse() uint64 {
 // that took and how many bytes it read. EVPACK_SCALE_POSTINGS sets the
 // large index's Options.PostingsCache, in bytes, EVPACK_SCALE_WARM=1
 // its Options.WarmTenants, and EVPACK_SCALE_PARTITION_DAYS its
-// Options.PartitionDays where this run builds it (scaleOptions; give
-// such an index a directory of its own).
+// Options.PartitionDays (scaleOptions; such indexes are kept apart:
+// keptRoot).
 //
 // With EVPACK_SCALE_SHAPE=spread (issue 30) the corpus has the spread
 // shape (Scale.Spread: each passage's versions change on days of their
@@ -450,21 +464,20 @@ func BenchmarkScale(b *testing.B) {
 // cache buys at a million chunks, and what it holds), for warming
 // tenants with EVPACK_SCALE_WARM=1 (what it buys and costs, with Preload
 // or without), and for the span of the partitions in days where
-// EVPACK_SCALE_PARTITION_DAYS names one (what another span buys the
-// spread shape: docs/benchmarks.md, issue 30, stop 74). The span is the
-// index's from its creation on: an index opened again keeps its own.
+// EnvScalePartitionDays names one (what another span buys the spread
+// shape: docs/benchmarks.md, issue 30, stop 74).
 func scaleOptions(tb testing.TB) evpack.Options {
 	var o evpack.Options
 	if os.Getenv("EVPACK_SCALE_WARM") == "1" {
 		tb.Logf("warming tenants")
 		o.WarmTenants = true
 	}
-	if v := os.Getenv("EVPACK_SCALE_PARTITION_DAYS"); v != "" {
+	if v := os.Getenv(EnvScalePartitionDays); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			tb.Fatalf("EVPACK_SCALE_PARTITION_DAYS=%q: %v", v, err)
+		if err != nil || n < 1 || strconv.FormatInt(n, 10) != v {
+			tb.Fatalf("%s=%q: want a number of days, written plainly (it names the kept indexes' directory)", EnvScalePartitionDays, v)
 		}
-		tb.Logf("partitions of %d days, where the index is built", n)
+		tb.Logf("partitions of %d days", n)
 		o.PartitionDays = n
 	}
 	v := os.Getenv("EVPACK_SCALE_POSTINGS")

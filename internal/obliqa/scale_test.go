@@ -235,6 +235,7 @@ func TestScaleSpread(t *testing.T) {
 // Kept indexes never mix shapes: the spread shape's live in the kept
 // directory's subdirectory "spread", under a marker whose name and text
 // name the shape, and a marker of the aligned shape is refused for it.
+// Nor spans of partitions: another span's live in "days-N" below.
 func TestScaleKeptShapes(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(EnvScaleDir, dir)
@@ -244,6 +245,13 @@ func TestScaleKeptShapes(t *testing.T) {
 	spread.Spread = true
 	require.Equal(t, dir, keptRoot(aligned))
 	require.Equal(t, filepath.Join(dir, "spread"), keptRoot(spread))
+	// Another span of partitions is kept apart from the default's, in
+	// either shape.
+	t.Setenv(EnvScalePartitionDays, "365")
+	require.Equal(t, filepath.Join(dir, "days-365"), keptRoot(aligned))
+	require.Equal(t, filepath.Join(dir, "spread", "days-365"), keptRoot(spread))
+	require.Equal(t, int64(365), scaleOptions(t).PartitionDays)
+	t.Setenv(EnvScalePartitionDays, "")
 	require.Equal(t, filepath.Join(dir, "complete-2x4.txt"), scaleMarker(dir, aligned, ""), "the aligned marker as before shapes")
 	require.Equal(t, filepath.Join(dir, "complete-2x4-spread-one.txt"), scaleMarker(dir, spread, "one"))
 	require.Equal(t, "BenchmarkScale 2x4 seed 20261130: 56 chunks from 7 base records; complete: evpack bleve small\n",
