@@ -156,7 +156,7 @@ type Options struct {
 	// after the as-of day, or had all ended by it, are left unread.
 	PartitionDays int64 `cachekey:"-"`
 	// WarmTenants opens a tenant's other lexical partitions on a goroutine after its first
-	// request, and all of them at Engine.Preload (what it costs: Engine.Preload). No pack moves.
+	// request, for a service that does not call Engine.Preload (which opens all). No pack moves.
 	WarmTenants bool `cachekey:"-"`
 }
 

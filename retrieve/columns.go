@@ -90,13 +90,25 @@ func (c column) at(local uint64) float64 {
 // that snapshot no longer holds (a merge replaced them); a search still on
 // an older snapshot reads its own again. A read holds the lock, so
 // requests that reach a cold partition at once read each column once.
+//
+// Once it has read a segment's columns, it hands back the pages of the
+// segment's file it holds mapped (releaseSegment). Reading a column
+// touches the numeric fields' dictionaries and postings, which no request
+// reads again while the column is cached, and a mapped page stays in the
+// resident set until the segment is closed: at a million chunks, 41 MiB
+// of the resident set after 1,000 questions, and 200 MiB after Preload
+// read every partition's (docs/benchmarks.md, issue 30, stop 75). A page
+// the request reads next (its terms' postings) is mapped again from the
+// page cache.
 type columns struct {
 	mu   sync.Mutex
 	segs map[segment.Segment]map[string]column
 }
 
 // forSnapshot returns, for each segment of snap in order, the columns of
-// fields in their order, reading those not cached yet.
+// fields in their order, reading those not cached yet. snap must be open
+// (the caller's): a segment whose columns it read has its pages released
+// while snap holds it.
 func (c *columns) forSnapshot(snap *scorch.IndexSnapshot, fields []string) ([][]column, error) {
 	segs := snap.Segments()
 	out := make([][]column, len(segs))
@@ -114,6 +126,7 @@ func (c *columns) forSnapshot(snap *scorch.IndexSnapshot, fields []string) ([][]
 			c.segs[s] = cols
 		}
 		out[i] = make([]column, len(fields))
+		read := false
 		for k, f := range fields {
 			col, ok := cols[f]
 			if !ok {
@@ -121,9 +134,12 @@ func (c *columns) forSnapshot(snap *scorch.IndexSnapshot, fields []string) ([][]
 				if col, err = readColumn(s, f); err != nil {
 					return nil, err
 				}
-				cols[f] = col
+				cols[f], read = col, true
 			}
 			out[i][k] = col
+		}
+		if read {
+			releaseSegment(s)
 		}
 	}
 	if fresh { // a segment appeared: those no longer in the snapshot went with a merge

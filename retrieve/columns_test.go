@@ -2,16 +2,22 @@ package retrieve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
+	zap "github.com/blevesearch/zapx/v17"
+
+	"github.com/evpack/evpack/internal/resident"
 )
 
 // TestColumnsAsIndexed: a segment's column holds, for each of its
@@ -254,6 +260,89 @@ func TestAdmittedBits(t *testing.T) {
 			if n := counts[s] % 64; n != 0 && bits[s][len(bits[s])-1]>>n != 0 {
 				t.Fatalf("round %d, segment %d: bits set past document %d", round, s, counts[s])
 			}
+		}
+	}
+}
+
+// TestColumnsReleaseTheirPages: once forSnapshot has read a segment's
+// columns, none of the segment's file is left in the process's resident
+// set (releaseSegment), where reading them had mapped pages of it (its
+// dictionaries and postings), and the columns hold what was indexed; a
+// later call that reads no column leaves the pages a reader mapped since
+// (no madvise on a request that finds its columns cached).
+func TestColumnsReleaseTheirPages(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the resident set is read from /proc/self/smaps")
+	}
+	path := filepath.Join(t.TempDir(), "idx")
+	idx, err := bleve.NewUsing(path, bleve.NewIndexMapping(), scorch.Name, scorch.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := idx.NewBatch()
+	for i := range 5000 {
+		doc := map[string]any{"word": fmt.Sprintf("w%d", i%97), "day": float64(i % 400)}
+		if err := batch.Index(fmt.Sprintf("d%04d", i), doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := errors.Join(idx.Batch(batch), idx.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if idx, err = bleve.Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	snap := openSnapshot(t, idx)
+	defer snap.Close()
+	residentKiB := func(s segment.Segment) int {
+		t.Helper()
+		z, ok := s.(*zap.Segment)
+		if !ok {
+			t.Fatalf("a segment of %T, not a zapx file", s)
+		}
+		kib, ok, err := resident.KiB(z.Data())
+		if err != nil || !ok {
+			t.Fatalf("the segment's mapping in smaps: found %v, %v", ok, err)
+		}
+		return kib
+	}
+	var c columns
+	cols, err := c.forSnapshot(snap, []string{"day"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ss := range snap.Segments() {
+		s := ss.Segment()
+		if kib := residentKiB(s); kib != 0 {
+			t.Errorf("segment %d: %d KiB of its file resident after its columns were read, want none", i, kib)
+		}
+		for n := range s.Count() { // reads the stored IDs: maps pages again
+			raw, err := s.DocID(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var k int
+			if _, err := fmt.Sscanf(string(raw), "d%d", &k); err != nil {
+				t.Fatal(err)
+			}
+			if got := cols[i][0].at(n); got != float64(k%400) {
+				t.Fatalf("segment %d document %d (%s): day %v, want %d", i, n, raw, got, k%400)
+			}
+		}
+	}
+	mapped := make([]int, len(snap.Segments()))
+	for i, ss := range snap.Segments() {
+		if mapped[i] = residentKiB(ss.Segment()); mapped[i] == 0 {
+			t.Fatalf("segment %d: reading its stored IDs mapped nothing: the check above proves nothing", i)
+		}
+	}
+	if _, err := c.forSnapshot(snap, []string{"day"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, ss := range snap.Segments() {
+		if kib := residentKiB(ss.Segment()); kib != mapped[i] {
+			t.Errorf("segment %d: %d KiB resident after a call that read no column, want the %d mapped before it", i, kib, mapped[i])
 		}
 	}
 }

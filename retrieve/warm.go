@@ -174,12 +174,12 @@ var columnFields = []string{fieldGen, fieldAnchorDay, fieldFrom, fieldTo, fieldR
 // Preload opens every partition not yet opened, read-only and checked
 // against the catalog as a request would open it (ensure), and reads
 // every segment's columns, so that no request pays for either: at a
-// million chunks, after it, the slowest tenant's first request took 14 to
-// 16 ms against 27 to 37 (docs/benchmarks.md, "Preload checks the
-// checkpoint; warming opens every partition at Preload"). What it costs
-// is memory: every partition's segments mapped, and eight bytes a document
-// per column field that any of its documents holds (RSS after 1,000
-// questions 923 MiB against 680).
+// million chunks, after it, the slowest tenant's first request took 10 to
+// 12 ms against 28 to 39 (docs/benchmarks.md, issue 30, stop 75). What it
+// costs is memory: eight bytes a document per column field that any of
+// its documents holds. The pages of the segments it read them from are
+// handed back once read (columns.forSnapshot); left mapped, they made the
+// resident set after 1,000 questions 845 MiB against 638.
 //
 // It opens one partition at a time, each under swap for reading as a
 // request holds it, so a write waits for one open, not for all. A

@@ -1,19 +1,16 @@
 package checkpoint
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/evpack/evpack/internal/resident"
 	"github.com/evpack/evpack/internal/storage"
 )
 
@@ -52,35 +49,6 @@ func checkedBlocks(tbl *Table) (checked, all int) {
 	return checked, all
 }
 
-// mappedKiB returns how much of the mapping starting at b's first byte is
-// in the process's resident set (/proc/self/smaps), or false where that
-// cannot be read.
-func mappedKiB(t *testing.T, b []byte) (int, bool) {
-	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	start := strconv.FormatUint(uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))), 16)
-	sc := bufio.NewScanner(f)
-	in := false
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		switch {
-		case len(fields) == 0:
-		case strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":"): // a mapping's first line
-			lo, _, _ := strings.Cut(fields[0], "-")
-			in = lo == start
-		case in && fields[0] == "Rss:" && len(fields) > 1:
-			kib, err := strconv.Atoi(fields[1])
-			require.NoError(t, err, "smaps: %q", sc.Text())
-			return kib, true
-		}
-	}
-	return 0, false
-}
-
 // TestCheckAll: CheckAll checks every block of a checkpoint of 20,000
 // chunks (some MiB), after which every read answers as it did before, and
 // the pages it read are not left in the resident set; a block edited in
@@ -104,7 +72,9 @@ func TestCheckAll(t *testing.T) {
 		require.NoError(t, tbl.CheckAll(context.Background()))
 		checked, all := checkedBlocks(tbl)
 		require.Equal(t, all, checked, "blocks checked")
-		if kib, ok := mappedKiB(t, tbl.body); ok && runtime.GOOS == "linux" {
+		kib, ok, err := resident.KiB(tbl.body)
+		require.NoError(t, err)
+		if ok && runtime.GOOS == "linux" {
 			// The pages at the runs' and the sections' edges may stay.
 			require.Less(t, kib, len(tbl.body)>>10/4, "KiB of a body of %d KiB resident after CheckAll", len(tbl.body)>>10)
 		}
