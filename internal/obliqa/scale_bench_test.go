@@ -114,12 +114,12 @@ func heapInUse() uint64 {
 // them with -v: a benchmark's log is cut at ten lines without it), the
 // first pass's latency by hundreds of questions, and each system's minor
 // page faults in its first-pass turns (minorFaults; zero where there is
-// no getrusage). With
-// EVPACK_SCALE_PRELOAD=1 both evpack indexes are read into the page cache,
-// and their partitions opened (Engine.Preload), before the first
-// question, and it reports how long that took and how many bytes it read. EVPACK_SCALE_POSTINGS sets the
-// large index's Options.PostingsCache, in bytes, EVPACK_SCALE_WARM=1
-// its Options.WarmTenants, and EVPACK_SCALE_PARTITION_DAYS its
+// no getrusage). With EVPACK_SCALE_PRELOAD=1 both evpack indexes are
+// read into the page cache, and their partitions opened (Engine.Preload),
+// before the first question, and it reports how long that took and how
+// many bytes it read. EVPACK_SCALE_POSTINGS sets the large index's
+// Options.PostingsCache, in bytes, EVPACK_SCALE_WARM=1 its
+// Options.WarmTenants, and EVPACK_SCALE_PARTITION_DAYS its
 // Options.PartitionDays (scaleOptions; such indexes are kept apart:
 // keptRoot).
 //
@@ -463,9 +463,10 @@ func BenchmarkScale(b *testing.B) {
 // in bytes where EVPACK_SCALE_POSTINGS names one (to measure what a larger
 // cache buys at a million chunks, and what it holds), for warming
 // tenants with EVPACK_SCALE_WARM=1 (what it buys and costs without
-// Preload, which opens every partition whatever the option), and for the span of the partitions in days where
-// EnvScalePartitionDays names one (what another span buys the spread
-// shape: docs/benchmarks.md, issue 30, stop 74).
+// Preload, which opens every partition whatever the option), and for the
+// span of the partitions in days where EnvScalePartitionDays names one
+// (what another span buys the spread shape: docs/benchmarks.md, issue 30,
+// stop 74).
 func scaleOptions(tb testing.TB) evpack.Options {
 	var o evpack.Options
 	if os.Getenv("EVPACK_SCALE_WARM") == "1" {
