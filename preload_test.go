@@ -21,6 +21,13 @@ import (
 	"github.com/evpack/evpack/internal/storagetest"
 )
 
+// preloadOptions are the options of preloadIndex's index, with which it is
+// opened again: a corpus-free embedder's vectors, which are stored, and
+// their graph.
+func preloadOptions(t *testing.T) Options {
+	return Options{Embedder: &countingFree{Embedder: testEmbedder(t, testVectors(t))}, DenseIndex: "hnsw"}
+}
+
 // preloadIndex makes, in a new directory, an index with every kind of file
 // Preload reads (a checkpoint, dense vectors and their graph, lexical
 // partitions of two tenants; the vectors are a corpus-free embedder's,
@@ -28,7 +35,7 @@ import (
 func preloadIndex(t *testing.T) (string, *Engine) {
 	t.Helper()
 	dir := t.TempDir()
-	e, err := Open(dir, Options{Embedder: &countingFree{Embedder: testEmbedder(t, testVectors(t))}, DenseIndex: "hnsw"})
+	e, err := Open(dir, preloadOptions(t))
 	require.NoError(t, err)
 	checked(t, e)
 	ingestCorpus(t, e)
@@ -54,7 +61,7 @@ func TestPreloadReadsAllButTheBatches(t *testing.T) {
 	// missed what a merge wrote after it), where an index opened from its
 	// catalog writes nothing until a write.
 	require.NoError(t, e.Close())
-	e, err := Open(dir, Options{Embedder: &countingFree{Embedder: testEmbedder(t, testVectors(t))}, DenseIndex: "hnsw"})
+	e, err := Open(dir, preloadOptions(t))
 	require.NoError(t, err)
 	checked(t, e)
 	req := Request{Question: "records retention client transactions", AsOf: asof.MustDate("2026-01-15"), Tenant: "acme"}
@@ -105,7 +112,7 @@ func TestPreloadReadsAllButTheBatches(t *testing.T) {
 	moved := filepath.Join(t.TempDir(), "lexical-elsewhere")
 	require.NoError(t, os.Rename(filepath.Join(dir, storage.LexicalDir), moved))
 	require.NoError(t, os.Symlink(moved, filepath.Join(dir, storage.LexicalDir)))
-	e2, err := Open(dir, Options{Embedder: &countingFree{Embedder: testEmbedder(t, testVectors(t))}, DenseIndex: "hnsw"})
+	e2, err := Open(dir, preloadOptions(t))
 	require.NoError(t, err)
 	checked(t, e2)
 	n, err = e2.Preload(context.Background())
@@ -187,7 +194,9 @@ func TestPreloadDuringWrites(t *testing.T) {
 	require.NoError(t, e.Close())
 	// Preload opens the partitions the ingest writes to; warming tenants,
 	// so do the queries' first requests.
-	e, err := Open(dir, Options{Embedder: &countingFree{Embedder: testEmbedder(t, testVectors(t))}, DenseIndex: "hnsw", WarmTenants: true})
+	opts := preloadOptions(t)
+	opts.WarmTenants = true
+	e, err := Open(dir, opts)
 	require.NoError(t, err)
 	checked(t, e)
 	ctx := context.Background()
