@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -101,8 +102,8 @@ func TestColumnsAsIndexed(t *testing.T) {
 				if v, ok := want[id]; (ok && got != v) || (!ok && !math.IsNaN(got)) {
 					t.Fatalf("%s: segment %d document %d (%s): day %v, want %v (indexed: %v)", what, i, n, id, got, v, ok)
 				}
-				if a := cols[i][1].at(n); !math.IsNaN(a) || len(cols[i][1]) != 0 {
-					t.Fatalf("%s: segment %d document %d (%s): a field no document has reads %v (a column of %d)", what, i, n, id, a, len(cols[i][1]))
+				if a := cols[i][1].at(n); !math.IsNaN(a) || cols[i][1].len() != 0 {
+					t.Fatalf("%s: segment %d document %d (%s): a field no document has reads %v (a column of %d)", what, i, n, id, a, cols[i][1].len())
 				}
 				seen++
 			}
@@ -202,14 +203,18 @@ func TestAdmittedBits(t *testing.T) {
 				case 1:
 					n = r.IntN(n + 1) // the last documents have none
 				}
-				col := make(column, n)
-				for i := range col {
-					col[i] = float64(r.IntN(9))
-					if r.IntN(8) == 0 {
-						col[i] = math.NaN()
+				// Values of both widths (column): a value that
+				// float32 does not hold makes the column float64.
+				cb := columnBuilder{n: n}
+				for i := range n {
+					if r.IntN(8) != 0 {
+						cb.set(uint64(i), float64(r.IntN(9)))
 					}
 				}
-				cols[s][f] = col
+				if n > 0 && r.IntN(3) == 0 {
+					cb.set(uint64(r.IntN(n)), 4+1.0/3)
+				}
+				cols[s][f] = cb.col
 			}
 			if counts[s] > 0 && r.IntN(2) == 0 {
 				except[s] = roaring.New()
@@ -261,6 +266,66 @@ func TestAdmittedBits(t *testing.T) {
 				t.Fatalf("round %d, segment %d: bits set past document %d", round, s, counts[s])
 			}
 		}
+	}
+}
+
+// TestColumnWidths: a column holds its values in four bytes while
+// float32 holds each exactly, and in eight from the first value it does
+// not, keeping those set before; either way it answers each document's
+// value as set (NaN where none was), and a test's verdicts are those on
+// the float64 values, at bounds float32 cannot hold too.
+func TestColumnWidths(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values []float64 // NaN: not set
+		wide   bool
+		why    string
+	}{
+		{"days", []float64{17532, math.NaN(), 20000, 17533}, false, "days since 1970 are integers float32 holds"},
+		{"empty", nil, false, "a segment without documents"},
+		{"above 2^24", []float64{1, 1 << 24, 1<<24 + 1, math.NaN()}, true, "2^24+1 is the first integer float32 rounds"},
+		{"fraction last", []float64{3, math.NaN(), 0.1}, true, "0.1 rounds in float32; 3 and the missing value must survive the widening"},
+		{"negative", []float64{-5, -0.5, 3, math.Inf(1)}, false, "halves and infinities are float32's; 3 against bounds float32 rounds to 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := columnBuilder{n: len(tc.values) + 1} // the last document has no value
+			for i, v := range tc.values {
+				if !math.IsNaN(v) {
+					b.set(uint64(i), v)
+				}
+			}
+			col := b.col
+			if wide := col.f64 != nil; wide != tc.wide || (col.f32 != nil && col.f64 != nil) {
+				t.Fatalf("f32 %d, f64 %d values: want wide %v (%s)", len(col.f32), len(col.f64), tc.wide, tc.why)
+			}
+			want := append(slices.Clone(tc.values), math.NaN())
+			if len(tc.values) == 0 {
+				want = nil // no value set: no array made
+			}
+			if col.len() != len(want) {
+				t.Fatalf("len %d, want %d", col.len(), len(want))
+			}
+			for i, v := range want {
+				if got := col.at(uint64(i)); got != v && !(math.IsNaN(got) && math.IsNaN(v)) {
+					t.Errorf("document %d: %v, want %v", i, got, v)
+				}
+			}
+			bounds := []float64{-1, 0, 0.1, 2.9999999, 3, 3.0000001, 17532, 17532.5, 1 << 24, 1<<24 + 1, math.Inf(1)}
+			for _, bound := range bounds {
+				for _, le := range []bool{true, false} {
+					ct := colTest{le: le, v: bound}
+					var ref uint64
+					for i, v := range want {
+						if ct.holds(v) {
+							ref |= 1 << i
+						}
+					}
+					if got := ct.word(col, 0, uint64(len(want))); got != ref {
+						t.Errorf("le %v %v: bits %b, want %b", le, bound, got, ref)
+					}
+				}
+			}
+		})
 	}
 }
 

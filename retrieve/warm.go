@@ -176,8 +176,8 @@ var columnFields = []string{fieldGen, fieldAnchorDay, fieldFrom, fieldTo, fieldR
 // every segment's columns, so that no request pays for either: at a
 // million chunks, after it, the slowest tenant's first request took 10 to
 // 12 ms against 28 to 39 (docs/benchmarks.md, issue 30, stop 75). What it
-// costs is memory: eight bytes a document per column field that any of
-// its documents holds. The pages of the segments it read them from are
+// costs is memory: four bytes a document per column field that any of
+// its documents holds (eight where a value needs them: column). The pages of the segments it read them from are
 // handed back once read (columns.forSnapshot); left mapped, they made the
 // resident set after 1,000 questions 845 MiB against 638.
 //
