@@ -177,9 +177,10 @@ var columnFields = []string{fieldGen, fieldAnchorDay, fieldFrom, fieldTo, fieldR
 // million chunks, after it, the slowest tenant's first request took 10 to
 // 12 ms against 28 to 39 (docs/benchmarks.md, issue 30, stop 75). What it
 // costs is memory: four bytes a document per column field that any of
-// its documents holds (eight where a value needs them: column). The pages of the segments it read them from are
-// handed back once read (columns.forSnapshot); left mapped, they made the
-// resident set after 1,000 questions 845 MiB against 638.
+// its documents holds (eight where a value needs them: column). The pages
+// of the segments it read them from are handed back once read
+// (columns.forSnapshot); left mapped, they made the resident set after
+// 1,000 questions 845 MiB against 638.
 //
 // It opens one partition at a time, each under swap for reading as a
 // request holds it, so a write waits for one open, not for all. A
