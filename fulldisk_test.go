@@ -232,8 +232,8 @@ func TestFullDisk(t *testing.T) {
 	}{
 		{"no room at all", "the commit record is the first write: nothing else is tried",
 			false, func(diskUse) int64 { return 0 }, []string{"commit record"}, true},
-		{"room for the record", "the batch file is written next",
-			false, func(u diskUse) int64 { return u.record }, []string{"batch file"}, false},
+		{"room for the record", "the batch file is written beside the record (commit.Write): whichever takes the page first, the other runs out",
+			false, func(u diskUse) int64 { return u.record }, []string{"batch file", "commit record"}, false},
 		{"room for the record and the batch file", "the batch's analysis file is written next",
 			false, func(u diskUse) int64 { return u.record + u.batch }, []string{"analysis file"}, true},
 		{"room for the record, the batch and its analysis", "a commit within the checkpoint's lag writes none (state.PlanCheckpoint): bleve persists the batch's segment next",
