@@ -230,7 +230,7 @@ func TestFullDisk(t *testing.T) {
 		want         []string // the steps that may fail; none: any, or none at all
 		short        bool     // run with -short too
 	}{
-		{"no room at all", "the commit record is the first write: nothing else is tried",
+		{"no room at all", "the commit record's write fails, and its error is the one returned (the batch file, written beside it, fails too)",
 			false, func(diskUse) int64 { return 0 }, []string{"commit record"}, true},
 		{"room for the record", "the batch file is written beside the record (commit.Write): whichever takes the page first, the other runs out",
 			false, func(u diskUse) int64 { return u.record }, []string{"batch file", "commit record"}, false},
