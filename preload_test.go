@@ -50,10 +50,11 @@ func preloadIndex(t *testing.T) (string, *Engine) {
 	return dir, e
 }
 
-// Preload reads every file of the index but the batch files, the manifest
-// and the lock, each once and whole: the sizes on disk add up to what it
-// returns. The index answers as before.
-func TestPreloadReadsAllButTheBatches(t *testing.T) {
+// Preload reads every file of the index a query reads (the batch files,
+// whose lines hold the texts a pack cites, among them) but the batches'
+// analysis files, the manifest and the lock, each once and whole: the
+// sizes on disk add up to what it returns. The index answers as before.
+func TestPreloadReadsWhatQueriesRead(t *testing.T) {
 	dir, e := preloadIndex(t)
 	// Opened again, so that its files stay as they are summed: the writer
 	// may still be merging a partition's segments in the background (with
@@ -69,15 +70,17 @@ func TestPreloadReadsAllButTheBatches(t *testing.T) {
 	require.NoError(t, err)
 
 	var want int64
-	var lexical, others int
+	var lexical, batches, others int
 	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, path)
 		switch {
-		case rel == storage.LockName, rel == storage.ManifestName, strings.HasPrefix(rel, storage.ChunksDir+string(filepath.Separator)):
+		case rel == storage.LockName, rel == storage.ManifestName, strings.HasSuffix(rel, ".analysis"):
 			return nil
+		case strings.HasPrefix(rel, storage.ChunksDir+string(filepath.Separator)):
+			batches++
 		case strings.HasPrefix(rel, storage.LexicalDir+string(filepath.Separator)):
 			lexical++
 		default:
@@ -88,6 +91,7 @@ func TestPreloadReadsAllButTheBatches(t *testing.T) {
 		return err
 	}))
 	require.Equal(t, 3, others, "the checkpoint, the vectors and the graph")
+	require.Equal(t, len(e.store.Manifest().Batches), batches, "one batch file a generation")
 	require.Greater(t, lexical, 6, "two tenants' partitions and the rest")
 	// A partition half made, or left by a crash, is read by no query: nor
 	// by Preload.

@@ -13,8 +13,11 @@ import (
 
 // PreloadPaths lists the files a query reads here and there in the index
 // directory dir whose manifest is m, in a fixed order: the checkpoint and
-// the dense files, then the lexical index's files in lexical order
-// (Engine.Preload reads them).
+// the dense files, then the lexical index's files in lexical order, then
+// the batch files in generation order, whose lines hold the texts a pack
+// cites (Engine.Preload reads them). The batches come last: they are the
+// largest part, and a cited line's first read costs one request, where a
+// page of the others costs many.
 func PreloadPaths(dir string, m *Manifest) ([]string, error) {
 	var paths []string
 	if m.Delta != "" {
@@ -50,6 +53,9 @@ func PreloadPaths(dir string, m *Manifest) ([]string, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("evpack: preload: listing %s: %w", lexDir, err)
+	}
+	for _, b := range m.Batches {
+		paths = append(paths, filepath.Join(dir, ChunksDir, b.File))
 	}
 	return paths, nil
 }
