@@ -10,16 +10,12 @@ import (
 // Preload does, before a service takes requests, the first-time work a
 // fresh process's requests would each pay, and returns how many bytes of
 // files it read: it reads the checkpoint, the dense files, the lexical
-// index's files and the batch files, whose lines hold the texts packs
-// cite, into the page cache (after a reboot, a request waited on the disk
-// for each page it touched first; with the batch files left out and not
-// cached, the first pass at a million chunks had its p50 at 3.1 to 4.9 ms
-// against 2.5 to 2.6: docs/benchmarks.md, issue 30, stop 78), and checks every
+// index's files and the batch files (the cited texts) into the page cache
+// (after a reboot, a request waited on the disk for each page it touched
+// first: docs/benchmarks.md, issue 30, stops 75 and 78), and checks every
 // block of the checkpoint, so that a damaged one is found before a request
 // reads it; and it opens every lexical partition and reads the numbers its
-// filter compares, handing back the pages it read them from (at a million chunks
-// the first pass's p99 8.2 to 8.9 ms against 12.8 to 15.6, the resident
-// set 642 to 646 MiB against 615: docs/benchmarks.md, issue 30, stop 75).
+// filter compares, handing back the pages it read them from.
 //
 // Call it when the index fits in memory; it may run beside queries and
 // ingests (on Windows, before writes start). A checkpoint block that fails
