@@ -15,9 +15,10 @@ import (
 // directory dir whose manifest is m, in a fixed order: the checkpoint and
 // the dense files, then the lexical index's files in lexical order, then
 // the batch files in generation order, whose lines hold the texts a pack
-// cites (Engine.Preload reads them). The batches come last: they are the
-// largest part, and a cited line's first read costs one request, where a
-// page of the others costs many.
+// cites (Engine.Preload reads them). The batches come last, so that a
+// Preload cut short by its context has read what every request reads
+// first: they are the largest part, and a request reads a few lines of
+// them.
 func PreloadPaths(dir string, m *Manifest) ([]string, error) {
 	var paths []string
 	if m.Delta != "" {
