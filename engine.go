@@ -395,6 +395,10 @@ func (r Request) canonical(defaultK int) (evidence.Header, error) {
 		return h, fmt.Errorf("%w: question is empty", ErrBadRequest)
 	case r.AsOf.IsZero():
 		return h, fmt.Errorf("%w: as-of date is not set", ErrBadRequest)
+	case r.AsOf.Check() != nil:
+		return h, fmt.Errorf("%w: as-of date: %w", ErrBadRequest, r.AsOf.Check())
+	case asof.CheckInstant(r.KnownAt) != nil:
+		return h, fmt.Errorf("%w: known-at: %w", ErrBadRequest, asof.CheckInstant(r.KnownAt))
 	case h.K < 1 || h.K > MaxK:
 		return h, fmt.Errorf("%w: k %d not in [1, %d]", ErrBadRequest, h.K, MaxK)
 	case r.Generation < 0:
@@ -500,13 +504,16 @@ func lockedPartition(err error) error {
 }
 
 // readFailed returns the error of a query on st that could not read a
-// stored chunk: errMoved when st is no longer the committed state (a purge
-// may have rewritten the file st named; the query starts again on the new
-// state), else err.
+// stored chunk: ErrClosed when Close closed what st reads, errMoved when st
+// is no longer the committed state (a purge may have rewritten the file st
+// named: the query starts again), else err.
 func (e *Engine) readFailed(st *state.State, err error) error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	if e.st != st {
+	switch {
+	case e.closed:
+		return ErrClosed
+	case e.st != st:
 		return errMoved
 	}
 	return err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -599,6 +601,12 @@ func TestBadRequests(t *testing.T) {
 		{"k too large", Request{Question: "records", AsOf: day, K: MaxK + 1}},
 		{"negative k", Request{Question: "records", AsOf: day, K: -1}},
 		{"filter key with =", Request{Question: "records", AsOf: day, Filters: map[string]string{"a=b": "c"}}},
+		// A pack as of a day outside the years asof parses would not parse
+		// back; one whose seconds overflow int64 rendered as 2018-06-01 while
+		// eligibility read its true day, and cited what came after.
+		{"as of year 10000", Request{Question: "records", AsOf: asof.DateFromDays(asof.MustDate("9999-12-31").Days() + 1)}},
+		{"as of a day whose seconds overflow", Request{Question: "records", AsOf: asof.DateFromDays(17683 + 1<<57)}},
+		{"known at year 20000", Request{Question: "records", AsOf: day, KnownAt: time.Date(20000, 1, 1, 0, 0, 0, 0, time.UTC)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -610,6 +618,21 @@ func TestBadRequests(t *testing.T) {
 	require.ErrorIs(t, err, asof.ErrBadDate)
 	_, err = OpenMemory(Options{Pool: -1})
 	require.ErrorIs(t, err, ErrBadOptions)
+	// w < 0 alone let NaN through: the engine opened, and every query then
+	// failed in fusion (or, for the year list, fused NaN into the order).
+	for _, tc := range []struct {
+		name string
+		o    Options
+	}{
+		{"lexical weight NaN", Options{LexicalWeight: math.NaN()}},
+		{"lexical weight +Inf", Options{LexicalWeight: math.Inf(1)}},
+		{"dense weight NaN", Options{DenseWeight: math.NaN()}},
+		{"period weight NaN", Options{PeriodWeight: math.NaN()}},
+		{"RRFK above fuse.MaxK: k+rank overflowed", Options{RRFK: math.MaxInt}},
+	} {
+		_, err = OpenMemory(tc.o)
+		require.ErrorIs(t, err, ErrBadOptions, tc.name)
+	}
 }
 
 // TestUncommittedBatchIsRolledBackOnOpen stops a commit dead in the window

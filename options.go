@@ -74,9 +74,9 @@ type Options struct {
 	K int
 	// Pool is how many fused candidates the reranker sees.
 	Pool int
-	// RRFK is the Reciprocal Rank Fusion constant.
+	// RRFK is the Reciprocal Rank Fusion constant, at most fuse.MaxK.
 	RRFK int
-	// LexicalWeight weighs the lexical leg in fusion (0 means 1).
+	// LexicalWeight weighs the lexical leg in fusion (0 means 1; finite).
 	LexicalWeight float64
 	// Reranker orders the pool; nil means the learned reranker with the
 	// model shipped with the module (rerank.DefaultModel, trained on the
@@ -93,7 +93,7 @@ type Options struct {
 	// Legs picks the recall legs: "lexical", "dense" or "lexical,dense";
 	// "" means every configured leg.
 	Legs Legs
-	// DenseWeight weighs the dense leg in fusion (0 means 1).
+	// DenseWeight weighs the dense leg in fusion (0 means 1; finite).
 	DenseWeight float64
 	// DenseIndex picks how the dense leg searches: "exact" (the default:
 	// every eligible vector scanned, exact and replayable) or "hnsw" (an HNSW
@@ -143,7 +143,7 @@ type Options struct {
 	// runs with the lexical leg. 0 means DefaultPeriodList, -1 no list.
 	PeriodList int
 	// PeriodWeight weighs the year list in fusion (0 means
-	// DefaultPeriodWeight).
+	// DefaultPeriodWeight; finite).
 	PeriodWeight float64
 	// PeriodBoost is the boost in fusion of a fused chunk whose metadata
 	// declares the asked-about year, in percent of a first place in one
@@ -167,30 +167,14 @@ func (o Options) lexicalOptions() retrieve.LexicalOptions {
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if o.K == 0 {
-		o.K = DefaultK
-	}
-	if o.Pool == 0 {
-		o.Pool = DefaultPool
-	}
-	if o.RRFK == 0 {
-		o.RRFK = fuse.DefaultK
-	}
-	if o.LexicalWeight == 0 {
-		o.LexicalWeight = 1
-	}
-	if o.DenseWeight == 0 {
-		o.DenseWeight = 1
-	}
-	if o.PeriodWeight == 0 {
-		o.PeriodWeight = DefaultPeriodWeight
-	}
-	if o.PeriodList == 0 {
-		o.PeriodList = DefaultPeriodList
-	}
-	if o.PeriodBoost == 0 {
-		o.PeriodBoost = DefaultPeriodBoost
-	}
+	orDefault(&o.K, DefaultK)
+	orDefault(&o.Pool, DefaultPool)
+	orDefault(&o.RRFK, fuse.DefaultK)
+	orDefault(&o.LexicalWeight, 1)
+	orDefault(&o.DenseWeight, 1)
+	orDefault(&o.PeriodWeight, DefaultPeriodWeight)
+	orDefault(&o.PeriodList, DefaultPeriodList)
+	orDefault(&o.PeriodBoost, DefaultPeriodBoost)
 	switch o.Legs {
 	case "":
 		o.Legs = "lexical"
@@ -237,20 +221,27 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: K %d not in [1, %d]", ErrBadOptions, o.K, MaxK)
 	case o.Pool < 1 || o.Pool > MaxPool:
 		return o, fmt.Errorf("%w: Pool %d not in [1, %d]", ErrBadOptions, o.Pool, MaxPool)
-	case o.RRFK < 1:
-		return o, fmt.Errorf("%w: RRFK %d < 1", ErrBadOptions, o.RRFK)
+	case o.RRFK < 1 || o.RRFK > fuse.MaxK:
+		return o, fmt.Errorf("%w: RRFK %d not in [1, %d]", ErrBadOptions, o.RRFK, fuse.MaxK)
 	case maxCandidates(o.Reranker) > 0 && o.Pool > maxCandidates(o.Reranker):
 		return o, fmt.Errorf("%w: pool %d: reranker %s takes at most %d candidates", ErrBadOptions, o.Pool, o.Reranker.Name(), maxCandidates(o.Reranker))
 	case o.PartitionDays < -1:
 		return o, fmt.Errorf("%w: PartitionDays %d (want -1, 0 or a number of days)", ErrBadOptions, o.PartitionDays)
-	case o.LexicalWeight < 0 || o.DenseWeight < 0 || o.PeriodWeight < 0:
-		return o, fmt.Errorf("%w: weights must be >= 0 (lexical %v, dense %v, period %v)", ErrBadOptions, o.LexicalWeight, o.DenseWeight, o.PeriodWeight)
+	case !fuse.ValidWeight(o.LexicalWeight) || !fuse.ValidWeight(o.DenseWeight) || !fuse.ValidWeight(o.PeriodWeight):
+		return o, fmt.Errorf("%w: weights must be finite and >= 0 (lexical %v, dense %v, period %v)", ErrBadOptions, o.LexicalWeight, o.DenseWeight, o.PeriodWeight)
 	case o.PeriodList < -1 || o.PeriodList > MaxPeriodList:
 		return o, fmt.Errorf("%w: PeriodList %d not in [-1, %d]", ErrBadOptions, o.PeriodList, MaxPeriodList)
 	case o.PeriodBoost < -1 || o.PeriodBoost > fuse.MaxBoost:
 		return o, fmt.Errorf("%w: PeriodBoost %d not in [-1, %d]", ErrBadOptions, o.PeriodBoost, fuse.MaxBoost)
 	}
 	return o, nil
+}
+
+// orDefault sets *v to d where it is zero: an option left unset.
+func orDefault[T comparable](v *T, d T) {
+	if *v == *new(T) {
+		*v = d
+	}
 }
 
 // String prints the options as the fingerprint would record them.

@@ -34,6 +34,10 @@ func (e *DateError) Unwrap() error { return ErrBadDate }
 const (
 	minYear = 1000
 	maxYear = 9999
+	// minDays and maxDays are the day numbers of 1000-01-01 and 9999-12-31
+	// (TestDayBounds).
+	minDays = -354285
+	maxDays = 2932896
 )
 
 // Date is a civil day in UTC. The zero Date is "unset" (an open interval end).
@@ -82,8 +86,34 @@ func (d Date) IsZero() bool { return !d.set }
 // Days returns the number of days since 1970-01-01.
 func (d Date) Days() int64 { return d.days }
 
-// Start returns midnight UTC at the start of d.
-func (d Date) Start() time.Time { return time.Unix(d.days*86400, 0).UTC() }
+// Check returns a *DateError (ErrBadDate) when d is set and outside the
+// supported years, 1000 to 9999; nil otherwise. ParseDate never returns
+// such a date, but DateFromDays takes any day number: whatever takes a
+// Date from a caller checks it, since a date out of range would not
+// survive the index's float64 fields nor parse back from a pack.
+func (d Date) Check() error {
+	if d.set && (d.days < minDays || d.days > maxDays) {
+		return &DateError{Input: fmt.Sprintf("day %d", d.days), Want: "a day number in [" + fmt.Sprint(minDays) + ", " + fmt.Sprint(maxDays) + "]"}
+	}
+	return nil
+}
+
+// CheckInstant returns a *DateError (ErrBadDate) when t is set and its UTC
+// year is outside 1000 to 9999; nil otherwise (the zero time is unset).
+func CheckInstant(t time.Time) error {
+	if y := t.UTC().Year(); !t.IsZero() && (y < minYear || y > maxYear) {
+		return &DateError{Input: t.UTC().Format(time.RFC3339), Want: "an instant"}
+	}
+	return nil
+}
+
+// Start returns midnight UTC at the start of d. A date outside the
+// supported years (Check) starts on the day just past the range's end it
+// lies beyond, 0999-12-31 or 10000-01-01: its seconds would overflow, and
+// a wrapped instant would name a day inside the range.
+func (d Date) Start() time.Time {
+	return time.Unix(min(max(d.days, minDays-1), maxDays+1)*86400, 0).UTC()
+}
 
 // String writes d as YYYY-MM-DD, or "" when unset.
 func (d Date) String() string {
@@ -131,8 +161,16 @@ type Interval struct {
 	To   Date
 }
 
-// Validate reports ErrBadInterval when both ends are set and To <= From.
+// Validate reports ErrBadDate (a *DateError) when an end is outside the
+// supported years (Date.Check), and ErrBadInterval when both ends are set
+// and To <= From.
 func (iv Interval) Validate() error {
+	if err := iv.From.Check(); err != nil {
+		return fmt.Errorf("valid_from: %w", err)
+	}
+	if err := iv.To.Check(); err != nil {
+		return fmt.Errorf("valid_to: %w", err)
+	}
 	if iv.From.set && iv.To.set && iv.To.days <= iv.From.days {
 		return fmt.Errorf("%w: valid_to %s is not after valid_from %s", ErrBadInterval, iv.To, iv.From)
 	}

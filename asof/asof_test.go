@@ -3,6 +3,8 @@ package asof
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -135,6 +137,77 @@ func TestDateOfMatchesTheCalendar(t *testing.T) {
 		}
 		if got, want := DateOf(tm).String(), tm.UTC().Format(time.DateOnly); got != want {
 			t.Errorf("DateOf(%s) = %s, want %s", s, got, want)
+		}
+	}
+}
+
+// TestDayBounds: minDays and maxDays are the first and last days ParseDate
+// accepts, so that Check and ParseDate agree on the range.
+func TestDayBounds(t *testing.T) {
+	first, last := MustDate("1000-01-01"), MustDate("9999-12-31")
+	if first.Days() != minDays || last.Days() != maxDays {
+		t.Fatalf("bounds %d, %d; the calendar says %d, %d", minDays, maxDays, first.Days(), last.Days())
+	}
+}
+
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		name string
+		d    Date
+		ok   bool
+		why  string
+	}{
+		{"unset", Date{}, true, "an open end is not a date to check"},
+		{"first day", DateFromDays(minDays), true, "1000-01-01, ParseDate's first"},
+		{"last day", DateFromDays(maxDays), true, "9999-12-31, ParseDate's last"},
+		{"day before", DateFromDays(minDays - 1), false, "0999-12-31 does not parse back from a pack"},
+		{"day after", DateFromDays(maxDays + 1), false, "10000-01-01 does not parse back"},
+		{"wraps", DateFromDays(17683 + 1<<57), false, "its seconds overflow int64 and wrapped to 2018-06-01"},
+		{"most negative", DateFromDays(math.MinInt64), false, "no overflow in the check itself"},
+	}
+	for _, c := range cases {
+		err := c.d.Check()
+		if c.ok != (err == nil) {
+			t.Fatalf("%s (%s): err = %v", c.name, c.why, err)
+		}
+		if !c.ok && !errors.Is(err, ErrBadDate) {
+			t.Fatalf("%s (%s): want ErrBadDate, got %v", c.name, c.why, err)
+		}
+		if err := (Interval{From: c.d}).Validate(); c.ok != (err == nil) || (!c.ok && !strings.HasPrefix(err.Error(), "valid_from: ")) {
+			t.Fatalf("%s: Interval.Validate with it as valid_from: %v", c.name, err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		t    time.Time
+		ok   bool
+	}{
+		{"zero", time.Time{}, true},
+		{"in range", time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC), true},
+		{"year 500", time.Date(500, 1, 1, 0, 0, 0, 0, time.UTC), false},
+		{"year 12000", time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC), false},
+		{"9999-12-31 23:00 -05:00, 10000 in UTC", time.Date(9999, 12, 31, 23, 0, 0, 0, time.FixedZone("", -5*3600)), false},
+	} {
+		if err := CheckInstant(c.t); c.ok != (err == nil) || (!c.ok && !errors.Is(err, ErrBadDate)) {
+			t.Fatalf("CheckInstant %s: %v", c.name, err)
+		}
+	}
+}
+
+// TestStartDoesNotWrap: a day number whose seconds would overflow int64
+// starts on the day just past the range, not on one inside it.
+func TestStartDoesNotWrap(t *testing.T) {
+	for _, c := range []struct {
+		d    Date
+		want string
+	}{
+		{DateFromDays(17683 + 1<<57), "10000-01-01"},
+		{DateFromDays(maxDays + 1), "10000-01-01"},
+		{DateFromDays(-17683 - 1<<57), "0999-12-31"},
+		{DateFromDays(math.MinInt64), "0999-12-31"},
+	} {
+		if got := c.d.String(); got != c.want {
+			t.Fatalf("day %d: %s, want %s", c.d.Days(), got, c.want)
 		}
 	}
 }

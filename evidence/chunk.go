@@ -207,6 +207,12 @@ func (c *Chunk) Prepare() error {
 			return fail(err)
 		}
 	}
+	if err := asof.CheckInstant(c.RetrievedAt); err != nil {
+		return fail(fmt.Errorf("retrieved_at: %w", err))
+	}
+	if err := asof.CheckInstant(c.Anchor.At); err != nil {
+		return fail(fmt.Errorf("anchor: %w", err))
+	}
 	c.RetrievedAt = truncate(c.RetrievedAt)
 	c.Anchor.At = truncate(c.Anchor.At)
 	c.ContentHash = c.ComputeHash()

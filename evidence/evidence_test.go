@@ -206,6 +206,40 @@ func TestPrepare(t *testing.T) {
 	}
 }
 
+// TestPrepareDatesOutOfRange: an instant or a day a pack could not parse
+// back (years 1000 to 9999, as asof parses them) is refused at ingest,
+// naming the field, whichever connector built the chunk.
+func TestPrepareDatesOutOfRange(t *testing.T) {
+	in := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name, field string
+		edit        func(c *Chunk)
+	}{
+		{"retrieved in year 500", "retrieved_at", func(c *Chunk) { c.RetrievedAt = time.Date(500, 1, 1, 0, 0, 0, 0, time.UTC) }},
+		{"retrieved in year 12000", "retrieved_at", func(c *Chunk) { c.RetrievedAt = time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC) }},
+		{"anchored in year 500", "anchor", func(c *Chunk) { c.Anchor.At = time.Date(500, 1, 1, 0, 0, 0, 0, time.UTC) }},
+		{"in force from day -1e6", "valid_from", func(c *Chunk) { c.Valid.From = asof.DateFromDays(-1_000_000) }},
+		{"in force to year 10000", "valid_to", func(c *Chunk) { c.Valid.To = asof.DateFromDays(asof.MustDate("9999-12-31").Days() + 1) }},
+	}
+	for _, tc := range cases {
+		c := Chunk{ID: "x", DocID: "d", Text: "t", RetrievedAt: in, Anchor: asof.Anchor{Field: "published", At: in}}
+		tc.edit(&c)
+		err := c.Prepare()
+		var ce *ChunkError
+		if !errors.Is(err, asof.ErrBadDate) || !errors.As(err, &ce) || ce.ChunkID != "x" || !strings.Contains(err.Error(), tc.field+": ") {
+			t.Fatalf("%s: got %v, want a ChunkError naming %s and wrapping asof.ErrBadDate", tc.name, err, tc.field)
+		}
+	}
+	f := Fact{Kind: FactEnded, ChunkID: "x", End: asof.DateFromDays(1 << 40), Anchor: in}
+	if err := f.Prepare(); !errors.Is(err, ErrBadFact) || !errors.Is(err, asof.ErrBadDate) {
+		t.Fatalf("fact ending on day 2^40: %v", err)
+	}
+	f = Fact{Kind: FactEnded, ChunkID: "x", End: asof.MustDate("2025-01-01"), Anchor: time.Date(20000, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if err := f.Prepare(); !errors.Is(err, ErrBadFact) || !errors.Is(err, asof.ErrBadDate) {
+		t.Fatalf("fact anchored in year 20000: %v", err)
+	}
+}
+
 func TestLedgerRoundTrip(t *testing.T) {
 	p := samplePack()
 	p.Ledger = []Scored{{ChunkID: "c1", Score: 912345}, {ChunkID: "c0", Score: -3}}

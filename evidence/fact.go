@@ -83,6 +83,12 @@ func (f *Fact) Prepare() error {
 	case f.By == f.ChunkID:
 		return fail("a chunk cannot supersede itself")
 	}
+	if err := f.End.Check(); err != nil {
+		return fail("end: %w", err)
+	}
+	if err := asof.CheckInstant(f.Anchor); err != nil {
+		return fail("anchor: %w", err)
+	}
 	f.Anchor = truncate(f.Anchor)
 	return nil
 }

@@ -55,6 +55,12 @@ func TestBoostIsBounded(t *testing.T) {
 			t.Errorf("boost %d: %v", p, err)
 		}
 	}
+	if _, err := Boost(items, MaxK+1, 50, func(string) bool { return true }); !errors.Is(err, ErrBadList) {
+		t.Errorf("k above MaxK: %v", err)
+	}
+	if got, want := BoostTerm(math.MaxInt/100, 50), BoostTerm(MaxK, 50); got != want || got <= 0 {
+		t.Errorf("BoostTerm above MaxK: %v, want MaxK's %v (100*(k+1) overflowed to a negative term)", got, want)
+	}
 	before := append([]Item(nil), items...)
 	if n, err := Boost(items, 60, 0, func(string) bool { return true }); n != 0 || err != nil || !cmp.Equal(before, items) {
 		t.Fatalf("a 0%% boost changes nothing: %d %v", n, err)

@@ -23,6 +23,11 @@ import (
 // DefaultK is the RRF constant from the original paper.
 const DefaultK = 60
 
+// MaxK is the largest constant RRF and Boost take. Below it k plus a rank,
+// and 100*(k+1), are exact in an int and in a float64; far above it they
+// overflowed, and every score came out the same negative number.
+const MaxK = 1 << 20
+
 // ErrBadList is returned for a list with a bad weight or a repeated ID.
 var ErrBadList = errors.New("fuse: bad list")
 
@@ -40,11 +45,14 @@ type Item struct {
 	Ranks []int // 1-based rank in each input list, 0 where absent
 }
 
-// RRF fuses lists with constant k (DefaultK when k <= 0). An ID absent from a
-// list contributes nothing for it.
+// RRF fuses lists with constant k (DefaultK when k <= 0; ErrBadList above
+// MaxK). An ID absent from a list contributes nothing for it.
 func RRF(k int, lists ...List) ([]Item, error) {
 	if k <= 0 {
 		k = DefaultK
+	}
+	if k > MaxK {
+		return nil, fmt.Errorf("%w: constant k %d > %d", ErrBadList, k, MaxK)
 	}
 	// Sized once for every ID of every list, and each item's ranks cut from
 	// one array: a request fuses a few hundred IDs, and growing these was a
@@ -58,7 +66,7 @@ func RRF(k int, lists ...List) ([]Item, error) {
 	ranks := make([]int, n*len(lists))
 	seen := make(map[string]bool, longest)
 	for li, l := range lists {
-		if l.Weight < 0 || math.IsNaN(l.Weight) || math.IsInf(l.Weight, 0) {
+		if !ValidWeight(l.Weight) {
 			return nil, fmt.Errorf("%w: list %q: weight %v", ErrBadList, l.Name, l.Weight)
 		}
 		clear(seen)
@@ -82,6 +90,10 @@ func RRF(k int, lists ...List) ([]Item, error) {
 	slices.SortFunc(out, compareItems)
 	return out, nil
 }
+
+// ValidWeight reports whether w is a weight RRF takes: finite and >= 0
+// (w < 0 alone lets NaN through).
+func ValidWeight(w float64) bool { return w >= 0 && !math.IsInf(w, 0) }
 
 // compareItems is the fused order: score descending, then ID ascending.
 func compareItems(a, b Item) int {

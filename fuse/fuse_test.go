@@ -58,6 +58,15 @@ func TestRRFErrors(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 	}
+	// Far above MaxK, k+rank overflowed: every score the same negative
+	// number, and the order by ID alone.
+	if _, err := RRF(MaxK+1, List{Name: "l", Weight: 1, IDs: []string{"z", "a"}}); !errors.Is(err, ErrBadList) {
+		t.Errorf("k above MaxK: %v", err)
+	}
+	got, err := RRF(MaxK, List{Name: "l", Weight: 1, IDs: []string{"z", "a"}})
+	if err != nil || got[0].ID != "z" || got[0].Score != 1/float64(MaxK+1) {
+		t.Errorf("k = MaxK ranks as any k: %+v %v", got, err)
+	}
 }
 
 func TestRRFZeroWeightKeepsOrderByID(t *testing.T) {
