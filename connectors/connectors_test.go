@@ -1,6 +1,7 @@
 package connectors
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -107,6 +108,53 @@ func TestStatuteCustomPatternAndRepeal(t *testing.T) {
 	if len(recs) != 2 || recs[1].Chunk.ID != "law/art-2@2020-02-01" || recs[1].Chunk.Valid.To.String() != "2021-02-01" ||
 		!recs[0].Chunk.Valid.To.IsZero() {
 		t.Fatalf("article 2 is repealed by the second version: %+v", recs)
+	}
+}
+
+// TestStatutePatternsWithoutALabel: a user's numbering pattern whose group
+// may match "" or take no part in a match is refused where it does so, with
+// ErrField naming the file and version; it made Read panic (an index out of
+// range, a slice bound of -1).
+func TestStatutePatternsWithoutALabel(t *testing.T) {
+	body := `{"doc_id":"dpa","source_url":"https://x","retrieved_at":"2026-01-10T00:00:00Z","versions":[{"version":"2019","published":"2018-12-01","in_force":"2019-01-01",
+	 "text":"Article 1 Scope\n(a) first\n() empty label\n* starred clause\nArticle Two\nbody"}]}`
+	cases := []struct {
+		name, article, clause, want string
+	}{
+		{"clause group may match the empty string", "", `(?m)^\(([a-z]*)\)\s`, `clause pattern matched "() "`},
+		{"clause group optional", "", `(?m)^(?:\(([a-z])\)|\*)\s`, `clause pattern matched "* "`},
+		{"article group optional", `(?m)^Article\s+([0-9]+)?`, "", `article pattern matched "Article "`},
+	}
+	for _, tc := range cases {
+		s := NewStatute(write(t, "law.json", body))
+		var err error
+		if tc.article != "" {
+			s, err = s.WithArticlePattern(tc.article)
+		}
+		if tc.clause != "" && err == nil {
+			s, err = s.WithClausePattern(tc.clause)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		_, err = s.Read(context.Background())
+		var ce *evidence.ChunkError
+		if !errors.Is(err, ErrField) || !errors.As(err, &ce) || !strings.Contains(ce.Where, "law.json") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrField naming law.json and %s", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestJSONLLineTooLong: a line over MaxJSONLLine is ErrSyntax naming its
+// line, not the scanner's bare "token too long" naming the file alone.
+func TestJSONLLineTooLong(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString(`{"id":"a","doc_id":"d","text":"ok"}` + "\n")
+	b.WriteString(`{"id":"b","doc_id":"d","text":"` + strings.Repeat("x", MaxJSONLLine) + `"}` + "\n")
+	_, err := NewJSONL().ReadFrom(context.Background(), "big.jsonl", &b)
+	var ce *evidence.ChunkError
+	if !errors.Is(err, ErrSyntax) || !errors.As(err, &ce) || ce.Where != "big.jsonl:2" {
+		t.Fatalf("got %v, want ErrSyntax at big.jsonl:2", err)
 	}
 }
 

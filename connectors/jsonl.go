@@ -88,12 +88,17 @@ func (j *JSONL) Read(ctx context.Context) ([]Record, error) {
 	return out, nil
 }
 
+// MaxJSONLLine is the longest line, in bytes, that JSONL reads; a longer
+// one is ErrSyntax naming its line.
+const MaxJSONLLine = 64 << 20
+
 // ReadFrom parses r as JSONL; path names it in errors.
 func (j *JSONL) ReadFrom(ctx context.Context, path string, r io.Reader) ([]Record, error) {
 	var out []Record
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
-	for line := 1; sc.Scan(); line++ {
+	sc.Buffer(make([]byte, 0, 64<<10), MaxJSONLLine)
+	line := 1
+	for ; sc.Scan(); line++ {
 		if line%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -126,8 +131,11 @@ func (j *JSONL) ReadFrom(ctx context.Context, path string, r io.Reader) ([]Recor
 		}
 		out = append(out, Record{Chunk: c, Where: where})
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("connectors: jsonl: %s: %w", path, err)
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return nil, &evidence.ChunkError{Where: fmt.Sprintf("%s:%d", path, line), Err: fmt.Errorf("%w: line longer than %d bytes", ErrSyntax, MaxJSONLLine)}
+	case err != nil: // the line the reader failed in
+		return nil, &evidence.ChunkError{Where: fmt.Sprintf("%s:%d", path, line), Err: fmt.Errorf("connectors: jsonl: %w", err)}
 	}
 	return out, nil
 }

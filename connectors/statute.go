@@ -246,7 +246,11 @@ func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 	for _, v := range versions {
 		seen := map[string]bool{}
 		for _, a := range v.articles {
-			for _, u := range s.units(a) {
+			us, err := s.units(a) // after the amendments, which edit articles
+			if err != nil {
+				return nil, &evidence.ChunkError{ChunkID: f.DocID, Where: path + ": " + v.where, Err: err}
+			}
+			for _, u := range us {
 				seen[u.key] = true
 				o, ok := live[u.key]
 				if ok && o.text == u.text {
@@ -366,8 +370,10 @@ type unit struct {
 // prefixed with the article's heading line so it reads on its own. A letter
 // clause after a numbered one is nested under it (4(1)(a) is art-4/1/a). A
 // unit longer than MaxClauseChars is split at sentence ends into pieces #1,
-// #2, ... .
-func (s *Statute) units(a article) []unit {
+// #2, ... . A clause pattern whose first group matched nothing at a clause
+// (a user's pattern, with the group optional or able to match "") is
+// ErrField.
+func (s *Statute) units(a article) ([]unit, error) {
 	base := "art-" + a.num
 	locs := s.clause.FindAllStringSubmatchIndex(a.text, -1)
 	heading, _, _ := strings.Cut(a.text, "\n")
@@ -388,13 +394,16 @@ func (s *Statute) units(a article) []unit {
 	}
 	if len(locs) == 0 {
 		add(base, "", a.text)
-		return out
+		return out, nil
 	}
 	add(base, "", a.text[:locs[0][0]])
 	parent := ""
 	seen := map[string]int{}
 	for i, l := range locs {
-		label := a.text[l[2]:l[3]]
+		label, err := numbering("clause", a.text, l)
+		if err != nil {
+			return nil, fmt.Errorf("article %s: %w", a.num, err)
+		}
 		end := len(a.text)
 		if i+1 < len(locs) {
 			end = locs[i+1][0]
@@ -410,7 +419,17 @@ func (s *Statute) units(a article) []unit {
 		}
 		add(base+"/"+clause, clause, heading+"\n"+a.text[l[0]:end])
 	}
-	return out
+	return out, nil
+}
+
+// numbering returns the label that the first capture group of a numbering
+// pattern's match l found in text: ErrField where it took no part in the
+// match or matched "", which a user's pattern can do.
+func numbering(what, text string, l []int) (string, error) {
+	if l[2] < 0 || l[3] <= l[2] {
+		return "", fmt.Errorf("%w: %s pattern matched %q with no %s label", ErrField, what, text[l[0]:l[1]], what)
+	}
+	return text[l[2]:l[3]], nil
 }
 
 // split cuts a version's text at article headings. Text before the first
@@ -448,7 +467,11 @@ func (s *Statute) split(text string) ([]article, error) {
 		if i+1 < len(locs) {
 			end = locs[i+1][0]
 		}
-		if err := add(text[l[2]:l[3]], text[start:end]); err != nil {
+		num, err := numbering("article", text, l)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(num, text[start:end]); err != nil {
 			return nil, err
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
@@ -96,7 +97,7 @@ func (c *Connector) Read(ctx context.Context) ([]connectors.Record, error) {
 // its path under the root (the default doc_id). It is the fuzzed entry point.
 func Parse(path, rel string, raw []byte) ([]connectors.Record, error) {
 	text := evidence.Normalize(string(raw))
-	fm, body, bodyLine, err := frontMatter(path, text)
+	fm, body, bodyLine, err := frontMatter(path, text, leadingLines(string(raw)))
 	if err != nil {
 		return nil, err
 	}
@@ -157,28 +158,37 @@ type keyValue struct {
 	line       int
 }
 
+// leadingLines counts the line ends in raw's leading white space, which
+// Normalize trims: line numbers in errors count them, so that they name the
+// file's lines.
+func leadingLines(raw string) int {
+	raw = strings.ReplaceAll(strings.ReplaceAll(raw, "\r\n", "\n"), "\r", "\n")
+	return strings.Count(raw[:len(raw)-len(strings.TrimLeftFunc(raw, unicode.IsSpace))], "\n")
+}
+
 // frontMatter splits a leading "---" block of "key: value" lines from the
-// body, returning the body's first line number.
-func frontMatter(path, text string) ([]keyValue, string, int, error) {
+// body, returning the body's first line number. text is normalized, and
+// lead is the number of lines Normalize trimmed before it.
+func frontMatter(path, text string, lead int) ([]keyValue, string, int, error) {
 	if !strings.HasPrefix(text, "---\n") {
-		return nil, text, 1, nil
+		return nil, text, lead + 1, nil
 	}
 	lines := strings.Split(text, "\n")
 	var kvs []keyValue
 	for i := 1; i < len(lines); i++ {
 		line := strings.TrimSpace(lines[i])
 		if line == "---" {
-			return kvs, strings.Join(lines[i+1:], "\n"), i + 2, nil
+			return kvs, strings.Join(lines[i+1:], "\n"), lead + i + 2, nil
 		}
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		k, v, ok := strings.Cut(line, ":")
 		if !ok || strings.TrimSpace(k) == "" {
-			return nil, "", 0, &evidence.ChunkError{Where: fmt.Sprintf("%s:%d", path, i+1),
+			return nil, "", 0, &evidence.ChunkError{Where: fmt.Sprintf("%s:%d", path, lead+i+1),
 				Err: fmt.Errorf("%w: front matter line is not \"key: value\"", connectors.ErrSyntax)}
 		}
-		kvs = append(kvs, keyValue{key: strings.TrimSpace(k), value: strings.Trim(strings.TrimSpace(v), `"`), line: i + 1})
+		kvs = append(kvs, keyValue{key: strings.TrimSpace(k), value: strings.Trim(strings.TrimSpace(v), `"`), line: lead + i + 1})
 	}
-	return nil, "", 0, &evidence.ChunkError{Where: path + ":1", Err: fmt.Errorf("%w: front matter is not closed by ---", connectors.ErrSyntax)}
+	return nil, "", 0, &evidence.ChunkError{Where: fmt.Sprintf("%s:%d", path, lead+1), Err: fmt.Errorf("%w: front matter is not closed by ---", connectors.ErrSyntax)}
 }

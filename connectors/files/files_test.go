@@ -60,6 +60,11 @@ func TestParseErrors(t *testing.T) {
 		{"line without a colon", "---\nsource_url u\n---\nbody", connectors.ErrSyntax, "f.md:2"},
 		{"unknown key", "---\nsorce_url: u\n---\nbody", connectors.ErrField, "f.md:2"},
 		{"bad date", "---\nsource_url: u\nvalid_to: 2026-02-30\n---\nbody", asof.ErrBadDate, "f.md:3"},
+		// Normalize trims the blank lines before the front matter; the line
+		// numbers still count them (they said f.md:2 for line 4).
+		{"blank lines first", "\n\n---\nbogus_key: 1\n---\nbody", connectors.ErrField, "f.md:4"},
+		{"blank CRLF lines first", "\r\n \r\n---\r\nbogus_key: 1\r\n---\r\nbody", connectors.ErrField, "f.md:4"},
+		{"blank lines first, unclosed", "\n\n---\nsource_url: u", connectors.ErrSyntax, "f.md:3"},
 	}
 	for _, c := range cases {
 		_, err := Parse("f.md", "f.md", []byte(c.body))
