@@ -2,6 +2,7 @@ package evpack
 
 import (
 	"context"
+	"errors"
 
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
@@ -12,16 +13,15 @@ import (
 // files it read: it reads the checkpoint, the dense files, the lexical
 // index's files and the batch files (the cited texts) into the page cache
 // (after a reboot, a request waited on the disk for each page it touched
-// first: docs/benchmarks.md, issue 30, stops 75 and 78), and checks every
-// block of the checkpoint, so that a damaged one is found before a request
-// reads it; and it opens every lexical partition and reads the numbers its
-// filter compares, handing back the pages it read them from.
+// first: docs/benchmarks.md, issue 30, stops 75 and 78), checks every block
+// of the checkpoint before a request reads it, and opens every lexical
+// partition and reads the numbers its filter compares (retrieve.Lexical.Preload).
 //
 // Call it when the index fits in memory; it may run beside queries and
 // ingests (on Windows, before writes start). A checkpoint block that fails
 // its check is ErrCorrupt; a damaged partition's error is returned once the
 // others are open. It stops when ctx is done, returning what it had read
-// and ctx's error, wrapped.
+// and ctx's error, wrapped; a Close before it ends makes it ErrClosed.
 func (e *Engine) Preload(ctx context.Context) (int64, error) {
 	paths, rows, err := e.preloadPaths()
 	if err != nil {
@@ -33,6 +33,9 @@ func (e *Engine) Preload(ctx context.Context) (int64, error) {
 	}
 	if err == nil {
 		err = e.lex.Preload(ctx)
+	}
+	if _, serr := e.snapshot(); errors.Is(serr, ErrClosed) {
+		return n, ErrClosed // the steps skipped, or failed on, what Close closed
 	}
 	return n, err
 }

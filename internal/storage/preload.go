@@ -82,6 +82,11 @@ func ReadPaths(ctx context.Context, paths []string) (int64, error) {
 // readThrough reads the file at path to its end through buf, checking ctx
 // between reads, and returns how many bytes it read.
 func readThrough(ctx context.Context, path string, buf []byte) (int64, error) {
+	// Checked before the open too: opening a FIFO put in a file's place
+	// waits for a writer, whatever ctx says.
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return 0, errors.Join(err, fs.ErrNotExist)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
