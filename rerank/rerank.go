@@ -140,7 +140,8 @@ func (None) Rerank(ctx context.Context, _ string, cands []Candidate, _ Stats) ([
 }
 
 // prior maps a 1-based fused rank to 60/(60+rank) in fixed point: the RRF
-// shape, so that rank 1 is worth little more than rank 2.
+// shape, so that rank 1 is worth little more than rank 2. A rank below 1,
+// which no engine passes, counts as 1 (at -60 it divided by zero).
 func prior(rank int) int64 {
-	return int64(evidence.ScoreScale) * 60 / int64(60+rank)
+	return int64(evidence.ScoreScale) * 60 / int64(60+max(rank, 1))
 }

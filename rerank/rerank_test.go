@@ -112,3 +112,15 @@ func TestRerankHonoursCancellation(t *testing.T) {
 	}
 	var _ []evidence.Scored
 }
+
+// TestPriorOfARankBelowOne: a caller's candidate at rank 0 or below (the
+// engine's start at 1) ranks as rank 1; at -60 None and Arithmetic divided
+// by zero.
+func TestPriorOfARankBelowOne(t *testing.T) {
+	for _, rank := range []int{0, -1, -60, -61} {
+		out, err := None{}.Rerank(context.Background(), "q", []Candidate{{ID: "a", Text: "q", Rank: rank}}, nil)
+		if err != nil || len(out) != 1 || out[0].Score != prior(1) {
+			t.Fatalf("rank %d: %+v %v, want rank 1's prior %d", rank, out, err, prior(1))
+		}
+	}
+}

@@ -83,7 +83,8 @@ func (s *State) Unfold(d *storage.Dir) (*State, error) {
 			ids[ch.Tenant] = append(ids[ch.Tenant], ch.ID)
 		}
 	}
-	for name, ts := range s.Tenants {
+	for _, name := range evidence.SortedKeys(s.Tenants) { // the first mismatch in name order, not the map's
+		ts := s.Tenants[name]
 		if got := len(ids[name]); ts.Docs.at(s.Gen) != int64(got) || s.Bounds.Tenants[name] != got {
 			return nil, fmt.Errorf("%w: tenant %q has %d chunks in the checkpoint's figures, %d in the batch files", ErrUnfold, name, ts.Docs.at(s.Gen), got)
 		}
