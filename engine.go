@@ -387,12 +387,12 @@ type Request struct {
 // canonical validates r and returns the pack header it asks for.
 func (r Request) canonical(defaultK int) (evidence.Header, error) {
 	h := evidence.Header{Question: evidence.Normalize(r.Question), AsOf: r.AsOf, Tenant: r.Tenant, K: r.K}
-	if h.K == 0 {
-		h.K = defaultK
-	}
+	orDefault(&h.K, defaultK)
 	switch {
 	case h.Question == "":
 		return h, fmt.Errorf("%w: question is empty", ErrBadRequest)
+	case len(h.Question) > evidence.MaxQuestionLen:
+		return h, fmt.Errorf("%w: question of %d bytes (at most %d)", ErrBadRequest, len(h.Question), evidence.MaxQuestionLen)
 	case r.AsOf.IsZero():
 		return h, fmt.Errorf("%w: as-of date is not set", ErrBadRequest)
 	case r.AsOf.Check() != nil:

@@ -607,6 +607,8 @@ func TestBadRequests(t *testing.T) {
 		{"as of year 10000", Request{Question: "records", AsOf: asof.DateFromDays(asof.MustDate("9999-12-31").Days() + 1)}},
 		{"as of a day whose seconds overflow", Request{Question: "records", AsOf: asof.DateFromDays(17683 + 1<<57)}},
 		{"known at year 20000", Request{Question: "records", AsOf: day, KnownAt: time.Date(20000, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		// A request's cost grew with its question: 1 MiB took a second.
+		{"question a byte over MaxQuestionLen", Request{Question: strings.Repeat("records ", evidence.MaxQuestionLen/8) + "x", AsOf: day}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -614,7 +616,11 @@ func TestBadRequests(t *testing.T) {
 			require.ErrorIs(t, err, ErrBadRequest)
 		})
 	}
-	_, err := asof.ParseDate("15/01/2026")
+	long := strings.Repeat("records ", evidence.MaxQuestionLen/8-1) + "retained"
+	require.Len(t, long, evidence.MaxQuestionLen)
+	_, err := e.Query(context.Background(), Request{Question: long, AsOf: day})
+	require.NoError(t, err, "a question of MaxQuestionLen bytes is asked")
+	_, err = asof.ParseDate("15/01/2026")
 	require.ErrorIs(t, err, asof.ErrBadDate)
 	_, err = OpenMemory(Options{Pool: -1})
 	require.ErrorIs(t, err, ErrBadOptions)

@@ -233,6 +233,12 @@ const (
 	MaxMetaValueLen = 1024 // longest metadata value
 )
 
+// MaxQuestionLen is the longest question a request may ask, in bytes once
+// normalized: some 2,500 words, beyond any question a brief asks. A
+// request's cost grows with its question's length (a question of 1 MiB
+// took a second), so it is bounded where requests are checked.
+const MaxQuestionLen = 16 << 10
+
 // CheckTenant returns nil when name may name a tenant: "" (the shared
 // tenant), or valid UTF-8 of at most MaxTenantLen bytes without control
 // characters (unicode.IsControl). Otherwise it returns an error wrapping
