@@ -110,6 +110,9 @@ func (e *Engine) applyEntry(ctx context.Context, body []byte, sum string) error 
 		return fmt.Errorf("%w: %s: commit time: %w", ErrCorrupt, name, terr)
 	}
 	en := entry{gen: hdr.Generation, at: at.UTC(), cont: cont, body: body, lines: cont.Lines}
+	if len(cont.Redacted) == 0 && sum != evidence.Sum(body) { // whatever the log says of a redaction
+		return fmt.Errorf("%w: %s does not hash to its sum %s as committed", ErrCorrupt, name, sum)
+	}
 	if len(cont.Redacted) > 0 {
 		// Rewritten by a purge this index has yet to apply: stored as the
 		// purge left it on the writer (its name, the original checksum as

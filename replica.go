@@ -52,12 +52,13 @@ func (e *Engine) Lead(ctx context.Context, log Log, holder string, lease time.Du
 	if err != nil {
 		return fmt.Errorf("evpack: lead %s: %w", holder, err)
 	}
+	// Follow first checks e's head against the log's. Until 0: for ever.
 	head, err := log.Head(ctx)
-	if err == nil && head.Generation > e.AppliedGeneration() {
-		err = e.Follow(ctx, log, FollowOptions{Until: head.Generation})
+	if err == nil && max(head.Generation, e.AppliedGeneration()) > 0 {
+		err = e.Follow(ctx, log, FollowOptions{Until: max(head.Generation, 1)})
 	}
-	if err != nil {
-		return fmt.Errorf("evpack: lead %s: catching up to the log: %w", holder, err)
+	if err != nil { // the lease given back: another writer need not wait it out
+		return errors.Join(fmt.Errorf("evpack: lead %s: catching up to the log: %w", holder, err), log.Release(ctx, epoch))
 	}
 	e.ingestMu.Lock()
 	defer e.ingestMu.Unlock()
@@ -77,15 +78,12 @@ type FollowOptions struct {
 
 // Follow applies log's entries after e's generation, in order, through the
 // path the writer applied them by, and waits for more (see FollowOptions).
-// An entry that does not link to e's history (another index's log, or a
-// history rewritten) stops it with ErrCorrupt: nothing is repaired. It
-// returns ctx's error when ctx ends it.
+// A log that parts from e's history (another index's, rewritten, cut short,
+// a body not as committed) stops it with ErrCorrupt: nothing is repaired.
+// It returns ctx's error when ctx ends it.
 func (e *Engine) Follow(ctx context.Context, log Log, o FollowOptions) error {
 	auditor, _ := log.(evlog.Auditor)
-	return evlog.Follow(ctx, log, e.AppliedGeneration, o.Until, func(en evlog.Entry) error {
-		if en.RedactedBy == 0 && evidence.Sum(en.Body) != en.Sum {
-			return fmt.Errorf("%w: log entry %d does not hash to its sum %s", ErrCorrupt, en.Generation, en.Sum)
-		}
+	err := evlog.Follow(ctx, log, e.appliedHead, o.Until, func(en evlog.Entry) error {
 		if err := e.applyEntry(ctx, en.Body, en.Sum); err != nil {
 			return fmt.Errorf("evpack: follow: generation %d: %w", en.Generation, err)
 		}
@@ -99,13 +97,20 @@ func (e *Engine) Follow(ctx context.Context, log Log, o FollowOptions) error {
 		return auditor.RecordApplied(ctx, evlog.Applied{Replica: o.Replica, Generation: en.Generation,
 			ManifestSum: evidence.Sum(raw), CheckpointSum: e.store.Manifest().CheckpointSum})
 	})
+	if !errors.Is(err, ErrCorrupt) && (errors.Is(err, evlog.ErrGap) || errors.Is(err, evlog.ErrChain)) {
+		return fmt.Errorf("%w: evpack: follow: %w", ErrCorrupt, err)
+	}
+	return err
 }
 
 // AppliedGeneration returns the latest generation e has applied.
-func (e *Engine) AppliedGeneration() int64 {
+func (e *Engine) AppliedGeneration() int64 { gen, _ := e.appliedHead(); return gen }
+
+// appliedHead returns e's generation and its chain sum: its log entry's Sum.
+func (e *Engine) appliedHead() (int64, string) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	return e.st.Gen
+	return e.st.Gen, e.store.Manifest().ChainHead() // "" in memory
 }
 
 // awaitGeneration waits until e has applied generation min, or ctx is done
@@ -150,7 +155,7 @@ func (e *Engine) appendEntry(ctx context.Context, st *state.State, en entry, red
 		return nil
 	}
 	err = fmt.Errorf("evpack: append generation %d to the log: %w", en.gen, err)
-	if errors.Is(err, evlog.ErrFork) { // every commit would fail so until e follows the log
+	if errors.Is(err, evlog.ErrFork) || errors.Is(err, evlog.ErrChain) || errors.Is(err, evlog.ErrGap) { // every commit would fail so until e follows the log
 		return e.stop(err, fmt.Errorf("%w: the log holds generation %d already, which this writer did not apply; reopen the index and lead again (it follows the log first)", ErrBroken, en.gen))
 	}
 	return err

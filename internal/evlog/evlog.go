@@ -131,8 +131,11 @@ type Log interface {
 // whose lease lapsed or was taken gets ErrStaleEpoch from Renew and Append.
 type Fence interface {
 	// Acquire takes the lease for holder when it is free, expired or
-	// already holder's, and returns its epoch: a new, higher epoch unless
-	// holder still held it.
+	// already holder's, and returns a new, higher epoch, which fences every
+	// earlier one: holder's too, since two processes may share a holder's
+	// name (a restarted one beside the one it replaces), and two writers
+	// under one epoch would both append. A live writer keeps its epoch by
+	// Renew, not Acquire.
 	Acquire(ctx context.Context, holder string, lease time.Duration) (int64, error)
 	// Renew extends the lease of epoch by lease from now.
 	Renew(ctx context.Context, epoch int64, lease time.Duration) error

@@ -74,14 +74,15 @@ func TestFollowAppliesInOrderAndStops(t *testing.T) {
 	var got []int64
 	at := int64(1) // the follower already holds generation 1
 	apply := func(e evlog.Entry) error { got = append(got, e.Generation); at = e.Generation; return nil }
-	if err := evlog.Follow(ctx, m, func() int64 { return at }, 3, apply); err != nil {
+	head := func() (int64, string) { return at, fmt.Sprintf("s%d", at) } // the follower's generation and its sum
+	if err := evlog.Follow(ctx, m, head, 3, apply); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(got) != "[2 3]" {
 		t.Fatalf("applied %v, want [2 3]", got)
 	}
 	done := make(chan error, 1)
-	go func() { done <- evlog.Follow(ctx, m, func() int64 { return at }, 5, apply) }()
+	go func() { done <- evlog.Follow(ctx, m, head, 5, apply) }()
 	appendN(4) // evlog.Follow may be reading or waiting: either way it sees 4 and 5
 	appendN(5)
 	if err := <-done; err != nil {
@@ -92,18 +93,22 @@ func TestFollowAppliesInOrderAndStops(t *testing.T) {
 	}
 	boom := errors.New("disk full")
 	at = 3
-	err = evlog.Follow(ctx, m, func() int64 { return at }, 0, func(e evlog.Entry) error { return boom })
+	err = evlog.Follow(ctx, m, head, 0, func(e evlog.Entry) error { return boom })
 	if !errors.Is(err, boom) {
 		t.Fatalf("evlog.Follow returned %v, want the apply error", err)
 	}
 	at = 9
-	if err := evlog.Follow(ctx, m, func() int64 { return at }, 0, apply); !errors.Is(err, evlog.ErrGap) {
+	if err := evlog.Follow(ctx, m, head, 0, apply); !errors.Is(err, evlog.ErrGap) {
 		t.Fatalf("a follower ahead of the log: %v, want evlog.ErrGap", err)
+	}
+	at = 5
+	forked := func() (int64, string) { return at, "another s5" }
+	if err := evlog.Follow(ctx, m, forked, 5, apply); !errors.Is(err, evlog.ErrChain) {
+		t.Fatalf("a follower whose generation 5 is not the log's: %v, want evlog.ErrChain (it returned nil at its Until)", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	at = 5
-	if err := evlog.Follow(cctx, m, func() int64 { return at }, 0, apply); !errors.Is(err, context.Canceled) {
+	if err := evlog.Follow(cctx, m, head, 0, apply); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a done context: %v", err)
 	}
 	// A writer whose lease passed to another is refused before the log changes.

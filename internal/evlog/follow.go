@@ -3,6 +3,7 @@ package evlog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -31,9 +32,14 @@ var errDone = errors.New("evlog: follow target reached")
 // order, and waits for more once it has applied the head. It returns nil
 // once generation until (> 0) is applied, ctx's error when ctx is done
 // (until 0: follow until stopped), and apply's first error otherwise.
-func Follow(ctx context.Context, l Log, applied func() int64, until int64, apply func(Entry) error) error {
+// First it checks the follower's head against the log's (CheckHead):
+// applied also returns the Sum of the follower's last entry.
+func Follow(ctx context.Context, l Log, applied func() (int64, string), until int64, apply func(Entry) error) error {
+	if err := CheckHead(ctx, l, applied); err != nil {
+		return err
+	}
 	for {
-		at := applied()
+		at, _ := applied()
 		if until > 0 && at >= until {
 			return nil
 		}
@@ -49,13 +55,34 @@ func Follow(ctx context.Context, l Log, applied func() int64, until int64, apply
 		case err != nil: // ErrGap among them: a follower ahead of the log holds what the log does not
 			return err
 		}
-		if at = applied(); until > 0 && at >= until {
+		if at, _ = applied(); until > 0 && at >= until {
 			return nil
 		}
 		if _, err := l.Wait(ctx, at); err != nil {
 			return err
 		}
 	}
+}
+
+// CheckHead checks a follower's or a writer's history against l's before
+// it reads or appends on: applied returns the generation it applied and
+// that entry's Sum. ErrGap when the log ends before that generation (the
+// index holds what the log lost), ErrChain when the log's head is that
+// generation with another Sum (the histories fork there). A log whose head
+// is past it is checked entry by entry as they are applied, each naming
+// its Prev.
+func CheckHead(ctx context.Context, l Log, applied func() (int64, string)) error {
+	h, err := l.Head(ctx)
+	at, sum := applied()
+	switch {
+	case err != nil:
+		return err
+	case h.Generation < at:
+		return fmt.Errorf("%w: the log ends at generation %d, before the index's %d", ErrGap, h.Generation, at)
+	case h.Generation == at && h.Sum != sum:
+		return fmt.Errorf("%w: the log's generation %d sums to %s, the index's to %s: the histories fork", ErrChain, at, h.Sum, sum)
+	}
+	return nil
 }
 
 // Writer appends under a lease it holds: each append first renews the

@@ -136,14 +136,11 @@ func (m *Memory) Acquire(ctx context.Context, holder string, lease time.Duration
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	switch {
-	case m.epoch != 0 && m.holder == holder && now.Before(m.expires):
-	case m.epoch != 0 && now.Before(m.expires):
+	if m.epoch != 0 && m.holder != holder && now.Before(m.expires) {
 		return 0, fmt.Errorf("%w: %q holds epoch %d until %s", ErrLeaseHeld, m.holder, m.epoch, m.expires.UTC().Format(time.RFC3339Nano))
-	default:
-		m.epoch++
-		m.holder = holder
 	}
+	m.epoch++
+	m.holder = holder
 	m.expires = now.Add(lease)
 	return m.epoch, nil
 }

@@ -300,14 +300,10 @@ func (l *Log) Acquire(ctx context.Context, holder string, lease time.Duration) (
 		if err := tx.QueryRow(ctx, `SELECT epoch, holder, expires_at > now(), expires_at FROM evpack_writer WHERE id = 1 FOR UPDATE`).Scan(&have, &who, &alive, &until); err != nil {
 			return fmt.Errorf("pglog: acquire: %w", err)
 		}
-		epoch = have
-		switch {
-		case have != 0 && who == holder && alive:
-		case have != 0 && alive:
+		if have != 0 && who != holder && alive {
 			return fmt.Errorf("%w: %q holds epoch %d until %s", evlog.ErrLeaseHeld, who, have, until.UTC().Format(time.RFC3339Nano))
-		default:
-			epoch = have + 1
 		}
+		epoch = have + 1 // holder's own earlier epoch fenced too (evlog.Fence)
 		_, err := tx.Exec(ctx, `UPDATE evpack_writer SET epoch = $1, holder = $2, expires_at = now() + $3 * interval '1 microsecond' WHERE id = 1`,
 			epoch, holder, lease.Microseconds())
 		return err

@@ -240,7 +240,14 @@ func (d *Dir) Path() string { return d.path }
 //
 // Why not a copy: a copy holds every generation's entry, and a commit asked
 // for the manifest several times, copying the history each time.
-func (d *Dir) Manifest() *Manifest { return d.cur.Load() }
+//
+// A nil Dir (an index in memory) has none: nil.
+func (d *Dir) Manifest() *Manifest {
+	if d == nil {
+		return nil
+	}
+	return d.cur.Load()
+}
 
 // Close releases the lock. The Dir must not be used after.
 func (d *Dir) Close() error {

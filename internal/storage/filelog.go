@@ -593,15 +593,11 @@ func (l *FileLog) Acquire(ctx context.Context, holder string, lease time.Duratio
 	}
 	var epoch int64
 	err := l.fenced(ctx, func(w *writerRecord, now time.Time) error {
-		alive := w.Epoch != 0 && now.Before(w.expires)
-		switch {
-		case alive && w.Holder == holder:
-		case alive:
+		if w.Epoch != 0 && now.Before(w.expires) && w.Holder != holder {
 			return fmt.Errorf("%w: %q holds epoch %d until %s (%s)", evlog.ErrLeaseHeld, w.Holder, w.Epoch, w.Expires, filepath.Join(l.dir, WriterName))
-		default:
-			w.Epoch++
-			w.Holder = holder
 		}
+		w.Epoch++ // holder's own earlier epoch fenced too (evlog.Fence)
+		w.Holder = holder
 		w.expires = now.Add(lease)
 		epoch = w.Epoch
 		return nil

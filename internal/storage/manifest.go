@@ -301,9 +301,9 @@ func (b Batch) ChainSum() string {
 }
 
 // ChainHead returns the checksum the next generation's batch header names
-// as its previous: the last batch's as committed, "" before the first.
+// as its previous: the last batch's as committed, "" before the first (and of a nil manifest).
 func (m *Manifest) ChainHead() string {
-	if len(m.Batches) == 0 {
+	if m == nil || len(m.Batches) == 0 {
 		return ""
 	}
 	return m.Batches[len(m.Batches)-1].ChainSum()

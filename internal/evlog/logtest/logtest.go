@@ -218,9 +218,16 @@ func noLease(t *testing.T, h Harness) {
 
 func staleWriter(t *testing.T, h Harness) {
 	ctx := context.Background()
+	// A second Acquire by the holder's name fences the first: two processes
+	// sharing a name (a restart beside the process it replaces) appended
+	// under one epoch.
+	first := acquire(t, h, "writer-a")
 	a := acquire(t, h, "writer-a")
-	if again := acquire(t, h, "writer-a"); again != a {
-		t.Errorf("the holder's second Acquire gave epoch %d, want its own %d", again, a)
+	if a <= first {
+		t.Errorf("the holder's second Acquire gave epoch %d, not above its first %d", a, first)
+	}
+	if err := h.Log.Append(ctx, Entry(1, "", first)); !errors.Is(err, evlog.ErrStaleEpoch) {
+		t.Errorf("Append under the holder's first epoch: %v, want ErrStaleEpoch", err)
 	}
 	if _, err := h.Fence.Acquire(ctx, "writer-b", time.Hour); !errors.Is(err, evlog.ErrLeaseHeld) {
 		t.Fatalf("Acquire by another while the lease runs: %v, want ErrLeaseHeld", err)
