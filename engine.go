@@ -187,11 +187,10 @@ func OpenMemory(opts Options) (*Engine, error) {
 
 // graphSettings returns the graph build settings opts ask of a new index.
 func graphSettings(opts Options) *retrieve.GraphOptions {
-	if opts.DenseIndex != "hnsw" {
-		return nil
+	if g := opts.Graph; opts.DenseIndex == "hnsw" {
+		return &g
 	}
-	g := opts.Graph
-	return &g
+	return nil
 }
 
 // Options returns the engine's options with defaults filled in.
@@ -207,6 +206,7 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
+	close(e.advanced) // requests waiting for a generation see closed
 	// The writer reads st's rows and lex's analyzers and partition keys: it
 	// ends first.
 	err := e.ahead.Drop()
@@ -465,11 +465,12 @@ func (e *Engine) queryOnce(ctx context.Context, h evidence.Header, at state.Read
 		return nil, err
 	}
 	if raw, ok := e.opts.Cache.Get(key); ok {
-		if p, err := evidence.Parse(raw); err == nil && packcache.Answers(p, h, e.fingerprintFor(h, sc, e.opts.Reranker)) {
+		if p, err := evidence.Parse(raw); err == nil && packcache.Answers(p, h, e.fingerprintFor(h, sc, e.opts.Reranker)) && pipeline.Holds(h, state.RankView{Scope: sc}, p) {
 			return p, nil
 		}
-		// A store that hands back other bytes, or another request's pack, or
-		// one this engine would not make now, is not trusted: recompute.
+		// A store that hands back other bytes, another request's pack, one
+		// this engine would not make now, or citations the store does not
+		// hold as cited (edited, purged since), is not trusted: recompute.
 	}
 	p, err := e.query(ctx, h, sc, e.opts.Reranker)
 	if err != nil {
@@ -504,9 +505,8 @@ func lockedPartition(err error) error {
 }
 
 // readFailed returns the error of a query on st that could not read a
-// stored chunk: ErrClosed when Close closed what st reads, errMoved when st
-// is no longer the committed state (a purge may have rewritten the file st
-// named: the query starts again), else err.
+// stored chunk: ErrClosed after Close, errMoved when st is no longer the
+// committed state (a purge may have rewritten its file: start again), else err.
 func (e *Engine) readFailed(st *state.State, err error) error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()

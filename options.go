@@ -223,8 +223,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: Pool %d not in [1, %d]", ErrBadOptions, o.Pool, MaxPool)
 	case o.RRFK < 1 || o.RRFK > fuse.MaxK:
 		return o, fmt.Errorf("%w: RRFK %d not in [1, %d]", ErrBadOptions, o.RRFK, fuse.MaxK)
-	case maxCandidates(o.Reranker) > 0 && o.Pool > maxCandidates(o.Reranker):
-		return o, fmt.Errorf("%w: pool %d: reranker %s takes at most %d candidates", ErrBadOptions, o.Pool, o.Reranker.Name(), maxCandidates(o.Reranker))
+	case rerank.CapOf(o.Reranker) > 0 && o.Pool > rerank.CapOf(o.Reranker):
+		return o, fmt.Errorf("%w: pool %d: reranker %s takes at most %d candidates", ErrBadOptions, o.Pool, o.Reranker.Name(), rerank.CapOf(o.Reranker))
 	case o.PartitionDays < -1:
 		return o, fmt.Errorf("%w: PartitionDays %d (want -1, 0 or a number of days)", ErrBadOptions, o.PartitionDays)
 	case !fuse.ValidWeight(o.LexicalWeight) || !fuse.ValidWeight(o.DenseWeight) || !fuse.ValidWeight(o.PeriodWeight):
@@ -261,12 +261,4 @@ func (o Options) String() string {
 	return fmt.Sprintf("k=%d pool=%d rrf_k=%d legs=%q lexical_weight=%s dense_weight=%s dense_index=%q reranker=%q embedder=%q analyzer=%q keep_entity_names=%t question_periods=%t period_list=%d period_weight=%s period_boost=%d",
 		o.K, o.Pool, o.RRFK, o.Legs, strconv.FormatFloat(o.LexicalWeight, 'g', -1, 64), strconv.FormatFloat(o.DenseWeight, 'g', -1, 64),
 		dense, name, emb, o.Analyzer, o.KeepEntityNames, o.QuestionPeriods, o.PeriodList, strconv.FormatFloat(o.PeriodWeight, 'g', -1, 64), o.PeriodBoost)
-}
-
-// maxCandidates returns a reranker's candidate cap, or 0 for none.
-func maxCandidates(r rerank.Reranker) int {
-	if c, ok := r.(rerank.Capped); ok {
-		return c.MaxCandidates()
-	}
-	return 0
 }

@@ -66,6 +66,14 @@ type Capped interface {
 // MaxCandidates implements Capped.
 func (e *External) MaxCandidates() int { return MaxExternalBatch }
 
+// CapOf returns r's candidate cap (Capped), or 0 for none.
+func CapOf(r Reranker) int {
+	if c, ok := r.(Capped); ok {
+		return c.MaxCandidates()
+	}
+	return 0
+}
+
 // ScoreFunc scores texts against a question in one call: an LLM, a hosted
 // reranker, a cross-encoder in another process. Higher is better.
 type ScoreFunc func(ctx context.Context, question string, texts []string) ([]float64, error)

@@ -98,14 +98,34 @@ func CheckPermutation(cands []Candidate, out []evidence.Scored) error {
 	return nil
 }
 
+// ErrNotOrdered reports a reranker whose output is not best first, ties by
+// chunk ID, as Reranker asks: a pack cites in that order, and a model's
+// ledger replays it sorted, so the engine refuses such an output rather than
+// serve a pack that would never verify.
+var ErrNotOrdered = errors.New("rerank: output is not ordered best first, ties by chunk ID")
+
+// CheckOrder returns nil when out is ordered by score descending, then chunk
+// ID ascending; otherwise an error wrapping ErrNotOrdered naming the first
+// pair out of order.
+func CheckOrder(out []evidence.Scored) error {
+	for i := 1; i < len(out); i++ {
+		a, b := out[i-1], out[i]
+		if a.Score < b.Score || a.Score == b.Score && a.ChunkID >= b.ChunkID {
+			return fmt.Errorf("%w: %q (%d) before %q (%d) at %d", ErrNotOrdered, a.ChunkID, a.Score, b.ChunkID, b.Score, i)
+		}
+	}
+	return nil
+}
+
 // Reranker orders a candidate pool for a question.
 type Reranker interface {
 	// Name identifies the reranker and every setting that changes its order;
 	// it is written into each pack's fingerprint.
 	Name() string
 	// Rerank returns all candidates scored (evidence.ScoreScale fixed point),
-	// best first, ties by chunk ID: a permutation of cands (CheckPermutation),
-	// which the engine checks.
+	// best first, ties by chunk ID (CheckOrder): a permutation of cands
+	// (CheckPermutation, against the pool as the engine handed it, whatever
+	// Rerank writes to cands). The engine checks both.
 	Rerank(ctx context.Context, question string, cands []Candidate, stats Stats) ([]evidence.Scored, error)
 }
 

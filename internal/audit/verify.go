@@ -258,7 +258,11 @@ func Verify(ctx context.Context, r Ranker, st *state.State, p *evidence.Pack, ra
 	replay, err := r.Query(ctx, h, sc, rr)
 	if err != nil {
 		if errors.Is(err, rerank.ErrLedger) {
-			rep.Problems = append(rep.Problems, "the index no longer returns the pool the ledger scored: "+err.Error())
+			why := "the index no longer returns the pool the ledger scored: " + err.Error()
+			if gone := sc.PurgedIn(); len(gone) > 0 { // as a replay that differs says it
+				why += fmt.Sprintf(" (the scope held chunks since purged: %s)", strings.Join(gone, ", "))
+			}
+			rep.Problems = append(rep.Problems, why)
 			return rep, nil
 		}
 		return nil, err

@@ -2,6 +2,7 @@ package denseleg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -81,6 +82,18 @@ func (c *Views) View(ctx context.Context, sc state.Scope, s Settings) (*View, er
 	// from rows the purge took away, and no request after the purge may
 	// read that view.
 	key := strings.Join(sc.Names, "\x00") + "\x00" + strconv.FormatInt(sc.Gen, 10) + "\x00" + strconv.Itoa(len(st.PurgeLog))
+	for {
+		v, again, err := c.view(ctx, key, sc, s, free)
+		if !again {
+			return v, err
+		}
+	}
+}
+
+// view is one try of View at key: again when another request's build, which
+// this one waited for, ended with that request's context (cancelled, or
+// past its deadline) while this one's goes on: it builds again.
+func (c *Views) view(ctx context.Context, key string, sc state.Scope, s Settings, free bool) (v *View, again bool, err error) {
 	c.mu.Lock()
 	ent, ok := c.views[key]
 	if !ok {
@@ -93,7 +106,9 @@ func (c *Views) View(ctx context.Context, sc state.Scope, s Settings) (*View, er
 		}
 	}
 	c.mu.Unlock()
+	ran := false
 	ent.once.Do(func() {
+		ran = true
 		if free {
 			ent.view, ent.err = storedView(ctx, sc, s.Build)
 		} else {
@@ -108,9 +123,10 @@ func (c *Views) View(ctx context.Context, sc state.Scope, s Settings) (*View, er
 			c.order = slices.DeleteFunc(c.order, func(k string) bool { return k == key })
 		}
 		c.mu.Unlock()
-		return nil, ent.err
+		ctxErr := errors.Is(ent.err, context.Canceled) || errors.Is(ent.err, context.DeadlineExceeded)
+		return nil, !ran && ctxErr && ctx.Err() == nil, ent.err
 	}
-	return ent.view, nil
+	return ent.view, false, nil
 }
 
 // buildView embeds the chunks of scope sc at its generation with the

@@ -17,6 +17,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -115,35 +116,64 @@ func Rank(ctx context.Context, in Input, st State) (*evidence.Pack, error) {
 	if err != nil {
 		return nil, err
 	}
+	pool := make([]rerank.Candidate, len(fused)) // the IDs as the engine fused them: the reranker may write to cands
+	for i, f := range fused {
+		pool[i].ID = f.ID
+	}
 	ranked, err := rr.Rerank(ctx, in.Text, cands, st.Stats())
 	if err != nil {
 		return nil, fmt.Errorf("evpack: rerank: %w", err)
 	}
 	// A reranker orders its pool and adds nothing to it: an output that is
-	// not a permutation of the candidates (another tenant's chunk, a repeat,
-	// a lost candidate) is an error, never a pack.
-	if err := rerank.CheckPermutation(cands, ranked); err != nil {
+	// not a permutation of the pool (another tenant's chunk, a repeat, a lost
+	// candidate), or not in order, is an error, never a pack.
+	if err := cmp.Or(rerank.CheckPermutation(pool, ranked), rerank.CheckOrder(ranked)); err != nil {
 		return nil, fmt.Errorf("evpack: rerank: reranker %q: %w", rr.Name(), err)
 	}
 	steps = append(steps, fmt.Sprintf("reranked %d", len(ranked)))
 	if f, ok := rr.(*rerank.Fallback); ok { // never silent: the trace says a model was not used
 		steps = append(steps, "reranker: the learned model could not be loaded ("+f.Why()+"); the arithmetic reranker ranked the pool")
 	}
-	h := in.Header
+	p, err := assemble(in.Header, ranked, st, steps, in.Fingerprint)
+	if err != nil {
+		return nil, err
+	}
+	if !BitStable(rr) {
+		p.Ledger = slices.Clone(ranked) // not the reranker's slice
+	}
+	return p, nil
+}
+
+// assemble is evidence.Assemble over st: each ranked chunk's entry as of
+// h's day, read from the store and checked by the citation gate.
+func assemble(h evidence.Header, ranked []evidence.Scored, st State, steps []string, fp evidence.Fingerprint) (*evidence.Pack, error) {
 	var readErr error
 	lookup := func(id string) (evidence.Entry, bool) {
 		en, ok, err := st.Entry(id, h.AsOf, h.EndsKnownLater)
 		readErr = cmp.Or(readErr, err)
 		return en, ok
 	}
-	p := evidence.Assemble(h, ranked, lookup, steps, in.Fingerprint)
+	p := evidence.Assemble(h, ranked, lookup, steps, fp)
 	if err := cmp.Or(readErr, st.Err()); err != nil {
 		return nil, &ReadError{Err: err}
 	}
-	if !BitStable(rr) {
-		p.Ledger = slices.Clone(ranked) // not the reranker's slice
-	}
 	return p, nil
+}
+
+// Holds reports whether st cites p's citations, in p's order with p's
+// scores, byte for byte as p renders them: each chunk held and citable as
+// of h's day (not purged, not ended, its stored text hashing to its
+// content hash), its fields the store's. A pack read from a cache is served
+// only then: its key and header (packcache.Answers) say nothing of its
+// citations, and a cache may hand back a pack from before a purge, or
+// edited.
+func Holds(h evidence.Header, st State, p *evidence.Pack) bool {
+	ranked := make([]evidence.Scored, len(p.Citations))
+	for i, c := range p.Citations {
+		ranked[i] = evidence.Scored{ChunkID: c.ChunkID, Score: c.Score}
+	}
+	q, err := assemble(h, ranked, st, nil, nil)
+	return err == nil && bytes.Equal((&evidence.Pack{Citations: q.Citations}).Bytes(), (&evidence.Pack{Citations: p.Citations}).Bytes())
 }
 
 // candidates returns the pool as the reranker reads it: each chunk's
