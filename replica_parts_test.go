@@ -19,12 +19,7 @@ import (
 func logWithWriter(t *testing.T, k int) (*pgtest.Server, *Engine, func() *PostgresLog) {
 	ctx := context.Background()
 	srv := pgtest.Start(t, pgtest.Options{})
-	openLog := func() *PostgresLog {
-		l, err := OpenPostgresLog(ctx, srv.DSN)
-		require.NoError(t, err)
-		t.Cleanup(l.Close)
-		return l
-	}
+	openLog := logOpener(t, srv)
 	w := checked(t, mustOpen(t, t.TempDir()))
 	require.NoError(t, w.Lead(ctx, openLog(), "writer-a", time.Hour))
 	for g := 1; g <= k; g++ {

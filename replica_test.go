@@ -53,6 +53,17 @@ func replicaRecords(g int) []connectors.Record {
 	return recs
 }
 
+// logOpener returns a function that opens another connection to srv's
+// log, closed when t ends.
+func logOpener(t *testing.T, srv *pgtest.Server) func() *PostgresLog {
+	return func() *PostgresLog {
+		l, err := OpenPostgresLog(context.Background(), srv.DSN)
+		require.NoError(t, err)
+		t.Cleanup(l.Close)
+		return l
+	}
+}
+
 // TestReplicasFollowTheWriter: a writer leads a PostgreSQL log and two
 // replicas follow it, one at every generation, the other in jumps, over
 // generations mixing tenants, the shared corpus, facts and a purge. At every
@@ -66,12 +77,7 @@ func replicaRecords(g int) []connectors.Record {
 func TestReplicasFollowTheWriter(t *testing.T) {
 	ctx := context.Background()
 	srv := pgtest.Start(t, pgtest.Options{})
-	openLog := func() *PostgresLog {
-		l, err := OpenPostgresLog(ctx, srv.DSN)
-		require.NoError(t, err)
-		t.Cleanup(l.Close)
-		return l
-	}
+	openLog := logOpener(t, srv)
 	wdir, r1dir, r2dir := t.TempDir(), t.TempDir(), t.TempDir()
 	w := checked(t, mustOpen(t, wdir))
 	wlog := openLog()
