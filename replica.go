@@ -156,7 +156,7 @@ func (e *Engine) appendEntry(ctx context.Context, st *state.State, en entry, red
 	}
 	err = fmt.Errorf("evpack: append generation %d to the log: %w", en.gen, err)
 	if errors.Is(err, evlog.ErrFork) || errors.Is(err, evlog.ErrChain) || errors.Is(err, evlog.ErrGap) { // every commit would fail so until e follows the log
-		return e.stop(err, fmt.Errorf("%w: the log holds generation %d already, which this writer did not apply; reopen the index and lead again (it follows the log first)", ErrBroken, en.gen))
+		return e.stop(err, fmt.Errorf("%w: the log does not take generation %d after this writer's history (it holds it already, or parts from it); reopen the index and lead again (it checks and follows the log first)", ErrBroken, en.gen))
 	}
 	return err
 }
