@@ -70,24 +70,32 @@ func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	// The sources are read, and the log reached, before Open, which
+	// creates the index: a refused ingest leaves no empty index behind.
+	recs, err := c.Read(ctx)
+	if err != nil {
+		return err
+	}
+	var log *evpack.PostgresLog
+	if *logDSN != "" {
+		if log, err = evpack.OpenPostgresLog(ctx, *logDSN); err != nil {
+			return err
+		}
+		defer log.Close()
+	}
 	eng, err := evpack.Open(*dir, opts)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
-	if *logDSN != "" {
-		log, err := evpack.OpenPostgresLog(ctx, *logDSN)
-		if err != nil {
-			return err
-		}
-		defer log.Close()
+	if log != nil {
 		if err := eng.Lead(ctx, log, *holder, *lease); err != nil {
 			return err
 		}
 		defer eng.Resign(context.WithoutCancel(ctx))
 	}
 	var bar *progressbar.ProgressBar
-	rep, err := eng.Ingest(ctx, c, evpack.IngestOptions{Progress: func(done, total int) {
+	rep, err := eng.Ingest(ctx, connectors.Records(recs), evpack.IngestOptions{Progress: func(done, total int) {
 		if total < 1000 { // a bar only on long runs
 			return
 		}
@@ -201,6 +209,9 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		if req.Filters == nil {
 			req.Filters = map[string]string{}
+		}
+		if old, ok := req.Filters[key]; ok && old != val { // a request holds one value a key
+			return usageErr("--filter %s given twice (%q and %q)", key, old, val)
 		}
 		req.Filters[key] = val
 	}
@@ -517,16 +528,16 @@ func cmdFollow(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	log, err := evpack.OpenPostgresLog(ctx, *logDSN) // before Open, which creates the index
+	if err != nil {
+		return err
+	}
+	defer log.Close()
 	eng, err := evpack.Open(*dir, opts)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
-	log, err := evpack.OpenPostgresLog(ctx, *logDSN)
-	if err != nil {
-		return err
-	}
-	defer log.Close()
 	err = eng.Follow(ctx, log, evpack.FollowOptions{Until: *until, Replica: *name})
 	if errors.Is(err, context.Canceled) && *until == 0 {
 		err = nil // interrupted: a follower without --until stops so

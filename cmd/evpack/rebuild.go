@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/evpack/evpack"
 )
@@ -14,7 +13,7 @@ import (
 func cmdRebuildLexical(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("rebuild-lexical", stderr)
 	dir := fs.String("index", "", "index directory")
-	lockWait := fs.Duration("lock-wait", 2*time.Second, "how long to wait for another process that has the index open (0: do not wait)")
+	lockWait := fs.Duration("lock-wait", 0, "how long to wait for another process that has the index open, as Options.LockWait: 0 means the default (2s), a negative duration (-1s) fails at once")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -23,9 +22,6 @@ func cmdRebuildLexical(ctx context.Context, args []string, stdout, stderr io.Wri
 		return usageErr("need --index DIR and nothing else")
 	}
 	wait := *lockWait
-	if wait == 0 {
-		wait = -1
-	}
 	n, err := evpack.RebuildLexical(ctx, *dir, evpack.Options{LockWait: wait})
 	if err != nil {
 		return err

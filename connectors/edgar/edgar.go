@@ -23,9 +23,11 @@
 package edgar
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -156,6 +158,11 @@ func ParseSubmissions(path string, raw []byte) ([]Filing, error) {
 
 // Read implements connectors.Connector.
 func (c *Connector) Read(ctx context.Context) ([]connectors.Record, error) {
+	// Glob finds nothing, and says nothing, in a root that is missing: a
+	// mistyped path read as an empty mirror.
+	if fi, err := os.Stat(filepath.Join(c.root, "submissions")); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("edgar: %s is not a mirror: no submissions directory (%w)", c.root, cmp.Or(err, error(fs.ErrNotExist)))
+	}
 	subs, err := filepath.Glob(filepath.Join(c.root, "submissions", "CIK*.json"))
 	if err != nil {
 		return nil, err
