@@ -277,9 +277,9 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 	}
 	err := e.publish(ctx, c, next, mask, func() error {
 		if err := w.ready(); err != nil {
-			return lockedPartition(err)
+			return lexicalErr(err)
 		}
-		return lockedPartition(e.lex.Index(ctx, docs))
+		return lexicalErr(e.lex.Index(ctx, docs))
 	}, func() error {
 		_, err := e.lex.Undo(context.WithoutCancel(ctx), st.Gen, st.LexDoc)
 		return err

@@ -488,17 +488,17 @@ func (e *Engine) searchLexical(ctx context.Context, st *state.State, text string
 		res, err = e.lex.Search(ctx, text, elig, bounds, e.opts.Pool, stats)
 		return err
 	})
-	if errors.Is(err, retrieve.ErrCatalogMismatch) || errors.Is(err, retrieve.ErrDamaged) { // a partition read for the first time
-		err = fmt.Errorf("%w: %w", ErrCorrupt, err)
-	}
-	return res, lockedPartition(err)
+	return res, lexicalErr(err)
 }
 
-// lockedPartition is err, from the lexical index, as ErrLocked when a
-// partition's files stayed locked by another holder (a read's or a
-// write's: the next call tries again).
-func lockedPartition(err error) error {
-	if errors.Is(err, retrieve.ErrPartitionLocked) {
+// lexicalErr is err, from the lexical index, under the engine's sentinels:
+// ErrCorrupt for a partition damaged or at odds with the catalog, ErrLocked
+// for one another holder kept locked (the next call tries again).
+func lexicalErr(err error) error {
+	switch {
+	case errors.Is(err, retrieve.ErrCatalogMismatch), errors.Is(err, retrieve.ErrDamaged):
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	case errors.Is(err, retrieve.ErrPartitionLocked):
 		return fmt.Errorf("%w: %w", ErrLocked, err)
 	}
 	return err

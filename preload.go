@@ -37,7 +37,7 @@ func (e *Engine) Preload(ctx context.Context) (int64, error) {
 	if _, serr := e.snapshot(); errors.Is(serr, ErrClosed) {
 		return n, ErrClosed // the steps skipped, or failed on, what Close closed
 	}
-	return n, err
+	return n, lexicalErr(err)
 }
 
 // preloadPaths returns the files Preload reads and the checkpoint's rows.

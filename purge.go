@@ -147,7 +147,7 @@ func (e *Engine) applyPurge(ctx context.Context, st *state.State, en entry, ids 
 	for i, id := range ids {
 		gone[i] = st.Chunks[id]
 	}
-	err = e.publish(ctx, c, next, nil, func() error { return lockedPartition(e.lex.Delete(ctx, gone)) }, func() error {
+	err = e.publish(ctx, c, next, nil, func() error { return lexicalErr(e.lex.Delete(ctx, gone)) }, func() error {
 		// Put the documents back as st has them.
 		docs := make([]retrieve.Doc, len(ids))
 		for i, id := range ids {

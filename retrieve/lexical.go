@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -1175,10 +1176,12 @@ type Result struct {
 // the same order, for every question. The rare question whose pruned scores
 // cannot be shown to round as bleve's do (see nearBoundary) is answered by
 // SearchExhaustive itself.
-func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b Bounds, n int, stats BM25Stats) (Result, error) {
+func (l *Lexical) Search(ctx context.Context, text string, elig Eligibility, b Bounds, n int, stats BM25Stats) (res Result, err error) {
 	if n <= 0 {
 		return Result{}, nil
 	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a fault on a mapped segment's page: a panic, recovered below
+	defer recoverRead(&err, "search")
 	if err := l.usable(); err != nil {
 		return Result{}, err
 	}
@@ -1392,6 +1395,18 @@ func compareHits(a, b Hit) int {
 func (l *Lexical) recoverBleve(err *error, op string) {
 	if r := recover(); r != nil {
 		*err = l.fail(fmt.Errorf("%w: %s: bleve panicked (a full disk or a failed write?): %v", ErrLexical, op, r))
+	}
+}
+
+// recoverRead is recoverBleve for a read (a search, Check's walk, Preload,
+// warming): a panic of bleve's or zapx's reading a damaged segment (a slice
+// bound from a flipped bit, a fault on a page past a truncated file's end)
+// is ErrDamaged, and fails that call alone. Unlike a write's, it leaves the
+// index usable: nothing was written, and marking it failed stopped every
+// later commit and then every request over one damaged read.
+func recoverRead(err *error, op string) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: %s: bleve panicked reading a partition: %v", ErrDamaged, op, r)
 	}
 }
 
@@ -1662,7 +1677,9 @@ type StoredDoc struct {
 }
 
 // Docs calls fn for every document of the index in chunk ID order.
-func (l *Lexical) Docs(ctx context.Context, fn func(StoredDoc) error) error {
+func (l *Lexical) Docs(ctx context.Context, fn func(StoredDoc) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverRead(&err, "read documents")
 	if err := l.usable(); err != nil {
 		return err
 	}

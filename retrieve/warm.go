@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -134,7 +135,8 @@ func (l *Lexical) warmLoop() {
 // warmOne opens p as a read would: under swap, so that no write reopens a
 // partition for writing meanwhile.
 func (l *Lexical) warmOne(p *part) (err error) {
-	defer l.recoverBleve(&err, "warm")
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverRead(&err, "warm")
 	l.swap.RLock()
 	defer l.swap.RUnlock()
 	return l.ensure(p)
@@ -212,7 +214,8 @@ func (l *Lexical) Preload(ctx context.Context) error {
 
 // preloadOne opens p if it is not open and reads its segments' columns.
 func (l *Lexical) preloadOne(p *part) (err error) {
-	defer l.recoverBleve(&err, "preload")
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverRead(&err, "preload")
 	l.swap.RLock()
 	defer l.swap.RUnlock()
 	if err := l.ensure(p); err != nil {
