@@ -227,8 +227,13 @@ func (e *Engine) stop(err, why error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.broken = cmp.Or(e.broken, why)
+	e.advance() // a waiter for a generation has none to wait for
 	return errors.Join(err, e.broken)
 }
+
+// advance wakes the requests waiting for a generation (awaitGeneration) to
+// look again: e moved on, or stopped. The caller holds mu.
+func (e *Engine) advance() { close(e.advanced); e.advanced = make(chan struct{}) }
 
 // batchWrite is what one commit adds: its chunks (analyzed as an, total
 // tokens over them), its facts, and the dense index and graph over all
@@ -387,14 +392,14 @@ func (e *Engine) publish(ctx context.Context, c *commit.Commit, next *state.Stat
 	var ue *commit.UndoError
 	if errors.As(err, &ue) {
 		e.broken = fmt.Errorf("%w: commit of generation %d failed (%v) and could not be rolled back: %v", ErrBroken, next.Gen, ue.Cause, ue.Err)
+		e.advance()
 		return errors.Join(ue.Cause, e.broken)
 	}
 	if err != nil {
 		return err
 	}
 	e.st = next
-	close(e.advanced) // wakes requests waiting for a generation
-	e.advanced = make(chan struct{})
+	e.advance()
 	return nil
 }
 

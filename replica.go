@@ -114,15 +114,18 @@ func (e *Engine) appliedHead() (int64, string) {
 }
 
 // awaitGeneration waits until e has applied generation min, or ctx is done
-// (ErrBehind).
+// (ErrBehind), or e stops (ErrBroken: it applies nothing more until it is
+// reopened, so a waiter has nothing to wait for).
 func (e *Engine) awaitGeneration(ctx context.Context, min int64) error {
 	for {
 		e.mu.RLock()
-		gen, advanced, closed := e.st.Gen, e.advanced, e.closed
+		gen, advanced, closed, broken := e.st.Gen, e.advanced, e.closed, e.broken
 		e.mu.RUnlock()
 		switch {
 		case closed:
 			return ErrClosed
+		case broken != nil:
+			return broken
 		case gen >= min:
 			return nil
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
+	"github.com/evpack/evpack/internal/evlog"
 	"github.com/evpack/evpack/internal/pgtest"
 )
 
@@ -162,4 +163,34 @@ func TestCloseWakesMinGeneration(t *testing.T) {
 	<-ctx.parked
 	require.NoError(t, e.Close())
 	require.ErrorIs(t, <-got, ErrClosed)
+}
+
+// TestBrokenWakesMinGeneration: a writer that stops (ErrBroken) applies
+// nothing more until it is reopened, so a request waiting for a later
+// generation ends with that error; it waited for its deadline (ErrBehind),
+// or for ever without one.
+func TestBrokenWakesMinGeneration(t *testing.T) {
+	ctx := context.Background()
+	log := &lyingLog{Memory: evlog.NewMemory(func() time.Time { return time.Unix(1700000000, 0) })}
+	w := mustOpen(t, t.TempDir())
+	require.NoError(t, w.Lead(ctx, log, "writer", time.Hour))
+	_, err := w.Ingest(ctx, connectors.Records(replicaRecords(1)), IngestOptions{})
+	require.NoError(t, err)
+	log.loseAck = true // the log takes generation 2, the writer does not
+	_, err = w.Ingest(ctx, connectors.Records(replicaRecords(2)), IngestOptions{})
+	require.ErrorIs(t, err, errLostAck)
+	log.loseAck = false
+
+	parked := &parkCtx{Context: ctx, parked: make(chan struct{})}
+	got := make(chan error, 1)
+	go func() {
+		_, err := w.Query(parked, Request{Question: "retention", AsOf: asof.MustDate("2023-06-01"), MinGeneration: 3})
+		got <- err
+	}()
+	<-parked.parked
+	_, err = w.Ingest(ctx, connectors.Records(replicaRecords(2)), IngestOptions{})
+	require.ErrorIs(t, err, ErrBroken, "the log holds generation 2 already")
+	err = <-got
+	require.ErrorIs(t, err, ErrBroken)
+	require.NotErrorIs(t, err, ErrBehind)
 }

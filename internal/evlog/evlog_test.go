@@ -106,6 +106,15 @@ func TestFollowAppliesInOrderAndStops(t *testing.T) {
 	if err := evlog.Follow(ctx, m, forked, 5, apply); !errors.Is(err, evlog.ErrChain) {
 		t.Fatalf("a follower whose generation 5 is not the log's: %v, want evlog.ErrChain (it returned nil at its Until)", err)
 	}
+	appendN(6) // the log's head past the follower's generation: only the entry at 5 tells the fork
+	for _, until := range []int64{3, 5} {
+		if err := evlog.Follow(ctx, m, forked, until, apply); !errors.Is(err, evlog.ErrChain) {
+			t.Fatalf("Follow(until %d) by a follower at 5 whose generation 5 is not the log's, head 6: %v, want evlog.ErrChain", until, err)
+		}
+		if err := evlog.Follow(ctx, m, head, until, apply); err != nil {
+			t.Fatalf("Follow(until %d) by a follower at 5 that agrees with the log: %v", until, err)
+		}
+	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	if err := evlog.Follow(cctx, m, head, 0, apply); !errors.Is(err, context.Canceled) {
@@ -118,7 +127,7 @@ func TestFollowAppliesInOrderAndStops(t *testing.T) {
 	if _, err := m.Acquire(ctx, "v", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Append(ctx, evlog.Entry{Generation: 6, Prev: prev, Sum: "s6", Body: []byte{6}, CommittedAt: time.Unix(6, 0)}); !errors.Is(err, evlog.ErrStaleEpoch) {
+	if err := w.Append(ctx, evlog.Entry{Generation: 7, Prev: prev, Sum: "s7", Body: []byte{7}, CommittedAt: time.Unix(7, 0)}); !errors.Is(err, evlog.ErrStaleEpoch) {
 		t.Fatalf("a fenced writer's append: %v, want evlog.ErrStaleEpoch", err)
 	}
 }

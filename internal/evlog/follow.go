@@ -33,9 +33,25 @@ var errDone = errors.New("evlog: follow target reached")
 // once generation until (> 0) is applied, ctx's error when ctx is done
 // (until 0: follow until stopped), and apply's first error otherwise.
 // First it checks the follower's head against the log's (CheckHead):
-// applied also returns the Sum of the follower's last entry.
+// applied also returns the Sum of the follower's last entry. A follower
+// already at until is checked against the log's entry of its generation,
+// so that nil never answers one whose history forks from the log's.
 func Follow(ctx context.Context, l Log, applied func() (int64, string), until int64, apply func(Entry) error) error {
 	if err := CheckHead(ctx, l, applied); err != nil {
+		return err
+	}
+	if at, sum := applied(); until > 0 && at >= until && at > 0 {
+		// Nothing to apply, so no entry's Prev checks the follower's head
+		// against the log's: read the log's entry at that generation.
+		err := l.Read(ctx, at, func(e Entry) error {
+			if e.Sum != sum {
+				return fmt.Errorf("%w: the log's generation %d sums to %s, the index's to %s: the histories fork", ErrChain, at, e.Sum, sum)
+			}
+			return errDone
+		})
+		if errors.Is(err, errDone) {
+			err = nil
+		}
 		return err
 	}
 	for {

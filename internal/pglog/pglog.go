@@ -210,11 +210,12 @@ func (l *Log) Read(ctx context.Context, from int64, fn func(evlog.Entry) error) 
 		return fmt.Errorf("%w: read from %d, head %d", evlog.ErrGap, from, head.Generation)
 	}
 	// Batches of rows keep one huge body per row from holding the whole log
-	// in memory at once.
+	// in memory at once. They start at one row, since many reads stop at
+	// their first (evlog.Follow's check of a follower at its target).
 	const batch = 64
-	for lo := from; lo <= head.Generation; lo += batch {
+	for lo, n := from, int64(1); lo <= head.Generation; lo, n = lo+n, min(2*n, batch) {
 		rows, err := tx.Query(ctx, `SELECT generation, prev, sum, committed_at, clamped, epoch, tenants, body, redacted_by
-			FROM evpack_log WHERE generation >= $1 AND generation < $2 ORDER BY generation`, lo, lo+batch)
+			FROM evpack_log WHERE generation >= $1 AND generation < $2 ORDER BY generation`, lo, lo+n)
 		if err != nil {
 			return fmt.Errorf("pglog: read from %d: %w", lo, err)
 		}
