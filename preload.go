@@ -15,7 +15,9 @@ import (
 // (after a reboot, a request waited on the disk for each page it touched
 // first: docs/benchmarks.md, issue 30, stops 75 and 78), checks every block
 // of the checkpoint before a request reads it, and opens every lexical
-// partition and reads the numbers its filter compares (retrieve.Lexical.Preload).
+// partition, reads the numbers its filter compares and checks its segments
+// against their checksums (retrieve.Lexical.Preload: a partition that fails
+// is ErrCorrupt for Preload and for every request that reads it after).
 //
 // Call it when the index fits in memory; it may run beside queries and
 // ingests (on Windows, before writes start). A checkpoint block that fails

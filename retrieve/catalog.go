@@ -288,8 +288,12 @@ func (l *Lexical) settle() error {
 
 // ensure opens p if it is a catalog's part not yet opened, and checks it
 // against the catalog; every later call returns the first one's error,
-// unless that was ErrPartitionLocked (lazyPart.do).
+// unless that was ErrPartitionLocked (lazyPart.do), or the damage a read
+// of the whole partition found (part.damaged).
 func (l *Lexical) ensure(p *part) error {
+	if err := p.damaged.Load(); err != nil {
+		return *err
+	}
 	if p.lazy == nil {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
@@ -220,6 +221,20 @@ type part struct {
 	ro   bool
 	// cols caches the columns of the index's segments (columns.go).
 	cols columns
+	// damaged is set, and kept, once a read of the whole partition (Preload,
+	// CheckSegments) found a segment that fails its checksum: every later
+	// call that reads the partition fails with it (ensure), as a ranking
+	// read from such a segment may be wrong without any read failing.
+	damaged atomic.Pointer[error]
+}
+
+// markDamaged keeps err, an ErrDamaged of a whole-partition read, for
+// the calls that read p after it (part.damaged); other errors pass.
+func (p *part) markDamaged(err error) error {
+	if errors.Is(err, ErrDamaged) {
+		p.damaged.CompareAndSwap(nil, &err)
+	}
+	return err
 }
 
 // writing reports whether p is open for writing in this process: a write

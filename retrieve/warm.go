@@ -205,19 +205,33 @@ func (l *Lexical) Preload(ctx context.Context) error {
 		if err := l.usable(); err != nil {
 			return err
 		}
-		if err := l.preloadOne(p); err != nil && first == nil {
+		if err := p.markDamaged(l.preloadOne(p)); err != nil && first == nil {
 			first = err
 		}
 	}
 	return first
 }
 
-// preloadOne opens p if it is not open and reads its segments' columns.
+// preloadOne opens p if it is not open, reads its segments' columns and
+// checks its segments' checksums (checkSegments).
 func (l *Lexical) preloadOne(p *part) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverRead(&err, "preload")
 	l.swap.RLock()
 	defer l.swap.RUnlock()
+	return l.withSnapshot(p, "preload", func(snap *scorch.IndexSnapshot) error {
+		if _, err := p.cols.forSnapshot(snap, columnFields); err != nil {
+			return fmt.Errorf("preload %s: %w", p.dir, err)
+		}
+		return checkSegments(snap, p.dir)
+	})
+}
+
+// withSnapshot opens p if it is not open and calls fn with its current
+// snapshot, when it has one (a partition another holder reopened for
+// writing meanwhile, or one not of scorch, has none: fn is not called).
+// The caller holds l.swap.
+func (l *Lexical) withSnapshot(p *part, op string, fn func(*scorch.IndexSnapshot) error) error {
 	if err := l.ensure(p); err != nil {
 		return err
 	}
@@ -229,17 +243,15 @@ func (l *Lexical) preloadOne(p *part) (err error) {
 	}
 	adv, err := idx.Advanced()
 	if err != nil {
-		return fmt.Errorf("%w: preload %s: %v", ErrLexical, p.dir, err)
+		return fmt.Errorf("%w: %s %s: %v", ErrLexical, op, p.dir, err)
 	}
 	r, err := adv.Reader()
 	if err != nil {
-		return fmt.Errorf("%w: preload %s: reader: %v", ErrLexical, p.dir, err)
+		return fmt.Errorf("%w: %s %s: reader: %v", ErrLexical, op, p.dir, err)
 	}
 	defer r.Close()
 	if snap, ok := r.(*scorch.IndexSnapshot); ok {
-		if _, err := p.cols.forSnapshot(snap, columnFields); err != nil {
-			return fmt.Errorf("preload %s: %w", p.dir, err)
-		}
+		return fn(snap)
 	}
 	return nil
 }

@@ -112,6 +112,10 @@ func CheckState(ctx context.Context, ix Index, st *state.State, rep *CheckReport
 	if ix.SkipLexical {
 		return nil
 	}
+	// bleve's files first, whole, against the checksums zapx wrote in them.
+	if err := ix.Lex.CheckSegments(ctx); err != nil {
+		return CorruptLexical(ctx, err)
+	}
 	seen := 0
 	err := ix.Lex.Docs(ctx, func(d retrieve.StoredDoc) error {
 		seen++
