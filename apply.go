@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/audit"
 	"github.com/evpack/evpack/internal/commit"
 	"github.com/evpack/evpack/internal/denseleg"
 	"github.com/evpack/evpack/internal/evlog"
@@ -282,9 +283,9 @@ func (e *Engine) commit(ctx context.Context, st, next *state.State, w batchWrite
 	}
 	err := e.publish(ctx, c, next, mask, func() error {
 		if err := w.ready(); err != nil {
-			return lexicalErr(err)
+			return audit.LexicalErr(err)
 		}
-		return lexicalErr(e.lex.Index(ctx, docs))
+		return audit.LexicalErr(e.lex.Index(ctx, docs))
 	}, func() error {
 		_, err := e.lex.Undo(context.WithoutCancel(ctx), st.Gen, st.LexDoc)
 		return err

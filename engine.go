@@ -488,20 +488,7 @@ func (e *Engine) searchLexical(ctx context.Context, st *state.State, text string
 		res, err = e.lex.Search(ctx, text, elig, bounds, e.opts.Pool, stats)
 		return err
 	})
-	return res, lexicalErr(err)
-}
-
-// lexicalErr is err, from the lexical index, under the engine's sentinels:
-// ErrCorrupt for a partition damaged or at odds with the catalog, ErrLocked
-// for one another holder kept locked (the next call tries again).
-func lexicalErr(err error) error {
-	switch {
-	case errors.Is(err, retrieve.ErrCatalogMismatch), errors.Is(err, retrieve.ErrDamaged):
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
-	case errors.Is(err, retrieve.ErrPartitionLocked):
-		return fmt.Errorf("%w: %w", ErrLocked, err)
-	}
-	return err
+	return res, audit.LexicalErr(err)
 }
 
 // readFailed returns the error of a query on st that could not read a

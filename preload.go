@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/evpack/evpack/internal/audit"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 )
@@ -39,7 +40,7 @@ func (e *Engine) Preload(ctx context.Context) (int64, error) {
 	if _, serr := e.snapshot(); errors.Is(serr, ErrClosed) {
 		return n, ErrClosed // the steps skipped, or failed on, what Close closed
 	}
-	return n, lexicalErr(err)
+	return n, audit.LexicalErr(err)
 }
 
 // preloadPaths returns the files Preload reads and the checkpoint's rows.

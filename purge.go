@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/audit"
 	"github.com/evpack/evpack/internal/commit"
 	"github.com/evpack/evpack/internal/evlog"
 	"github.com/evpack/evpack/internal/state"
@@ -147,7 +148,7 @@ func (e *Engine) applyPurge(ctx context.Context, st *state.State, en entry, ids 
 	for i, id := range ids {
 		gone[i] = st.Chunks[id]
 	}
-	err = e.publish(ctx, c, next, nil, func() error { return lexicalErr(e.lex.Delete(ctx, gone)) }, func() error {
+	err = e.publish(ctx, c, next, nil, func() error { return audit.LexicalErr(e.lex.Delete(ctx, gone)) }, func() error {
 		// Put the documents back as st has them.
 		docs := make([]retrieve.Doc, len(ids))
 		for i, id := range ids {

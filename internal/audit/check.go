@@ -76,3 +76,19 @@ func CorruptLexical(ctx context.Context, err error) error {
 	}
 	return fmt.Errorf("%w: %w", storage.ErrCorrupt, err)
 }
+
+// LexicalErr is err, from a request's or Preload's read of the lexical
+// index, under the engine's sentinels: storage.ErrCorrupt for a partition
+// damaged or at odds with the catalog, storage.ErrLocked for one another
+// holder kept locked (the next call tries again). Unlike CorruptLexical it
+// leaves every other lexical error as it is: a request cannot tell them
+// from a closed index.
+func LexicalErr(err error) error {
+	switch {
+	case errors.Is(err, retrieve.ErrCatalogMismatch), errors.Is(err, retrieve.ErrDamaged):
+		return fmt.Errorf("%w: %w", storage.ErrCorrupt, err)
+	case errors.Is(err, retrieve.ErrPartitionLocked):
+		return fmt.Errorf("%w: %w", storage.ErrLocked, err)
+	}
+	return err
+}
