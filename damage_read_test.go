@@ -108,6 +108,19 @@ func TestDamagedSegmentReadsAreErrCorrupt(t *testing.T) {
 // rank from the edited bytes, and the others are answered as before.
 func TestSegmentEditedUnseen(t *testing.T) {
 	ctx := context.Background()
+	t.Run("a request's read fails", func(t *testing.T) {
+		// A flipped bit in a term's postings, 852 bytes before the end: bleve
+		// fails to read them. It was an error of the lexical index, and not
+		// ErrCorrupt, in a request with neither Preload nor Check before it.
+		dir, _ := corpusIndexOnDisk(t)
+		flipSegmentBit(t, dir, "p-af1349b9f5f9a1a6-199", func(n int) int { return n - 852 })
+		e, err := Open(dir, Options{})
+		require.NoError(t, err)
+		defer e.Close()
+		_, err = e.Query(ctx, namedRequest(t, "retention-2020"))
+		require.ErrorIs(t, err, ErrCorrupt)
+		require.ErrorContains(t, err, "lexical/p-af1349b9f5f9a1a6-199")
+	})
 	for _, find := range []string{"Preload", "Check"} {
 		t.Run(find, func(t *testing.T) {
 			dir, want := corpusIndexOnDisk(t)

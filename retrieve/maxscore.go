@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -141,6 +142,7 @@ type prunedSearch struct {
 // filter compiled against the partition's bounds.
 type partCursors struct {
 	r      index.IndexReader
+	dir    string // the partition's, named in its errors (inPart)
 	cur    []*cursor
 	filter *eligibleFilter
 	// cs holds the cursors cur points to; decs and segs the decoded
@@ -164,7 +166,7 @@ func grown[T any](s []T, n int) []T {
 
 // nextPart returns the cursor set of the next partition read, with reader
 // r: one a former search left, emptied, where there is one.
-func (ps *prunedSearch) nextPart(r index.IndexReader) *partCursors {
+func (ps *prunedSearch) nextPart(r index.IndexReader, dir string) *partCursors {
 	var pc *partCursors
 	if k := len(ps.parts); k < len(ps.spare) {
 		pc = ps.spare[k]
@@ -172,9 +174,19 @@ func (ps *prunedSearch) nextPart(r index.IndexReader) *partCursors {
 		pc = &partCursors{}
 		ps.spare = append(ps.spare, pc)
 	}
-	pc.r = r
+	pc.r, pc.dir = r, dir
 	ps.parts = append(ps.parts, pc)
 	return pc
+}
+
+// inPart names partition dir in err when err is damage found reading it.
+// Reads that fail in a search are damage (ErrDamaged): the engine holds
+// the index open while bleve searches, so it is the bytes that are bad.
+func inPart(dir string, err error) error {
+	if errors.Is(err, ErrDamaged) {
+		return fmt.Errorf("partition %s: %w", dir, err)
+	}
+	return err
 }
 
 // release empties ps for the next search, once close has closed what it
@@ -255,10 +267,10 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: pruned search: reader: %v", ErrLexical, err)
 		}
-		pc := ps.nextPart(r)
+		pc := ps.nextPart(r, sp.p.dir)
 		if i == 0 {
 			if err := ps.plan(ctx, r, tokens, stats); err != nil {
-				return nil, nil, err
+				return nil, nil, inPart(pc.dir, err)
 			}
 		}
 		// The filter first: a cursor over decoded postings takes its
@@ -270,14 +282,14 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 			pc.filter.admit(&pc.bits)
 		}
 		if err := ps.open(ctx, pc); err != nil {
-			return nil, nil, err
+			return nil, nil, inPart(pc.dir, err)
 		}
 	}
 	top := &topQ{n: n, heap: ps.topHeap[:0], ties: ps.topTies[:0]}
 	defer func() { ps.topHeap, ps.topTies = top.heap, top.ties }()
 	for i, pc := range ps.parts {
 		if err := ps.run(ctx, top, i, pc); err != nil {
-			return nil, nil, err
+			return nil, nil, inPart(pc.dir, err)
 		}
 	}
 	cut := math.Inf(-1)
@@ -300,7 +312,7 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 		binary.BigEndian.PutUint64(idb[:], c.num)
 		id, err := ps.parts[c.part].r.ExternalID(idb[:])
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: pruned search: external ID of %d: %v", ErrLexical, c.num, err)
+			return nil, nil, inPart(ps.parts[c.part].dir, fmt.Errorf("%w: pruned search: external ID of %d: %v", ErrDamaged, c.num, err))
 		}
 		hits[i] = scored{Hit{ID: id, Score: c.q}, c.raw}
 	}
@@ -325,14 +337,14 @@ func (ps *prunedSearch) plan(ctx context.Context, r index.IndexReader, tokens an
 	} else {
 		var err error
 		if docs, err = r.DocCount(); err != nil {
-			return fmt.Errorf("%w: pruned search: doc count: %v", ErrLexical, err)
+			return fmt.Errorf("%w: pruned search: doc count: %v", ErrDamaged, err)
 		}
 		br, ok := r.(index.BM25Reader)
 		if !ok {
 			return errUnprunable{"reader without field cardinality"}
 		}
 		if card, err = br.FieldCardinality(fieldText); err != nil {
-			return fmt.Errorf("%w: pruned search: field cardinality: %v", ErrLexical, err)
+			return fmt.Errorf("%w: pruned search: field cardinality: %v", ErrDamaged, err)
 		}
 	}
 	if docs == 0 {
@@ -354,7 +366,7 @@ func (ps *prunedSearch) plan(ctx context.Context, r index.IndexReader, tokens an
 			} else {
 				tfr, err := termFieldReader(ctx, r, tok.Term, fieldText, false)
 				if err != nil {
-					return fmt.Errorf("%w: pruned search: term %q: %v", ErrLexical, tok.Term, err)
+					return fmt.Errorf("%w: pruned search: term %q: %v", ErrDamaged, tok.Term, err)
 				}
 				t.df = tfr.Count()
 				tfr.Close()
@@ -419,7 +431,7 @@ func (ps *prunedSearch) open(ctx context.Context, pc *partCursors) error {
 	if snap, ok := pc.r.(*scorch.IndexSnapshot); ok {
 		var err error
 		if dicts, err = newFieldDicts(snap, fieldText); err != nil {
-			return fmt.Errorf("%w: pruned search: dictionaries: %v", ErrLexical, err)
+			return fmt.Errorf("%w: pruned search: dictionaries: %v", ErrDamaged, err)
 		}
 	}
 	cs := grown(pc.cs, len(ps.terms)) // the partition's cursors, in one array
@@ -433,7 +445,7 @@ func (ps *prunedSearch) open(ctx context.Context, pc *partCursors) error {
 		c.prunedTerm = t
 		dec, err := ps.decoded(dicts, t.term, pc, i)
 		if err != nil {
-			return fmt.Errorf("%w: pruned search: term %q: %v", ErrLexical, t.term, err)
+			return fmt.Errorf("%w: pruned search: term %q: %v", ErrDamaged, t.term, err)
 		}
 		if dec != nil {
 			c.dec = dec
@@ -449,7 +461,7 @@ func (ps *prunedSearch) open(ctx context.Context, pc *partCursors) error {
 			c.tfd = new(index.TermFieldDoc)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: pruned search: term %q: %v", ErrLexical, t.term, err)
+			return fmt.Errorf("%w: pruned search: term %q: %v", ErrDamaged, t.term, err)
 		}
 		pc.cur = append(pc.cur, c)
 		if err := c.next(); err != nil {
@@ -526,7 +538,7 @@ func (t *cursor) advance(num uint64) error {
 // takePosting is take for a posting of t.seq, numbered t.seq.cur.
 func (t *cursor) takePosting(p segment.Posting, err error) error {
 	if err != nil {
-		return fmt.Errorf("%w: pruned search: postings of %q: %v", ErrLexical, t.term, err)
+		return fmt.Errorf("%w: pruned search: postings of %q: %v", ErrDamaged, t.term, err)
 	}
 	if p == nil {
 		t.cur = noMore
@@ -538,14 +550,14 @@ func (t *cursor) takePosting(p segment.Posting, err error) error {
 
 func (t *cursor) take(d *index.TermFieldDoc, err error) error {
 	if err != nil {
-		return fmt.Errorf("%w: pruned search: postings of %q: %v", ErrLexical, t.term, err)
+		return fmt.Errorf("%w: pruned search: postings of %q: %v", ErrDamaged, t.term, err)
 	}
 	if d == nil {
 		t.cur = noMore
 		return nil
 	}
 	if len(d.ID) != 8 {
-		return fmt.Errorf("%w: pruned search: postings of %q: internal ID of %d bytes", ErrLexical, t.term, len(d.ID))
+		return fmt.Errorf("%w: pruned search: postings of %q: internal ID of %d bytes", ErrDamaged, t.term, len(d.ID))
 	}
 	t.cur, t.freq, t.flen = binary.BigEndian.Uint64(d.ID), d.Freq, lengthOfNorm(d.Norm)
 	return nil
@@ -1007,14 +1019,14 @@ func (c *clauseCursor) holds(sctx *search.SearchContext, num uint64) (bool, erro
 	dm, err := c.s.Advance(sctx, idb[:])
 	c.init = true
 	if err != nil {
-		return false, fmt.Errorf("%w: pruned search: eligibility: %v", ErrLexical, err)
+		return false, fmt.Errorf("%w: pruned search: eligibility: %v", ErrDamaged, err)
 	}
 	if dm == nil {
 		c.done = true
 		return false, nil
 	}
 	if len(dm.IndexInternalID) != 8 {
-		return false, fmt.Errorf("%w: pruned search: eligibility: internal ID of %d bytes", ErrLexical, len(dm.IndexInternalID))
+		return false, fmt.Errorf("%w: pruned search: eligibility: internal ID of %d bytes", ErrDamaged, len(dm.IndexInternalID))
 	}
 	c.cur = binary.BigEndian.Uint64(dm.IndexInternalID)
 	sctx.DocumentMatchPool.Put(dm)

@@ -445,10 +445,10 @@ func partMergePlan() map[string]any {
 	return map[string]any{"FloorSegmentSize": 200, "MaxSegmentsPerTier": 3}
 }
 
-// ErrDamaged: a partition's files are damaged: bleve refused them, or
-// panicked reading them (bbolt asserts on a truncated root file). The
-// error names the partition's directory; the other partitions are still
-// read.
+// ErrDamaged: a partition's files are damaged: bleve refused them, failed
+// or panicked reading them (bbolt asserts on a truncated root file), or a
+// segment fails its checksum (CheckSegments). The error names the
+// partition's directory; the other partitions are still read.
 var ErrDamaged = fmt.Errorf("%w: damaged partition", ErrLexical)
 
 // ErrPartitionLocked: a partition's files are locked by another holder
