@@ -211,6 +211,10 @@ func (r engineRanker) Fingerprint(h evidence.Header, sc state.Scope, rr rerank.R
 	return r.e.fingerprintFor(h, sc, rr)
 }
 
+// Current returns nil while st is the committed state, errMoved once a
+// commit replaced it, ErrClosed after Close.
+func (r engineRanker) Current(st *state.State) error { return r.e.readFailed(st, nil) }
+
 // Query answers h in scope sc, ranked by rr.
 func (r engineRanker) Query(ctx context.Context, h evidence.Header, sc state.Scope, rr rerank.Reranker) (*evidence.Pack, error) {
 	return r.e.query(ctx, h, sc, rr)

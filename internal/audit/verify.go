@@ -186,6 +186,12 @@ type Ranker interface {
 	Fingerprint(h evidence.Header, sc state.Scope, rr rerank.Reranker) evidence.Fingerprint
 	// Query answers h in scope sc, ranked by rr.
 	Query(ctx context.Context, h evidence.Header, sc state.Scope, rr rerank.Reranker) (*evidence.Pack, error)
+	// Current returns nil while st is the state the engine serves, else
+	// the error on which the caller starts again on the new state (or the
+	// engine's close): a read of st that failed may have failed because a
+	// commit replaced st and closed its rows, which is not a problem of
+	// the pack's.
+	Current(st *state.State) error
 }
 
 // Verify replays pack p (its bytes raw) in st at the pack's own generation
@@ -194,7 +200,14 @@ type Ranker interface {
 func Verify(ctx context.Context, r Ranker, st *state.State, p *evidence.Pack, raw []byte) (*VerifyReport, error) {
 	rep := &VerifyReport{Hash: evidence.Sum(raw), Format: cmp.Or(p.Format, evidence.FormatVersion)}
 	if p.Format == evidence.FormatV1 {
-		return VerifyUnreplayable(st, rep, p), nil
+		// No query runs to notice that st was replaced meanwhile (its rows
+		// closed, so that the citations could not be read): ask.
+		if rep = VerifyUnreplayable(st, rep, p); !rep.OK() {
+			if err := r.Current(st); err != nil {
+				return nil, err
+			}
+		}
+		return rep, nil
 	}
 	h := r.Header(p)
 	// Replay at the pack's own generation: later commits, to any scope, do
@@ -227,6 +240,9 @@ func Verify(ctx context.Context, r Ranker, st *state.State, p *evidence.Pack, ra
 		}
 	}()
 	if len(rep.Purged) > 0 {
+		if err := r.Current(st); err != nil { // the other citations' reads were of st
+			return nil, err
+		}
 		return rep, nil // a replay without the purged text would only "differ"
 	}
 	// The pack must have been ranked by the reranker this engine runs: a
