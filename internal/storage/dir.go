@@ -95,7 +95,7 @@ func Open(path string, opts Options) (*Dir, error) {
 	}
 	wait = max(wait, 0)
 	fresh, err := inspect(path, opts.Create)
-	if err != nil {
+	if err != nil && !(errors.Is(err, errEmpty) && lockHeld(path)) {
 		return nil, err
 	}
 	if fresh {
@@ -220,9 +220,30 @@ func inspect(path string, create bool) (bool, error) {
 		return false, fmt.Errorf("%w: %s is not empty and has no %s (it holds %s); refusing to write into it",
 			ErrNotIndex, path, ManifestName, strings.Join(foreign[:min(3, len(foreign))], ", "))
 	case !create:
-		return false, fmt.Errorf("%w: %s is empty", ErrNotIndex, path)
+		return false, fmt.Errorf("%w: %s is empty", errEmpty, path)
 	}
 	return true, nil
+}
+
+// errEmpty is inspect's ErrNotIndex for a directory that holds nothing
+// but what creating an index makes first (its lock, an empty chunks/):
+// where a process holds that lock, it is creating the index, and Open
+// waits for it as for any holder (ErrLocked), then looks again.
+var errEmpty = fmt.Errorf("%w", ErrNotIndex)
+
+// lockHeld reports whether path's lock file exists and another open of
+// it holds its lock now (the lock is not taken; the file is not changed).
+func lockHeld(path string) bool {
+	f, err := os.Open(filepath.Join(path, LockName))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	held, err := tryLock(f)
+	if err == nil && !held {
+		unlock(f)
+	}
+	return err == nil && held
 }
 
 // emptyDir reports whether path is a directory with nothing in it.
