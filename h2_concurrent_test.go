@@ -83,7 +83,7 @@ func TestH2MaintenanceBesideQueriesAndCommits(t *testing.T) {
 
 			const rounds = 8
 			var mu sync.Mutex
-			var purged []string // chunks whose Purge returned
+			var purged []string             // chunks whose Purge returned
 			secretGen := map[string]int64{} // the generation that committed each secret
 			var packs []h2Pack
 			done := make(chan struct{})
