@@ -254,6 +254,10 @@ func checkFiles(ix Index, st *state.State, analyses map[string]state.Analyzed, r
 		if slices.Contains(ix.Store.PendingFiles(), s) {
 			continue // an unfinished commit's, which its record removes
 		}
+		if dir == "" && storage.IsRebuildLeftover(base) {
+			bad("%s: a lexical index an interrupted rebuild-lexical left, which may hold purged chunks' terms; run rebuild-lexical again, or remove it", filepath.Join(ix.Dir, s))
+			continue
+		}
 		if fi, err := os.Lstat(filepath.Join(ix.Dir, s)); err == nil && fi.Mode().IsRegular() &&
 			(fsutil.IsTemp(base) || dir == storage.ChunksDir+"/") {
 			bad("%s: a file the manifest does not name, which may hold chunk text (an interrupted write's or an obsolete batch's); remove it", filepath.Join(ix.Dir, s))

@@ -29,13 +29,18 @@ func RebuildLexical(ctx context.Context, dir string, lockWait time.Duration, lex
 	fail := func(err error) (uint64, error) {
 		return 0, fmt.Errorf("evpack: rebuild lexical index of %s: %w", dir, err)
 	}
+	// What an interrupted rebuild left: its new index half built, or the
+	// old one it moved aside (which may hold a purged chunk's terms).
+	if err := storage.RemoveRebuildLeftovers(dir); err != nil {
+		return fail(err)
+	}
 	lexDir := filepath.Join(dir, storage.LexicalDir)
 	if an, days, err := retrieve.ReadLayout(lexDir); err == nil && an != "" {
 		lexOpts.Analyzer, lexOpts.PartitionDays, lexOpts.Unpartitioned = an, days, false
 	} else if err == nil { // unpartitioned: bleve's mapping is in the damaged store
 		lexOpts.PartitionDays, lexOpts.Unpartitioned = 0, true
 	}
-	tmp, err := os.MkdirTemp(dir, "."+storage.LexicalDir+".rebuild-")
+	tmp, err := os.MkdirTemp(dir, storage.RebuildTempPrefix)
 	if err != nil {
 		return fail(err)
 	}
@@ -104,7 +109,7 @@ func RebuildLexical(ctx context.Context, dir string, lockWait time.Duration, lex
 	if err := fsutil.SyncDir(tmp); err != nil {
 		return fail(err)
 	}
-	old := filepath.Join(dir, "."+storage.LexicalDir+".damaged-"+strconv.FormatInt(time.Now().UnixNano(), 10))
+	old := filepath.Join(dir, storage.RebuildOldPrefix+strconv.FormatInt(time.Now().UnixNano(), 10))
 	if err := os.Rename(lexDir, old); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fail(err)
 	}
