@@ -52,7 +52,7 @@ func TestH2MaintenanceBesideQueriesAndCommits(t *testing.T) {
 		cache := tc.cache
 		t.Run(fmt.Sprintf("cache=%v,reopen=%v,dense=%v", cache, tc.reopen, tc.dense), func(t *testing.T) {
 			ctx := context.Background()
-			opts := Options{}
+			opts := Options{WarmTenants: tc.reopen}
 			if tc.dense { // a purge moves every dense pack of its scope (its pool): no purges then
 				opts.Embedder, opts.DenseIndex = testEmbedder(t, testVectors(t)), "hnsw"
 			}
@@ -80,6 +80,7 @@ func TestH2MaintenanceBesideQueriesAndCommits(t *testing.T) {
 			checked(t, e)
 			reqs, err := loadRequests()
 			require.NoError(t, err)
+			v1 := oldPack(t, "pack1-5fda4c6-retention.json")
 
 			const rounds = 8
 			var mu sync.Mutex
@@ -204,6 +205,15 @@ func TestH2MaintenanceBesideQueriesAndCommits(t *testing.T) {
 									return
 								}
 							}
+						}
+						// An evpack-pack/1 pack (checked, not replayed) and History, beside the writer.
+						if rep, err := e.Verify(ctx, v1); err != nil || !rep.OK() {
+							errs <- fmt.Errorf("verify of an evpack-pack/1 pack beside the writer: %v %v", err, rep)
+							return
+						}
+						if _, err := e.History(); err != nil {
+							errs <- fmt.Errorf("history: %w", err)
+							return
 						}
 						// Diff and Verify of the pack, beside the writer.
 						if _, err := e.Diff(ctx, p.Bytes()); err != nil {
