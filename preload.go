@@ -32,7 +32,7 @@ func (e *Engine) Preload(ctx context.Context) (int64, error) {
 	}
 	n, err := storage.ReadPaths(ctx, paths)
 	if err == nil {
-		err = e.checkRows(ctx, rows)
+		err = rows.CheckCurrent(ctx, func() *state.RowTable { e.mu.RLock(); defer e.mu.RUnlock(); return e.st.Rows })
 	}
 	if err == nil {
 		err = e.lex.Preload(ctx)
@@ -41,24 +41,6 @@ func (e *Engine) Preload(ctx context.Context) (int64, error) {
 		return n, ErrClosed // the steps skipped, or failed on, what Close closed
 	}
 	return n, audit.LexicalErr(err)
-}
-
-// checkRows checks every block of rows, the checkpoint rows of the state
-// Preload started on, or, when a commit replaced that state meanwhile, of
-// the committed state's: the replaced rows were closed, and a query that
-// read them after (to start again on the new state) marked them failed
-// ("the state that read it is gone"), which is not a damaged index.
-func (e *Engine) checkRows(ctx context.Context, rows *state.RowTable) error {
-	for {
-		err := rows.CheckAll(ctx)
-		e.mu.RLock()
-		cur, closed := e.st.Rows, e.closed
-		e.mu.RUnlock()
-		if err == nil || closed || cur == rows || ctx.Err() != nil {
-			return err
-		}
-		rows = cur
-	}
 }
 
 // preloadPaths returns the files Preload reads and the checkpoint's rows.

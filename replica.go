@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/evpack/evpack/evidence"
@@ -13,7 +11,6 @@ import (
 	"github.com/evpack/evpack/internal/evlog"
 	"github.com/evpack/evpack/internal/pglog"
 	"github.com/evpack/evpack/internal/state"
-	"github.com/evpack/evpack/internal/storage"
 )
 
 // Past one machine, an index's history is kept in a shared log (PostgreSQL:
@@ -90,12 +87,7 @@ func (e *Engine) Follow(ctx context.Context, log Log, o FollowOptions) error {
 		if auditor == nil || o.Replica == "" {
 			return nil
 		}
-		raw, err := os.ReadFile(filepath.Join(e.dir, storage.ManifestName))
-		if err != nil {
-			return err
-		}
-		return auditor.RecordApplied(ctx, evlog.Applied{Replica: o.Replica, Generation: en.Generation,
-			ManifestSum: evidence.Sum(raw), CheckpointSum: e.store.Manifest().CheckpointSum})
+		return audit.RecordApplied(ctx, auditor, o.Replica, en.Generation, e.dir, e.store.Manifest())
 	})
 	if !errors.Is(err, ErrCorrupt) && (errors.Is(err, evlog.ErrGap) || errors.Is(err, evlog.ErrChain)) {
 		return fmt.Errorf("%w: evpack: follow: %w", ErrCorrupt, err)

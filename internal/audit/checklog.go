@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/evlog"
 	"github.com/evpack/evpack/internal/storage"
 )
@@ -54,4 +57,15 @@ func CheckLog(ctx context.Context, l evlog.Log, m *storage.Manifest) ([]string, 
 		return nil, err
 	}
 	return problems, nil
+}
+
+// RecordApplied records in a the audit row of replica for generation gen,
+// just applied to the index in dir: the checksum of its MANIFEST.json as
+// it is on disk and that of m's checkpoint.
+func RecordApplied(ctx context.Context, a evlog.Auditor, replica string, gen int64, dir string, m *storage.Manifest) error {
+	raw, err := os.ReadFile(filepath.Join(dir, storage.ManifestName))
+	if err != nil {
+		return err
+	}
+	return a.RecordApplied(ctx, evlog.Applied{Replica: replica, Generation: gen, ManifestSum: evidence.Sum(raw), CheckpointSum: m.CheckpointSum})
 }

@@ -1043,6 +1043,22 @@ func (t *RowTable) CheckAll(ctx context.Context) error {
 	return t.Table.CheckAll(ctx)
 }
 
+// CheckCurrent is CheckAll of t, the rows of a state a caller took, or,
+// when a commit replaced that state meanwhile, of the rows current
+// returns (the committed state's now): the replaced rows were closed, and
+// a query that read them after (to start again on the new state) marked
+// them failed ("the state that read it is gone"), which is no damage.
+func (t *RowTable) CheckCurrent(ctx context.Context, current func() *RowTable) error {
+	for {
+		err := t.CheckAll(ctx)
+		cur := current()
+		if err == nil || cur == t || ctx.Err() != nil {
+			return err
+		}
+		t = cur
+	}
+}
+
 // Catalog returns the lexical catalog of the newest level: the delta's
 // when t has one.
 func (t *RowTable) Catalog() []byte {

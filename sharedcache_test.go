@@ -10,11 +10,11 @@ import (
 	"github.com/evpack/evpack/connectors"
 )
 
-// TestH2SharedCacheAcrossReopenAndPurge: a cache that outlives the engine
+// TestSharedCacheAcrossReopenAndPurge: a cache that outlives the engine
 // (a service's store, shared by the next process on the index) never
 // serves a purged chunk, pinned or latest, nor a pack of another index
 // state: a purge in a later engine, then the same requests.
-func TestH2SharedCacheAcrossReopenAndPurge(t *testing.T) {
+func TestSharedCacheAcrossReopenAndPurge(t *testing.T) {
 	ctx := context.Background()
 	cache, err := NewMemoryCache(100, 1<<24)
 	require.NoError(t, err)

@@ -11,7 +11,7 @@ import (
 	"github.com/evpack/evpack/internal/audit"
 )
 
-// TestH2VerifyOldPackBesideAStateSwap: Engine.Verify of an
+// TestVerifyOldPackBesideAStateSwap: Engine.Verify of an
 // evpack-pack/1 pack (no generation: it is not replayed, each citation is
 // checked against the stored chunk) reads the state it took (e.verify:
 // Parse, snapshot, audit.Verify). On an index opened from its checkpoint,
@@ -23,7 +23,7 @@ import (
 // the move; this form runs no query). The interleaving is forced here step
 // by step as e.verify runs it: the check must hold or say the index moved
 // (errMoved, on which Verify starts again).
-func TestH2VerifyOldPackBesideAStateSwap(t *testing.T) {
+func TestVerifyOldPackBesideAStateSwap(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	e, err := Open(dir, Options{})

@@ -16,16 +16,16 @@ import (
 	"github.com/evpack/evpack/connectors"
 )
 
-const h2CrossEnv = "EVPACK_H2_CROSS_DIR"
+const crossProcEnv = "EVPACK_CROSSPROC_DIR"
 
-// TestH2CrossChild is the second process of TestH2PacksReplayInAnotherProcess:
+// TestCrossChild is the second process of TestPacksReplayInAnotherProcess:
 // it opens the index, says so, waits for a line on stdin, commits 70 more
 // rounds (past the checkpoint's lag, with purges), then verifies every pack
 // the first process wrote, printing one line per pack.
-func TestH2CrossChild(t *testing.T) {
-	dir := os.Getenv(h2CrossEnv)
+func TestCrossChild(t *testing.T) {
+	dir := os.Getenv(crossProcEnv)
 	if dir == "" {
-		t.Skip("the second process of TestH2PacksReplayInAnotherProcess")
+		t.Skip("the second process of TestPacksReplayInAnotherProcess")
 	}
 	ctx := context.Background()
 	e, err := Open(dir, Options{LockWait: -1})
@@ -35,7 +35,7 @@ func TestH2CrossChild(t *testing.T) {
 	_, err = bufio.NewReader(os.Stdin).ReadString('\n')
 	require.NoError(t, err)
 	for i := 10; i < 80; i++ {
-		_, err := e.Ingest(ctx, connectors.Records(h2Records(i)[:2]), IngestOptions{}) // shared and acme chunks, no secret
+		_, err := e.Ingest(ctx, connectors.Records(maintRecords(i)[:2]), IngestOptions{}) // shared and acme chunks, no secret
 		require.NoError(t, err)
 		if i%26 == 0 {
 			require.NoError(t, e.Merge(ctx))
@@ -53,12 +53,12 @@ func TestH2CrossChild(t *testing.T) {
 	require.NoError(t, e.Check())
 }
 
-// TestH2PacksReplayInAnotherProcess: packs made in this process (pinned at
+// TestPacksReplayInAnotherProcess: packs made in this process (pinned at
 // each generation) verify in another process after it committed 70 more
 // generations (a checkpoint named on the way); while that process holds
 // the index, this one's Open and RebuildLexical are ErrLocked; and the
 // packs verify here again afterwards.
-func TestH2PacksReplayInAnotherProcess(t *testing.T) {
+func TestPacksReplayInAnotherProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
 	}
@@ -70,10 +70,10 @@ func TestH2PacksReplayInAnotherProcess(t *testing.T) {
 	require.NoError(t, err)
 	ingestCorpus(t, e)
 	for i := range 4 {
-		_, err := e.Ingest(ctx, connectors.Records(h2Records(i)), IngestOptions{})
+		_, err := e.Ingest(ctx, connectors.Records(maintRecords(i)), IngestOptions{})
 		require.NoError(t, err)
 	}
-	_, err = e.Purge(ctx, []string{h2SecretID(0)}, "h2")
+	_, err = e.Purge(ctx, []string{maintSecretID(0)}, "cross-process test")
 	require.NoError(t, err)
 	reqs, err := loadRequests()
 	require.NoError(t, err)
@@ -91,8 +91,8 @@ func TestH2PacksReplayInAnotherProcess(t *testing.T) {
 	}
 	require.NoError(t, e.Close())
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestH2CrossChild$", "-test.v")
-	cmd.Env = append(os.Environ(), h2CrossEnv+"="+dir)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrossChild$", "-test.v")
+	cmd.Env = append(os.Environ(), crossProcEnv+"="+dir)
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	out, err := cmd.StdoutPipe()

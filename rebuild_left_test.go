@@ -12,7 +12,7 @@ import (
 	"github.com/evpack/evpack/internal/storage"
 )
 
-// TestH2RebuildInterruptedLeavesNoPurgedText: RebuildLexical moves the old
+// TestRebuildInterruptedLeavesNoPurgedText: RebuildLexical moves the old
 // lexical index aside (.lexical.damaged-N), renames the new one into place
 // and then removes the old one, which "may hold a purged chunk's text in a
 // segment never merged away" (a purge whose merge failed on the damage).
@@ -22,7 +22,7 @@ import (
 // rebuild-lexical again left it too, so the purged text stayed in the
 // index directory. Check must report it, and a rebuild must remove what
 // an interrupted one left.
-func TestH2RebuildInterruptedLeavesNoPurgedText(t *testing.T) {
+func TestRebuildInterruptedLeavesNoPurgedText(t *testing.T) {
 	ctx := context.Background()
 	dir, e := purgeFixture(t)
 	// The lexical index as it was when the chunk's deleted document was

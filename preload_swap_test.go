@@ -7,14 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestH2PreloadBesideACommitIsNotCorruption: Preload "may run beside
+// TestPreloadBesideACommitIsNotCorruption: Preload "may run beside
 // queries and ingests". A commit that replaces the state (a purge names a
 // checkpoint; the old rows are closed) while Preload reads the files, and
 // a query that was reading the old state meanwhile (it starts again on the
 // new one), left the old checkpoint table marked "closed: the state that
 // read it is gone", and Preload's check of it then returned ErrCorrupt for
 // an intact index. It must return no error, and the index checks clean.
-func TestH2PreloadBesideACommitIsNotCorruption(t *testing.T) {
+func TestPreloadBesideACommitIsNotCorruption(t *testing.T) {
 	dir := t.TempDir()
 	reqs := lazyHistory(t, dir)
 	e, err := Open(dir, Options{})
@@ -28,7 +28,7 @@ func TestH2PreloadBesideACommitIsNotCorruption(t *testing.T) {
 		// A query on the state Preload read, whose reranker lets a purge
 		// commit (and the old rows close) before it reads its citations.
 		v, err := e.View(Options{Reranker: &closingReranker{close: func() {
-			_, err := e.Purge(ctx, []string{"a-0001"}, "erasure request h2")
+			_, err := e.Purge(ctx, []string{"a-0001"}, "erasure request")
 			require.NoError(t, err)
 			e.retired.Wait() // the replaced state's rows are closed
 		}}})

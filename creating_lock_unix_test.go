@@ -13,7 +13,7 @@ import (
 	"github.com/evpack/evpack/internal/storage"
 )
 
-// TestH2OpenExistingWhileAnotherCreates: a process that creates an index
+// TestOpenExistingWhileAnotherCreates: a process that creates an index
 // holds DIR/LOCK from before its chunks/ directory and manifest exist
 // (storage.Open: lock, then chunks/, then the manifest). A second process
 // that opens the index meanwhile (OpenExisting: the CLI's query, verify,
@@ -22,7 +22,7 @@ import (
 // it is refused by the holder: ErrLocked (exit 3), like every other Open
 // beside a holder. Once the holder is gone and nothing was created, the
 // directory is empty: ErrNotIndex.
-func TestH2OpenExistingWhileAnotherCreates(t *testing.T) {
+func TestOpenExistingWhileAnotherCreates(t *testing.T) {
 	dir := t.TempDir()
 	f, err := os.OpenFile(filepath.Join(dir, storage.LockName), os.O_RDWR|os.O_CREATE, 0o644)
 	require.NoError(t, err)

@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// h2Records is round i's batch: two chunks sharing the corpus's words (so
+// maintRecords is round i's batch: two chunks sharing the corpus's words (so
 // that they move its statistics and rankings) and one secret chunk whose
 // words appear nowhere else (purged a round later).
-func h2Records(i int) []connectors.Record {
+func maintRecords(i int) []connectors.Record {
 	at := asof.MustDate("2025-03-01").Start()
 	mk := func(id, tenant, text string) connectors.Record {
 		return connectors.Record{Where: id, Chunk: evidence.Chunk{ID: id, DocID: id, Version: "1", Text: text,
@@ -25,29 +25,29 @@ func h2Records(i int) []connectors.Record {
 			Anchor: asof.Anchor{At: at, Field: "published"}}}
 	}
 	return []connectors.Record{
-		mk(fmt.Sprintf("h2-shared-%02d", i), "", fmt.Sprintf("A licensed firm must retain records of client transactions for %d years; fines apply to failing firms.", i+3)),
-		mk(fmt.Sprintf("h2-acme-%02d", i), "acme", fmt.Sprintf("Internal policy %d: the firm retains client transaction records and chat messages.", i)),
-		mk(h2SecretID(i), "acme", h2Secret(i)),
+		mk(fmt.Sprintf("maint-shared-%02d", i), "", fmt.Sprintf("A licensed firm must retain records of client transactions for %d years; fines apply to failing firms.", i+3)),
+		mk(fmt.Sprintf("maint-acme-%02d", i), "acme", fmt.Sprintf("Internal policy %d: the firm retains client transaction records and chat messages.", i)),
+		mk(maintSecretID(i), "acme", maintSecret(i)),
 	}
 }
 
-func h2SecretID(i int) string { return fmt.Sprintf("h2-secret-%02d", i) }
-func h2Secret(i int) string {
+func maintSecretID(i int) string { return fmt.Sprintf("maint-secret-%02d", i) }
+func maintSecret(i int) string {
 	return fmt.Sprintf("qzvelpaw%c qzvmornik%c qzvtrabble%c", 'a'+i, 'a'+i, 'a'+i)
 }
 
-type h2Pack struct {
+type maintPack struct {
 	name string
 	req  Request
 	raw  []byte
 }
 
-// TestH2MaintenanceBesideQueriesAndCommits runs commits, purges, Merge,
+// TestMaintenanceBesideQueriesAndCommits runs commits, purges, Merge,
 // Preload, Check and CheckIndex beside queries on one on-disk engine: no
 // call fails, every pack taken replays byte for byte at its generation
 // (during the run and after it), and no pack asked after a purge returned
 // cites the purged chunk.
-func TestH2MaintenanceBesideQueriesAndCommits(t *testing.T) {
+func TestMaintenanceBesideQueriesAndCommits(t *testing.T) {
 	for _, tc := range []struct{ cache, reopen, dense bool }{{false, false, false}, {true, false, false}, {false, true, false}, {true, true, false}, {false, false, true}, {true, true, true}} {
 		cache := tc.cache
 		t.Run(fmt.Sprintf("cache=%v,reopen=%v,dense=%v", cache, tc.reopen, tc.dense), func(t *testing.T) {
@@ -67,9 +67,9 @@ func TestH2MaintenanceBesideQueriesAndCommits(t *testing.T) {
 			if tc.reopen { // a state read from the checkpoint, which the first write unfolds
 				_, err := e.Ingest(ctx, connectors.Records([]connectors.Record{secretRecord(t)}), IngestOptions{})
 				require.NoError(t, err)
-				_, err = e.Purge(ctx, []string{"memo-roe"}, "h2 setup")
+				_, err = e.Purge(ctx, []string{"memo-roe"}, "maintenance test setup")
 				require.NoError(t, err)
-				_, err = e.Ingest(ctx, connectors.Records(h2Records(99)), IngestOptions{})
+				_, err = e.Ingest(ctx, connectors.Records(maintRecords(99)), IngestOptions{})
 				require.NoError(t, err)
 				dir := e.dir
 				require.NoError(t, e.Close())
@@ -86,7 +86,7 @@ func TestH2MaintenanceBesideQueriesAndCommits(t *testing.T) {
 			var mu sync.Mutex
 			var purged []string             // chunks whose Purge returned
 			secretGen := map[string]int64{} // the generation that committed each secret
-			var packs []h2Pack
+			var packs []maintPack
 			done := make(chan struct{})
 			errs := make(chan error, 100)
 			var wg sync.WaitGroup
@@ -96,25 +96,25 @@ func TestH2MaintenanceBesideQueriesAndCommits(t *testing.T) {
 				defer wg.Done()
 				defer close(done)
 				for i := range rounds {
-					rep, err := e.Ingest(ctx, connectors.Records(h2Records(i)), IngestOptions{})
+					rep, err := e.Ingest(ctx, connectors.Records(maintRecords(i)), IngestOptions{})
 					if err != nil {
 						errs <- fmt.Errorf("ingest %d: %w", i, err)
 						return
 					}
 					// Cache the secret's pack, pinned there and latest.
 					for _, g := range []int64{rep.Generation, 0} {
-						sp, err := e.Query(ctx, Request{Question: h2Secret(i), AsOf: asof.MustDate("2026-02-01"), Tenant: "acme", Generation: g})
-						if err != nil || !slices.Contains(citedIDs(sp), h2SecretID(i)) {
+						sp, err := e.Query(ctx, Request{Question: maintSecret(i), AsOf: asof.MustDate("2026-02-01"), Tenant: "acme", Generation: g})
+						if err != nil || !slices.Contains(citedIDs(sp), maintSecretID(i)) {
 							errs <- fmt.Errorf("secret %d before its purge: %v %v", i, err, citedIDs(sp))
 							return
 						}
 					}
 					mu.Lock()
-					secretGen[h2SecretID(i)] = rep.Generation
+					secretGen[maintSecretID(i)] = rep.Generation
 					mu.Unlock()
 					if i > 0 && !tc.dense {
-						id := h2SecretID(i - 1)
-						if _, err := e.Purge(ctx, []string{id}, "h2 erasure"); err != nil {
+						id := maintSecretID(i - 1)
+						if _, err := e.Purge(ctx, []string{id}, "maintenance test erasure"); err != nil {
 							errs <- fmt.Errorf("purge %s: %w", id, err)
 							return
 						}
@@ -171,7 +171,7 @@ func TestH2MaintenanceBesideQueriesAndCommits(t *testing.T) {
 							return
 						}
 						mu.Lock()
-						packs = append(packs, h2Pack{r.Name, r.request(), p.Bytes()})
+						packs = append(packs, maintPack{r.Name, r.request(), p.Bytes()})
 						gone := slices.Clone(purged)
 						gens := make([]int64, len(gone))
 						for j, id := range gone {
@@ -193,9 +193,9 @@ func TestH2MaintenanceBesideQueriesAndCommits(t *testing.T) {
 						// Ask for every purged secret: none is cited.
 						for j, id := range gone {
 							var i int
-							fmt.Sscanf(id, "h2-secret-%d", &i)
+							fmt.Sscanf(id, "maint-secret-%d", &i)
 							for _, g := range []int64{0, gens[j]} {
-								sp, err := e.Query(ctx, Request{Question: h2Secret(i), AsOf: asof.MustDate("2026-02-01"), Tenant: "acme", Generation: g})
+								sp, err := e.Query(ctx, Request{Question: maintSecret(i), AsOf: asof.MustDate("2026-02-01"), Tenant: "acme", Generation: g})
 								if err != nil {
 									errs <- fmt.Errorf("secret query: %w", err)
 									return
