@@ -1411,7 +1411,9 @@ func recoverRead(err *error, op string) {
 }
 
 // Merge merges each partition of the on-disk index into one segment (a
-// no-op for memory).
+// no-op for memory). A done ctx stops it between partitions, or in
+// bleve's merge, with ctx's error (wrapped): the partitions merged so far
+// stay merged.
 func (l *Lexical) Merge(ctx context.Context) (err error) {
 	defer l.recoverBleve(&err, "merge")
 	if err := l.usable(); err != nil {
@@ -1436,8 +1438,14 @@ func (l *Lexical) Merge(ctx context.Context) (err error) {
 		if !ok {
 			continue
 		}
+		if err := ctx.Err(); err != nil { // between partitions: each merged is durable
+			return fmt.Errorf("%w: merge: %w", ErrLexical, err)
+		}
 		opts := mergeplan.SingleSegmentMergePlanOptions
 		if err := s.ForceMerge(ctx, &opts); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: merge %s: %w", ErrLexical, p.dir, ctx.Err())
+			}
 			return fmt.Errorf("%w: merge %s: %v", ErrLexical, p.dir, err)
 		}
 		// The merged segment's entry, and the removal of the segments it
