@@ -578,8 +578,12 @@ func RedactingPurge(b Batch) (int64, bool) {
 	return p, true
 }
 
+// plainName reports whether s names a file in its directory: not empty,
+// no separator, no leading dot (a temp file, "." or ".."), and no NUL,
+// which no file name can hold (a record naming one would fail its
+// removal with an untyped error rather than be refused as corrupt).
 func plainName(s string) bool {
-	return s != "" && !strings.ContainsAny(s, `/\`) && !strings.HasPrefix(s, ".")
+	return s != "" && !strings.ContainsAny(s, "/\\\x00") && !strings.HasPrefix(s, ".")
 }
 
 func validSum(s string) bool {
