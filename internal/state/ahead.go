@@ -139,7 +139,15 @@ func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, then Then, bui
 			then.Written()
 		}
 		if err == nil && then.ReadBack && !a.stop.Load() {
-			a.read = readAhead(d, lex, a.file, a.sum, a.gen)
+			var bad error
+			a.read, bad = readAhead(d, lex, a.file, a.sum, a.gen)
+			if bad != nil {
+				// The file on disk is not the one written (a damaged
+				// sector, an edit): no commit may name it (Take discards
+				// it, and the naming commit writes the checkpoint itself).
+				a.err = fmt.Errorf("evpack: the checkpoint written ahead reads back damaged: %w", bad)
+				return
+			}
 			a.read = a.read.catchUp(d, lex, func() bool { return a.stop.Load() || a.taken.Load() })
 		}
 	}()
@@ -148,41 +156,50 @@ func writeAhead(d *storage.Dir, lex *retrieve.Lexical, gen int64, then Then, bui
 
 // readAhead reads back file, the checkpoint of generation gen just written
 // ahead with sum, as the commit that names it would read it (ReadBack).
-// The zero Read when it cannot be: that commit then reads the file again,
-// and says what is wrong with it.
-func readAhead(d *storage.Dir, lex *retrieve.Lexical, file *storage.Ahead, sum string, gen int64) Read {
+// The zero Read when it cannot be: that commit then reads the file again.
+// The error, when set, says the file itself does not read back as written
+// (its head fails sum, or it is not of gen): no commit may name it.
+func readAhead(d *storage.Dir, lex *retrieve.Lexical, file *storage.Ahead, sum string, gen int64) (Read, error) {
 	m := d.Manifest()
 	if int64(len(m.Batches)) < gen {
-		return Read{}
+		return Read{}, nil
 	}
 	f, err := file.Open()
 	if err != nil {
-		return Read{}
+		return Read{}, nil
 	}
 	defer f.Close() // the body's mapping outlives it
 	// A delta level is read over the manifest's checkpoint, as Open reads it.
 	if file.Name() == storage.DeltaName(gen) {
 		base, ok, err := openCheckpoint(d, lex, m, m.CheckpointGeneration(), nil)
 		if err != nil || !ok {
-			return Read{}
+			return Read{}, nil
 		}
 		base.Rows.files = batchFiles(m.Batches[:gen])
 		st, err := decodeDelta(d, lex, f, file.Name(), sum, gen, base)
 		if err != nil {
 			base.Rows.Close()
-			return Read{}
+			if errors.Is(err, storage.ErrCorrupt) {
+				return Read{}, err
+			}
+			return Read{}, nil
 		}
-		return Read{st: st, sum: sum}
+		return Read{st: st, sum: sum}, nil
 	}
 	st, ok, err := decodeCheckpoint(file.Name(), f, sum, AnalysisIdentity(lex), d, batchFiles(m.Batches[:gen]))
-	if err != nil || !ok {
-		return Read{}
+	switch {
+	case err != nil && errors.Is(err, storage.ErrCorrupt):
+		return Read{}, err
+	case err != nil:
+		return Read{}, nil
+	case !ok:
+		return Read{}, fmt.Errorf("%w: %s is of another format or other analyzers than it was written in", storage.ErrCorrupt, file.Name())
 	}
 	if st.Gen != gen {
 		st.Rows.Close()
-		return Read{}
+		return Read{}, fmt.Errorf("%w: %s holds generation %d, written as %d", storage.ErrCorrupt, file.Name(), st.Gen, gen)
 	}
-	return Read{st: st, sum: sum}
+	return Read{st: st, sum: sum}, nil
 }
 
 // catchUp adds to r's state the batches committed after its generation,
