@@ -11,6 +11,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
+	"github.com/evpack/evpack/internal/storagetest"
 )
 
 // TestH1DamagedAheadFileNotNamed (adversarial review h1): a checkpoint
@@ -63,4 +64,54 @@ func TestH1DamagedAheadFileNotNamed(t *testing.T) {
 	require.True(t, rep.OK(), "%q", rep.Problems)
 	requireSameFiles(t, a.wdir, a.rdir, "the writer and its replica")
 	_ = filepath.Join
+}
+
+// TestH1DamagedAheadDeltaNotNamed is TestH1DamagedAheadFileNotNamed for a
+// delta level written ahead (over a checkpoint of deltaBase chunks).
+func TestH1DamagedAheadDeltaNotNamed(t *testing.T) {
+	x := &deltaIndex{wdir: t.TempDir(), mem: memEngine(t, Options{})}
+	x.w = mustOpen(t, x.wdir)
+	t.Cleanup(func() { x.w.Close() })
+	x.recs = vocabularyRecords(t, "acme", "a", deltaBase+2*state.CheckpointLag, 7)
+	x.commit(t, x.recs[:deltaBase])
+	written, goOn := make(chan struct{}), make(chan struct{})
+	x.w.ahead.Then.Written = func() {
+		close(written)
+		<-goOn
+	}
+	next := deltaBase
+	for held := false; !held; {
+		x.commit(t, x.recs[next:next+1])
+		next++
+		select {
+		case <-written:
+			held = true
+		default:
+		}
+	}
+	x.w.ahead.Then.Written = nil
+	ahead := temps(t, x.wdir)
+	require.Len(t, ahead, 1)
+	require.Contains(t, filepath.Base(ahead[0]), ".delta-", "a delta level written ahead")
+	raw, err := os.ReadFile(ahead[0])
+	require.NoError(t, err)
+	raw[100] ^= 0xff // in the head
+	require.NoError(t, os.WriteFile(ahead[0], raw, 0o644))
+	close(goOn)
+	x.w.ahead.Wait()
+	for storagetest.ReadManifest(t, x.wdir).Delta == "" {
+		x.commit(t, x.recs[next:next+1])
+		next++
+	}
+	x.recs = x.recs[:next]
+	want := packsOf(t, x.mem, x.requests())
+	require.Equal(t, want, packsOf(t, x.w, x.requests()))
+	require.NoError(t, x.w.Close())
+	e, err := Open(x.wdir, Options{})
+	require.NoError(t, err, "the commit named a delta level its writer read back as damaged")
+	x.w = checked(t, e)
+	require.Equal(t, want, packsOf(t, x.w, x.requests()), "reopened")
+	rep, err := x.w.CheckIndex(context.Background())
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%q", rep.Problems)
 }
