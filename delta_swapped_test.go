@@ -12,13 +12,13 @@ import (
 	"github.com/evpack/evpack/internal/storagetest"
 )
 
-// TestH1DeltaLevelSwapped (adversarial review h1): the checkpoint and the
+// TestDeltaLevelSwapped (an adversarial review, stop 80): the checkpoint and the
 // delta level over it swapped, one of them replaced by the other, the
 // delta gone, or the delta of another index of the same shape (the same
 // records, committed at other times) copied in: Open refuses the index
 // with ErrCorrupt, or (a byte-identical file) answers as before; never a
 // wrong pack. Put back, the index answers as before and Check is clean.
-func TestH1DeltaLevelSwapped(t *testing.T) {
+func TestDeltaLevelSwapped(t *testing.T) {
 	ctx := context.Background()
 	x := newDeltaIndex(t)
 	require.NoError(t, x.w.Close())

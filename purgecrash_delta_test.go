@@ -19,7 +19,7 @@ import (
 	"github.com/evpack/evpack/internal/storagetest"
 )
 
-// TestH1PurgeCrashOverDelta (adversarial review h1): an index whose manifest
+// TestPurgeCrashOverDelta (an adversarial review, stop 80): an index whose manifest
 // names a delta level over its checkpoint purges two chunks (one whose
 // document the delta holds, one only the checkpoint holds), and the purge is
 // stopped at every point a crash or a failing disk can stop it: each
@@ -28,7 +28,7 @@ import (
 // Opened again, the index answers every request byte for byte as the index
 // before the purge (rolled back) or after it (committed), Check is clean,
 // and a committed purge cites neither chunk.
-func TestH1PurgeCrashOverDelta(t *testing.T) {
+func TestPurgeCrashOverDelta(t *testing.T) {
 	ctx := context.Background()
 	x := newDeltaIndex(t)
 	require.NoError(t, x.w.Close())

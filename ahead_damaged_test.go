@@ -14,7 +14,7 @@ import (
 	"github.com/evpack/evpack/internal/storagetest"
 )
 
-// TestH1DamagedAheadFileNotNamed (adversarial review h1): a checkpoint
+// TestDamagedAheadFileNotNamed (an adversarial review, stop 80): a checkpoint
 // written ahead is a temp file for the commits of its window; a byte of
 // its head damaged there (a bad sector, an edit) before its writer reads
 // it back makes that read-back fail its checksum, yet the commit that
@@ -23,7 +23,7 @@ import (
 // whose every batch file is whole, no longer opened (ErrCorrupt). The
 // naming commit must not name a file known damaged: it writes the
 // checkpoint itself, and the index opens again and answers as its replica.
-func TestH1DamagedAheadFileNotNamed(t *testing.T) {
+func TestDamagedAheadFileNotNamed(t *testing.T) {
 	ctx := context.Background()
 	a := newAheadWindow(t)
 	a.recs = append(a.recs, vocabularyRecords(t, "acme", "b", 2*state.CheckpointLag, 11)...)
@@ -66,9 +66,9 @@ func TestH1DamagedAheadFileNotNamed(t *testing.T) {
 	_ = filepath.Join
 }
 
-// TestH1DamagedAheadDeltaNotNamed is TestH1DamagedAheadFileNotNamed for a
+// TestDamagedAheadDeltaNotNamed is TestDamagedAheadFileNotNamed for a
 // delta level written ahead (over a checkpoint of deltaBase chunks).
-func TestH1DamagedAheadDeltaNotNamed(t *testing.T) {
+func TestDamagedAheadDeltaNotNamed(t *testing.T) {
 	x := &deltaIndex{wdir: t.TempDir(), mem: memEngine(t, Options{})}
 	x.w = mustOpen(t, x.wdir)
 	t.Cleanup(func() { x.w.Close() })

@@ -14,21 +14,21 @@ import (
 	"github.com/evpack/evpack/internal/storagetest"
 )
 
-// h1Pending is PENDING.json's body (storage.pending), forged here.
-type h1Pending struct {
+// forgedPending is PENDING.json's body (storage.pending), forged here.
+type forgedPending struct {
 	Format     string   `json:"format"`
 	Generation int64    `json:"generation"`
 	Writes     []string `json:"writes"`
 	Obsolete   []string `json:"obsolete"`
 }
 
-// TestH1ForgedPendingRecord (adversarial review h1): a commit record
+// TestForgedPendingRecord (an adversarial review, stop 80): a commit record
 // (PENDING.json) edited, truncated, naming a generation ahead or behind,
 // naming committed files or hostile paths, is refused by Open with
 // ErrCorrupt or settled without losing any committed file: the index
 // answers every request as before and Check is clean; nothing outside the
 // index directory is touched.
-func TestH1ForgedPendingRecord(t *testing.T) {
+func TestForgedPendingRecord(t *testing.T) {
 	ctx := context.Background()
 	base, e := purgeFixture(t)
 	want := packsFor(t, e)
@@ -47,7 +47,7 @@ func TestH1ForgedPendingRecord(t *testing.T) {
 	outside := filepath.Join(t.TempDir(), "victim")
 	require.NoError(t, os.WriteFile(outside, []byte("not the index's"), 0o644))
 
-	seal := func(p h1Pending) []byte {
+	seal := func(p forgedPending) []byte {
 		if p.Format == "" {
 			p.Format = "evpack-pending/1"
 		}
@@ -55,7 +55,7 @@ func TestH1ForgedPendingRecord(t *testing.T) {
 		require.NoError(t, err)
 		return fsutil.SealText(append(raw, '\n'))
 	}
-	good := seal(h1Pending{Generation: gen + 1, Writes: []string{storage.ChunksDir + "/" + storage.BatchName(gen+1)}})
+	good := seal(forgedPending{Generation: gen + 1, Writes: []string{storage.ChunksDir + "/" + storage.BatchName(gen+1)}})
 	cases := []struct {
 		name    string
 		raw     []byte
@@ -64,20 +64,20 @@ func TestH1ForgedPendingRecord(t *testing.T) {
 		{"truncated", good[:len(good)/2], true},
 		{"one byte edited", func() []byte { b := append([]byte(nil), good...); b[20] ^= 1; return b }(), true},
 		{"empty", []byte{}, true},
-		{"generation far ahead", seal(h1Pending{Generation: gen + 5, Writes: named}), true},
-		{"generation behind", seal(h1Pending{Generation: gen - 1, Writes: named, Obsolete: named}), true},
-		{"negative generation", seal(h1Pending{Generation: -1}), true},
-		{"parent path", seal(h1Pending{Generation: gen + 1, Writes: []string{"../victim"}}), true},
-		{"absolute path", seal(h1Pending{Generation: gen + 1, Writes: []string{outside}}), true},
-		{"chunks parent", seal(h1Pending{Generation: gen + 1, Writes: []string{"chunks/../MANIFEST.json"}}), true},
-		{"manifest", seal(h1Pending{Generation: gen + 1, Writes: []string{storage.ManifestName}}), true},
-		{"lexical", seal(h1Pending{Generation: gen + 1, Writes: []string{storage.LexicalDir}}), true},
-		{"NUL byte, next generation", seal(h1Pending{Generation: gen + 1, Writes: []string{"state-\x00.bin"}}), true},
-		{"NUL byte, committed generation", seal(h1Pending{Generation: gen, Obsolete: []string{"dense-\x00"}}), true},
-		{"other format", seal(h1Pending{Format: "evpack-pending/2", Generation: gen + 1}), true},
+		{"generation far ahead", seal(forgedPending{Generation: gen + 5, Writes: named}), true},
+		{"generation behind", seal(forgedPending{Generation: gen - 1, Writes: named, Obsolete: named}), true},
+		{"negative generation", seal(forgedPending{Generation: -1}), true},
+		{"parent path", seal(forgedPending{Generation: gen + 1, Writes: []string{"../victim"}}), true},
+		{"absolute path", seal(forgedPending{Generation: gen + 1, Writes: []string{outside}}), true},
+		{"chunks parent", seal(forgedPending{Generation: gen + 1, Writes: []string{"chunks/../MANIFEST.json"}}), true},
+		{"manifest", seal(forgedPending{Generation: gen + 1, Writes: []string{storage.ManifestName}}), true},
+		{"lexical", seal(forgedPending{Generation: gen + 1, Writes: []string{storage.LexicalDir}}), true},
+		{"NUL byte, next generation", seal(forgedPending{Generation: gen + 1, Writes: []string{"state-\x00.bin"}}), true},
+		{"NUL byte, committed generation", seal(forgedPending{Generation: gen, Obsolete: []string{"dense-\x00"}}), true},
+		{"other format", seal(forgedPending{Format: "evpack-pending/2", Generation: gen + 1}), true},
 		// Settled: nothing committed is lost.
-		{"next generation naming every committed file", seal(h1Pending{Generation: gen + 1, Writes: named, Obsolete: named}), false},
-		{"committed generation making every file obsolete", seal(h1Pending{Generation: gen, Writes: named, Obsolete: named}), false},
+		{"next generation naming every committed file", seal(forgedPending{Generation: gen + 1, Writes: named, Obsolete: named}), false},
+		{"committed generation making every file obsolete", seal(forgedPending{Generation: gen, Writes: named, Obsolete: named}), false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
