@@ -2,8 +2,13 @@ package retrieve
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 
@@ -45,21 +50,71 @@ func (l *Lexical) CheckSegments(ctx context.Context) (err error) {
 }
 
 // checkSegments compares each file segment of snap with its checksum
-// (CheckSegments), and hands its pages back once read (releaseSegment).
+// (CheckSegments). It reads the files, not zapx's mappings of them: a read
+// through a mapping faults each page into the process (at a million
+// chunks, 3.3 s more Preload against 0.2), and Preload has just read them
+// into the page cache. A file gone since snap was taken (merged away) is
+// skipped: snap's mapping outlives its name.
+//
 // Invariant: a zap segment of format 17 ends in the CRC-32 (IEEE) of all
 // the bytes before those four (zapx's persistFooter).
 func checkSegments(snap *scorch.IndexSnapshot, dir string) error {
+	buf := make([]byte, 256<<10)
 	for _, ss := range snap.Segments() {
 		z, ok := ss.Segment().(*zap.Segment)
-		if !ok || z.Version() != zap.Version {
+		if !ok || z.Version() != zap.Version || z.Path() == "" {
 			continue // in memory, or of another format
 		}
-		b := z.Data()
-		sum := crc32.ChecksumIEEE(b[:max(len(b)-4, 0)])
-		releaseSegment(z)
-		if len(b) < 4 || sum != z.CRC() {
-			return fmt.Errorf("%w: partition %s: segment %s: its bytes do not match its checksum", ErrDamaged, dir, filepath.Base(z.Path()))
+		switch err := checkSegmentFile(z.Path(), buf); {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return fmt.Errorf("%w: partition %s: segment %s: %w", ErrDamaged, dir, filepath.Base(z.Path()), err)
 		}
+	}
+	return nil
+}
+
+// What checkSegmentFile finds wrong with a segment's file.
+var (
+	errChecksum   = errors.New("its bytes do not match its checksum")
+	errNotRegular = errors.New("its name is not a regular file")
+)
+
+// checkSegmentFile reads the zap file at path through buf and compares
+// the CRC-32 of all its bytes but the last four with those four.
+func checkSegmentFile(path string, buf []byte) error {
+	// Asked before the open: opening a FIFO put in a file's place waits
+	// for a writer.
+	if fi, err := os.Lstat(path); err != nil {
+		return err
+	} else if !fi.Mode().IsRegular() {
+		return errNotRegular
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return errNotRegular
+	}
+	if fi.Size() < 4 {
+		return errChecksum
+	}
+	h := crc32.NewIEEE()
+	if _, err := io.CopyBuffer(h, io.LimitReader(f, fi.Size()-4), buf); err != nil {
+		return err
+	}
+	var tail [4]byte
+	if _, err := io.ReadFull(f, tail[:]); err != nil {
+		return err
+	}
+	if h.Sum32() != binary.BigEndian.Uint32(tail[:]) {
+		return errChecksum
 	}
 	return nil
 }
