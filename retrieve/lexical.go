@@ -1685,9 +1685,16 @@ type StoredDoc struct {
 }
 
 // Docs calls fn for every document of the index in chunk ID order.
-func (l *Lexical) Docs(ctx context.Context, fn func(StoredDoc) error) (err error) {
+func (l *Lexical) Docs(ctx context.Context, fn func(StoredDoc) error) error {
+	return l.readParts("read documents", func(parts []*part) error { return docsOf(ctx, l.days > 0, parts, fn) })
+}
+
+// readParts calls fn with every partition, opened, under swap for reading:
+// a read of the whole index (Docs, CheckSegments). A fault or a panic of
+// bleve's reading one is ErrDamaged (recoverRead).
+func (l *Lexical) readParts(op string, fn func([]*part) error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer recoverRead(&err, "read documents")
+	defer recoverRead(&err, op)
 	if err := l.usable(); err != nil {
 		return err
 	}
@@ -1697,10 +1704,15 @@ func (l *Lexical) Docs(ctx context.Context, fn func(StoredDoc) error) (err error
 	if err != nil {
 		return err
 	}
+	return fn(parts)
+}
+
+// docsOf is Docs over parts (partitioned: each document names its own).
+func docsOf(ctx context.Context, partitioned bool, parts []*part, fn func(StoredDoc) error) error {
 	var all []StoredDoc
 	for _, p := range parts {
 		if err := storedDocs(ctx, p, func(d StoredDoc) error {
-			if l.days > 0 {
+			if partitioned {
 				d.Partition = p.key.dirName()
 			}
 			all = append(all, d)

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	zap "github.com/blevesearch/zapx/v17"
@@ -25,28 +24,19 @@ import (
 // written by older builds) are not checked. It reads every byte of the
 // lexical index: Check calls it, and Preload checks each partition the
 // same way as it reads its columns.
-func (l *Lexical) CheckSegments(ctx context.Context) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer recoverRead(&err, "check segments")
-	if err := l.usable(); err != nil {
-		return err
-	}
-	l.swap.RLock()
-	defer l.swap.RUnlock()
-	parts, err := l.allParts()
-	if err != nil {
-		return err
-	}
-	for _, p := range parts {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("%w: check segments: %w", ErrLexical, err)
+func (l *Lexical) CheckSegments(ctx context.Context) error {
+	return l.readParts("check segments", func(parts []*part) error {
+		for _, p := range parts {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("%w: check segments: %w", ErrLexical, err)
+			}
+			err := l.withSnapshot(p, "check segments", func(snap *scorch.IndexSnapshot) error { return checkSegments(snap, p.dir) })
+			if err := p.markDamaged(err); err != nil {
+				return err
+			}
 		}
-		err := l.withSnapshot(p, "check segments", func(snap *scorch.IndexSnapshot) error { return checkSegments(snap, p.dir) })
-		if err := p.markDamaged(err); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // checkSegments compares each file segment of snap with its checksum
