@@ -212,6 +212,10 @@ const maxReplacementChain = 64
 // index).
 func Citation(sc state.Scope, h evidence.Header, c evidence.Citation, now map[string]int) CitationDiff {
 	d := CitationDiff{Index: c.Index, ChunkID: c.ChunkID}
+	if why := foreignProblem(sc.State, h.Tenant, c); why != "" {
+		d.Status, d.Detail = DiffTextChanged, why
+		return d
+	}
 	if pa, ok := sc.State.Purged[c.ChunkID]; ok {
 		d.Status, d.Detail = DiffPurged, fmt.Sprintf("purged at generation %d: %s", pa.Gen, pa.Reason)
 		return d

@@ -73,6 +73,10 @@ func ShowsEnds(p *evidence.Pack) bool {
 func VerifyUnreplayable(st *state.State, rep *VerifyReport, p *evidence.Pack) *VerifyReport {
 	rep.Holds = append(rep.Holds, fmt.Sprintf("the bytes are a canonical %s pack and hash to %s", rep.Format, rep.Hash))
 	for _, c := range p.Citations {
+		if why := foreignProblem(st, p.Tenant, c); why != "" {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: %s", c.Index, c.ChunkID, why))
+			continue
+		}
 		held := fmt.Sprintf("citation [%d] %s: its text and fields are the stored chunk's, which hashes to %s", c.Index, c.ChunkID, c.ContentHash)
 		textOnly := c.ContentHash == evidence.Sum([]byte(evidence.Normalize(c.Text)))
 		if stored, err := st.ChunkOf(c.ChunkID); textOnly && err == nil && stored != nil && stored.ContentHash != c.ContentHash {
@@ -114,6 +118,18 @@ func citedFieldsProblem(st *state.State, c evidence.Citation) string {
 		return "its validity differs from the stored chunk's"
 	case !maps.Equal(c.Meta, stored.Meta):
 		return "its metadata differs from the stored chunk's"
+	}
+	return ""
+}
+
+// foreignProblem is "chunk not in the index" when citation c cites a chunk
+// of a tenant other than the pack's (and not the shared corpus's), else "":
+// a pack can never cite one, and answering how its text, content hash or
+// purge differs would tell the pack's tenant about another tenant's
+// evidence (that it exists, its hash, whether a guessed text is its text).
+func foreignProblem(st *state.State, tenant string, c evidence.Citation) string {
+	if owner, ok := st.TenantOf(c.ChunkID); ok && owner != "" && owner != tenant {
+		return "chunk not in the index"
 	}
 	return ""
 }
@@ -220,6 +236,10 @@ func Verify(ctx context.Context, r Ranker, st *state.State, p *evidence.Pack, ra
 	h.Generation = sc.Gen
 	var held []string
 	for _, c := range p.Citations {
+		if why := foreignProblem(st, p.Tenant, c); why != "" {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: %s", c.Index, c.ChunkID, why))
+			continue
+		}
 		if pa, ok := st.Purged[c.ChunkID]; ok && pa.Hash == c.ContentHash {
 			rep.Purged = append(rep.Purged, PurgedCitation{Index: c.Index, ChunkID: c.ChunkID, Generation: pa.Gen, Reason: pa.Reason})
 			rep.Problems = append(rep.Problems, fmt.Sprintf("citation [%d] %s: purged at generation %d (%s): its text is deleted, so the pack cannot be replayed",
