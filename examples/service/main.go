@@ -25,7 +25,8 @@
 // when it holds, 409 when it does not.
 //
 // Bad input is 400 with {"error": "..."}: an unknown or repeated query
-// parameter included, so a misspelt one is never silently ignored. A body
+// parameter included, so a misspelt one is never silently ignored, and so is
+// a query string that does not parse (a semicolon, a bad % escape). A body
 // over -max-body bytes is 413. SIGINT or SIGTERM stops accepting connections
 // and lets the requests in flight finish (http.Server.Shutdown).
 package main
@@ -342,8 +343,24 @@ func parseRequest(v url.Values, tenant string) (evpack.Request, error) {
 	return req, nil
 }
 
+// query parses r's query string. r.URL.Query drops a pair that does not
+// parse (a semicolon, a bad escape) silently, and the request answered
+// would be another than the one asked: here it is 400.
+func query(r *http.Request) (url.Values, error) {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("query: %w", err)
+	}
+	return v, nil
+}
+
 func (s *server) handlePack(w http.ResponseWriter, r *http.Request, tenant string) {
-	req, err := parseRequest(r.URL.Query(), tenant)
+	v, err := query(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	req, err := parseRequest(v, tenant)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -369,7 +386,11 @@ type verifyResponse struct {
 }
 
 func (s *server) handleVerify(w http.ResponseWriter, r *http.Request, tenant string) {
-	if err := checkParams(r.URL.Query(), nil); err != nil {
+	v, err := query(r)
+	if err == nil {
+		err = checkParams(v, nil)
+	}
+	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
