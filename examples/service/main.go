@@ -325,6 +325,9 @@ func parseRequest(v url.Values, tenant string) (evpack.Request, error) {
 		if !ok || key == "" {
 			return req, fmt.Errorf("filter %q: want KEY=VALUE", f)
 		}
+		if _, twice := req.Filters[key]; twice {
+			return req, fmt.Errorf("filter %q: key %q given twice", f, key)
+		}
 		if req.Filters == nil {
 			req.Filters = map[string]string{}
 		}
