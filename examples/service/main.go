@@ -342,6 +342,11 @@ func parseRequest(v url.Values, tenant string) (evpack.Request, error) {
 		if req.KnownAt, err = time.Parse(time.RFC3339, s); err != nil {
 			return req, fmt.Errorf("known_at %q: want an RFC 3339 instant", s)
 		}
+		// 0001-01-01T00:00:00Z is the zero time, which a Request reads as
+		// "the latest": refused with the other years evpack does not keep.
+		if req.KnownAt.IsZero() || asof.CheckInstant(req.KnownAt) != nil {
+			return req, fmt.Errorf("known_at %q: want an instant in the years 1000 to 9999", s)
+		}
 	}
 	return req, nil
 }
