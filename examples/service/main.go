@@ -461,7 +461,13 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 // ("evpack: bad request: filter: evidence: bad metadata: key ...").
 func cause(err error) string {
 	msg := err.Error()
-	for _, s := range sentinels(err, nil) {
+	all := sentinels(err, nil)
+	for _, a := range all { // "%w (%w): ": an error that is two sentinels
+		for _, b := range all {
+			msg = strings.ReplaceAll(msg, a+" ("+b+"): ", "")
+		}
+	}
+	for _, s := range all {
 		msg = strings.ReplaceAll(msg, s+": ", "")
 	}
 	return msg
