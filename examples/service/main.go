@@ -249,7 +249,21 @@ func newHandler(eng *evpack.Engine, tokens tokenTable, maxBody int64) http.Handl
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /pack", s.authenticated(s.handlePack))
 	mux.HandleFunc("POST /verify", s.authenticated(s.handleVerify))
+	// The rest answers JSON as every other error does, not net/http's text.
+	mux.HandleFunc("/pack", wrongMethod("GET", "GET, HEAD"))
+	mux.HandleFunc("/verify", wrongMethod("POST", "POST"))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such path %q: want /pack or /verify", r.URL.Path))
+	})
 	return mux
+}
+
+// wrongMethod answers 405 to a request of a path that wants method.
+func wrongMethod(method, allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s: %s wants %s", r.Method, r.URL.Path, method))
+	}
 }
 
 // authenticated runs h with the tenant of the request's bearer token, or
