@@ -164,7 +164,8 @@ func loadTokens(path string) (tokenTable, error) {
 	var t tokenTable
 	seen := map[[sha256.Size]byte]int{}
 	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
+	n := 1
+	for ; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
@@ -189,8 +190,8 @@ func loadTokens(path string) (tokenTable, error) {
 		seen[d] = n
 		t = append(t, tokenEntry{digest: d, tenant: tenant})
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("tokens %s: %w", path, err)
+	if err := sc.Err(); err != nil { // a line over bufio.MaxScanTokenSize: line n
+		return nil, fmt.Errorf("tokens %s:%d: %w", path, n, err)
 	}
 	if len(t) == 0 {
 		return nil, fmt.Errorf("tokens %s: no tokens", path)
