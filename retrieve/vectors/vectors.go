@@ -35,6 +35,9 @@ const FormatVersion = "evpack-vectors/1"
 
 const magic = "EVPVEC1\n"
 
+// MaxDims bounds the dimensions of a vectors file (Parse refuses more).
+const MaxDims = 4096
+
 // ErrFormat reports a vectors file that is not in this format, is truncated,
 // or fails its checksum.
 var ErrFormat = errors.New("vectors: bad vectors file")
@@ -84,6 +87,9 @@ func Write(path string, words []string, vecs [][]float64) error {
 		return fmt.Errorf("%w: %d words, %d vectors", ErrFormat, len(words), len(vecs))
 	}
 	dims := len(vecs[0])
+	if dims == 0 || dims > MaxDims {
+		return fmt.Errorf("%w: %d dimensions, want 1 to %d", ErrFormat, dims, MaxDims)
+	}
 	var b bytes.Buffer
 	b.WriteString(magic)
 	binary.Write(&b, binary.LittleEndian, uint32(dims))
@@ -98,6 +104,11 @@ func Write(path string, words []string, vecs [][]float64) error {
 	for i, v := range vecs {
 		if len(v) != dims {
 			return fmt.Errorf("%w: %q has %d dimensions, want %d", ErrFormat, words[i], len(v), dims)
+		}
+		for j, x := range v {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("%w: %q component %d is %v", ErrFormat, words[i], j, x)
+			}
 		}
 		q, scale := Quantize(v)
 		binary.Write(&b, binary.LittleEndian, scale)
@@ -130,7 +141,7 @@ func Parse(path string, raw []byte) (*Table, error) {
 	var dims, count uint32
 	binary.Read(r, binary.LittleEndian, &dims)
 	binary.Read(r, binary.LittleEndian, &count)
-	if dims == 0 || dims > 4096 || count == 0 || uint64(count)*uint64(dims+4) > uint64(len(payload)) {
+	if dims == 0 || dims > MaxDims || count == 0 || uint64(count)*uint64(dims+4) > uint64(len(payload)) {
 		return nil, bad("%d words of %d dimensions do not fit in %d bytes", count, dims, len(payload))
 	}
 	t := &Table{Dims: int(dims), Words: make([]string, count), Scales: make([]float32, count),
@@ -199,6 +210,7 @@ func ImportWink(ctx context.Context, in io.Reader, outPath string, maxWords int,
 			if maxWords > 0 && len(words) > maxWords {
 				words = words[:maxWords]
 			}
+			clear(keep) // a second "words" replaces the first
 			for i, w := range words {
 				keep[w] = i
 			}
@@ -206,6 +218,9 @@ func ImportWink(ctx context.Context, in io.Reader, outPath string, maxWords int,
 		case "vectors":
 			if words == nil || dims == 0 {
 				return 0, fmt.Errorf("%w: \"vectors\" before \"words\" and \"dimensions\"", ErrFormat)
+			}
+			if dims < 1 || dims > MaxDims {
+				return 0, fmt.Errorf("%w: %d dimensions, want 1 to %d", ErrFormat, dims, MaxDims)
 			}
 			if err := expectDelim(dec, '{'); err != nil {
 				return 0, err
