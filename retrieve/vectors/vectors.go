@@ -35,6 +35,12 @@ const FormatVersion = "evpack-vectors/1"
 
 const magic = "EVPVEC1\n"
 
+// MaxScale bounds a word's scale: SIF multiplies it by a weight of at most
+// 1e6 and by 1024 and converts the product to int64, which must stay in
+// range (Go leaves an out-of-range conversion to the CPU). A scale is never
+// negative, NaN or infinite.
+const MaxScale = 1 << 30
+
 // MaxDims bounds the dimensions of a vectors file (Parse refuses more).
 const MaxDims = 4096
 
@@ -111,6 +117,9 @@ func Write(path string, words []string, vecs [][]float64) error {
 			}
 		}
 		q, scale := Quantize(v)
+		if !(scale >= 0 && scale <= MaxScale) {
+			return fmt.Errorf("%w: %q: components too large (scale %v, at most %d)", ErrFormat, words[i], scale, MaxScale)
+		}
 		binary.Write(&b, binary.LittleEndian, scale)
 		for _, x := range q {
 			b.WriteByte(byte(x))
@@ -164,6 +173,9 @@ func Parse(path string, raw []byte) (*Table, error) {
 	for i := range t.Words {
 		if err := binary.Read(r, binary.LittleEndian, &t.Scales[i]); err != nil {
 			return nil, bad("vector %d: %v", i, err)
+		}
+		if sc := t.Scales[i]; !(sc >= 0 && sc <= MaxScale) {
+			return nil, bad("vector %d: scale %v, want 0 to %d", i, sc, MaxScale)
 		}
 		if _, err := io.ReadFull(r, row); err != nil {
 			return nil, bad("vector %d: %v", i, err)
