@@ -658,7 +658,13 @@ func DecodeDense(path string, raw []byte) (*Dense, error) {
 		if err != nil {
 			return nil, bad("entry %d: %v", i, err)
 		}
+		if has > 1 {
+			return nil, bad("entry %d: has-vector flag %d", i, has)
+		}
 		if has == 1 {
+			if uint64(dims) > uint64(r.Len()) { // before allocating the row
+				return nil, bad("entry %d: %d dimensions, %d bytes left", i, dims, r.Len())
+			}
 			row := make([]byte, dims)
 			if _, err := io.ReadFull(r, row); err != nil {
 				return nil, bad("entry %d: %v", i, err)
