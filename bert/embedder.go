@@ -114,6 +114,13 @@ func (e *Embedder) EmbedFloat(ctx context.Context, features [][]int32, query boo
 		if err != nil {
 			return nil, err
 		}
+		width := 0
+		for _, r := range ids {
+			width = max(width, len(r))
+		}
+		if len(shape) != 3 || shape[0] != int64(len(ids)) || shape[1] != int64(width) || shape[2] != int64(e.dims) {
+			return nil, fmt.Errorf("%w: last_hidden_state has shape %v, want [%d, %d, %d]", ErrModel, shape, len(ids), width, e.dims)
+		}
 		out = append(out, pool(vals, shape, masks, e.pooling)...)
 	}
 	return out, nil
