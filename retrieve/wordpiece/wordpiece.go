@@ -8,11 +8,10 @@
 package wordpiece
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"unicode"
@@ -85,9 +84,15 @@ func Load(path string) (*Tokenizer, error) {
 		return t.special(path, f.Model.UnkToken)
 	}
 	t.vocab = map[string]int32{}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	for id := int32(0); sc.Scan(); id++ {
-		if tok := strings.TrimRight(sc.Text(), "\r"); tok != "" {
+	// Every line, however long (a bufio.Scanner stops at 64 KiB and would
+	// leave the rest of the vocabulary out).
+	lines := strings.Split(string(raw), "\n")
+	if len(lines) > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: %s: %d lines", ErrVocab, path, len(lines))
+	}
+	for id, line := range lines {
+		id := int32(id)
+		if tok := strings.TrimRight(line, "\r"); tok != "" {
 			if _, dup := t.vocab[tok]; !dup {
 				t.vocab[tok] = id
 			}
