@@ -25,7 +25,15 @@ func NewCrossEncoder(name string, o Options) (*CrossEncoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &CrossEncoder{m: m, name: name}, nil
+	// One pair through the model, as NewEmbedder does: a model without a
+	// "logits" output, or with logits of another shape, fails here rather
+	// than at every query.
+	c := &CrossEncoder{m: m, name: name}
+	if _, err := c.Scores(context.Background(), "", []string{""}); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // Close releases the model.
