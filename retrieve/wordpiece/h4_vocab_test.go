@@ -32,3 +32,18 @@ func TestLoadVocabLongLine(t *testing.T) {
 		return tok.Tokens("hello")
 	}())
 }
+
+// A tokenizer.json whose vocabulary maps a token to a negative ID is
+// refused with ErrVocab: onnxruntime's Gather reads a negative index from
+// the end of the embedding table, so the model would run on the wrong
+// token without a word of complaint.
+func TestLoadJSONNegativeID(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokenizer.json")
+	body := `{"model":{"type":"WordPiece","unk_token":"[UNK]","vocab":{"[PAD]":0,"[UNK]":1,"[CLS]":-5,"[SEP]":3,"a":4}}}`
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); !errors.Is(err, ErrVocab) {
+		t.Fatalf("err = %v, want ErrVocab", err)
+	}
+}

@@ -71,6 +71,15 @@ func Load(path string) (*Tokenizer, error) {
 		if f.Normalizer.StripAccents != nil {
 			t.stripAccent = *f.Normalizer.StripAccents
 		}
+		bad := ""
+		for tok, id := range f.Model.Vocab {
+			if id < 0 && (bad == "" || tok < bad) { // an ID indexes the model's embedding table
+				bad = tok
+			}
+		}
+		if bad != "" {
+			return nil, fmt.Errorf("%w: %s: token %q has ID %d", ErrVocab, path, bad, f.Model.Vocab[bad])
+		}
 		t.vocab = f.Model.Vocab
 		if f.Model.ContinuingSubwordPrefix != "" {
 			t.prefix = f.Model.ContinuingSubwordPrefix
