@@ -71,13 +71,13 @@ func Load(path string) (*Tokenizer, error) {
 		if f.Normalizer.StripAccents != nil {
 			t.stripAccent = *f.Normalizer.StripAccents
 		}
-		bad := ""
+		bad, found := "", false
 		for tok, id := range f.Model.Vocab {
-			if id < 0 && (bad == "" || tok < bad) { // an ID indexes the model's embedding table
-				bad = tok
+			if id < 0 && (!found || tok < bad) { // an ID indexes the model's embedding table
+				bad, found = tok, true
 			}
 		}
-		if bad != "" {
+		if found {
 			return nil, fmt.Errorf("%w: %s: token %q has ID %d", ErrVocab, path, bad, f.Model.Vocab[bad])
 		}
 		t.vocab = f.Model.Vocab
