@@ -520,6 +520,18 @@ func (d *Dense) Vector(id string) ([]int8, bool) {
 	return d.vecs[i], true
 }
 
+// Dims returns the dimensions of the index's vectors: 0 when it holds none,
+// -1 when they differ in length.
+func (d *Dense) Dims() int {
+	switch {
+	case d.rows != nil:
+		return d.dims
+	case d.indexed == 0:
+		return 0
+	}
+	return -1 // pack leaves the rows apart only when lengths differ (or are 0)
+}
+
 // Len returns the number of indexed chunks.
 func (d *Dense) Len() int { return len(d.ids) }
 

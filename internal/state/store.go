@@ -714,6 +714,9 @@ func loadState(d *storage.Dir, lex *retrieve.Lexical, emb retrieve.Embedder, gra
 		if !slices.Equal(dn.IDs(), evidence.SortedKeys(st.Chunks)) {
 			return nil, fmt.Errorf("%w: %s covers other chunks than the manifest's batches", storage.ErrCorrupt, m.Dense.File)
 		}
+		if dims := dn.Dims(); dn.Indexed() > 0 && dims != emb.Dims() {
+			return nil, fmt.Errorf("%w: %s holds vectors of %d dimensions, the embedder %q makes %d", storage.ErrCorrupt, m.Dense.File, dims, m.Dense.Embedder, emb.Dims())
+		}
 		st.Dense = dn
 		if graph != nil && m.Dense.Graph != "" && m.Dense.GraphBuild == GraphBuild(*graph) {
 			raw, err := d.ReadFile(m.Dense.Graph, m.Dense.GraphSum)
