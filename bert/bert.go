@@ -21,6 +21,7 @@ import (
 
 	"github.com/zeebo/blake3"
 
+	"github.com/evpack/evpack/internal/fsutil"
 	"github.com/evpack/evpack/retrieve/wordpiece"
 )
 
@@ -99,15 +100,19 @@ type session interface {
 
 func load(opts Options, output string) (*model, error) {
 	modelPath, tokPath := opts.files()
-	raw, err := os.ReadFile(modelPath)
+	raw, err := fsutil.ReadRegular(modelPath)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrModel, err)
 	}
-	tok, err := wordpiece.Load(tokPath)
+	// Read once: the identity hashes the bytes the tokenizer was made of.
+	tokRaw, err := fsutil.ReadRegular(tokPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: wordpiece: %v", ErrModel, err)
+	}
+	tok, err := wordpiece.Parse(tokRaw, tokPath)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrModel, err)
 	}
-	tokRaw, _ := os.ReadFile(tokPath)
 	s, err := newSession(opts, raw, modelPath, output)
 	if err != nil {
 		return nil, err

@@ -348,7 +348,7 @@ func LoadModel(path string) (*Model, error) {
 	if fi, err := os.Stat(path); err == nil && fi.Size() > MaxModelBytes { // before reading it
 		return nil, fmt.Errorf("%w: %s: %d bytes, at most %d", ErrModelTooLarge, path, fi.Size(), MaxModelBytes)
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := fsutil.ReadRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrModel, path, err)
 	}

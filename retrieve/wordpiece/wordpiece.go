@@ -12,11 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/evpack/evpack/internal/fsutil"
 )
 
 // ErrVocab reports a vocabulary file that cannot be used.
@@ -37,10 +38,16 @@ type Tokenizer struct {
 // Load reads a tokenizer.json (Hugging Face) or a vocab.txt (one token per
 // line, line number = ID).
 func Load(path string) (*Tokenizer, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := fsutil.ReadRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("wordpiece: %w", err)
 	}
+	return Parse(raw, path)
+}
+
+// Parse is Load of a file's bytes, raw, read from path (which names it in
+// errors and says its kind: a path ending in .json is a tokenizer.json).
+func Parse(raw []byte, path string) (*Tokenizer, error) {
 	t := &Tokenizer{prefix: "##", maxWordLen: 100, MaxLen: 512, stripAccent: true}
 	if strings.HasSuffix(path, ".json") {
 		var f struct {
