@@ -152,8 +152,14 @@ func (m *model) run(ids, types, mask [][]int32) ([]float32, []int64, error) {
 		return out
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.session.run([2]int64{int64(len(ids)), int64(width)}, [3][]int64{flat(ids, m.tok.Pad()), flat(mask, 0), flat(types, 0)})
+	vals, shape, err := m.session.run([2]int64{int64(len(ids)), int64(width)}, [3][]int64{flat(ids, m.tok.Pad()), flat(mask, 0), flat(types, 0)})
+	m.mu.Unlock()
+	// A row per input, and a token axis (rank 3) as wide as the inputs: the
+	// callers index the output by both. Each checks the rest of its shape.
+	if err == nil && (len(shape) < 2 || shape[0] != int64(len(ids)) || len(shape) == 3 && shape[1] != int64(width)) {
+		err = fmt.Errorf("%w: output of shape %v for a batch of %d inputs %d tokens wide", ErrModel, shape, len(ids), width)
+	}
+	return vals, shape, err
 }
 
 // Close releases the session.

@@ -114,12 +114,8 @@ func (e *Embedder) EmbedFloat(ctx context.Context, features [][]int32, query boo
 		if err != nil {
 			return nil, err
 		}
-		width := 0
-		for _, r := range ids {
-			width = max(width, len(r))
-		}
-		if len(shape) != 3 || shape[0] != int64(len(ids)) || shape[1] != int64(width) || shape[2] != int64(e.dims) {
-			return nil, fmt.Errorf("%w: last_hidden_state has shape %v, want [%d, %d, %d]", ErrModel, shape, len(ids), width, e.dims)
+		if len(shape) != 3 || shape[2] != int64(e.dims) { // batch and width: model.run
+			return nil, fmt.Errorf("%w: last_hidden_state has shape %v, want [%d, width, %d]", ErrModel, shape, len(ids), e.dims)
 		}
 		out = append(out, pool(vals, shape, masks, e.pooling)...)
 	}

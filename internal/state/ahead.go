@@ -188,7 +188,7 @@ func readAhead(d *storage.Dir, lex *retrieve.Lexical, file *storage.Ahead, sum s
 	}
 	st, ok, err := decodeCheckpoint(file.Name(), f, sum, AnalysisIdentity(lex), d, batchFiles(m.Batches[:gen]))
 	switch {
-	case err != nil && errors.Is(err, storage.ErrCorrupt):
+	case errors.Is(err, storage.ErrCorrupt):
 		return Read{}, err
 	case err != nil:
 		return Read{}, nil
