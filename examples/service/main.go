@@ -27,7 +27,8 @@
 // Bad input is 400 with {"error": "..."}: an unknown or repeated query
 // parameter included, so a misspelt one is never silently ignored, and so is
 // a query string that does not parse (a semicolon, a bad % escape). A body
-// over -max-body bytes is 413. SIGINT or SIGTERM stops accepting connections
+// over -max-body bytes is 413; a request that has not arrived whole within
+// -read-timeout is cut off. SIGINT or SIGTERM stops accepting connections
 // and lets the requests in flight finish (http.Server.Shutdown).
 package main
 
@@ -74,6 +75,7 @@ func main() {
 	demo := flag.String("demo", filepath.Join("testdata", "corpus"), "the demo corpus's directory, used without -index")
 	maxBody := flag.Int64("max-body", 16<<20, "the largest /verify body accepted, in bytes")
 	grace := flag.Duration("grace", 10*time.Second, "how long a shutdown waits for requests in flight")
+	readTimeout := flag.Duration("read-timeout", 30*time.Second, "how long a request, its body included, may take to arrive")
 	preload := flag.Bool("preload", false, "read the index's files into the page cache before serving (Engine.Preload): for a fresh machine whose index fits in memory")
 	warm := flag.Bool("warm", false, "after a tenant's first request, open its other lexical partitions on a goroutine (Options.WarmTenants): faster requests on its other days, more memory")
 	flag.Parse()
@@ -106,7 +108,7 @@ func main() {
 		log.Fatal(err)
 	}
 	log.Printf("evpack service on http://%s for %d tokens", ln.Addr(), len(tokens))
-	if err := serve(ctx, ln, newHandler(eng, tokens, *maxBody), *grace); err != nil {
+	if err := serve(ctx, ln, newHandler(eng, tokens, *maxBody), timeouts{grace: *grace, read: *readTimeout}); err != nil {
 		log.Fatal(err)
 	}
 	log.Print("stopped")
@@ -166,7 +168,11 @@ func loadTokens(path string) (tokenTable, error) {
 	sc := bufio.NewScanner(f)
 	n := 1
 	for ; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+		line := sc.Text()
+		if n == 1 { // a byte-order mark some editors write: not part of the first token
+			line = strings.TrimPrefix(line, "\uFEFF")
+		}
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -213,11 +219,20 @@ func (t tokenTable) tenant(token string) (string, bool) {
 	return tenant, found == 1
 }
 
+// timeouts bound how long the server waits on a client, and on itself.
+type timeouts struct {
+	grace time.Duration // a shutdown's wait for requests in flight
+	// read bounds a request's arrival, headers and body: a client that
+	// sends a /verify body's length and then nothing held a goroutine,
+	// a connection and a handler for ever.
+	read time.Duration
+}
+
 // serve answers on ln until ctx is done, then shuts the server down: no new
-// connections, requests in flight get grace to finish. It returns once the
+// connections, requests in flight get t.grace to finish. It returns once the
 // server has stopped serving: nil after a clean shutdown.
-func serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+func serve(ctx context.Context, ln net.Listener, h http.Handler, t timeouts) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: min(10*time.Second, t.read), ReadTimeout: t.read, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -225,7 +240,7 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown %s: %w", ln.Addr(), err)

@@ -63,7 +63,9 @@ func start(t *testing.T, maxBody int64) *started {
 		stop:   stop,
 		done:   make(chan error, 1),
 	}
-	go func() { s.done <- serve(ctx, ln, newHandler(eng, tokens, maxBody), 5*time.Second) }()
+	go func() {
+		s.done <- serve(ctx, ln, newHandler(eng, tokens, maxBody), timeouts{grace: 5 * time.Second, read: 30 * time.Second})
+	}()
 	t.Cleanup(func() {
 		stop()
 		s.client.CloseIdleConnections()
