@@ -86,12 +86,30 @@ func offsetOf(raw []byte, err error) string {
 	case errors.As(err, &te):
 		off = te.Offset
 	}
+	return position(raw, off)
+}
+
+// position writes byte offset off of raw as ":line:col", or "" when off is
+// outside raw.
+func position(raw []byte, off int64) string {
 	if off < 0 || off > int64(len(raw)) {
 		return ""
 	}
 	line := 1 + bytes.Count(raw[:off], []byte("\n"))
 	col := off - int64(bytes.LastIndexByte(raw[:off], '\n'))
 	return fmt.Sprintf(":%d:%d", line, col)
+}
+
+// trailing returns the offset in raw of the first byte other than JSON
+// white space after the value dec has just decoded from it, or -1 when
+// there is none. dec.More misses a stray closing bracket ("{...}}"), which
+// it reads as the end of an enclosing value.
+func trailing(raw []byte, dec *json.Decoder) int64 {
+	rest := bytes.TrimLeft(raw[dec.InputOffset():], " \t\r\n")
+	if len(rest) == 0 {
+		return -1
+	}
+	return int64(len(raw) - len(rest))
 }
 
 // Records is a Connector over records already in memory: chunks a program

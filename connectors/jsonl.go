@@ -148,8 +148,8 @@ func decodeLine(where string, raw []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return &evidence.ChunkError{Where: where, Err: fmt.Errorf("%w: %v", ErrSyntax, err)}
 	}
-	if dec.More() {
-		return &evidence.ChunkError{Where: where, Err: fmt.Errorf("%w: more than one value on the line", ErrSyntax)}
+	if off := trailing(raw, dec); off >= 0 {
+		return &evidence.ChunkError{Where: where, Err: fmt.Errorf("%w: data after the value on the line, at column %d", ErrSyntax, off+1)}
 	}
 	return nil
 }

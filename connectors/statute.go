@@ -1,6 +1,7 @@
 package connectors
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -172,13 +173,21 @@ func (s *Statute) readFile(path string) ([]Record, error) {
 // Parse reads one statute file's bytes; path names it in errors.
 func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 	var f statuteFile
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
 		return nil, SyntaxError(path, raw, err)
 	}
+	if off := trailing(raw, dec); off >= 0 {
+		return nil, &evidence.ChunkError{Where: path + position(raw, off), Err: fmt.Errorf("%w: data after the statute's object", ErrSyntax)}
+	}
 	if f.DocID == "" {
 		return nil, &evidence.ChunkError{Where: path, Err: fmt.Errorf("%w: doc_id is empty", ErrField)}
+	}
+	for _, k := range []string{"article", "clause"} {
+		if _, ok := f.Meta[k]; ok { // each chunk's own: a file's would replace every chunk's
+			return nil, FieldError(path, f.DocID, "meta", fmt.Errorf("meta key %q is set on each chunk by the connector", k))
+		}
 	}
 	var err error
 	retrieved := time.Time{}
