@@ -47,6 +47,7 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/fsutil"
 )
 
 // EnvUpdate is the environment variable that, set to a true value ("1",
@@ -67,10 +68,16 @@ func init() {
 // boolean is an error naming it.
 func Update() (bool, error) {
 	if f := flag.Lookup(flagName); f != nil {
-		if g, ok := f.Value.(flag.Getter); ok {
-			if on, ok := g.Get().(bool); ok && on {
-				return true, nil
-			}
+		g, ok := f.Value.(flag.Getter)
+		if !ok {
+			return false, fmt.Errorf("evpacktest: flag -%s=%q is not a boolean flag (registered before evpacktest's)", flagName, f.Value.String())
+		}
+		on, ok := g.Get().(bool)
+		if !ok {
+			return false, fmt.Errorf("evpacktest: flag -%s=%q is not a boolean flag (registered before evpacktest's)", flagName, f.Value.String())
+		}
+		if on {
+			return true, nil
 		}
 	}
 	v, ok := os.LookupEnv(EnvUpdate)
@@ -88,8 +95,11 @@ func Update() (bool, error) {
 // (relative to the test's package directory). With -update or EnvUpdate it
 // writes the file instead, creating its directory. A mismatch or a missing
 // file is reported with t.Errorf, so one test can check several packs; the
-// report names the file, both hashes, and a diff of the parsed packs
-// (- golden, + got).
+// report names the file, both hashes, where the bytes first differ (byte,
+// line, column), and a diff of the parsed packs (- golden, + got). A golden
+// path that names something other than a regular file (a FIFO) is an error,
+// not read. The update replaces the file whole (a temporary file renamed
+// over it).
 func Golden(t testing.TB, path string, pack *evidence.Pack) {
 	t.Helper()
 	if pack == nil {
@@ -116,7 +126,7 @@ func GoldenBytes(t testing.TB, path string, got []byte) {
 		t.Logf("evpacktest: wrote %s (%s)", path, evidence.Sum(got))
 		return
 	}
-	want, err := os.ReadFile(path)
+	want, err := fsutil.ReadRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("evpacktest: golden file %s does not exist; run the test with -update (or %s=1) to record it", path, EnvUpdate)
 		return
@@ -128,8 +138,27 @@ func GoldenBytes(t testing.TB, path string, got []byte) {
 	if bytes.Equal(want, got) {
 		return
 	}
-	t.Errorf("evpacktest: pack differs from golden file %s\ngolden %s\ngot    %s\n%s\nIf the change is intended, rerun with -update (or %s=1) and review the diff.",
-		path, evidence.Sum(want), evidence.Sum(got), Diff(want, got), EnvUpdate)
+	t.Errorf("evpacktest: pack differs from golden file %s\ngolden %s\ngot    %s\n%s\n%s\nIf the change is intended, rerun with -update (or %s=1) and review the diff.",
+		path, evidence.Sum(want), evidence.Sum(got), firstDifference(want, got), Diff(want, got), EnvUpdate)
+}
+
+// firstDifference says where the golden bytes want and got first differ:
+// the byte offset, line and column (both from 1) in the golden, or that
+// one of them is a prefix of the other.
+func firstDifference(want, got []byte) string {
+	i := 0
+	for i < len(want) && i < len(got) && want[i] == got[i] {
+		i++
+	}
+	line := 1 + bytes.Count(want[:i], []byte("\n"))
+	col := i - bytes.LastIndexByte(want[:i], '\n')
+	switch {
+	case i == len(want):
+		return fmt.Sprintf("the golden ends at byte %d (line %d, column %d), where the pack goes on", i, line, col)
+	case i == len(got):
+		return fmt.Sprintf("the golden goes on after the pack's last byte, at byte %d (line %d, column %d)", i, line, col)
+	}
+	return fmt.Sprintf("first difference at byte %d (line %d, column %d): golden %q, got %q", i, line, col, want[i], got[i])
 }
 
 // Diff describes how two packs' canonical bytes differ, for a person: a
@@ -161,13 +190,50 @@ func packOptions() cmp.Option {
 	return cmp.Comparer(func(a, b asof.Date) bool { return a == b })
 }
 
-// write writes b to path, creating its directory.
-func write(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("write golden file %s: %w", path, err)
+// write replaces the file at path with b, creating its directory: b goes
+// to a temporary file in that directory, synced, then renamed over path, so
+// that the golden is the old bytes or the new ones, never part of either,
+// and a file that shared the old one's inode (a hard link) keeps its bytes.
+func write(path string, b []byte) (err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("write golden file %s: %w", path, err)
+		}
+	}()
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return fmt.Errorf("write golden file %s: %w", path, err)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
 	}
-	return nil
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(b); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	// The rename is durable once the directory is synced.
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
