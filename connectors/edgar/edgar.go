@@ -39,6 +39,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/fsutil"
 	"github.com/evpack/evpack/internal/textblocks"
 )
 
@@ -156,7 +157,9 @@ func ParseSubmissions(path string, raw []byte) ([]Filing, error) {
 	return out, nil
 }
 
-// Read implements connectors.Connector.
+// Read implements connectors.Connector. A submissions file or filing
+// document that is not a regular file (a FIFO) is an error naming it, never
+// waited on.
 func (c *Connector) Read(ctx context.Context) ([]connectors.Record, error) {
 	// Glob finds nothing, and says nothing, in a root that is missing: a
 	// mistyped path read as an empty mirror.
@@ -170,7 +173,7 @@ func (c *Connector) Read(ctx context.Context) ([]connectors.Record, error) {
 	slices.Sort(subs)
 	var out []connectors.Record
 	for _, path := range subs {
-		raw, err := os.ReadFile(path)
+		raw, err := fsutil.ReadRegular(path)
 		if err != nil {
 			return nil, fmt.Errorf("edgar: %w", err)
 		}
@@ -185,7 +188,7 @@ func (c *Connector) Read(ctx context.Context) ([]connectors.Record, error) {
 			}
 			cikNum := strings.TrimLeft(f.CIK, "0")
 			docPath := filepath.Join(c.root, "Archives", "edgar", "data", cikNum, strings.ReplaceAll(f.Accession, "-", ""), f.PrimaryDocument)
-			doc, err := os.ReadFile(docPath)
+			doc, err := fsutil.ReadRegular(docPath)
 			if err != nil {
 				return nil, fmt.Errorf("edgar: filing %s: %w", f.Accession, err)
 			}

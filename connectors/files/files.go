@@ -24,7 +24,6 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,6 +33,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/fsutil"
 	"github.com/evpack/evpack/internal/textblocks"
 )
 
@@ -55,7 +55,9 @@ func (*Connector) Name() string { return "files" }
 // AnchorField implements connectors.Connector.
 func (*Connector) AnchorField() string { return AnchorField }
 
-// Read implements connectors.Connector. Files are read in path order.
+// Read implements connectors.Connector. Files are read in path order; one
+// that is not a regular file (a FIFO named notes.txt) is an error naming it,
+// never waited on.
 func (c *Connector) Read(ctx context.Context) ([]connectors.Record, error) {
 	var paths []string
 	err := filepath.WalkDir(c.root, func(p string, d fs.DirEntry, err error) error {
@@ -76,7 +78,7 @@ func (c *Connector) Read(ctx context.Context) ([]connectors.Record, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		raw, err := os.ReadFile(p)
+		raw, err := fsutil.ReadRegular(p)
 		if err != nil {
 			return nil, fmt.Errorf("files: %w", err)
 		}

@@ -21,7 +21,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -29,6 +28,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/fsutil"
 )
 
 // AnchorField is the field that dates FRED chunks.
@@ -78,18 +78,19 @@ type Observation struct {
 	Value         string `json:"value"`
 }
 
-// Read implements connectors.Connector.
+// Read implements connectors.Connector. A series.json or observations.json
+// that is not a regular file (a FIFO) is an error naming it, never waited on.
 func (c *Connector) Read(ctx context.Context) ([]connectors.Record, error) {
 	var out []connectors.Record
 	for _, dir := range c.dirs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		sraw, err := os.ReadFile(filepath.Join(dir, "series.json"))
+		sraw, err := fsutil.ReadRegular(filepath.Join(dir, "series.json"))
 		if err != nil {
 			return nil, fmt.Errorf("fred: %w", err)
 		}
-		oraw, err := os.ReadFile(filepath.Join(dir, "observations.json"))
+		oraw, err := fsutil.ReadRegular(filepath.Join(dir, "observations.json"))
 		if err != nil {
 			return nil, fmt.Errorf("fred: %w", err)
 		}
