@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/evpack/evpack/asof"
@@ -32,7 +34,9 @@ import (
 // a Record with Fact set.
 //
 // Unknown fields are an error on either kind of line: a misspelt
-// "retreived_at" would otherwise silently make a chunk uncitable.
+// "retreived_at" would otherwise silently make a chunk uncitable. So are a
+// key given twice (at the top or in meta) and a key spelt in another case
+// ("TEXT"), of which encoding/json would keep one without a word.
 type JSONL struct {
 	paths []string
 }
@@ -111,7 +115,7 @@ func (j *JSONL) ReadFrom(ctx context.Context, path string, r io.Reader) ([]Recor
 		where := fmt.Sprintf("%s:%d", path, line)
 		if isFactLine(raw) {
 			var r jsonlFact
-			if err := decodeLine(where, raw, &r); err != nil {
+			if err := decodeLine(where, raw, &r, factKeys); err != nil {
 				return nil, err
 			}
 			f, err := fact(where, &r)
@@ -122,7 +126,7 @@ func (j *JSONL) ReadFrom(ctx context.Context, path string, r io.Reader) ([]Recor
 			continue
 		}
 		var r jsonlRecord
-		if err := decodeLine(where, raw, &r); err != nil {
+		if err := decodeLine(where, raw, &r, chunkKeys); err != nil {
 			return nil, err
 		}
 		c, err := j.chunk(where, &r)
@@ -140,9 +144,17 @@ func (j *JSONL) ReadFrom(ctx context.Context, path string, r io.Reader) ([]Recor
 	return out, nil
 }
 
-// decodeLine decodes one line into v, refusing unknown fields and trailing
-// values.
-func decodeLine(where string, raw []byte, v any) error {
+// The keys of a chunk line and of a fact line, spelt as the README spells
+// them.
+var (
+	chunkKeys = []string{"id", "doc_id", "version", "text", "source_url", "retrieved_at", "anchor", "valid_from", "valid_to", "tenant", "meta"}
+	factKeys  = []string{"fact", "id", "end", "anchor", "by"}
+)
+
+// decodeLine decodes one line into v, refusing unknown fields, trailing
+// values, and keys (names lists them) that are repeated or spelt in another
+// case, which encoding/json would take without a word.
+func decodeLine(where string, raw []byte, v any, names []string) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -151,7 +163,76 @@ func decodeLine(where string, raw []byte, v any) error {
 	if off := trailing(raw, dec); off >= 0 {
 		return &evidence.ChunkError{Where: where, Err: fmt.Errorf("%w: data after the value on the line, at column %d", ErrSyntax, off+1)}
 	}
+	if err := checkKeys(raw, names); err != nil {
+		return &evidence.ChunkError{Where: where, Err: fmt.Errorf("%w: %w", ErrSyntax, err)}
+	}
 	return nil
+}
+
+// checkKeys walks the keys of the object raw (which has decoded): each must
+// be one of names as spelt there, once, and the keys of its "meta" object
+// must differ. encoding/json matches keys without regard to case and keeps
+// the last of equal ones.
+func checkKeys(raw []byte, names []string) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return err // null: no keys
+	}
+	seen := make(map[string]bool, len(names)) // looked up only
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		k, _ := tok.(string)
+		if !slices.Contains(names, k) {
+			if i := slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, k) }); i >= 0 {
+				return fmt.Errorf("key %q: the field is spelt %q", k, names[i])
+			}
+			return fmt.Errorf("key %q is not a field", k)
+		}
+		if seen[k] {
+			return fmt.Errorf("key %q appears twice", k)
+		}
+		seen[k] = true
+		if k == "meta" {
+			if err := checkMetaKeys(dec); err != nil {
+				return err
+			}
+			continue
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkMetaKeys reads the meta value at dec (an object of strings, or null)
+// and refuses a key it holds twice.
+func checkMetaKeys(dec *json.Decoder) error {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return err
+	}
+	seen := map[string]bool{} // looked up only
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		k, _ := tok.(string)
+		if seen[k] {
+			return fmt.Errorf("meta key %q appears twice", k)
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // '}'
+	return err
 }
 
 // factKey is a fact line's distinguishing key as it appears in the bytes.
