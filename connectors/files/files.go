@@ -98,8 +98,11 @@ func (c *Connector) Read(ctx context.Context) ([]connectors.Record, error) {
 // Parse turns one document into records: path names it in errors, rel is
 // its path under the root (the default doc_id). It is the fuzzed entry point.
 func Parse(path, rel string, raw []byte) ([]connectors.Record, error) {
-	text := evidence.Normalize(string(raw))
-	fm, body, bodyLine, err := frontMatter(path, text, leadingLines(string(raw)))
+	// A UTF-8 byte order mark (Windows editors write one) is not text: left
+	// in, it hid the front matter.
+	src := strings.TrimPrefix(string(raw), "\ufeff")
+	text := evidence.Normalize(src)
+	fm, body, bodyLine, err := frontMatter(path, text, leadingLines(src))
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +172,8 @@ func leadingLines(raw string) int {
 }
 
 // frontMatter splits a leading "---" block of "key: value" lines from the
-// body, returning the body's first line number. text is normalized, and
+// body, returning the body's first line number. A key given twice is
+// ErrSyntax naming both lines. text is normalized, and
 // lead is the number of lines Normalize trimmed before it.
 func frontMatter(path, text string, lead int) ([]keyValue, string, int, error) {
 	if !strings.HasPrefix(text, "---\n") {
@@ -190,7 +194,12 @@ func frontMatter(path, text string, lead int) ([]keyValue, string, int, error) {
 			return nil, "", 0, &evidence.ChunkError{Where: fmt.Sprintf("%s:%d", path, lead+i+1),
 				Err: fmt.Errorf("%w: front matter line is not \"key: value\"", connectors.ErrSyntax)}
 		}
-		kvs = append(kvs, keyValue{key: strings.TrimSpace(k), value: strings.Trim(strings.TrimSpace(v), `"`), line: lead + i + 1})
+		kv := keyValue{key: strings.TrimSpace(k), value: strings.Trim(strings.TrimSpace(v), `"`), line: lead + i + 1}
+		if j := slices.IndexFunc(kvs, func(o keyValue) bool { return o.key == kv.key }); j >= 0 {
+			return nil, "", 0, &evidence.ChunkError{Where: fmt.Sprintf("%s:%d", path, kv.line),
+				Err: fmt.Errorf("%w: front matter key %q is given twice (first on line %d)", connectors.ErrSyntax, kv.key, kvs[j].line)}
+		}
+		kvs = append(kvs, kv)
 	}
 	return nil, "", 0, &evidence.ChunkError{Where: fmt.Sprintf("%s:%d", path, lead+1), Err: fmt.Errorf("%w: front matter is not closed by ---", connectors.ErrSyntax)}
 }
