@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/evpack/evpack/evidence"
 )
@@ -145,3 +146,58 @@ const (
 	// MetaEntityNames lists the entity's names, separated by "|".
 	MetaEntityNames = "entity_names"
 )
+
+// duplicateKey finds the first object in raw (valid JSON) that holds a key
+// twice, compared as encoding/json matches keys to fields (regardless of
+// case): it returns the offset of the second key and why, or -1. Decoding
+// keeps the last of them without a word.
+func duplicateKey(raw []byte) (int64, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var off int64 = -1
+	var walk func() error
+	walk = func() error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]string{} // folded key -> key as spelt; looked up only
+			for dec.More() {
+				// The key starts after the white space and comma before it.
+				at := int64(len(raw) - len(bytes.TrimLeft(raw[dec.InputOffset():], " \t\r\n,")))
+				tok, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				k, _ := tok.(string)
+				if first, ok := seen[strings.ToLower(k)]; ok {
+					off = at
+					if first != k {
+						return fmt.Errorf("key %q appears twice in one object (as %q)", first, k)
+					}
+					return fmt.Errorf("key %q appears twice in one object", k)
+				}
+				seen[strings.ToLower(k)] = k
+				if err := walk(); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		case json.Delim('['):
+			for dec.More() {
+				if err := walk(); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		}
+		return nil
+	}
+	if err := walk(); err != nil {
+		return off, err
+	}
+	return -1, nil
+}

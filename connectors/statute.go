@@ -51,6 +51,9 @@ const MaxClauseChars = 1500
 //	                             {"article": "6", "text": "Article 6 ..."},
 //	                             {"article": "3", "repeal": true}]}]}
 //
+// A key given twice in one object (in_force, or "text" and "TEXT") is
+// ErrSyntax: encoding/json would keep the last without a word.
+//
 // Two versions (or amendments) with the same label are refused
 // (ErrDuplicateVersion, naming both): the label is part of every chunk ID.
 // An amendment that names text its article does not contain exactly once,
@@ -180,6 +183,9 @@ func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 	}
 	if off := trailing(raw, dec); off >= 0 {
 		return nil, &evidence.ChunkError{Where: path + position(raw, off), Err: fmt.Errorf("%w: data after the statute's object", ErrSyntax)}
+	}
+	if off, err := duplicateKey(raw); err != nil {
+		return nil, &evidence.ChunkError{Where: path + position(raw, off), Err: fmt.Errorf("%w: %w", ErrSyntax, err)}
 	}
 	if f.DocID == "" {
 		return nil, &evidence.ChunkError{Where: path, Err: fmt.Errorf("%w: doc_id is empty", ErrField)}

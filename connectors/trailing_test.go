@@ -62,3 +62,25 @@ func TestStatuteMetaCannotOverrideArticle(t *testing.T) {
 		t.Fatalf("other meta: got %v, %v", recs, err)
 	}
 }
+
+// TestStatuteRefusesDuplicateKeys: encoding/json keeps the last of two
+// equal keys (and matches keys regardless of case), so a version that gave
+// in_force twice, or "text" and "TEXT", was read with one of them dropped
+// without a word. Each is ErrSyntax naming the file and the key's place.
+func TestStatuteRefusesDuplicateKeys(t *testing.T) {
+	for _, tc := range []struct{ name, raw, want string }{
+		{"top level", strings.Replace(statuteOne, `"doc_id":"d",`, `"doc_id":"d","doc_id":"e",`, 1),
+			`s.json:1:15: connectors: syntax error: key "doc_id" appears twice in one object`},
+		{"in a version", strings.Replace(statuteOne, `"in_force":"2019-01-01",`, `"in_force":"2019-01-01","in_force":"2030-01-01",`, 1),
+			`key "in_force" appears twice in one object`},
+		{"in another case", strings.Replace(statuteOne, `"text":`, `"TEXT":"Article 9 x.","text":`, 1),
+			`key "TEXT" appears twice in one object (as "text")`},
+		{"in meta", strings.Replace(statuteOne, `"versions"`, `"meta":{"k":"1","k":"2"},"versions"`, 1),
+			`key "k" appears twice in one object`},
+	} {
+		_, err := NewStatute().Parse("s.json", []byte(tc.raw))
+		if !errors.Is(err, ErrSyntax) || !strings.HasPrefix(err.Error(), "s.json:1:") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want ErrSyntax saying %s", tc.name, err, tc.want)
+		}
+	}
+}
