@@ -21,7 +21,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,7 +73,8 @@ type Observations struct {
 	Observations []Observation `json:"observations"`
 }
 
-// Observation is one value of one vintage.
+// Observation is one value of one vintage. Value is a decimal number, or
+// "." where FRED has none (skipped); anything else is refused.
 type Observation struct {
 	RealtimeStart string `json:"realtime_start"`
 	RealtimeEnd   string `json:"realtime_end"`
@@ -130,6 +134,11 @@ func Parse(seriesPath string, seriesJSON []byte, obsPath string, obsJSON []byte,
 		if ob.Value == "." { // FRED's missing value: nothing to cite
 			continue
 		}
+		// A value is a decimal number: an empty or non-numeric one would be a
+		// citable chunk with no number, superseding the vintage before it.
+		if x, err := strconv.ParseFloat(ob.Value, 64); err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, connectors.FieldError(where, "", "value", fmt.Errorf("%q is not a number (nor \".\", missing)", ob.Value))
+		}
 		date, err := asof.ParseDate(ob.Date)
 		if err != nil {
 			return nil, connectors.FieldError(where, "", "date", err)
@@ -157,7 +166,7 @@ func Parse(seriesPath string, seriesJSON []byte, obsPath string, obsJSON []byte,
 		dates = append(dates, date)
 		out = append(out, connectors.Record{Where: where, Chunk: evidence.Chunk{
 			ID: id, DocID: "fred/" + meta.ID, Version: start.String(), Text: text,
-			SourceURL: fmt.Sprintf("https://alfred.stlouisfed.org/series?seid=%s", meta.ID),
+			SourceURL: "https://alfred.stlouisfed.org/series?seid=" + url.QueryEscape(meta.ID),
 			Connector: "fred", RetrievedAt: retrieved,
 			Anchor: asof.ResolveAnchor(AnchorField, start.Start(), retrieved),
 			Valid:  valid,
