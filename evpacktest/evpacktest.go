@@ -111,8 +111,15 @@ func Golden(t testing.TB, path string, pack *evidence.Pack) {
 
 // GoldenBytes is Golden for a pack's canonical bytes as a service holds
 // them (a response body, a stored pack).
+//
+// Bytes that are not a pack (an empty body, an error page) are reported and
+// never recorded: a golden of them would compare equal to them for ever.
 func GoldenBytes(t testing.TB, path string, got []byte) {
 	t.Helper()
+	if _, err := evidence.Parse(got); err != nil {
+		t.Errorf("evpacktest: golden %s: the bytes under test are not a pack: %v", path, err)
+		return
+	}
 	update, err := Update()
 	if err != nil {
 		t.Errorf("%v", err)
