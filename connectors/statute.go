@@ -140,6 +140,7 @@ type statuteFile struct {
 
 type statuteVersion struct {
 	where     string // "versions[i]" or "amendments[i]"
+	amendment int    // i of amendments[i], whose changes the walk applies; -1 for a version given in full
 	label     string
 	published time.Time
 	inForce   asof.Date
@@ -205,7 +206,7 @@ func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 	var versions []statuteVersion
 	for i, v := range f.Versions {
 		where := fmt.Sprintf("%s: versions[%d]", path, i)
-		sv := statuteVersion{label: v.Version, url: v.SourceURL, where: fmt.Sprintf("versions[%d]", i)}
+		sv := statuteVersion{label: v.Version, url: v.SourceURL, where: fmt.Sprintf("versions[%d]", i), amendment: -1}
 		if sv.url == "" {
 			sv.url = f.SourceURL
 		}
@@ -231,7 +232,7 @@ func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 		}
 	}
 	for ai := range f.Amendments {
-		v, err := s.amend(path, ai, &f, versions)
+		v, err := amendment(path, ai, &f, versions)
 		if err != nil {
 			return nil, err
 		}
@@ -251,22 +252,49 @@ func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 
 	// Walk versions in force order; a unit (article lead-in, clause, or piece
 	// of a long clause) opens a chunk when its text first appears and closes
-	// it when a later version changes or drops it.
+	// it when a later version changes or drops it. A unit's key names its
+	// article, so only the articles a version changes, adds or drops are
+	// split again: the work grows with the text and the changes, not with
+	// versions times articles.
 	type open struct {
 		text  string
 		index int
 	}
 	var out []Record
-	live := map[string]*open{}
+	live := map[string]*open{}      // unit key -> its open chunk
+	prev := map[string]string{}     // article -> its text in the version before
+	keysOf := map[string][]string{} // article -> its units' keys in the version before
+	var cur []article               // the articles an amendment edits: the version before's
+	closeUnit := func(key string, end asof.Date) {
+		out[live[key].index].Chunk.Valid.To = end
+		delete(live, key)
+	}
 	for _, v := range versions {
-		seen := map[string]bool{}
-		for _, a := range v.articles {
+		arts := v.articles
+		if v.amendment >= 0 {
+			if cur, err = s.amend(path, v.amendment, &f, cur); err != nil {
+				return nil, err
+			}
+			arts = cur
+		} else {
+			cur = slices.Clone(arts)
+		}
+		kept := 0 // articles of the version before that this one has too
+		before := len(prev)
+		for _, a := range arts {
+			if t, ok := prev[a.num]; ok {
+				kept++
+				if t == a.text {
+					continue // unchanged: its open chunks stay valid
+				}
+			}
 			us, err := s.units(a) // after the amendments, which edit articles
 			if err != nil {
 				return nil, &evidence.ChunkError{ChunkID: f.DocID, Where: path + ": " + v.where, Err: err}
 			}
+			keys := make([]string, 0, len(us))
 			for _, u := range us {
-				seen[u.key] = true
+				keys = append(keys, u.key)
 				o, ok := live[u.key]
 				if ok && o.text == u.text {
 					continue // unchanged: the open chunk stays valid
@@ -298,22 +326,38 @@ func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 				live[u.key] = &open{text: u.text, index: len(out)}
 				out = append(out, Record{Chunk: c, Where: fmt.Sprintf("%s: %s: %s", path, v.where, u.key)})
 			}
+			for _, key := range keysOf[a.num] {
+				if !slices.Contains(keys, key) { // dropped from the article: nothing replaces it
+					closeUnit(key, v.inForce)
+				}
+			}
+			prev[a.num], keysOf[a.num] = a.text, keys
 		}
-		for _, key := range evidence.SortedKeys(live) {
-			if !seen[key] { // repealed in this version: nothing replaces it
-				out[live[key].index].Chunk.Valid.To = v.inForce
-				delete(live, key)
+		if kept < before { // an article of the version before is gone: repealed
+			present := make(map[string]bool, len(arts))
+			for _, a := range arts {
+				present[a.num] = true
+			}
+			for _, num := range evidence.SortedKeys(prev) {
+				if !present[num] {
+					for _, key := range keysOf[num] {
+						closeUnit(key, v.inForce)
+					}
+					delete(prev, num)
+					delete(keysOf, num)
+				}
 			}
 		}
 	}
 	return out, nil
 }
 
-// amend replays amendment ai of f onto the latest of versions.
-func (s *Statute) amend(path string, ai int, f *statuteFile, versions []statuteVersion) (statuteVersion, error) {
+// amendment reads amendment ai of f, which amends the latest of versions:
+// its label, dates and source; the walk applies its changes (amend).
+func amendment(path string, ai int, f *statuteFile, versions []statuteVersion) (statuteVersion, error) {
 	am := f.Amendments[ai]
 	where := fmt.Sprintf("%s: amendments[%d]", path, ai)
-	v := statuteVersion{label: am.Version, url: am.SourceURL, where: fmt.Sprintf("amendments[%d]", ai)}
+	v := statuteVersion{label: am.Version, url: am.SourceURL, where: fmt.Sprintf("amendments[%d]", ai), amendment: ai}
 	if v.url == "" {
 		v.url = f.SourceURL
 	}
@@ -335,35 +379,42 @@ func (s *Statute) amend(path string, ai int, f *statuteFile, versions []statuteV
 		return v, FieldError(where, f.DocID, "in_force", fmt.Errorf("%s is not after version %q (in force %s), which it amends",
 			v.inForce, base.label, base.inForce))
 	}
-	v.articles = slices.Clone(base.articles)
+	return v, nil
+}
+
+// amend applies amendment ai's changes to articles, the version before's,
+// in place, and returns the amended articles.
+func (s *Statute) amend(path string, ai int, f *statuteFile, articles []article) ([]article, error) {
+	am := f.Amendments[ai]
+	where := fmt.Sprintf("%s: amendments[%d]", path, ai)
 	for ci, ch := range am.Changes {
 		cw := fmt.Sprintf("%s: changes[%d]", where, ci)
-		idx := slices.IndexFunc(v.articles, func(a article) bool { return a.num == ch.Article })
-		refuse := func(format string, args ...any) (statuteVersion, error) {
-			return v, &evidence.ChunkError{ChunkID: f.DocID, Where: cw, Err: fmt.Errorf("%w: amendment refused: "+format, append([]any{ErrField}, args...)...)}
+		idx := slices.IndexFunc(articles, func(a article) bool { return a.num == ch.Article })
+		refuse := func(format string, args ...any) ([]article, error) {
+			return nil, &evidence.ChunkError{ChunkID: f.DocID, Where: cw, Err: fmt.Errorf("%w: amendment refused: "+format, append([]any{ErrField}, args...)...)}
 		}
 		switch {
 		case ch.Repeal && ch.Replace == "" && ch.Text == "":
 			if idx < 0 {
 				return refuse("article %s to repeal does not exist", ch.Article)
 			}
-			v.articles = slices.Delete(v.articles, idx, idx+1)
+			articles = slices.Delete(articles, idx, idx+1)
 		case ch.Text != "" && ch.Replace == "" && !ch.Repeal:
 			a := article{num: ch.Article, text: evidence.Normalize(ch.Text)}
 			if idx < 0 {
-				v.articles = append(v.articles, a)
+				articles = append(articles, a)
 			} else {
-				v.articles[idx] = a
+				articles[idx] = a
 			}
 		case ch.Replace != "" && ch.Text == "" && !ch.Repeal:
 			if idx < 0 {
 				return refuse("article %s does not exist", ch.Article)
 			}
-			switch n := strings.Count(v.articles[idx].text, ch.Replace); n {
+			switch n := strings.Count(articles[idx].text, ch.Replace); n {
 			case 0:
 				return refuse("article %s does not contain %q", ch.Article, ch.Replace)
 			case 1:
-				v.articles[idx].text = strings.Replace(v.articles[idx].text, ch.Replace, ch.With, 1)
+				articles[idx].text = strings.Replace(articles[idx].text, ch.Replace, ch.With, 1)
 			default:
 				return refuse("article %s contains %q %d times; quote enough to name one", ch.Article, ch.Replace, n)
 			}
@@ -371,7 +422,7 @@ func (s *Statute) amend(path string, ai int, f *statuteFile, versions []statuteV
 			return refuse("a change names exactly one of replace (with with), text, or repeal")
 		}
 	}
-	return v, nil
+	return articles, nil
 }
 
 type unit struct {
