@@ -194,9 +194,12 @@ func (c *Connector) Read(ctx context.Context) ([]connectors.Record, error) {
 			}
 			recs = append(recs, Chunks(f, docPath, doc, c.retrieved)...)
 		}
-		supersede(recs)
 		out = append(out, recs...)
 	}
+	// Over every file at once: one company's filings may be listed in two
+	// (CIK0001234567.json and CIK1234567.json), an amendment in one and what
+	// it restates in the other.
+	supersede(out)
 	return out, nil
 }
 
