@@ -96,7 +96,8 @@ func (j *JSONL) Read(ctx context.Context) ([]Record, error) {
 // one is ErrSyntax naming its line.
 const MaxJSONLLine = 64 << 20
 
-// ReadFrom parses r as JSONL; path names it in errors.
+// ReadFrom parses r as JSONL; path names it in errors. A UTF-8 byte order
+// mark before the first line is skipped.
 func (j *JSONL) ReadFrom(ctx context.Context, path string, r io.Reader) ([]Record, error) {
 	var out []Record
 	sc := bufio.NewScanner(r)
@@ -108,7 +109,11 @@ func (j *JSONL) ReadFrom(ctx context.Context, path string, r io.Reader) ([]Recor
 				return nil, err
 			}
 		}
-		raw := bytes.TrimSpace(sc.Bytes())
+		raw := sc.Bytes()
+		if line == 1 { // a UTF-8 byte order mark, as Windows editors write
+			raw = bytes.TrimPrefix(raw, []byte("\ufeff"))
+		}
+		raw = bytes.TrimSpace(raw)
 		if len(raw) == 0 {
 			continue
 		}
