@@ -22,3 +22,17 @@ func TestJSONLReadsAfterAByteOrderMark(t *testing.T) {
 		t.Fatalf("a mark on line 2: got %v", err)
 	}
 }
+
+// TestStatuteReadsAfterAByteOrderMark: a statute file saved with a UTF-8
+// byte order mark reads as without it; it was refused as "invalid
+// character 'ï'".
+func TestStatuteReadsAfterAByteOrderMark(t *testing.T) {
+	want, err := NewStatute().Parse("s.json", []byte(statuteOne))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := NewStatute().Parse("s.json", []byte("\ufeff"+statuteOne))
+	if err != nil || len(got) != len(want) || got[0].Chunk.ID != want[0].Chunk.ID || got[0].Chunk.Text != want[0].Chunk.Text {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+}

@@ -174,8 +174,10 @@ func (s *Statute) readFile(path string) ([]Record, error) {
 	return s.Parse(path, raw)
 }
 
-// Parse reads one statute file's bytes; path names it in errors.
+// Parse reads one statute file's bytes; path names it in errors. A UTF-8
+// byte order mark before the object is skipped.
 func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
+	raw = bytes.TrimPrefix(raw, []byte("\ufeff")) // a byte order mark, as Windows editors write
 	var f statuteFile
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
