@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/evpack/evpack/evidence"
 )
@@ -200,4 +201,21 @@ func duplicateKey(raw []byte) (int64, error) {
 		return off, err
 	}
 	return -1, nil
+}
+
+// invalidUTF8 returns the offset of the first byte of raw that is not part
+// of valid UTF-8, or -1. encoding/json would read each such byte as U+FFFD
+// without a word: two IDs differing there would become one.
+func invalidUTF8(raw []byte) int64 {
+	if utf8.Valid(raw) {
+		return -1
+	}
+	for i := 0; i < len(raw); {
+		r, n := utf8.DecodeRune(raw[i:])
+		if r == utf8.RuneError && n == 1 {
+			return int64(i)
+		}
+		i += n
+	}
+	return -1
 }

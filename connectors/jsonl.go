@@ -156,10 +156,13 @@ var (
 	factKeys  = []string{"fact", "id", "end", "anchor", "by"}
 )
 
-// decodeLine decodes one line into v, refusing unknown fields, trailing
-// values, and keys (names lists them) that are repeated or spelt in another
+// decodeLine decodes one line into v, refusing bytes that are not UTF-8,
+// unknown fields, trailing values, and keys (names lists them) that are repeated or spelt in another
 // case, which encoding/json would take without a word.
 func decodeLine(where string, raw []byte, v any, names []string) error {
+	if off := invalidUTF8(raw); off >= 0 {
+		return &evidence.ChunkError{Where: where, Err: fmt.Errorf("%w: %w: at column %d", ErrSyntax, evidence.ErrNotUTF8, off+1)}
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -175,9 +175,13 @@ func (s *Statute) readFile(path string) ([]Record, error) {
 }
 
 // Parse reads one statute file's bytes; path names it in errors. A UTF-8
-// byte order mark before the object is skipped.
+// byte order mark before the object is skipped; bytes that are not UTF-8
+// are ErrSyntax and evidence.ErrNotUTF8 at their place.
 func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 	raw = bytes.TrimPrefix(raw, []byte("\ufeff")) // a byte order mark, as Windows editors write
+	if off := invalidUTF8(raw); off >= 0 {
+		return nil, &evidence.ChunkError{Where: path + position(raw, off), Err: fmt.Errorf("%w: %w", ErrSyntax, evidence.ErrNotUTF8)}
+	}
 	var f statuteFile
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
