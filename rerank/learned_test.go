@@ -427,6 +427,12 @@ func TestTrainBadInput(t *testing.T) {
 		{"one leaf cannot rank", synthetic(1, 5), TrainOptions{Leaves: 1}, "leaves 1"},
 		{"subsample above one", synthetic(1, 5), TrainOptions{Subsample: 1.5}, "subsample 1.5"},
 		{"learning rate negative", synthetic(1, 5), TrainOptions{LearningRate: -1}, "learning rate -1"},
+		// 5 pools of 20: 100 rows, and a split needs 100 a side. Every tree
+		// was one leaf, and the model that scored every candidate 0 (chunk
+		// IDs alone ordering the pool) was returned, and saved by the CLI.
+		{"too few rows for any split", synthetic(1, 5), TrainOptions{}, "no tree found a split: 100 candidates in 5 questions"},
+		{"features that separate nothing", []TrainQuery{{ID: "q1", IDs: []string{"a", "b", "c", "d"}, Rows: make([]Row, 4), Gold: []bool{true, false, false, false}}},
+			TrainOptions{MinLeafRows: 1}, "no tree found a split"},
 	}
 	for _, c := range cases {
 		if _, err := Train(c.data, c.opts); !errors.Is(err, ErrTrain) || !strings.Contains(err.Error(), c.says) {

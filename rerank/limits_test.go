@@ -118,7 +118,7 @@ func TestLoadModelRefusesLargeFile(t *testing.T) {
 
 // The trainer refuses settings whose model could pass MaxModelNodes.
 func TestTrainRefusesModelPastTheLimits(t *testing.T) {
-	_, err := TrainOptions{Trees: maxTrees, Leaves: 1024}.withDefaults()
+	_, err := TrainOptions{Trees: maxTrees, Leaves: 1024}.WithDefaults()
 	if !errors.Is(err, ErrTrain) {
 		t.Fatalf("got %v, want ErrTrain", err)
 	}

@@ -35,7 +35,11 @@ type TrainOptions struct {
 	Bins         int     // most thresholds tried per feature, 1 to 255 (default 255)
 }
 
-func (o TrainOptions) withDefaults() (TrainOptions, error) {
+// WithDefaults returns the settings with the defaults filled in, or an
+// error wrapping ErrTrain naming the first setting out of range: what Train
+// checks first, for a caller (the CLI) that should refuse settings before it
+// reads any data.
+func (o TrainOptions) WithDefaults() (TrainOptions, error) {
 	if o.Trees == 0 {
 		o.Trees = 300
 	}
@@ -81,7 +85,7 @@ func (o TrainOptions) withDefaults() (TrainOptions, error) {
 // String is the settings, defaults filled in, as the model's training
 // record writes them.
 func (o TrainOptions) String() string {
-	if d, err := o.withDefaults(); err == nil {
+	if d, err := o.WithDefaults(); err == nil {
 		o = d
 	}
 	return fmt.Sprintf("trees=%d leaves=%d lr=%s min_leaf=%d l2=%s subsample=%s seed=%d bins=%d",
@@ -123,7 +127,7 @@ func TrainDigest(qs []TrainQuery) string {
 // GOMAXPROCS. Floats are used only while training; the model keeps integer
 // thresholds (values of the features) and integer leaves (fixed point).
 func Train(qs []TrainQuery, opts TrainOptions) (*Model, error) {
-	o, err := opts.withDefaults()
+	o, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +137,7 @@ func Train(qs []TrainQuery, opts TrainOptions) (*Model, error) {
 	}
 	t.makeBins()
 	trees := make([][]Node, 0, o.Trees)
+	split := false
 	for k := 0; k < o.Trees; k++ {
 		t.lambdas(k)
 		tree := t.fitTree()
@@ -140,6 +145,16 @@ func Train(qs []TrainQuery, opts TrainOptions) (*Model, error) {
 			t.score[r] += scoreTree(tree, &t.rows[r])
 		}
 		trees = append(trees, tree)
+		split = split || len(tree) > 1
+	}
+	if !split {
+		// Every tree is one leaf, which adds one value (about zero: each
+		// question's LambdaRank gradients sum to zero) to every candidate:
+		// the model would score every candidate the same, and chunk IDs
+		// alone would order the pool. Too few rows for MinLeafRows, or features that never
+		// separate gold from the rest: refused, never saved as a model.
+		return nil, fmt.Errorf("%w: no tree found a split: %d candidates in %d questions with both gold and non-gold, and a split needs %d rows a side (min leaf rows) and a gain",
+			ErrTrain, len(t.rows), len(t.queries), o.MinLeafRows)
 	}
 	record := fmt.Sprintf("lambdamart/1 ndcg %s questions=%d rows=%d data=%s", o, len(t.queries), len(t.rows), TrainDigest(qs))
 	return NewModel(record, trees)
