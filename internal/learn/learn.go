@@ -10,7 +10,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 
@@ -46,8 +48,10 @@ type jsonlQuestion struct {
 
 // LoadJSONL reads labelled questions, one JSON object a line: id, question,
 // gold (chunk IDs), and optionally as_of (YYYY-MM-DD; defaultAsOf when
-// absent), tenant and group (see GroupField). Unknown fields, a missing question or gold, a bad date
-// or a repeated ID are errors naming file:line.
+// absent), tenant and group (see GroupField). Unknown fields, a field given
+// twice, anything after the object on its line, a line longer than 16 MiB,
+// a missing question or gold, a bad date or a repeated ID are errors naming
+// file:line.
 func LoadJSONL(path string, defaultAsOf asof.Date) ([]Question, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -56,17 +60,17 @@ func LoadJSONL(path string, defaultAsOf asof.Date) ([]Question, error) {
 	var out []Question
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for line := 1; sc.Scan(); line++ {
+	sc.Buffer(make([]byte, 0, 64<<10), maxQuestionLine)
+	line := 0
+	for sc.Scan() {
+		line++
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
 			continue
 		}
 		where := fmt.Sprintf("%s:%d", path, line)
 		var jq jsonlQuestion
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&jq); err != nil {
+		if err := decodeQuestion(b, &jq); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", rerank.ErrTrain, where, err)
 		}
 		q := Question{ID: jq.ID, Where: where, Text: jq.Question, Gold: jq.Gold, AsOf: defaultAsOf, Tenant: jq.Tenant, Group: jq.Group}
@@ -88,9 +92,59 @@ func LoadJSONL(path string, defaultAsOf asof.Date) ([]Question, error) {
 		out = append(out, q)
 	}
 	if err := sc.Err(); err != nil {
+		// The scanner stopped in the line after the last it returned.
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%w: %s:%d: line longer than %d bytes", rerank.ErrTrain, path, line+1, maxQuestionLine)
+		}
 		return nil, fmt.Errorf("learn: %s: %w", path, err)
 	}
 	return out, nil
+}
+
+// maxQuestionLine bounds a line of a labelled JSONL file.
+const maxQuestionLine = 16 << 20
+
+// decodeQuestion decodes one line: exactly one JSON object, no unknown
+// field and no field twice. encoding/json keeps the last of a repeated
+// key, so {"gold":["typo"],"gold":["x"]} dropped the first without a word;
+// and Decode reads one value, so a second object or garbage after the
+// first was ignored.
+func decodeQuestion(b []byte, jq *jsonlQuestion) error {
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&fields); err != nil {
+		if _, ok := err.(*json.UnmarshalTypeError); ok {
+			return fmt.Errorf("want a JSON object: %w", err)
+		}
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the JSON object")
+	}
+	if fields == nil {
+		return errors.New("want a JSON object, not null")
+	}
+	keys := json.NewDecoder(bytes.NewReader(b))
+	keys.Token() // the object's '{': Decode above read the same bytes
+	seen := map[string]bool{}
+	for keys.More() {
+		k, err := keys.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := k.(string)
+		if seen[key] {
+			return fmt.Errorf("field %q given twice", key)
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := keys.Decode(&skip); err != nil {
+			return err
+		}
+	}
+	dec = json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(jq)
 }
 
 // CheckGold returns an error wrapping rerank.ErrGoldNotIndexed for the first
