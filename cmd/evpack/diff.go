@@ -43,7 +43,7 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer eng.Close()
 	rep, err := eng.Diff(ctx, raw)
 	if err != nil {
-		return err
+		return packErr(pos[0], err)
 	}
 	if *format == "json" {
 		b, err := json.Marshal(rep)

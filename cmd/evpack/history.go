@@ -9,6 +9,7 @@ import (
 
 	"github.com/evpack/evpack"
 	"github.com/evpack/evpack/asof"
+	"github.com/evpack/evpack/evidence"
 )
 
 // historyNames is the most chunk IDs the text of evpack history names for
@@ -30,6 +31,11 @@ func cmdHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *dir == "" || len(pos) != 0 {
 		return usageErr("need --index DIR and nothing else")
+	}
+	if err := evidence.CheckTenant(*tenant); err != nil {
+		// A name no chunk can carry: the listing showed the shared
+		// corpus alone, exit 0, as for a tenant with no evidence.
+		return usageErr("--tenant: %w", err)
 	}
 	eng, err := openExisting(*dir, dense)
 	if err != nil {

@@ -267,7 +267,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// run would cite the same chunks in the same order.
 	rep, err := eng.Replay(ctx, raw, model.set())
 	if err != nil {
-		return err
+		return packErr(pos[0], err)
 	}
 	if rep.OK() && !rep.Replayed { // an old form that names no generation
 		fmt.Fprintf(stdout, "ok, not replayed: %s (%s); what still holds:\n", rep.Hash, rep.Format)
@@ -311,6 +311,16 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			plural(n, "citation", "citations"), plural(n, "matches", "match"))
 	}
 	return &exitError{code: 1, err: fmt.Errorf("pack %s does not verify: %d %s", pos[0], len(rep.Problems), plural(len(rep.Problems), "problem", "problems"))}
+}
+
+// packErr names the pack file in an error about its bytes (malformed, not
+// canonical): "evidence: malformed pack: unexpected EOF" said which file
+// only by the command line.
+func packErr(path string, err error) error {
+	if errors.Is(err, evidence.ErrBadPack) || errors.Is(err, evidence.ErrNotCanonical) {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return err
 }
 
 // modelOptions are the flags that put a cross-encoder in the pipeline, and

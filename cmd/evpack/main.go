@@ -116,6 +116,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	// A command's report is its result: one that could not be written
+	// (a full disk, a closed pipe) fails the command, whatever its
+	// verdict, where history, check and verify exited 0 having written
+	// nothing.
+	out := &stickyWriter{w: stdout}
+	stdout = out
 	var err error
 	switch args[0] {
 	case "ingest":
@@ -148,11 +154,43 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		err = usageErr("unknown command %q\n%s", args[0], usage)
 	}
-	if err == nil {
+	if err == nil && out.err != nil {
+		err = fmt.Errorf("writing the output: %w", out.err)
+	}
+	if err == nil || errors.Is(err, flag.ErrHelp) { // -h: the flag package printed the usage
 		return 0
 	}
 	fmt.Fprintf(stderr, "evpack %s: %v\n", args[0], err)
 	return exitCode(err)
+}
+
+// stickyWriter keeps the first error of its writer and refuses every write
+// after it.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	s.err = err
+	return n, err
+}
+
+// noArgs refuses positional arguments a command does not take: they were
+// dropped without a word ("rerank train --corpus a.jsonl b.jsonl" trained on
+// a.jsonl alone).
+func noArgs(pos []string) error {
+	if len(pos) == 0 {
+		return nil
+	}
+	return usageErr("unexpected argument %q (every input of this command is a flag; a repeatable flag is given once per value, as --corpus A --corpus B)", pos[0])
 }
 
 // exitCode maps an error to the documented exit status.
