@@ -1,12 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +20,7 @@ import (
 	"github.com/evpack/evpack/connectors"
 	"github.com/evpack/evpack/eval"
 	"github.com/evpack/evpack/internal/asofbench"
+	"github.com/evpack/evpack/internal/fsutil"
 	"github.com/evpack/evpack/internal/learn"
 	"github.com/evpack/evpack/internal/obliqa"
 	"github.com/evpack/evpack/rerank"
@@ -122,8 +123,17 @@ func cmdEvalObliQA(ctx context.Context, args []string, stdout, stderr io.Writer)
 	asJSON := fs.Bool("json", false, "print one JSON object on the last line")
 	perQ := fs.String("per-question", "", "write per-question results as JSONL to this file")
 	dense := denseFlags(fs)
-	if _, err := parseInterleaved(fs, args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
+	}
+	if err := noArgs(pos); err != nil {
+		return err
+	}
+	if *perQ != "" {
+		if err := checkOutput("--per-question", *perQ); err != nil {
+			return err
+		}
 	}
 	r, err := rerankerNamed(*rr)
 	if err != nil {
@@ -175,21 +185,23 @@ func cmdEvalObliQA(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return tw.Flush()
 }
 
+// writePerQuestion writes the per-question JSONL whole or not at all
+// (fsutil.WriteAtomic): os.Create truncated the file first and left it
+// half-written on an error.
 func writePerQuestion(path string, qs []eval.Question, rep *obliqa.Report) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	enc := json.NewEncoder(f)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	for i, q := range qs {
 		p := rep.Per[i]
 		if err := enc.Encode(map[string]any{"question_id": q.ID, "recall@10": p.Recall, "ap@10": p.AP,
 			"ndcg@10": p.NDCG, "rr@10": p.RR, "ranked": rep.Results[i].Ranked, "gold": q.Gold}); err != nil {
-			f.Close()
 			return err
 		}
 	}
-	return f.Close()
+	if err := fsutil.WriteAtomic(path, b.Bytes()); err != nil {
+		return fmt.Errorf("--per-question: %w", err)
+	}
+	return nil
 }
 
 // layer is one configuration of the ablation ledger.
@@ -222,10 +234,22 @@ func cmdEvalAblate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	crossEncoder := fs.String("cross-encoder", "", "MODEL_DIR of a cross-encoder to judge as a last layer (needs $EVPACK_ORT_LIB)")
 	folds := fs.Int("folds", 5, "cross-validation folds of the learned reranker's layer (0: leave the layer out)")
 	train := trainFlags(fs)
-	if _, err := parseInterleaved(fs, args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
+	if err := noArgs(pos); err != nil {
+		return err
+	}
+	if *folds < 0 || *folds == 1 {
+		return usageErr("--folds %d: want 0 (no learned layer) or at least 2", *folds)
+	}
 	to := train()
+	if *folds > 0 {
+		if err := checkTrainer(to); err != nil {
+			return err
+		}
+	}
 	o, err := loadObliQA(*docs, *questions)
 	if err != nil {
 		return err
@@ -369,14 +393,26 @@ func cmdEvalAsOf(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	n := fs.Int("histories", 500, "passages given an amendment history (one question each)")
 	seed := fs.Uint64("seed", 1, "generator seed")
 	asJSON := fs.Bool("json", false, "print one JSON object on the last line")
-	if _, err := parseInterleaved(fs, args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
+	}
+	if err := noArgs(pos); err != nil {
+		return err
+	}
+	if *n < 1 {
+		// A negative count read as "every passage", 0 as none: a table of
+		// zeros over no question, exit 0.
+		return usageErr("--histories %d: want at least 1", *n)
 	}
 	o, err := loadObliQA(*docs, *questions)
 	if err != nil {
 		return err
 	}
 	b := asofbench.Generate(o, *n, *seed)
+	if len(b.Questions) == 0 {
+		return usageErr("--questions %s: no question has a gold passage with text to give a history", *questions)
+	}
 	fmt.Fprintf(stderr, "generated %d histories, %d questions (seed %d, %s)\n", len(b.Histories), len(b.Questions), *seed, b.Digest())
 	rows, err := b.Run(ctx, newBar(4*len(b.Questions), "as-of", stderr))
 	if err != nil {
@@ -423,7 +459,11 @@ func cmdEvalShapes(ctx context.Context, args []string, stdout, stderr io.Writer)
 	groupBy := fs.String("group-by", "", "with --folds: fold by gold-document, gold-passage or field (default: random folds)")
 	splitBy := fs.String("split-by", "", "with --folds: date, each fold's model answering only questions dated after every question it saw")
 	train := trainFlags(sharedSeed{fs, seed})
-	if _, err := parseInterleaved(fs, args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(pos); err != nil {
 		return err
 	}
 	if *only != "" && !slices.Contains(obliqa.Shapes, *only) {
@@ -434,11 +474,14 @@ func cmdEvalShapes(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	if plan.k > 0 {
-		recs, qs, err := labelled(ctx, *docs, corpus, *questions, *asOf, stderr)
+		if err := checkTrainer(train()); err != nil {
+			return err
+		}
+		recs, qs, docOf, err := labelled(ctx, *docs, corpus, *questions, *asOf, stderr)
 		if err != nil {
 			return err
 		}
-		return shapesCV(ctx, recs, qs, plan, train(), *only, stdout, stderr)
+		return shapesCV(ctx, recs, qs, documentKey(docOf), plan, train(), *only, stdout, stderr)
 	}
 	o, err := loadObliQA(*docs, *questions)
 	if err != nil {
@@ -543,6 +586,17 @@ func (p foldPlan) check(fs *flag.FlagSet) error {
 		}
 		return nil
 	}
+	return p.checkScheme()
+}
+
+// checkScheme refuses a fold count or scheme no split can run, before any
+// data is read: a negative --folds (rerank train read it as 0, no
+// cross-validation), --folds 1 without --split-by date, two schemes at
+// once, or an unknown one.
+func (p foldPlan) checkScheme() error {
+	if p.k < 0 || (p.k == 1 && p.splitBy == "") {
+		return usageErr("--folds %d: want 0 (no cross-validation) or at least 2 (1 only with --split-by date)", p.k)
+	}
 	if p.groupBy != "" && p.splitBy != "" {
 		return usageErr("--group-by and --split-by are two fold schemes: give one")
 	}
@@ -561,7 +615,7 @@ func (p foldPlan) check(fs *flag.FlagSet) error {
 // on every shape. The rows of all folds are assembled in question order and
 // each reranker is judged against none over the questions some fold held
 // out, so no learned figure comes from a model that saw the question.
-func shapesCV(ctx context.Context, recs []connectors.Record, qs []learn.Question, plan foldPlan, to rerank.TrainOptions, only string, stdout, stderr io.Writer) error {
+func shapesCV(ctx context.Context, recs []connectors.Record, qs []learn.Question, docOf func(string) string, plan foldPlan, to rerank.TrainOptions, only string, stdout, stderr io.Writer) error {
 	gold := map[string]bool{}
 	for _, q := range qs {
 		for _, g := range q.Gold {
@@ -578,11 +632,7 @@ func shapesCV(ctx context.Context, recs []connectors.Record, qs []learn.Question
 	if err != nil {
 		return err
 	}
-	docOf := map[string]string{}
-	for _, r := range recs {
-		docOf[r.Chunk.ID] = r.Chunk.DocID
-	}
-	split, err := plan.split(qs, func(id string) string { return docOf[id] })
+	split, err := plan.split(qs, docOf)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,11 @@ func cmdEvalFinanceBench(ctx context.Context, args []string, stdout, stderr io.W
 	depth := fs.Int("depth", evpack.DefaultPeriodList, "the year list's depth")
 	index := fs.String("index", "", "keep the index in this directory (made on the first run, reused after)")
 	asJSON := fs.Bool("json", false, "print the ledger as one JSON object on the last line")
-	if _, err := parseInterleaved(fs, args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(pos); err != nil {
 		return err
 	}
 	if *dir == "" {
@@ -30,6 +34,11 @@ func cmdEvalFinanceBench(ctx context.Context, args []string, stdout, stderr io.W
 	var ciks []string
 	if *companies != "" {
 		ciks = strings.Split(*companies, ",")
+		for _, c := range ciks {
+			if strings.TrimSpace(c) == "" || strings.TrimSpace(c) != c {
+				return usageErr("--companies %q: want CIKs separated by commas, none empty and no spaces", *companies)
+			}
+		}
 	}
 	qs, err := financebench.LoadQuestions(*dir)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"text/tabwriter"
 
@@ -41,19 +43,69 @@ func trainFlags(fs interface {
 	}
 }
 
+// checkTrainer refuses trainer settings before any data is read: a bad
+// --trees or --lr failed only in rerank.Train, after the corpus was indexed
+// and every question asked (and, in eval ablate, after every other layer
+// was run). Zero, which the library reads as "the default", is refused
+// too: each flag has its default written out, so --lr 0 is a mistake, not
+// a request for 0.05.
+func checkTrainer(to rerank.TrainOptions) error {
+	for _, z := range []struct {
+		flag string
+		zero bool
+	}{{"--trees", to.Trees == 0}, {"--leaves", to.Leaves == 0}, {"--lr", to.LearningRate == 0}, {"--min-leaf", to.MinLeafRows == 0},
+		{"--l2", to.L2 == 0}, {"--subsample", to.Subsample == 0}} {
+		if z.zero {
+			return usageErr("%s 0: leave the flag out for its default", z.flag)
+		}
+	}
+	if _, err := to.WithDefaults(); err != nil {
+		return usageErr("trainer flags: %w", err)
+	}
+	return nil
+}
+
+// checkOutput refuses, before the work that makes it, an output path that
+// cannot be written: empty, a directory, or in a directory that does not
+// exist. (The file itself is written with fsutil.WriteAtomic.)
+func checkOutput(flagName, path string) error {
+	if path == "" {
+		return usageErr("%s: empty path", flagName)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return usageErr("%s %s: is a directory", flagName, path)
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil {
+		return usageErr("%s %s: %w", flagName, path, err)
+	} else if !fi.IsDir() {
+		return usageErr("%s %s: %s is not a directory", flagName, path, dir)
+	}
+	return nil
+}
+
 // labelled loads a labelled set: the ObliQA form (--docs DIR --questions
 // ObliQA_dev.json) or chunk JSONL files with question JSONL (--corpus FILE...
 // --questions FILE.jsonl). In the ObliQA form a gold passage the corpus
 // cannot cite (empty, or absent) stays gold and counts as missed, as the
-// official scorer counts it; in the JSONL form it is an error.
-func labelled(ctx context.Context, docs string, corpus []string, questions, asOf string, stderr io.Writer) ([]connectors.Record, []learn.Question, error) {
+// official scorer counts it; in the JSONL form it is an error. docOf maps
+// every chunk ID a question may name as gold to its document, the
+// passages the corpus cannot cite included (--group-by gold-document).
+func labelled(ctx context.Context, docs string, corpus []string, questions, asOf string, stderr io.Writer) (recs []connectors.Record, qs []learn.Question, docOf map[string]string, _ error) {
 	if docs != "" {
+		if len(corpus) > 0 || asOf != "" {
+			return nil, nil, nil, usageErr("--docs (the ObliQA form) takes neither --corpus nor --as-of (the JSONL form): give one form")
+		}
 		o, err := loadObliQA(docs, questions)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		recs, skipped := obliqa.Records(o)
-		qs := make([]learn.Question, len(o.Questions))
+		docOf = map[string]string{}
+		for _, p := range o.Passages { // the empty ones too: not indexed, still gold
+			docOf[p.ID] = strconv.Itoa(p.DocumentID)
+		}
+		qs = make([]learn.Question, len(o.Questions))
 		indexed := map[string]bool{}
 		for _, r := range recs {
 			indexed[r.Chunk.ID] = true
@@ -69,33 +121,40 @@ func labelled(ctx context.Context, docs string, corpus []string, questions, asOf
 		}
 		fmt.Fprintf(stderr, "obliqa: %d passages (%d empty, not indexed), %d questions, %d gold passages not citable (counted as missed)\n",
 			len(recs), skipped, len(qs), missing)
-		return recs, qs, nil
+		if len(qs) == 0 {
+			return nil, nil, nil, usageErr("--questions %s: no questions", questions)
+		}
+		return recs, qs, docOf, nil
 	}
 	if len(corpus) == 0 || questions == "" {
-		return nil, nil, usageErr("need --docs DIR --questions FILE (ObliQA form) or --corpus FILE.jsonl... --questions FILE.jsonl")
-	}
-	recs, err := connectors.NewJSONL(corpus...).Read(ctx)
-	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, usageErr("need --docs DIR --questions FILE (ObliQA form) or --corpus FILE.jsonl... --questions FILE.jsonl")
 	}
 	var def asof.Date
 	if asOf != "" {
+		var err error
 		if def, err = asof.ParseDate(asOf); err != nil {
-			return nil, nil, usageErr("--as-of: %v", err)
+			return nil, nil, nil, usageErr("--as-of: %v", err)
 		}
 	}
-	qs, err := learn.LoadJSONL(questions, def)
+	recs, err := connectors.NewJSONL(corpus...).Read(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	indexed := map[string]bool{}
+	qs, err = learn.LoadJSONL(questions, def)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(qs) == 0 {
+		return nil, nil, nil, usageErr("--questions %s: no questions", questions)
+	}
+	docOf = map[string]string{}
 	for _, r := range recs {
-		indexed[r.Chunk.ID] = true
+		docOf[r.Chunk.ID] = r.Chunk.DocID
 	}
-	if err := learn.CheckGold(qs, func(id string) bool { return indexed[id] }); err != nil {
-		return nil, nil, err
+	if err := learn.CheckGold(qs, func(id string) bool { _, ok := docOf[id]; return ok }); err != nil {
+		return nil, nil, nil, err
 	}
-	return recs, qs, nil
+	return recs, qs, docOf, nil
 }
 
 func cmdRerankTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -111,20 +170,32 @@ func cmdRerankTrain(ctx context.Context, args []string, stdout, stderr io.Writer
 	splitBy := fs.String("split-by", "", "date: split in time, each fold's model answering only questions dated after every question it saw")
 	pool := fs.Int("pool", 0, "candidates the reranker sees per question, in training and evaluation (default 50)")
 	opts := trainFlags(fs)
-	if _, err := parseInterleaved(fs, args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(pos); err != nil {
 		return err
 	}
 	if *out == "" {
 		return usageErr("need --out MODEL")
 	}
-	if *groupBy != "" && *splitBy != "" {
-		return usageErr("--group-by and --split-by are two fold schemes: give one")
+	if err := checkOutput("--out", *out); err != nil {
+		return err
 	}
-	if *splitBy != "" && *splitBy != "date" {
-		return usageErr("--split-by %q: want date", *splitBy)
+	plan := foldPlan{k: *folds, groupBy: *groupBy, splitBy: *splitBy}
+	if err := plan.checkScheme(); err != nil {
+		return err
+	}
+	if plan.k == 0 && (plan.groupBy != "" || plan.splitBy != "") {
+		return usageErr("--group-by and --split-by choose the folds: only with --folds N")
 	}
 	to := opts()
-	recs, qs, err := labelled(ctx, *docs, corpus, *questions, *asOf, stderr)
+	plan.seed = to.Seed
+	if err := checkTrainer(to); err != nil {
+		return err
+	}
+	recs, qs, docOf, err := labelled(ctx, *docs, corpus, *questions, *asOf, stderr)
 	if err != nil {
 		return err
 	}
@@ -142,12 +213,8 @@ func cmdRerankTrain(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	fmt.Fprintf(stdout, "seed %d, trainer %s, data %s\n", to.Seed, to, rerank.TrainDigest(pools))
-	if *folds > 0 {
-		docOf := map[string]string{}
-		for _, r := range recs {
-			docOf[r.Chunk.ID] = r.Chunk.DocID
-		}
-		split, err := foldPlan{k: *folds, groupBy: *groupBy, splitBy: *splitBy, seed: to.Seed}.split(qs, func(id string) string { return docOf[id] })
+	if plan.k > 0 {
+		split, err := plan.split(qs, documentKey(docOf))
 		if err != nil {
 			return err
 		}
@@ -171,6 +238,20 @@ type foldPlan struct {
 	k                int
 	groupBy, splitBy string
 	seed             uint64
+}
+
+// documentKey is the --group-by gold-document key of a gold chunk ID: its
+// document in docOf (labelled's), else the ID itself (ObliQA's gold that
+// names no passage of the corpus). Gold passages the corpus did not index
+// (ObliQA's empty ones) were keyed "", one key that joined every question
+// naming one, in whichever documents, into a single group.
+func documentKey(docOf map[string]string) func(string) string {
+	return func(id string) string {
+		if d, ok := docOf[id]; ok {
+			return "document\x00" + d
+		}
+		return "chunk\x00" + id
+	}
 }
 
 func (p foldPlan) split(qs []learn.Question, docOf func(string) string) (learn.Split, error) {

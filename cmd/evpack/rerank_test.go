@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,4 +129,44 @@ func TestQueryAndVerifyWithTheLearnedReranker(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	code, _, _ = runCLI(t, "verify", "--index", dir, pack)
 	require.Equal(t, 1, code, "the learned reranker cannot vouch for an arithmetic pack")
+}
+
+// TestGroupByGoldDocumentKeepsUnindexedGoldInItsDocument: ObliQA gold
+// passages with no text are not indexed; --group-by gold-document keyed
+// them all "", joining q1 (document 1) and q2 (document 2) into one group,
+// whose fold then had no question to train on ("cannot train"). Each is
+// grouped with its document.
+func TestGroupByGoldDocumentKeepsUnindexedGoldInItsDocument(t *testing.T) {
+	dir := t.TempDir()
+	docs := filepath.Join(dir, "documents")
+	require.NoError(t, os.MkdirAll(docs, 0o755))
+	passage := func(id string, doc int, pid, text string) map[string]any {
+		return map[string]any{"ID": id, "DocumentID": doc, "PassageID": pid, "Passage": text}
+	}
+	for doc, ps := range map[int][]map[string]any{
+		1: {passage("p1", 1, "1.1", "A firm must keep a capital buffer of ten percent for its clients."), passage("p2", 1, "1.2", ""),
+			passage("p5", 1, "1.3", "A firm must have auditors report on its clients to the board every year.")},
+		2: {passage("p3", 2, "2.1", "A firm must hold the money of its clients in a segregated account."), passage("p4", 2, "2.2", ""),
+			passage("p6", 2, "2.3", "A firm must answer the complaints of its clients within eight weeks.")},
+	} {
+		raw, err := json.Marshal(ps)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(docs, fmt.Sprintf("%d.json", doc)), raw, 0o644))
+	}
+	question := func(id, text string, doc int, pid string) map[string]any {
+		return map[string]any{"QuestionID": id, "Question": text, "Group": 1, "Passages": []map[string]any{{"DocumentID": doc, "PassageID": pid}}}
+	}
+	raw, err := json.Marshal([]map[string]any{
+		question("q1", "What must a firm tell its clients?", 1, "1.2"),
+		question("q2", "What must a firm give its clients?", 2, "2.2"),
+		question("q3", "How large a capital buffer must a firm keep for its clients?", 1, "1.1"),
+		question("q4", "Where must a firm hold the money of its clients?", 2, "2.1"),
+	})
+	require.NoError(t, err)
+	questions := filepath.Join(dir, "q.json")
+	require.NoError(t, os.WriteFile(questions, raw, 0o644))
+	code, out, errs := runCLI(t, "rerank", "train", "--docs", docs, "--questions", questions, "--out", filepath.Join(dir, "m.evm"),
+		"--folds", "2", "--group-by", "gold-document", "--min-leaf", "1", "--trees", "5")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "folds: 2 folds grouped by gold-document (2 groups), seed 1")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,16 +32,33 @@ func cmdVectors(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *format != "wink-json" || len(pos) != 2 {
 		return usageErr("vectors import --format wink-json IN OUT")
 	}
+	if *maxWords < 0 {
+		return usageErr("--max-words %d: want 0 (every word) or more", *maxWords)
+	}
+	if err := checkOutput("OUT", pos[1]); err != nil {
+		return err
+	}
 	in, err := os.Open(pos[0])
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	if fi, err := in.Stat(); err != nil {
+		return err
+	} else if fi.IsDir() {
+		return usageErr("IN %s: is a directory", pos[0])
+	} else if oi, err := os.Stat(pos[1]); err == nil && os.SameFile(fi, oi) {
+		// The rename replaced the input with the vectors file.
+		return usageErr("IN and OUT are the same file (%s): the import would replace its input", pos[1])
+	}
 	bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("vectors read"),
 		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSpinnerType(14))
 	n, err := vectors.ImportWink(ctx, in, pos[1], *maxWords, func(read int) { bar.Set(read) })
 	bar.Finish()
 	fmt.Fprintln(stderr)
+	if errors.Is(err, vectors.ErrFormat) { // the input's fault: name it
+		return fmt.Errorf("IN %s: %w", pos[0], err)
+	}
 	if err != nil {
 		return err
 	}
