@@ -58,3 +58,22 @@ func TestWriteRefusesNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// A file cut short after its last vector, or with anything after its
+// object, is refused: both were imported as if whole.
+func TestImportWinkRefusesTruncatedOrTrailingJSON(t *testing.T) {
+	const whole = `{"dimensions":2,"words":["a"],"vectors":{"a":[1,2]}}`
+	if err := importWink(t, whole); err != nil {
+		t.Fatalf("the whole file: %v", err)
+	}
+	for _, js := range []string{
+		whole[:len(whole)-1], // the closing brace cut off
+		whole + " garbage",
+		whole + `{"dimensions":3}`,
+		whole + "}",
+	} {
+		if err := importWink(t, js); !errors.Is(err, ErrFormat) {
+			t.Errorf("%s: err = %v, want ErrFormat", js, err)
+		}
+	}
+}

@@ -273,6 +273,14 @@ func ImportWink(ctx context.Context, in io.Reader, outPath string, maxWords int,
 			}
 		}
 	}
+	// The object's closing brace, then nothing: a file cut short after its
+	// last vector, or with more after it, was imported as if whole.
+	if err := expectDelim(dec, '}'); err != nil {
+		return 0, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return 0, fmt.Errorf("%w: data after the JSON object", ErrFormat)
+	}
 	for i, v := range vecs {
 		if v == nil {
 			return 0, fmt.Errorf("%w: word %q has no vector", ErrFormat, words[i])
