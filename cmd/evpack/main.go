@@ -220,19 +220,46 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 
 // parseInterleaved parses flags that may follow positional arguments
 // ("query --index d 'question' --k 3"), returning the positionals in order.
+// "--" ends the flags: everything after it is positional ("purge ... --
+// -a -b" purges chunks -a and -b; only -a was, and -b was an unknown flag).
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
-		args = fs.Args()
-		if len(args) == 0 {
+		rest := fs.Args()
+		if endedByDashes(fs, args[:len(args)-len(rest)]) {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
 			return pos, nil
 		}
-		pos = append(pos, args[0])
-		args = args[1:]
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
+}
+
+// endedByDashes reports whether the flag package stopped at "--" (the end
+// of the flags) after reading consumed, rather than reading "--" as the
+// value of the flag before it ("--reason --").
+func endedByDashes(fs *flag.FlagSet, consumed []string) bool {
+	n := len(consumed)
+	if n == 0 || consumed[n-1] != "--" {
+		return false
+	}
+	if n >= 2 {
+		prev := consumed[n-2]
+		name := strings.TrimLeft(prev, "-")
+		if dashes := len(prev) - len(name); (dashes == 1 || dashes == 2) && !strings.Contains(name, "=") {
+			if f := fs.Lookup(name); f != nil {
+				if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+					return false // the flag's value
+				}
+			}
+		}
+	}
+	return true
 }
 
 // multiFlag collects a repeatable flag.
