@@ -135,6 +135,9 @@ func cmdEvalObliQA(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return err
 		}
 	}
+	if *pool < 1 || *pool > evpack.MaxPool { // refused by Build, after the corpus was read
+		return usageErr("--pool %d: want 1 to %d", *pool, evpack.MaxPool)
+	}
 	r, err := rerankerNamed(*rr)
 	if err != nil {
 		return err

@@ -57,6 +57,8 @@ func TestRerankTrainRefusesBeforeReadingData(t *testing.T) {
 		{base("--subsample", "1.5"), "subsample 1.5"},
 		{base("--lr", "0"), "--lr 0: leave the flag out"}, // read as the default 0.05
 		{base("--leaves", "1"), "leaves 1"},
+		{base("--pool", "-1"), "--pool -1"},
+		{base("--pool", "1001"), "--pool 1001"},
 		{[]string{"rerank", "train", "--corpus", learnData("corpus.jsonl"), "--questions", unread, "--out", dir}, "is a directory"},
 		{[]string{"rerank", "train", "--corpus", learnData("corpus.jsonl"), "--questions", unread, "--out", filepath.Join(dir, "no", "m.evm")}, "no such file"},
 		// --corpus and --as-of were ignored beside --docs.
@@ -125,6 +127,7 @@ func TestEvalRefusesBeforeRunning(t *testing.T) {
 		{[]string{"eval", "ablate", "--docs", docs, "--questions", questions, "--trees", "-4"}, "trees -4"},
 		{[]string{"eval", "shapes", "--docs", docs, "--questions", questions, "--folds", "2", "--lr", "2"}, "learning rate 2"},
 		{[]string{"eval", "obliqa", "--docs", docs, "--questions", questions, "--per-question", dir}, "is a directory"},
+		{[]string{"eval", "obliqa", "--docs", docs, "--questions", questions, "--pool", "-5"}, "--pool -5"},
 		{[]string{"eval", "financebench", "--dir", dir, "--companies", "1,,2"}, "none empty"},
 	} {
 		code, _, errs := runCLI(t, c.args...)

@@ -190,6 +190,9 @@ func cmdRerankTrain(ctx context.Context, args []string, stdout, stderr io.Writer
 	if plan.k == 0 && (plan.groupBy != "" || plan.splitBy != "") {
 		return usageErr("--group-by and --split-by choose the folds: only with --folds N")
 	}
+	if *pool < 0 || *pool > evpack.MaxPool { // refused by Open, after the corpus was read
+		return usageErr("--pool %d: want 1 to %d (0: the default, %d)", *pool, evpack.MaxPool, evpack.DefaultPool)
+	}
 	to := opts()
 	plan.seed = to.Seed
 	if err := checkTrainer(to); err != nil {
