@@ -349,8 +349,8 @@ func LoadModel(path string) (*Model, error) {
 		return nil, fmt.Errorf("%w: %s: %d bytes, at most %d", ErrModelTooLarge, path, fi.Size(), MaxModelBytes)
 	}
 	raw, err := fsutil.ReadRegular(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrModel, path, err)
+	if err != nil { // its errors name the path ("rerank: bad model: m: m: not a regular file")
+		return nil, fmt.Errorf("%w: %w", ErrModel, err)
 	}
 	return DecodeModel(raw, path)
 }

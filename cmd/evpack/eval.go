@@ -67,8 +67,12 @@ func rerankerNamed(name string) (rerank.Reranker, error) {
 	if path, ok := strings.CutPrefix(name, "learned:"); ok && path != "" {
 		return learnedReranker(path)
 	}
-	if dir, ok := strings.CutPrefix(name, "cross-encoder:"); ok {
-		return bert.NewCrossEncoder(filepath.Base(dir), bert.Options{Dir: dir})
+	if dir, ok := strings.CutPrefix(name, "cross-encoder:"); ok && dir != "" { // "": the working directory, unasked
+		ce, err := bert.NewCrossEncoder(filepath.Base(dir), bert.Options{Dir: dir})
+		if err != nil {
+			return nil, fmt.Errorf("--reranker %s: %w", name, err)
+		}
+		return ce, nil
 	}
 	return nil, usageErr("--reranker %q: want arithmetic, none, smoothed, bm25-int, learned[:MODEL] or cross-encoder:MODEL_DIR", name)
 }

@@ -186,3 +186,26 @@ func TestVectorsImportRefusals(t *testing.T) {
 	require.Equal(t, 2, code, errs)
 	require.Contains(t, errs, "IN "+bad+": vectors: bad vectors file")
 }
+
+// TestModelAndEmbedderErrorsNameTheFlag: "--reranker cross-encoder:" and
+// "--embedder static:" with no path loaded from the working directory or
+// opened "" ("vectors: open : no such file or directory", naming no flag);
+// a model path was named twice.
+func TestModelAndEmbedderErrorsNameTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--reranker", "cross-encoder:"}, `--reranker "cross-encoder:": want`},
+		{[]string{"--embedder", "static:"}, `--embedder "static:": no path after static:`},
+		{[]string{"--embedder", "onnx:"}, `--embedder "onnx:": no path after onnx:`},
+		{[]string{"--embedder", "static:" + filepath.Join(dir, "none.evv")}, "--embedder static:" + filepath.Join(dir, "none.evv") + ": vectors: open "},
+		{[]string{"--reranker", "learned:" + dir}, "rerank: bad model: " + dir + ": not a regular file\n"},
+	} {
+		args := append([]string{"query", "--index", filepath.Join(dir, "idx"), "--as-of", "2026-01-15"}, c.args...)
+		code, _, errs := runCLI(t, append(args, "q")...)
+		require.Equal(t, 2, code, "%v: %s", c.args, errs)
+		require.Contains(t, errs, c.says, c.args)
+	}
+}

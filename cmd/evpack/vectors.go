@@ -91,6 +91,9 @@ func denseFlags(fs *flag.FlagSet) func() (evpack.Options, error) {
 			return nil, nil
 		}
 		kind, arg, _ := strings.Cut(*spec, ":")
+		if arg == "" && (kind == "static" || kind == "onnx") {
+			return nil, usageErr("--embedder %q: no path after %s:", *spec, kind)
+		}
 		switch kind {
 		case "static":
 			t, err := vectors.Load(arg)
@@ -112,6 +115,10 @@ func denseFlags(fs *flag.FlagSet) func() (evpack.Options, error) {
 	}
 	return func() (evpack.Options, error) {
 		emb, err := embedder()
+		var ee *exitError
+		if err != nil && !errors.As(err, &ee) { // "vectors: open : no such file or directory" named no flag
+			err = fmt.Errorf("--embedder %s: %w", *spec, err)
+		}
 		if err != nil {
 			return evpack.Options{}, err
 		}
