@@ -11,6 +11,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -243,18 +244,26 @@ func OfCompanies(qs []Question, ciks []string) []Question {
 
 // Open returns an engine holding the chunks of the companies in ciks (all
 // when nil): in memory when index is "", else on disk in index, made there
-// on the first call and opened as it is after. It says what it does on
-// progress.
+// on the first call and opened after, once its chunks are found to be
+// exactly those of ciks. It says what it does on progress.
 func Open(ctx context.Context, dir, index string, ciks []string, progress io.Writer) (*evpack.Engine, error) {
-	if index != "" {
-		if _, err := os.Stat(filepath.Join(index, "MANIFEST.json")); err == nil {
-			fmt.Fprintf(progress, "opening %s\n", index)
-			return evpack.OpenExisting(index, evpack.Options{})
-		}
-	}
 	recs, err := Records(ctx, dir, ciks)
 	if err != nil {
 		return nil, err
+	}
+	if index != "" {
+		if _, err := os.Stat(filepath.Join(index, "MANIFEST.json")); err == nil {
+			fmt.Fprintf(progress, "opening %s\n", index)
+			eng, err := evpack.OpenExisting(index, evpack.Options{})
+			if err != nil {
+				return nil, err
+			}
+			if err := sameChunks(eng, index, recs); err != nil {
+				eng.Close()
+				return nil, err
+			}
+			return eng, nil
+		}
 	}
 	fmt.Fprintf(progress, "indexing %d pages\n", len(recs))
 	if index == "" {
@@ -270,3 +279,42 @@ func Open(ctx context.Context, dir, index string, ciks []string, progress io.Wri
 	}
 	return eng, nil
 }
+
+// sameChunks returns an error unless the index holds exactly the chunks of
+// recs. An index made for other companies (another --companies), or left
+// empty or part-built by an interrupted first run, was opened as it was,
+// and every question asked of it: figures of another corpus, exit 0.
+func sameChunks(eng *evpack.Engine, index string, recs []connectors.Record) error {
+	commits, err := eng.History()
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, c := range commits {
+		for _, tc := range c.Tenants {
+			for _, id := range tc.Added {
+				have[id] = true
+			}
+		}
+	}
+	want := map[string]bool{}
+	missing := 0
+	for _, r := range recs {
+		if r.Chunk.ID == "" || want[r.Chunk.ID] {
+			continue
+		}
+		want[r.Chunk.ID] = true
+		if !have[r.Chunk.ID] {
+			missing++
+		}
+	}
+	if missing > 0 || len(have) != len(want) {
+		return fmt.Errorf("%w: %s holds %d chunks, not the %d of the companies asked for (%d of theirs missing): another --companies, or an interrupted first run; remove it or name another --index",
+			ErrIndexMismatch, index, len(have), len(want), missing)
+	}
+	return nil
+}
+
+// ErrIndexMismatch: an --index directory that holds other chunks than the
+// companies asked for.
+var ErrIndexMismatch = errors.New("financebench: the index holds other chunks")
