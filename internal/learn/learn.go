@@ -53,13 +53,17 @@ type jsonlQuestion struct {
 // a missing question or gold, a bad date or a repeated ID are errors naming
 // file:line.
 func LoadJSONL(path string, defaultAsOf asof.Date) ([]Question, error) {
-	raw, err := os.ReadFile(path)
+	// Read line by line, not whole: a path that never ends (/dev/zero, a
+	// FIFO fed for ever) grew os.ReadFile's buffer until memory ran out;
+	// now it ends at the first line over the limit.
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("learn: %w", err)
 	}
+	defer f.Close()
 	var out []Question
 	seen := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), maxQuestionLine)
 	line := 0
 	for sc.Scan() {

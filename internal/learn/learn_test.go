@@ -167,3 +167,16 @@ func TestFolds(t *testing.T) {
 		t.Fatal("folds differ for one seed")
 	}
 }
+
+// TestLoadJSONLEndsOnAnEndlessFile: a questions path that never ends is
+// refused at its first line over 16 MiB; os.ReadFile read /dev/zero until
+// memory ran out.
+func TestLoadJSONLEndsOnAnEndlessFile(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	_, err := LoadJSONL("/dev/zero", asof.Date{})
+	if !errors.Is(err, rerank.ErrTrain) || !strings.Contains(err.Error(), "/dev/zero:1: line longer than") {
+		t.Fatalf("got %v", err)
+	}
+}
