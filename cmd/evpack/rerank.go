@@ -100,7 +100,8 @@ func labelled(ctx context.Context, docs string, corpus []string, questions, asOf
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		recs, skipped := obliqa.Records(o)
+		var skipped int
+		recs, skipped = obliqa.Records(o)
 		docOf = map[string]string{}
 		for _, p := range o.Passages { // the empty ones too: not indexed, still gold
 			docOf[p.ID] = strconv.Itoa(p.DocumentID)
