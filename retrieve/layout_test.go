@@ -50,6 +50,9 @@ func TestLayoutSeal(t *testing.T) {
 		{"format 1, no span", `{"format":"evpack-lexical-parts/1","analyzer":"standard","partition_days":0}` + "\n", "this build reads"},
 		{"format 1, an unknown field", `{"format":"evpack-lexical-parts/1","analyzer":"standard","partition_days":30,"x":1}` + "\n", "checksum mismatch"},
 		{"empty", "", "checksum mismatch"},
+		// json.Decoder.More reports false before a closing brace: a check
+		// with it let this one through
+		{"format 1, a brace after it", strings.TrimSuffix(v1, "\n") + "}\n", "checksum mismatch"},
 	} {
 		if err := os.WriteFile(name, []byte(c.content), 0o644); err != nil {
 			t.Fatal(err)

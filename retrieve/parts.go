@@ -589,7 +589,11 @@ func readLayout(name string) (layout, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&lay); err != nil || dec.More() {
+	err = dec.Decode(&lay)
+	if err == nil && !fsutil.JSONEnded(dec) {
+		err = errors.New("data after the layout")
+	}
+	if err != nil {
 		if serr != nil {
 			err = serr // neither sealed nor the JSON of version 1
 		}

@@ -444,7 +444,7 @@ func strictJSON(line []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
-	if dec.More() {
+	if !fsutil.JSONEnded(dec) {
 		return errors.New("data after the JSON value")
 	}
 	return nil

@@ -390,7 +390,7 @@ func DecodeManifest(name string, raw []byte, read func(file string) ([]byte, err
 	if err := newerFormat(name, m.Format); err != nil {
 		return nil, err
 	}
-	if dec.More() {
+	if !fsutil.JSONEnded(dec) {
 		return nil, fmt.Errorf("%w: %s: data after the manifest", ErrCorrupt, name)
 	}
 	if m.Format == formatNoVolumes && len(m.Volumes) == 0 {
