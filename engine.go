@@ -77,6 +77,9 @@ type index struct {
 	// st moves (a request's MinGeneration waits on it).
 	writer   *evlog.Writer
 	advanced chan struct{}
+	// done is closed by Close: a Follow waiting for the log's next entry
+	// ends then.
+	done chan struct{}
 }
 
 // View returns an engine over the same index with other query options (K,
@@ -144,7 +147,7 @@ func open(dir string, opts Options, create bool) (*Engine, error) {
 	}
 	opts.Analyzer = Analyzer(o.Lex.Analyzer())
 	ix := &index{dir: dir, store: o.Store, lex: o.Lex, emb: opts.Embedder, graph: graphSettings(opts), st: o.State,
-		views: denseleg.NewViews(), now: time.Now, readOnly: o.ReadOnly, advanced: make(chan struct{})}
+		views: denseleg.NewViews(), now: time.Now, readOnly: o.ReadOnly, advanced: make(chan struct{}), done: make(chan struct{})}
 	ix.ahead.Then.ReadBack = ix.emb == nil // as state.ReadBack reads back a checkpoint a commit names
 	return &Engine{index: ix, opts: opts}, nil
 }
@@ -168,7 +171,7 @@ func OpenMemory(opts Options) (*Engine, error) {
 	}
 	opts.Analyzer = Analyzer(lex.Analyzer())
 	st := state.NewState()
-	ix := &index{lex: lex, emb: opts.Embedder, st: st, graph: graphSettings(opts), views: denseleg.NewViews(), now: time.Now, advanced: make(chan struct{})}
+	ix := &index{lex: lex, emb: opts.Embedder, st: st, graph: graphSettings(opts), views: denseleg.NewViews(), now: time.Now, advanced: make(chan struct{}), done: make(chan struct{})}
 	if state.CorpusFree(opts.Embedder) {
 		dense, err := st.BuildDense(context.Background(), opts.Embedder, nil, nil)
 		if err != nil {
@@ -207,6 +210,7 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	close(e.advanced) // requests waiting for a generation see closed
+	close(e.done)     // and Follow stops waiting for the log
 	// The writer reads st's rows and lex's analyzers and partition keys: it
 	// ends first.
 	err := e.ahead.Drop()

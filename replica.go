@@ -77,8 +77,27 @@ type FollowOptions struct {
 // path the writer applied them by, and waits for more (see FollowOptions).
 // A log that parts from e's history (another index's, rewritten, cut short,
 // a body not as committed) stops it with ErrCorrupt: nothing is repaired.
-// It returns ctx's error when ctx ends it.
+// It returns ctx's error when ctx ends it, and ErrClosed when e is closed
+// (it applies nothing more).
 func (e *Engine) Follow(ctx context.Context, log Log, o FollowOptions) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() { // Close ends a wait for the log's next entry
+		select {
+		case <-e.done:
+			cancel(ErrClosed)
+		case <-ctx.Done():
+		}
+	}()
+	err := e.follow(ctx, log, o)
+	if err != nil && errors.Is(context.Cause(ctx), ErrClosed) {
+		return fmt.Errorf("evpack: follow: %w", ErrClosed)
+	}
+	return err
+}
+
+// follow is Follow under a context Close cancels.
+func (e *Engine) follow(ctx context.Context, log Log, o FollowOptions) error {
 	auditor, _ := log.(evlog.Auditor)
 	err := evlog.Follow(ctx, log, e.appliedHead, o.Until, func(en evlog.Entry) error {
 		if err := e.applyEntry(ctx, en.Body, en.Sum); err != nil {
