@@ -148,12 +148,13 @@ func FromRequestPeriod(p string, h *evidence.Header) error {
 	return nil
 }
 
-// Asked completes h's period: a request's own stays; otherwise the
-// question's, parsed now (so that a pack's claim that its question named a
+// Asked completes h's period: a request's own stays, when a request can
+// give it (a canonical period or None); otherwise the question's, parsed
+// now (so that a pack's claim that its question, or its request, named a
 // period is checked, never trusted, on replay), unless fromQuestions is
 // false (the options ignore questions' periods).
 func Asked(h *evidence.Header, fromQuestions bool) {
-	if h.PeriodFrom == FromRequest {
+	if h.PeriodFrom == FromRequest && h.Period != "" && FromRequestPeriod(h.Period, &evidence.Header{}) == nil {
 		return
 	}
 	h.Period, h.PeriodFrom = "", ""
