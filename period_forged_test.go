@@ -10,6 +10,7 @@ import (
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/periodleg"
 	"github.com/evpack/evpack/internal/state"
+	"github.com/evpack/evpack/period"
 )
 
 // TestForgedRequestPeriodFailsVerify: a pack that claims a request gave it
@@ -44,5 +45,35 @@ func TestForgedRequestPeriodFailsVerify(t *testing.T) {
 		v, err := e.Verify(ctx, pack.Bytes())
 		require.NoError(t, err)
 		require.True(t, v.OK(), "%q: %v", p, v.Problems)
+	}
+}
+
+// TestHostileRequestPeriods: a request's period that is not one of the
+// canonical forms (years before 1000 or past 9999, quarter 0 or 5, a day
+// that does not exist, a fiscal day, other digits or letters, spacing, NUL,
+// bytes that are not UTF-8) is refused by name (ErrBadRequest wrapping
+// period.ErrBadPeriod); the extreme canonical ones are answered.
+func TestHostileRequestPeriods(t *testing.T) {
+	e := periodEngine(t, Options{})
+	ctx := context.Background()
+	r := Request{Question: "capital expenditures", AsOf: asof.MustDate("2025-06-30")}
+	for _, bad := range []string{"0", "-1", "-2021", "10000", "FY10000", "0999", "FY0999", "2021-Q0", "2021-Q5", "FY2021-Q5", "2021-00-10", "2021-13-01",
+		"2021-02-29", "FY2020-12-31", "fy2021", "Fy2021", " FY2021", "FY2021 ", "FY2021\n", "FY 2021", "FY2021\x00", "\x00", "\xff", "FY\xff2021",
+		"\uff12\uff10\uff12\uff11", "FY\u0662\u0660\u0662\u0661", "\uff26\uff392021", "NONE", "none ", "2021-Q3-01", "2021-W01", "+2021"} {
+		r.Period = bad
+		_, err := e.Query(ctx, r)
+		require.ErrorIs(t, err, ErrBadRequest, "%q", bad)
+		require.ErrorIs(t, err, period.ErrBadPeriod, "%q", bad)
+		_, err = e.CacheKey(r)
+		require.ErrorIs(t, err, period.ErrBadPeriod, "%q", bad)
+	}
+	for _, good := range []string{"1000", "9999", "FY9999-Q4", "2020-02-29", "9999-12-31", "1000-01-01"} {
+		r.Period = good
+		p, err := e.Query(ctx, r)
+		require.NoError(t, err, "%q", good)
+		require.Equal(t, good, p.Period)
+		v, err := e.Verify(ctx, p.Bytes())
+		require.NoError(t, err)
+		require.True(t, v.OK(), "%q: %v", good, v.Problems)
 	}
 }
