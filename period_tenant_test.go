@@ -22,7 +22,7 @@ func tenantFilings(tenant string, n int) []connectors.Record {
 			Text:      fmt.Sprintf("Capital expenditures for fiscal 2021 were %d million, page %d of the capital expenditures note.", 100+i, i),
 			SourceURL: "https://filings.example.org/" + id, RetrievedAt: asof.MustDate("2024-01-10").Start(),
 			Anchor: asof.Anchor{At: asof.MustDate("2022-02-28").Start(), Field: "published"}, Valid: asof.Interval{From: asof.MustDate("2022-02-28")},
-			Meta:   map[string]string{"cik": "northwind", "fiscal_year": "2021", "doc_type": "10-K"}}
+			Meta: map[string]string{"cik": "northwind", "fiscal_year": "2021", "doc_type": "10-K"}}
 		recs = append(recs, connectors.Record{Chunk: c, Where: id})
 	}
 	return recs
