@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/evpack/evpack/internal/evlog"
+	"github.com/evpack/evpack/internal/pglog"
 	"github.com/evpack/evpack/internal/state"
 	"github.com/evpack/evpack/internal/storage"
 )
@@ -64,6 +65,9 @@ var (
 	ErrFenced = evlog.ErrStaleEpoch
 	// ErrLeaseHeld: another writer holds the log's lease (Engine.Lead).
 	ErrLeaseHeld = evlog.ErrLeaseHeld
+	// ErrLogClosed: the PostgresLog was closed (a Follow waiting on it ends
+	// with it).
+	ErrLogClosed = pglog.ErrClosed
 	// ErrBehind: a request's MinGeneration was not applied by its context's deadline.
 	ErrBehind = errors.New("evpack: replica behind the generation asked")
 )

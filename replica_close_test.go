@@ -168,3 +168,25 @@ func TestCloseDuringFollowAndQueries(t *testing.T) {
 		t.Fatalf("%d goroutines before the replica, %d after Close:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// TestFollowEndsWhenItsLogCloses: closing the PostgresLog a replica
+// follows (Until 0) while it waits for the next entry ends Follow with
+// ErrLogClosed, and the log's Close returns. Close waited for the waiting
+// connection, which came back only when Follow's context ended.
+func TestFollowEndsWhenItsLogCloses(t *testing.T) {
+	ctx := context.Background()
+	_, _, openLog := logWithWriter(t, 2)
+	log := openLog()
+	r := checked(t, mustOpen(t, t.TempDir()))
+	wait, cancel := context.WithTimeout(ctx, 20*time.Second) // keeps a failing test from hanging
+	defer cancel()
+	got := make(chan error, 1)
+	go func() { got <- r.Follow(wait, log, FollowOptions{}) }()
+	_, err := r.Query(wait, Request{Question: "retention", AsOf: asof.MustDate("2023-06-01"), MinGeneration: 2})
+	require.NoError(t, err)
+	log.Close()
+	err = <-got
+	require.ErrorIs(t, err, ErrLogClosed)
+	require.NotErrorIs(t, err, context.DeadlineExceeded)
+	require.EqualValues(t, 2, r.AppliedGeneration())
+}

@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/evpack/evpack/internal/evlog"
@@ -41,6 +42,9 @@ const Format = "evpack-pglog/1"
 
 // ErrFormat: the database holds an evpack log of another schema version.
 var ErrFormat = errors.New("pglog: log of another format")
+
+// ErrClosed: a call on a log after Close, or a Wait that Close ended.
+var ErrClosed = errors.New("pglog: log closed")
 
 const schema = `
 SELECT pg_advisory_xact_lock(7350019);
@@ -81,6 +85,10 @@ const channel = "evpack_log"
 // for concurrent use.
 type Log struct {
 	pool *pgxpool.Pool
+	// done is closed by Close, which ends the Waits in progress: the pool's
+	// Close waits for their connections.
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 // Open connects to dsn, creates the schema when the database has none, and
@@ -90,7 +98,7 @@ func Open(ctx context.Context, dsn string) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pglog: open: %w", err)
 	}
-	l := &Log{pool: pool}
+	l := &Log{pool: pool, done: make(chan struct{})}
 	if err := l.init(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -116,8 +124,11 @@ func (l *Log) init(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the connections.
-func (l *Log) Close() { l.pool.Close() }
+// Close ends the Waits in progress (ErrClosed) and closes the connections.
+func (l *Log) Close() {
+	l.closeOnce.Do(func() { close(l.done) })
+	l.pool.Close()
+}
 
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
@@ -138,7 +149,23 @@ func headOf(ctx context.Context, q querier) (evlog.Head, error) {
 }
 
 // Head implements evlog.Log.
-func (l *Log) Head(ctx context.Context) (evlog.Head, error) { return headOf(ctx, l.pool) }
+func (l *Log) Head(ctx context.Context) (evlog.Head, error) {
+	h, err := headOf(ctx, l.pool)
+	return h, l.closedErr(err)
+}
+
+// closedErr returns err, saying ErrClosed too once Close was called: a
+// call that failed on the closed pool, or one Close cut short.
+func (l *Log) closedErr(err error) error {
+	select {
+	case <-l.done:
+		if err != nil && !errors.Is(err, ErrClosed) {
+			return fmt.Errorf("%w: %w", ErrClosed, err)
+		}
+	default:
+	}
+	return err
+}
 
 // Append implements evlog.Log: acknowledged once PostgreSQL's commit returns.
 func (l *Log) Append(ctx context.Context, e evlog.Entry) error {
@@ -174,7 +201,7 @@ func (l *Log) Append(ctx context.Context, e evlog.Entry) error {
 		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, fmt.Sprint(e.Generation))
 		return err
 	})
-	return err
+	return l.closedErr(err)
 }
 
 // current locks the writer row and checks that epoch holds an unexpired
@@ -197,6 +224,10 @@ func current(ctx context.Context, tx pgx.Tx, epoch int64) error {
 // Read implements evlog.Log. It reads in one snapshot, so the entries are
 // those of one moment even while a writer appends.
 func (l *Log) Read(ctx context.Context, from int64, fn func(evlog.Entry) error) error {
+	return l.closedErr(l.read(ctx, from, fn))
+}
+
+func (l *Log) read(ctx context.Context, from int64, fn func(evlog.Entry) error) error {
 	tx, err := l.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return fmt.Errorf("pglog: read: %w", err)
@@ -250,8 +281,23 @@ func (l *Log) Read(ctx context.Context, from int64, fn func(evlog.Entry) error) 
 }
 
 // Wait implements evlog.Log with LISTEN/NOTIFY: it holds one connection
-// while it waits.
+// while it waits, until Close (ErrClosed).
 func (l *Log) Wait(ctx context.Context, after int64) (evlog.Head, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-l.done:
+			cancel(ErrClosed)
+		case <-ctx.Done():
+		}
+	}()
+	h, err := l.wait(ctx, after)
+	return h, l.closedErr(err)
+}
+
+// wait is Wait under a context Close cancels.
+func (l *Log) wait(ctx context.Context, after int64) (evlog.Head, error) {
 	conn, err := l.pool.Acquire(ctx)
 	if err != nil {
 		return evlog.Head{}, fmt.Errorf("pglog: wait: %w", err)
@@ -310,13 +356,17 @@ func (l *Log) Acquire(ctx context.Context, holder string, lease time.Duration) (
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return 0, l.closedErr(err)
 	}
 	return epoch, nil
 }
 
 // Renew implements evlog.Fence.
 func (l *Log) Renew(ctx context.Context, epoch int64, lease time.Duration) error {
+	return l.closedErr(l.renew(ctx, epoch, lease))
+}
+
+func (l *Log) renew(ctx context.Context, epoch int64, lease time.Duration) error {
 	return pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		if err := current(ctx, tx, epoch); err != nil {
 			return fmt.Errorf("renew: %w", err)
@@ -328,6 +378,10 @@ func (l *Log) Renew(ctx context.Context, epoch int64, lease time.Duration) error
 
 // Release implements evlog.Fence.
 func (l *Log) Release(ctx context.Context, epoch int64) error {
+	return l.closedErr(l.release(ctx, epoch))
+}
+
+func (l *Log) release(ctx context.Context, epoch int64) error {
 	return pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		if err := current(ctx, tx, epoch); err != nil {
 			return fmt.Errorf("release: %w", err)
