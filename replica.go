@@ -101,6 +101,9 @@ func (e *Engine) follow(ctx context.Context, log Log, o FollowOptions) error {
 	auditor, _ := log.(evlog.Auditor)
 	err := evlog.Follow(ctx, log, e.appliedHead, o.Until, func(en evlog.Entry) error {
 		if err := e.applyEntry(ctx, en.Body, en.Sum); err != nil {
+			if errors.Is(err, evlog.ErrGap) && e.appliedAs(en.Generation, en.Sum) {
+				return nil // another Follow of e applied it since this one read its generation
+			}
 			return fmt.Errorf("evpack: follow: generation %d: %w", en.Generation, err)
 		}
 		if auditor == nil || o.Replica == "" {
@@ -112,6 +115,15 @@ func (e *Engine) follow(ctx context.Context, log Log, o FollowOptions) error {
 		return fmt.Errorf("%w: evpack: follow: %w", ErrCorrupt, err)
 	}
 	return err
+}
+
+// appliedAs reports whether e has applied generation g, as the log entry
+// whose Sum is sum.
+func (e *Engine) appliedAs(g int64, sum string) bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	m := e.store.Manifest()
+	return g >= 1 && g <= e.st.Gen && m != nil && g <= int64(len(m.Batches)) && m.Batches[g-1].Generation == g && m.Batches[g-1].ChainSum() == sum
 }
 
 // AppliedGeneration returns the latest generation e has applied.

@@ -1,0 +1,30 @@
+package evpack
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestTwoFollowsOfOneReplica: two Follows of one replica over a healthy
+// log both end with nil and the replica equals the writer. One of them
+// read a generation the other applied meanwhile, and stopped with
+// ErrCorrupt, as if the log parted from the index's history.
+func TestTwoFollowsOfOneReplica(t *testing.T) {
+	const gens = 12
+	log, w := memoryWriter(t, gens)
+	for range 3 {
+		r := checked(t, mustOpen(t, t.TempDir()))
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() { errs <- r.Follow(context.Background(), log, FollowOptions{Until: gens}) }()
+		}
+		require.NoError(t, <-errs)
+		require.NoError(t, <-errs)
+		require.EqualValues(t, gens, r.AppliedGeneration())
+		_, wsum := w.appliedHead()
+		_, rsum := r.appliedHead()
+		require.Equal(t, wsum, rsum)
+	}
+}
