@@ -80,6 +80,9 @@ type FollowOptions struct {
 // It returns ctx's error when ctx ends it, and ErrClosed when e is closed
 // (it applies nothing more).
 func (e *Engine) Follow(ctx context.Context, log Log, o FollowOptions) error {
+	if o.Until < 0 {
+		return fmt.Errorf("%w: follow until generation %d < 0", ErrBadOptions, o.Until)
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() { // Close ends a wait for the log's next entry

@@ -3,6 +3,7 @@ package evpack
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -27,4 +28,16 @@ func TestTwoFollowsOfOneReplica(t *testing.T) {
 		_, rsum := r.appliedHead()
 		require.Equal(t, wsum, rsum)
 	}
+}
+
+// TestFollowRefusesANegativeUntil: FollowOptions.Until below 0 is refused
+// (ErrBadOptions); it followed for ever, as 0 does.
+func TestFollowRefusesANegativeUntil(t *testing.T) {
+	log, _ := memoryWriter(t, 1)
+	r := checked(t, mustOpen(t, t.TempDir()))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // keeps a failing test from hanging
+	defer cancel()
+	err := r.Follow(ctx, log, FollowOptions{Until: -1})
+	require.ErrorIs(t, err, ErrBadOptions)
+	require.EqualValues(t, 0, r.AppliedGeneration())
 }
