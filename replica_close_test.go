@@ -53,13 +53,17 @@ func TestFollowEndsWhenTheReplicaCloses(t *testing.T) {
 
 // TestReplicaPacksWhileFollowing: queries, pinned and latest, and Verify
 // run on a replica while it follows and applies a writer's log (run it
-// under -race). Each pack equals, byte for byte, the writer's pack of the
+// under -race), over commits of tenants, the shared corpus, a fact and a
+// purge.
+// Each pack equals, byte for byte, the writer's pack of the
 // same request pinned to the generation it reads: a query never sees a
 // half-applied commit, and a replica's pack verifies.
 func TestReplicaPacksWhileFollowing(t *testing.T) {
-	const gens = 9
+	const gens = 16 // 14 ends an earlier chunk (a fact), 16 purges one
 	ctx := context.Background()
-	log, w := memoryWriter(t, gens)
+	log, w := memoryWriter(t, gens-1)
+	_, err := w.Purge(ctx, []string{"c003"}, "a takedown")
+	require.NoError(t, err)
 	tenants := []string{"", "acme", "globex"}
 	questions := []string{"retention records", "capital liquidity audit", "ledger filing revenue"}
 	req := func(g int64, tenant, q string, pinned bool) Request {
