@@ -80,7 +80,10 @@ type FollowOptions struct {
 // It returns ctx's error when ctx ends it, and ErrClosed when e is closed
 // (it applies nothing more).
 func (e *Engine) Follow(ctx context.Context, log Log, o FollowOptions) error {
-	if o.Until < 0 {
+	switch {
+	case e.store == nil:
+		return fmt.Errorf("%w: an index in memory cannot follow a log", ErrBadOptions)
+	case o.Until < 0:
 		return fmt.Errorf("%w: follow until generation %d < 0", ErrBadOptions, o.Until)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/evpack/evpack/internal/evlog"
 )
 
 // TestTwoFollowsOfOneReplica: two Follows of one replica over a healthy
@@ -40,4 +42,15 @@ func TestFollowRefusesANegativeUntil(t *testing.T) {
 	err := r.Follow(ctx, log, FollowOptions{Until: -1})
 	require.ErrorIs(t, err, ErrBadOptions)
 	require.EqualValues(t, 0, r.AppliedGeneration())
+}
+
+// TestFollowRefusesAMemoryIndex: an index in memory cannot follow a log
+// (ErrBadOptions, as Lead says), at once: on a log with no entry yet it
+// waited for the first one, for ever on a quiet log, to refuse it then.
+func TestFollowRefusesAMemoryIndex(t *testing.T) {
+	r := memEngine(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // keeps a failing test from hanging
+	defer cancel()
+	err := r.Follow(ctx, evlog.NewMemory(nil), FollowOptions{})
+	require.ErrorIs(t, err, ErrBadOptions)
 }
