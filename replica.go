@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/audit"
@@ -69,7 +72,8 @@ type FollowOptions struct {
 	// until ctx is done.
 	Until int64
 	// Replica names this replica in the log's audit rows after each
-	// generation it applies ("": none recorded).
+	// generation it applies ("": none recorded): UTF-8 without control
+	// characters.
 	Replica string
 }
 
@@ -85,6 +89,8 @@ func (e *Engine) Follow(ctx context.Context, log Log, o FollowOptions) error {
 		return fmt.Errorf("%w: an index in memory cannot follow a log", ErrBadOptions)
 	case o.Until < 0:
 		return fmt.Errorf("%w: follow until generation %d < 0", ErrBadOptions, o.Until)
+	case !utf8.ValidString(o.Replica) || strings.ContainsFunc(o.Replica, unicode.IsControl):
+		return fmt.Errorf("%w: replica name %q: want UTF-8 without control characters", ErrBadOptions, o.Replica)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -54,3 +54,21 @@ func TestFollowRefusesAMemoryIndex(t *testing.T) {
 	err := r.Follow(ctx, evlog.NewMemory(nil), FollowOptions{})
 	require.ErrorIs(t, err, ErrBadOptions)
 }
+
+// TestFollowRefusesABadReplicaName: a replica name the log cannot record
+// (NUL, bytes that are not UTF-8) is refused before anything is applied
+// (ErrBadOptions). Follow applied generation 1 and then failed on the
+// server's refusal of the audit row, with an error evpack does not export,
+// once per generation.
+func TestFollowRefusesABadReplicaName(t *testing.T) {
+	_, _, openLog := logWithWriter(t, 2)
+	log := openLog()
+	for _, name := range []string{"r\x00", "\xff", "r\n1"} {
+		r := checked(t, mustOpen(t, t.TempDir()))
+		err := r.Follow(context.Background(), log, FollowOptions{Until: 2, Replica: name})
+		require.ErrorIs(t, err, ErrBadOptions, "%q", name)
+		require.EqualValues(t, 0, r.AppliedGeneration(), "%q", name)
+	}
+	r := checked(t, mustOpen(t, t.TempDir()))
+	require.NoError(t, r.Follow(context.Background(), log, FollowOptions{Until: 2, Replica: "r1 (Zürich)"}))
+}
