@@ -45,8 +45,13 @@ func OpenPostgresLog(ctx context.Context, dsn string) (*PostgresLog, error) {
 // before applying it. A writer whose lease passed to another gets ErrFenced
 // and writes nothing, anywhere.
 func (e *Engine) Lead(ctx context.Context, log Log, holder string, lease time.Duration) error {
-	if e.store == nil {
+	switch {
+	case e.store == nil:
 		return fmt.Errorf("%w: an index in memory cannot lead a log", ErrBadOptions)
+	case holder == "" || lease <= 0:
+		return fmt.Errorf("%w: lead needs a holder and a positive lease (%q, %s)", ErrBadOptions, holder, lease)
+	case badName(holder):
+		return fmt.Errorf("%w: holder %q: want UTF-8 without control characters", ErrBadOptions, holder)
 	}
 	epoch, err := log.Acquire(ctx, holder, lease)
 	if err != nil {
@@ -64,6 +69,12 @@ func (e *Engine) Lead(ctx context.Context, log Log, holder string, lease time.Du
 	defer e.ingestMu.Unlock()
 	e.writer = &evlog.Writer{Log: log, Fence: log, Holder: holder, Epoch: epoch, Lease: lease}
 	return nil
+}
+
+// badName reports whether name cannot name a writer or a replica in a log:
+// not UTF-8, or holding control characters (PostgreSQL refuses NUL).
+func badName(name string) bool {
+	return !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl)
 }
 
 // FollowOptions say how far Follow goes and how it signs its work.
@@ -89,7 +100,7 @@ func (e *Engine) Follow(ctx context.Context, log Log, o FollowOptions) error {
 		return fmt.Errorf("%w: an index in memory cannot follow a log", ErrBadOptions)
 	case o.Until < 0:
 		return fmt.Errorf("%w: follow until generation %d < 0", ErrBadOptions, o.Until)
-	case !utf8.ValidString(o.Replica) || strings.ContainsFunc(o.Replica, unicode.IsControl):
+	case badName(o.Replica):
 		return fmt.Errorf("%w: replica name %q: want UTF-8 without control characters", ErrBadOptions, o.Replica)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -72,3 +72,19 @@ func TestFollowRefusesABadReplicaName(t *testing.T) {
 	r := checked(t, mustOpen(t, t.TempDir()))
 	require.NoError(t, r.Follow(context.Background(), log, FollowOptions{Until: 2, Replica: "r1 (Zürich)"}))
 }
+
+// TestLeadRefusesBadHolders: Lead with no holder, a holder the log cannot
+// record or no lease is refused by name (ErrBadOptions), before the log is
+// asked: it failed with evlog.ErrBadEntry, which evpack does not export, or
+// PostgreSQL's refusal of a NUL.
+func TestLeadRefusesBadHolders(t *testing.T) {
+	log := evlog.NewMemory(nil)
+	w := checked(t, mustOpen(t, t.TempDir()))
+	for _, c := range []struct {
+		holder string
+		lease  time.Duration
+	}{{"", time.Hour}, {"w\x00", time.Hour}, {"\xff", time.Hour}, {"w", 0}, {"w", -time.Second}} {
+		require.ErrorIs(t, w.Lead(context.Background(), log, c.holder, c.lease), ErrBadOptions, "%q %s", c.holder, c.lease)
+	}
+	require.NoError(t, w.Lead(context.Background(), log, "w (Zürich)", time.Hour))
+}
