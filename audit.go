@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/audit"
@@ -160,36 +159,7 @@ func (e *Engine) Replay(ctx context.Context, raw []byte, checkModel bool) (*audi
 	if err != nil {
 		return nil, err
 	}
-	h := engineRanker{e}.Header(p)
-	var fresh *evidence.Pack
-	for {
-		var st *state.State
-		if st, err = e.snapshot(); err == nil {
-			if p.Generation > st.Gen {
-				err = fmt.Errorf("generation %d is not committed here", p.Generation)
-				break
-			}
-			sc := st.Scope(h.Tenant, p.Generation)
-			h.Generation = sc.Gen
-			fresh, err = e.query(ctx, h, sc, e.opts.Reranker)
-		}
-		if !errors.Is(err, errMoved) {
-			break
-		}
-	}
-	if err != nil {
-		rep.Problems = append(rep.Problems, "model check: "+err.Error())
-		return rep, nil
-	}
-	rep.ModelChecked = true
-	for _, c := range fresh.Citations {
-		rep.ModelOrder = append(rep.ModelOrder, c.ChunkID)
-	}
-	var recorded []string
-	for _, c := range p.Citations {
-		recorded = append(recorded, c.ChunkID)
-	}
-	rep.ModelAgrees = slices.Equal(recorded, rep.ModelOrder)
+	audit.CheckModel(ctx, engineRanker{e}, e.snapshot, func(err error) bool { return errors.Is(err, errMoved) }, p, rep)
 	return rep, nil
 }
 

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/audit"
@@ -54,8 +52,7 @@ type PurgeReport struct {
 // MaxPurgeReason is ErrBadRequest, and nothing is purged.
 func (e *Engine) Purge(ctx context.Context, ids []string, reason string) (PurgeReport, error) {
 	switch {
-	case strings.TrimSpace(reason) == "" || len(reason) > MaxPurgeReason || !utf8.ValidString(reason) ||
-		strings.ContainsFunc(reason, unicode.IsControl):
+	case strings.TrimSpace(reason) == "" || len(reason) > MaxPurgeReason || !evidence.Plain(reason):
 		return PurgeReport{}, fmt.Errorf("%w: purge reason %q: want 1 to %d bytes of UTF-8 text without control characters", ErrBadRequest, reason, MaxPurgeReason)
 	case len(ids) == 0:
 		return PurgeReport{}, fmt.Errorf("%w: purge names no chunk", ErrBadRequest)

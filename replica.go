@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/audit"
@@ -48,10 +45,8 @@ func (e *Engine) Lead(ctx context.Context, log Log, holder string, lease time.Du
 	switch {
 	case e.store == nil:
 		return fmt.Errorf("%w: an index in memory cannot lead a log", ErrBadOptions)
-	case holder == "" || lease <= 0:
-		return fmt.Errorf("%w: lead needs a holder and a positive lease (%q, %s)", ErrBadOptions, holder, lease)
-	case badName(holder):
-		return fmt.Errorf("%w: holder %q: want UTF-8 without control characters", ErrBadOptions, holder)
+	case holder == "" || !evidence.Plain(holder) || lease <= 0:
+		return fmt.Errorf("%w: lead needs a holder of UTF-8 without control characters and a positive lease (%q, %s)", ErrBadOptions, holder, lease)
 	}
 	epoch, err := log.Acquire(ctx, holder, lease)
 	if err != nil {
@@ -69,12 +64,6 @@ func (e *Engine) Lead(ctx context.Context, log Log, holder string, lease time.Du
 	defer e.ingestMu.Unlock()
 	e.writer = &evlog.Writer{Log: log, Fence: log, Holder: holder, Epoch: epoch, Lease: lease}
 	return nil
-}
-
-// badName reports whether name cannot name a writer or a replica in a log:
-// not UTF-8, or holding control characters (PostgreSQL refuses NUL).
-func badName(name string) bool {
-	return !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl)
 }
 
 // FollowOptions say how far Follow goes and how it signs its work.
@@ -100,7 +89,7 @@ func (e *Engine) Follow(ctx context.Context, log Log, o FollowOptions) error {
 		return fmt.Errorf("%w: an index in memory cannot follow a log", ErrBadOptions)
 	case o.Until < 0:
 		return fmt.Errorf("%w: follow until generation %d < 0", ErrBadOptions, o.Until)
-	case badName(o.Replica):
+	case !evidence.Plain(o.Replica):
 		return fmt.Errorf("%w: replica name %q: want UTF-8 without control characters", ErrBadOptions, o.Replica)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -112,15 +101,6 @@ func (e *Engine) Follow(ctx context.Context, log Log, o FollowOptions) error {
 		case <-ctx.Done():
 		}
 	}()
-	err := e.follow(ctx, log, o)
-	if err != nil && errors.Is(context.Cause(ctx), ErrClosed) {
-		return fmt.Errorf("evpack: follow: %w", ErrClosed)
-	}
-	return err
-}
-
-// follow is Follow under a context Close cancels.
-func (e *Engine) follow(ctx context.Context, log Log, o FollowOptions) error {
 	auditor, _ := log.(evlog.Auditor)
 	err := evlog.Follow(ctx, log, e.appliedHead, o.Until, func(en evlog.Entry) error {
 		if err := e.applyEntry(ctx, en.Body, en.Sum); err != nil {
@@ -134,7 +114,10 @@ func (e *Engine) follow(ctx context.Context, log Log, o FollowOptions) error {
 		}
 		return audit.RecordApplied(ctx, auditor, o.Replica, en.Generation, e.dir, e.store.Manifest())
 	})
-	if !errors.Is(err, ErrCorrupt) && (errors.Is(err, evlog.ErrGap) || errors.Is(err, evlog.ErrChain)) {
+	switch {
+	case err != nil && errors.Is(context.Cause(ctx), ErrClosed):
+		return fmt.Errorf("evpack: follow: %w", ErrClosed)
+	case !errors.Is(err, ErrCorrupt) && (errors.Is(err, evlog.ErrGap) || errors.Is(err, evlog.ErrChain)):
 		return fmt.Errorf("%w: evpack: follow: %w", ErrCorrupt, err)
 	}
 	return err
@@ -145,8 +128,7 @@ func (e *Engine) follow(ctx context.Context, log Log, o FollowOptions) error {
 func (e *Engine) appliedAs(g int64, sum string) bool {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	m := e.store.Manifest()
-	return g >= 1 && g <= e.st.Gen && m != nil && g <= int64(len(m.Batches)) && m.Batches[g-1].Generation == g && m.Batches[g-1].ChainSum() == sum
+	return g <= e.st.Gen && e.store.Manifest().Committed(g, sum)
 }
 
 // AppliedGeneration returns the latest generation e has applied.

@@ -273,6 +273,11 @@ func CheckMetaValue(k, v string) error {
 	return nil
 }
 
+// Plain reports whether s is valid UTF-8 without control characters: the
+// rule for tenants and metadata values (without their bounds on length),
+// and for a purge's reason and a log's writer and replica names.
+func Plain(s string) bool { return nameProblem(s, len(s)) == "" }
+
 // nameProblem says why s cannot be a name of at most max bytes, or "".
 func nameProblem(s string, max int) string {
 	if len(s) > max {

@@ -309,6 +309,12 @@ func (m *Manifest) ChainHead() string {
 	return m.Batches[len(m.Batches)-1].ChainSum()
 }
 
+// Committed reports whether m holds generation g as committed with chain
+// sum sum: the log entry of that generation (false for a nil manifest).
+func (m *Manifest) Committed(g int64, sum string) bool {
+	return m != nil && g >= 1 && g <= int64(len(m.Batches)) && m.Batches[g-1].Generation == g && m.Batches[g-1].ChainSum() == sum
+}
+
 // Clone returns a deep copy of m.
 func (m *Manifest) Clone() *Manifest {
 	cp := *m
