@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"slices"
 	"sort"
 
@@ -19,6 +20,8 @@ import (
 	"github.com/blevesearch/bleve/v2/search/searcher"
 	index "github.com/blevesearch/bleve_index_api"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
+
+	"github.com/evpack/evpack/internal/par"
 )
 
 // Pruned top-k BM25 (MaxScore) over bleve's postings.
@@ -273,17 +276,9 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 				return nil, nil, inPart(pc.dir, err)
 			}
 		}
-		// The filter first: a cursor over decoded postings takes its
-		// bits (decoded) as it opens.
-		if pc.filter, err = newEligibleFilter(ctx, r, sp.p.idx, &sp.p.cols, elig, sp.bounds); err != nil {
-			return nil, nil, err
-		}
-		if pc.filter != nil {
-			pc.filter.admit(&pc.bits)
-		}
-		if err := ps.open(ctx, pc); err != nil {
-			return nil, nil, inPart(pc.dir, err)
-		}
+	}
+	if err := ps.openParts(ctx, parts, elig); err != nil {
+		return nil, nil, err
 	}
 	top := &topQ{n: n, heap: ps.topHeap[:0], ties: ps.topTies[:0]}
 	defer func() { ps.topHeap, ps.topTies = top.heap, top.ties }()
@@ -323,6 +318,39 @@ func (l *Lexical) searchPruned(ctx context.Context, text string, elig Eligibilit
 		out[i], raw[i] = h.Hit, h.raw
 	}
 	return out, raw, nil
+}
+
+// openParts opens the cursors of each partition of the search (ps.parts,
+// read from parts): its eligibility filter, then its terms' postings. A
+// partition's first reads (lists decoded, dictionaries, columns, pages
+// faulted in) are most of what a request that reads it first pays, and
+// they depend on no other partition's, so the partitions are opened side
+// by side (par.Each). The search that follows runs them in order, on the
+// caller's goroutine.
+//
+// Invariant: the cursors, and the error returned (the first partition's
+// in ps.parts order), do not depend on how the partitions were shared out.
+func (ps *prunedSearch) openParts(ctx context.Context, parts []searchPart, elig Eligibility) error {
+	return par.Each(len(parts), func(i int) (err error) {
+		pc, sp := ps.parts[i], parts[i]
+		// A fault on a mapped segment's page: a panic, recovered here as
+		// Search recovers on its own goroutine (recoverRead).
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if r := recover(); r != nil {
+				err = inPart(pc.dir, fmt.Errorf("%w: search: bleve panicked reading a partition: %v", ErrDamaged, r))
+			}
+		}()
+		// The filter first: a cursor over decoded postings takes its bits
+		// (decoded) as it opens.
+		if pc.filter, err = newEligibleFilter(ctx, pc.r, sp.p.idx, &sp.p.cols, elig, sp.bounds); err != nil {
+			return err
+		}
+		if pc.filter != nil {
+			pc.filter.admit(&pc.bits)
+		}
+		return inPart(pc.dir, ps.open(ctx, pc))
+	})
 }
 
 // plan derives, for the question's tokens, what bleve's term and

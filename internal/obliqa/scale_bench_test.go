@@ -1,6 +1,7 @@
 package obliqa
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -324,15 +325,31 @@ func BenchmarkScale(b *testing.B) {
 	prev := "none"
 	i := 0
 	faults := map[string]int64{} // each system's minor page faults in its first-pass turns
+	// each system's CPU time in its first-pass turns, the goroutines a
+	// request starts included (the process's: nothing else runs then)
+	cpu := map[string]time.Duration{}
+	// For evpack's turns: its faults, and whether a collection ended in it,
+	// so that the slowest turns can be told apart (logged below).
+	var evFaults []int64
+	var evCollected []bool
+	cycles := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
 	for b.Loop() {
 		for _, j := range orders[i%len(orders)] {
 			sys := systems[j]
 			if j == 0 {
 				after = append(after, prev)
+				metrics.Read(cycles)
 			}
-			f0 := minorFaults()
+			c0 := cycles[0].Value.Uint64()
+			f0, u0 := minorFaults(), cpuTime(b)
 			sys.ds = append(sys.ds, sys.turn(i))
-			faults[sys.name] += minorFaults() - f0
+			df := minorFaults() - f0
+			faults[sys.name] += df
+			cpu[sys.name] += cpuTime(b) - u0
+			if j == 0 {
+				metrics.Read(cycles)
+				evFaults, evCollected = append(evFaults, df), append(evCollected, cycles[0].Value.Uint64() != c0)
+			}
 			if j == 0 && one != nil {
 				evHashes = append(evHashes, packHash)
 			}
@@ -404,7 +421,21 @@ func BenchmarkScale(b *testing.B) {
 			k, k+99, ms(Percentile(h, 0.5)), ms(Percentile(h, 0.9)), ms(slices.Max(h)), ms(Percentile(h13k, 0.5)), ms(slices.Max(h13k)))
 	}
 	for _, sys := range systems {
-		b.Logf("first pass: %s took %d minor page faults (%.1f a question)", sys.name, faults[sys.name], float64(faults[sys.name])/float64(len(sys.ds)))
+		b.Logf("first pass: %s took %d minor page faults (%.1f a question), %.2f ms of CPU a question against %.2f ms of wall time",
+			sys.name, faults[sys.name], float64(faults[sys.name])/float64(len(sys.ds)), ms(cpu[sys.name])/float64(len(sys.ds)), ms(total(sys.ds))/float64(len(sys.ds)))
+	}
+	b.ReportMetric(ms(cpu[systems[0].name])/float64(len(ev)), "evpack-cpu-ms/q")
+	b.ReportMetric(ms(cpu[systems[1].name])/float64(len(sm)), "evpack13k-cpu-ms/q")
+	// The first pass's slowest turns, which its p99 is made of: which
+	// questions, their faults, and whether a collection ended in them.
+	slowest := make([]int, len(ev))
+	for k := range slowest {
+		slowest[k] = k
+	}
+	slices.SortStableFunc(slowest, func(x, y int) int { return cmp.Compare(ev[y], ev[x]) })
+	for _, k := range slowest[:min(15, len(slowest))] {
+		b.Logf("first pass, slow: question %d (tenant %s): %.2f ms, %d faults, collection ended in it: %t; its 13k figure %.2f ms; in the second pass %.2f ms",
+			k, s.Tenant(k%s.Tenants), ms(ev[k]), evFaults[k], evCollected[k], ms(sm[k]), ms(ev2[k]))
 	}
 	// The first pass apart: each tenant's first request, which opens its
 	// partitions, and the rest.
@@ -740,4 +771,13 @@ func (st *scaleStore) closeAtEnd(b *testing.B, c io.Closer) {
 			st.closeErr = errors.Join(st.closeErr, err)
 		}
 	})
+}
+
+// total returns the sum of ds.
+func total(ds []time.Duration) time.Duration {
+	var t time.Duration
+	for _, d := range ds {
+		t += d
+	}
+	return t
 }

@@ -28,13 +28,15 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/fuse"
+	"github.com/evpack/evpack/internal/par"
 	"github.com/evpack/evpack/rerank"
 )
 
 // State is what the pipeline reads of the scope a request reads at its
 // generation. Contract: answers depend only on the scope and generation
-// (never on time or on other requests), and an error is a failed read of
-// stored data, which Rank returns wrapped in a *ReadError.
+// (never on time or on other requests), its methods are safe for
+// concurrent use (a request reads its pool side by side), and an error is
+// a failed read of stored data, which Rank returns wrapped in a *ReadError.
 type State interface {
 	// Stats is what the reranker is handed as the scope's corpus
 	// statistics (it may implement rerank.Documents and
@@ -179,6 +181,12 @@ func Holds(h evidence.Header, st State, p *evidence.Pack) bool {
 // candidates returns the pool as the reranker reads it: each chunk's
 // document place (its terms as numbers, as terms only when the reranker
 // asks for them) and its text unless the reranker declares it reads none.
+// A candidate's first read (its row found, its document's rows and its
+// line, pages faulted in) depends on no other's, so the pool is read side
+// by side (par.Each; State is safe for concurrent use).
+//
+// Invariant: the candidates, and the error returned (the first in pool
+// order), do not depend on how the pool was shared out.
 func candidates(fused []fuse.Item, rr rerank.Reranker, st State) ([]rerank.Candidate, error) {
 	cands := make([]rerank.Candidate, len(fused))
 	places := make([]rerank.DocumentPlace, len(fused))
@@ -186,7 +194,8 @@ func candidates(fused []fuse.Item, rr rerank.Reranker, st State) ([]rerank.Candi
 	readText := tf == nil || !tf.TextFree() // else the texts stay where they are stored
 	dt, _ := rr.(rerank.DocumentTerms)
 	makeTerms := dt == nil || !dt.DocumentTerms() // else the numbers are enough
-	for i, f := range fused {
+	err := par.Each(len(fused), func(i int) error {
+		f := fused[i]
 		cands[i] = rerank.Candidate{ID: f.ID, Rank: i + 1}
 		if pl, ok := st.Place(f.ID); ok {
 			places[i] = pl
@@ -198,12 +207,16 @@ func candidates(fused []fuse.Item, rr rerank.Reranker, st State) ([]rerank.Candi
 		if readText {
 			text, ok, err := st.Text(f.ID)
 			if err != nil {
-				return nil, &ReadError{Err: err}
+				return &ReadError{Err: err}
 			}
 			if ok { // one that does not verify goes without: the gate drops it
 				cands[i].Text = text
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return cands, nil
 }

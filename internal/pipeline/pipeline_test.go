@@ -3,6 +3,10 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,14 +17,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeState is a State held in maps: the chunks a scope holds, the chunk
-// whose stored text fails to read, and the chunk a fact retired.
+// fakeState is a State held in maps: the chunks a scope holds, the chunks
+// whose stored text fails to read, and the chunk a fact retired. Like every
+// State, it is safe for concurrent use.
 type fakeState struct {
 	chunks  map[string]*evidence.Chunk
-	failing string // Text fails for it
-	retired string // Entry excludes it
-	lateErr error  // Err returns it
-	texts   []string
+	failing []string // Text fails for these
+	retired string   // Entry excludes it
+	lateErr error    // Err returns it
+
+	mu    sync.Mutex
+	texts []string // the IDs whose text was read, in the order read
 }
 
 func (f *fakeState) Stats() rerank.Stats                       { return fakeStats{} }
@@ -29,9 +36,11 @@ func (f *fakeState) Terms([]uint32) []string                   { return nil }
 func (f *fakeState) Err() error                                { return f.lateErr }
 
 func (f *fakeState) Text(id string) (string, bool, error) {
+	f.mu.Lock()
 	f.texts = append(f.texts, id)
-	if id == f.failing {
-		return "", false, errors.New("block 3 fails its check")
+	f.mu.Unlock()
+	if slices.Contains(f.failing, id) {
+		return "", false, fmt.Errorf("the block of %s fails its check", id)
 	}
 	c, ok := f.chunks[id]
 	if !ok {
@@ -125,7 +134,8 @@ func TestRankWithAFakeState(t *testing.T) {
 		ids = append(ids, c.ChunkID)
 	}
 	require.Equal(t, []string{"c", "a"}, ids, "b (longest in the pool) was retired; d never entered the pool")
-	require.Equal(t, []string{"a", "b", "c"}, st.texts, "the texts of the pool, in fused order, and no more")
+	slices.Sort(st.texts) // read side by side, in no order
+	require.Equal(t, []string{"a", "b", "c"}, st.texts, "the texts of the pool, each once, and no more")
 	require.Equal(t, []string{"lexical: kept 4", "dense: kept 2", "fused 3 (rrf k=60)", "pool 3", "reranked 3"}, p.Trace.Steps[:5])
 	require.Len(t, p.Trace.Dropped, 1)
 	require.Equal(t, "b", p.Trace.Dropped[0].ChunkID)
@@ -143,7 +153,7 @@ func TestRankRefuses(t *testing.T) {
 		read   bool // a *ReadError
 	}{
 		{"a reranker that adds another tenant's chunk", func(in *Input, _ *fakeState) { in.Reranker = byText{add: "acme-secret"} }, rerank.ErrNotPermutation, false},
-		{"a stored text that cannot be read", func(_ *Input, st *fakeState) { st.failing = "c" }, nil, true},
+		{"a stored text that cannot be read", func(_ *Input, st *fakeState) { st.failing = []string{"c"} }, nil, true},
 		{"a checkpoint block that failed after the reads", func(_ *Input, st *fakeState) { st.lateErr = errors.New("block 7 fails its check") }, nil, true},
 	}
 	for _, tc := range cases {
@@ -158,6 +168,25 @@ func TestRankRefuses(t *testing.T) {
 			}
 			var re *ReadError
 			require.Equal(t, tc.read, errors.As(err, &re), "%v", err)
+		})
+	}
+}
+
+// TestRankReadErrorIsTheFirstInThePool: the pool's texts are read side
+// by side; when two fail, the error is the first's in pool order (a, then
+// c), whichever read failed first, at every GOMAXPROCS.
+func TestRankReadErrorIsTheFirstInThePool(t *testing.T) {
+	for _, procs := range []int{1, 2, 8} {
+		t.Run(fmt.Sprint("GOMAXPROCS ", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			for range 50 {
+				in, st := fixture(t)
+				st.failing = []string{"c", "a"}
+				_, err := Rank(context.Background(), in, st)
+				var re *ReadError
+				require.ErrorAs(t, err, &re)
+				require.EqualError(t, re.Err, "the block of a fails its check")
+			}
 		})
 	}
 }
