@@ -48,6 +48,12 @@ type started struct {
 // so requests need no waiting.
 func start(t *testing.T, maxBody int64) *started {
 	t.Helper()
+	return startWith(t, maxBody, timeouts{grace: 5 * time.Second, read: 30 * time.Second})
+}
+
+// startWith is start with the server's timeouts to.
+func startWith(t *testing.T, maxBody int64, to timeouts) *started {
+	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	tokens, err := loadTokens(filepath.Join("testdata", "tokens.txt"))
 	require.NoError(t, err)
@@ -63,9 +69,7 @@ func start(t *testing.T, maxBody int64) *started {
 		stop:   stop,
 		done:   make(chan error, 1),
 	}
-	go func() {
-		s.done <- serve(ctx, ln, newHandler(eng, tokens, maxBody), timeouts{grace: 5 * time.Second, read: 30 * time.Second})
-	}()
+	go func() { s.done <- serve(ctx, ln, newHandler(eng, tokens, maxBody), to) }()
 	t.Cleanup(func() {
 		stop()
 		s.client.CloseIdleConnections()

@@ -2,17 +2,14 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"net"
 	"net/http"
-	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/evpack/evpack"
 )
 
 // TestSlowBodyIsCutOff: a client that announced a /verify body and sent
@@ -21,21 +18,8 @@ import (
 // closes the connection once the limit has passed; the test's own deadline
 // is far beyond it, so only a server that waits for ever fails.
 func TestSlowBodyIsCutOff(t *testing.T) {
-	ctx, stop := context.WithCancel(context.Background())
-	tokens, err := loadTokens(filepath.Join("testdata", "tokens.txt"))
-	require.NoError(t, err)
-	eng, err := openEngine(ctx, "", filepath.Join("..", "..", "testdata", "corpus"), evpack.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { eng.Close() })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, ln, newHandler(eng, tokens, 1<<20), timeouts{grace: time.Second, read: 200 * time.Millisecond})
-	}()
-	t.Cleanup(func() { stop(); require.NoError(t, <-done) })
-
-	conn, err := net.Dial("tcp", ln.Addr().String())
+	s := startWith(t, 1<<20, timeouts{grace: time.Second, read: 200 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
 	require.NoError(t, err)
 	defer conn.Close()
 	_, err = conn.Write([]byte("POST /verify HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer acme-demo-token-0001\r\n" +
