@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/evpack/evpack/evidence"
@@ -102,18 +101,6 @@ func position(raw []byte, off int64) string {
 	return fmt.Sprintf(":%d:%d", line, col)
 }
 
-// trailing returns the offset in raw of the first byte other than JSON
-// white space after the value dec has just decoded from it, or -1 when
-// there is none. dec.More misses a stray closing bracket ("{...}}"), which
-// it reads as the end of an enclosing value.
-func trailing(raw []byte, dec *json.Decoder) int64 {
-	rest := bytes.TrimLeft(raw[dec.InputOffset():], " \t\r\n")
-	if len(rest) == 0 {
-		return -1
-	}
-	return int64(len(raw) - len(rest))
-}
-
 // Records is a Connector over records already in memory: chunks a program
 // built itself, or read by other means. Read returns a copy of the slice.
 type Records []Record
@@ -147,61 +134,6 @@ const (
 	// MetaEntityNames lists the entity's names, separated by "|".
 	MetaEntityNames = "entity_names"
 )
-
-// duplicateKey finds the first object in raw (valid JSON) that holds a key
-// twice, compared as encoding/json matches keys to fields (regardless of
-// case): it returns the offset of the second key and why, or -1. Decoding
-// keeps the last of them without a word.
-func duplicateKey(raw []byte) (int64, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	var off int64 = -1
-	var walk func() error
-	walk = func() error {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]string{} // folded key -> key as spelt; looked up only
-			for dec.More() {
-				// The key starts after the white space and comma before it.
-				at := int64(len(raw) - len(bytes.TrimLeft(raw[dec.InputOffset():], " \t\r\n,")))
-				tok, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				k, _ := tok.(string)
-				if first, ok := seen[strings.ToLower(k)]; ok {
-					off = at
-					if first != k {
-						return fmt.Errorf("key %q appears twice in one object (as %q)", first, k)
-					}
-					return fmt.Errorf("key %q appears twice in one object", k)
-				}
-				seen[strings.ToLower(k)] = k
-				if err := walk(); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		case json.Delim('['):
-			for dec.More() {
-				if err := walk(); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		}
-		return nil
-	}
-	if err := walk(); err != nil {
-		return off, err
-	}
-	return -1, nil
-}
 
 // invalidUTF8 returns the offset of the first byte of raw that is not part
 // of valid UTF-8, or -1. encoding/json would read each such byte as U+FFFD

@@ -15,6 +15,7 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/strictjson"
 )
 
 // JSONL reads one chunk, or one fact about a chunk, per line from each of
@@ -168,7 +169,7 @@ func decodeLine(where string, raw []byte, v any, names []string) error {
 	if err := dec.Decode(v); err != nil {
 		return &evidence.ChunkError{Where: where, Err: fmt.Errorf("%w: %v", ErrSyntax, err)}
 	}
-	if off := trailing(raw, dec); off >= 0 {
+	if off := strictjson.Trailing(raw, dec); off >= 0 {
 		return &evidence.ChunkError{Where: where, Err: fmt.Errorf("%w: data after the value on the line, at column %d", ErrSyntax, off+1)}
 	}
 	if err := checkKeys(raw, names); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/strictjson"
 	"github.com/evpack/evpack/internal/textblocks"
 )
 
@@ -188,10 +189,10 @@ func (s *Statute) Parse(path string, raw []byte) ([]Record, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, SyntaxError(path, raw, err)
 	}
-	if off := trailing(raw, dec); off >= 0 {
+	if off := strictjson.Trailing(raw, dec); off >= 0 {
 		return nil, &evidence.ChunkError{Where: path + position(raw, off), Err: fmt.Errorf("%w: data after the statute's object", ErrSyntax)}
 	}
-	if off, err := duplicateKey(raw); err != nil {
+	if off, err := strictjson.DuplicateKey(raw); err != nil {
 		return nil, &evidence.ChunkError{Where: path + position(raw, off), Err: fmt.Errorf("%w: %w", ErrSyntax, err)}
 	}
 	if f.DocID == "" {

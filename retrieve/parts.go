@@ -24,6 +24,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/evpack/evpack/internal/fsutil"
+	"github.com/evpack/evpack/internal/strictjson"
 )
 
 // Partitions: the lexical index is one bleve index per partition, a
@@ -590,7 +591,7 @@ func readLayout(name string) (layout, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	err = dec.Decode(&lay)
-	if err == nil && !fsutil.JSONEnded(dec) {
+	if err == nil && !strictjson.Ended(dec) {
 		err = errors.New("data after the layout")
 	}
 	if err != nil {

@@ -86,7 +86,7 @@ func TestRerankTrainRefusesHostileQuestions(t *testing.T) {
 		name, body, says string
 	}{
 		{"garbage after the object", string(raw) + first + " tail\n", "q.jsonl:290: data after the JSON object"},
-		{"a key twice", `{"id":"x","question":"q","gold":["ghost"],"gold":["01d5dcd1-638a-40db-8121-4118c74f392d"],"as_of":"2025-01-01"}`, `q.jsonl:1: field "gold" given twice`},
+		{"a key twice", `{"id":"x","question":"q","gold":["ghost"],"gold":["01d5dcd1-638a-40db-8121-4118c74f392d"],"as_of":"2025-01-01"}`, `q.jsonl:1: key "gold" appears twice in one object`},
 		{"empty", "", "no questions"},
 		{"blank lines only", "\n \r\n\t\n", "no questions"},
 	} {

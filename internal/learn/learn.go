@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/eval"
 	"github.com/evpack/evpack/evidence"
+	"github.com/evpack/evpack/internal/strictjson"
 	"github.com/evpack/evpack/rerank"
 )
 
@@ -122,29 +122,14 @@ func decodeQuestion(b []byte, jq *jsonlQuestion) error {
 		}
 		return err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if !strictjson.Ended(dec) {
 		return errors.New("data after the JSON object")
 	}
 	if fields == nil {
 		return errors.New("want a JSON object, not null")
 	}
-	keys := json.NewDecoder(bytes.NewReader(b))
-	keys.Token() // the object's '{': Decode above read the same bytes
-	seen := map[string]bool{}
-	for keys.More() {
-		k, err := keys.Token()
-		if err != nil {
-			return err
-		}
-		key, _ := k.(string)
-		if seen[key] {
-			return fmt.Errorf("field %q given twice", key)
-		}
-		seen[key] = true
-		var skip json.RawMessage
-		if err := keys.Decode(&skip); err != nil {
-			return err
-		}
+	if _, err := strictjson.DuplicateKey(b); err != nil {
+		return err
 	}
 	dec = json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

@@ -126,7 +126,7 @@ func TestLoadJSONLBadInput(t *testing.T) {
 		{"garbage after the object", `{"id":"q1","question":"x","gold":["a"],"as_of":"2025-01-01"} trailing`, "q.jsonl:1: data after the JSON object"},
 		{"a second object on the line", `{"id":"q1","question":"x","gold":["a"],"as_of":"2025-01-01"}{"id":"q2","question":"y","gold":["ghost"],"as_of":"2025-01-01"}`, "q.jsonl:1: data after the JSON object"},
 		{"a stray closing brace", `{"id":"q1","question":"x","gold":["a"],"as_of":"2025-01-01"}}`, "q.jsonl:1: data after the JSON object"},
-		{"gold twice (the last won)", `{"id":"q1","question":"x","gold":["typo"],"gold":["a"],"as_of":"2025-01-01"}`, `q.jsonl:1: field "gold" given twice`},
+		{"gold twice (the last won)", `{"id":"q1","question":"x","gold":["typo"],"gold":["a"],"as_of":"2025-01-01"}`, `q.jsonl:1: key "gold" appears twice in one object`},
 		{"null", "null", "q.jsonl:1: want a JSON object, not null"},
 		{"an array", `["q1"]`, "q.jsonl:1: want a JSON object"},
 		{"a line over 16 MiB", "\n" + `{"id":"q1","question":"` + strings.Repeat("x", 16<<20) + `","gold":["a"]}`, "q.jsonl:2: line longer than 16777216 bytes"},

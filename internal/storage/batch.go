@@ -13,6 +13,7 @@ import (
 	"github.com/evpack/evpack/asof"
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/fsutil"
+	"github.com/evpack/evpack/internal/strictjson"
 )
 
 // BatchHeader is the first line of a batch file. With Prev, the checksum of
@@ -444,7 +445,7 @@ func strictJSON(line []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
-	if !fsutil.JSONEnded(dec) {
+	if !strictjson.Ended(dec) {
 		return errors.New("data after the JSON value")
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/evpack/evpack/evidence"
 	"github.com/evpack/evpack/internal/fsutil"
+	"github.com/evpack/evpack/internal/strictjson"
 )
 
 // Stored format versions. A reader refuses any other.
@@ -396,7 +397,7 @@ func DecodeManifest(name string, raw []byte, read func(file string) ([]byte, err
 	if err := newerFormat(name, m.Format); err != nil {
 		return nil, err
 	}
-	if !fsutil.JSONEnded(dec) {
+	if !strictjson.Ended(dec) {
 		return nil, fmt.Errorf("%w: %s: data after the manifest", ErrCorrupt, name)
 	}
 	if m.Format == formatNoVolumes && len(m.Volumes) == 0 {
